@@ -1,0 +1,215 @@
+/*
+ * shmf.h - libshmf, the client library of shmfilter.
+ *
+ * Design note
+ * -----------
+ * shmd (the supervisor daemon) keeps Bloom filters in memory-backed files
+ * under <runtime dir>/<instance>/. A worker process opens a filter by name
+ * with shmf_open() and then checks or adds keys with plain loads and atomic
+ * fetch-or on the mapped bits: no syscall, no socket, no lock and no
+ * allocation on the hot path. Each key is hashed once (XXH3-64 with the
+ * filter's secret seed) and touches exactly one 64-byte block.
+ *
+ * The runtime directory is $SHMF_RUNTIME_DIR if set, else /run/shmd for root
+ * and $XDG_RUNTIME_DIR/shmd for other users.
+ *
+ * The library trusts nothing it maps: before first use it checks the owner,
+ * mode and size of each file, copies the headers it needs into private
+ * memory, validates magic, format version, layout fingerprint and sizes, and
+ * bounds every index by that private copy.
+ *
+ * Caveats
+ * -------
+ * - fork(): a handle opened before fork() keeps working in the child (the
+ *   mappings are shared, not copied). Close it in each process that no longer
+ *   needs it; closing in one process does not affect the other.
+ * - Threads: all calls on one handle are safe from several threads at once,
+ *   including the remap that follows a new generation. The old mapping is
+ *   unmapped only after every thread has left the call that used it
+ *   (liburcu-bp grace period). shmf_close() must not race with other calls
+ *   on the same handle.
+ * - A worker that crashes leaves nothing behind: no lock is held in shared
+ *   memory, and adds are single atomic operations per 64-bit word. An add
+ *   interrupted between words leaves some of the key's bits set; the key
+ *   then reads as absent (it was never reported added) and the next add of
+ *   it reports it new.
+ * - Daemon restart: the segments stay in the runtime directory, so open
+ *   handles keep working while shmd is down or restarting. shmd re-attaches
+ *   the same segments when it starts again.
+ * - Generations: when shmd publishes a new generation of a filter (swap,
+ *   rotation) or drops it, the next call on an open handle notices (one load
+ *   of a hot cache line) and remaps, or returns SHMF_E_DROPPED. A stuck
+ *   worker that never calls into the library keeps the old generation's
+ *   memory mapped (POSIX keeps an unlinked file alive until its last
+ *   mapping goes away) until it calls again or closes the handle.
+ * - "Was new" (shmf_add, shmf_add_many) is exact for adds that do not
+ *   overlap in time. Two processes adding the same new key at the same
+ *   instant may both be told it was new (a key's bits span several 64-bit
+ *   words, each set by its own atomic operation); both never being told is
+ *   impossible.
+ */
+#ifndef SHMF_H
+#define SHMF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SHMF_API __attribute__((visibility("default")))
+#else
+#define SHMF_API
+#endif
+
+/** Library version, as numbers and as a string. */
+#define SHMF_VERSION_MAJOR 0
+#define SHMF_VERSION_MINOR 1
+#define SHMF_VERSION_STRING "0.1.0"
+
+/* ---- Error codes ------------------------------------------------------
+ * Every function that can fail returns a negative code: -errno for system
+ * failures (for example -EACCES, -ENOMEM), or one of the library codes
+ * below, which live in a band of their own (-5000 to -5099) so they never
+ * clash with errno values. shmf_strerror() turns any of them into text.
+ */
+#define SHMF_E_NOTFOUND  (-5001) /**< no such filter, or no such instance */
+#define SHMF_E_FORMAT    (-5002) /**< a segment or file is malformed: magic, sizes or fields */
+#define SHMF_E_VERSION   (-5003) /**< a segment has another format version */
+#define SHMF_E_LAYOUT    (-5004) /**< a segment was built with another struct layout */
+#define SHMF_E_OWNER     (-5005) /**< a file or directory has an untrusted owner or mode */
+#define SHMF_E_READONLY  (-5006) /**< write through a handle opened with SHMF_RDONLY */
+#define SHMF_E_TYPE      (-5007) /**< the filter type does not support this call */
+#define SHMF_E_FULL      (-5008) /**< the filter is full */
+#define SHMF_E_INVAL     (-5009) /**< an argument is invalid (flags, capacity, fpr, NULL) */
+#define SHMF_E_NAME      (-5010) /**< an instance or filter name is invalid */
+#define SHMF_E_EXISTS    (-5011) /**< a filter of that name already exists */
+#define SHMF_E_RUNDIR    (-5012) /**< the runtime directory cannot be determined */
+#define SHMF_E_DROPPED   (-5013) /**< the filter was dropped while this handle was open */
+#define SHMF_E_TOOBIG    (-5014) /**< the requested filter is larger than this library allows */
+#define SHMF_E_PROTO     (-5015) /**< the control socket answered something unexpected */
+#define SHMF_E_FIRST     (-5099) /**< lowest library code */
+#define SHMF_E_LAST      (-5000) /**< highest library code */
+
+/* ---- Types ------------------------------------------------------------- */
+
+/** An open filter. Opaque; one per shmf_open(). */
+typedef struct shmf shmf_t;
+
+/** A key for the batch calls: a pointer and a length in bytes. */
+typedef struct {
+	const void *ptr;
+	size_t len;
+} shmf_key_t;
+
+/** Flags for shmf_open(). */
+#define SHMF_RDONLY 0x0 /**< check-only handle; the data is mapped read-only */
+#define SHMF_RDWR   0x1 /**< check and add; needs write permission on the data file */
+
+/** Filter types. */
+#define SHMF_TYPE_BLOOM 1 /**< cache-line blocked Bloom filter */
+
+/** Longest instance or filter name, without the terminating NUL. */
+#define SHMF_NAME_MAX 63
+
+/** What shmf_info() reports about an open filter. */
+typedef struct {
+	char name[SHMF_NAME_MAX + 1]; /**< filter name */
+	int type;                     /**< SHMF_TYPE_BLOOM */
+	uint32_t k;                   /**< bits set per key */
+	uint64_t capacity;            /**< keys it was sized for */
+	double fpr_target;            /**< false-positive rate it was sized for, at capacity */
+	uint64_t bits;                /**< filter bits (64-byte blocks x 512) */
+	uint64_t bytes;               /**< size of the data segment in bytes, header included */
+	uint64_t items;               /**< adds that reported the key new */
+	double fill_ratio;            /**< expected fraction of bits set, from items */
+	double fpr_estimate;          /**< expected false-positive rate now, from items */
+	uint64_t generation;          /**< generation this handle has mapped */
+} shmf_info_t;
+
+/* ---- Functions --------------------------------------------------------- */
+
+/**
+ * Open filter @p filter of instance @p instance.
+ *
+ * @param instance  instance name, or NULL for "default"
+ * @param filter    filter name (1-63 characters of [A-Za-z0-9_.:-], not
+ *                  starting with '.')
+ * @param flags     SHMF_RDONLY or SHMF_RDWR
+ * @param out       receives the handle on success; untouched on failure
+ * @pre the instance's daemon has created the filter (the daemon need not be
+ *      running now: the segments outlive it)
+ * @return 0, or SHMF_E_NAME (bad instance or filter name), SHMF_E_INVAL
+ *         (unknown flags, NULL argument), SHMF_E_RUNDIR, SHMF_E_NOTFOUND
+ *         (no such instance or filter), SHMF_E_OWNER (a file or the
+ *         directory is owned by an untrusted user or writable by others),
+ *         SHMF_E_FORMAT, SHMF_E_VERSION, SHMF_E_LAYOUT (a segment fails
+ *         validation), -EACCES (no permission, e.g. SHMF_RDWR without write
+ *         access to the data file), -ENOMEM, or another -errno.
+ */
+SHMF_API int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out);
+
+/**
+ * Close a handle and unmap its segments. NULL is accepted and ignored.
+ * @pre no other thread is using @p f
+ */
+SHMF_API void shmf_close(shmf_t *f);
+
+/**
+ * Check whether a key may be in the filter.
+ *
+ * @return 1 if the key may be present (false positives at the filter's
+ *         rate), 0 if it is certainly absent, or SHMF_E_INVAL (NULL key
+ *         with non-zero length), SHMF_E_DROPPED, or an error from
+ *         remapping a new generation (see shmf_open).
+ */
+SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
+
+/**
+ * Add a key.
+ *
+ * @return 1 if the key was not in the filter before this call (this call
+ *         set at least one of its bits), 0 if it may have been, or
+ *         SHMF_E_READONLY (the handle was opened for checks only),
+ *         SHMF_E_INVAL, SHMF_E_DROPPED, or an error from remapping.
+ */
+SHMF_API int shmf_add(shmf_t *f, const void *key, size_t len);
+
+/**
+ * Check @p n keys; out[i] is set to 1 (may be present) or 0 (absent).
+ * Hashes ahead and prefetches the blocks so that many cache misses are in
+ * flight at once: much faster per key than a loop of shmf_check().
+ *
+ * @return the number of keys that may be present, or a negative error as
+ *         for shmf_check() (then @p out is unspecified).
+ */
+SHMF_API int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out);
+
+/**
+ * Add @p n keys; out[i] (if @p out is not NULL) is set to 1 if key i was
+ * new, 0 if it may have been present. A key repeated within the batch is
+ * new at most once.
+ *
+ * @return the number of keys that were new, or a negative error as for
+ *         shmf_add().
+ */
+SHMF_API int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out);
+
+/**
+ * Describe the filter: type, sizing, items and estimates.
+ * @return 0, or SHMF_E_INVAL, SHMF_E_DROPPED, or an error from remapping.
+ */
+SHMF_API int shmf_info(shmf_t *f, shmf_info_t *out);
+
+/**
+ * A sentence describing @p err (a negative code from any shmf_ function).
+ * Never NULL; the string is static.
+ */
+SHMF_API const char *shmf_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHMF_H */

@@ -1,0 +1,81 @@
+/* bloom.c - sizing and estimates for the blocked Bloom filter. */
+#include <math.h>
+
+#include "bloom.h"
+
+static double poisson_pmf(double lambda, uint64_t i)
+{
+	return exp(-lambda + (double)i * log(lambda) - lgamma((double)i + 1.0));
+}
+
+double shmf_bloom_fpr(uint64_t n, uint64_t nblocks, uint32_t k)
+{
+	if (nblocks == 0 || k == 0)
+		return 1.0;
+	if (n == 0)
+		return 0.0;
+	double lambda = (double)n / (double)nblocks;
+	double miss_one = log1p(-1.0 / SHMF_BLOCK_BITS);
+	/* Sum the Poisson terms around the mean until they vanish. */
+	uint64_t lo = lambda > 12.0 * sqrt(lambda) + 20.0 ? (uint64_t)(lambda - 12.0 * sqrt(lambda) - 20.0) : 0;
+	uint64_t hi = (uint64_t)(lambda + 12.0 * sqrt(lambda) + 40.0);
+	double sum = 0.0;
+
+	for (uint64_t i = lo; i <= hi; i++) {
+		double p_bit = -expm1((double)i * k * miss_one);
+		sum += poisson_pmf(lambda, i) * pow(p_bit, k);
+	}
+	return sum > 1.0 ? 1.0 : sum;
+}
+
+double shmf_bloom_fill(uint64_t n, uint64_t nblocks, uint32_t k)
+{
+	if (nblocks == 0)
+		return 1.0;
+	double m = (double)nblocks * SHMF_BLOCK_BITS;
+	return -expm1((double)n * k * log1p(-1.0 / m));
+}
+
+int shmf_bloom_size(uint64_t capacity, double fpr, struct shmf_bloom_params *out)
+{
+	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
+		return SHMF_E_INVAL;
+	/* Refuse before any arithmetic can overflow: even one bit per key. */
+	if (capacity > SHMF_DATA_MAX_BYTES * 8)
+		return SHMF_E_TOOBIG;
+
+	uint64_t best_blocks = 0;
+	uint32_t best_k = 0;
+
+	for (uint32_t k = 1; k <= SHMF_K_MAX; k++) {
+		/* Binary search on bits per key for this k. */
+		double lo = 0.5, hi = 512.0;
+		if (shmf_bloom_fpr(capacity, (uint64_t)ceil(capacity * hi / SHMF_BLOCK_BITS), k) > fpr)
+			continue;
+		for (int it = 0; it < 50; it++) {
+			double mid = (lo + hi) / 2;
+			uint64_t nb = (uint64_t)ceil(capacity * mid / SHMF_BLOCK_BITS);
+			if (shmf_bloom_fpr(capacity, nb, k) <= fpr)
+				hi = mid;
+			else
+				lo = mid;
+		}
+		uint64_t nb = (uint64_t)ceil(capacity * hi / SHMF_BLOCK_BITS);
+		/* ceil() of a double can land one short; step up until it holds. */
+		while (shmf_bloom_fpr(capacity, nb, k) > fpr)
+			nb++;
+		if (best_k == 0 || nb < best_blocks) {
+			best_blocks = nb;
+			best_k = k;
+		}
+	}
+	if (best_k == 0)
+		return SHMF_E_INVAL;
+	if (best_blocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
+		return SHMF_E_TOOBIG;
+	out->k = best_k;
+	out->nblocks = best_blocks;
+	out->bits = best_blocks * SHMF_BLOCK_BITS;
+	out->data_bytes = SHMF_DATA_BLOCKS_OFF + best_blocks * SHMF_BLOCK_BYTES;
+	return 0;
+}

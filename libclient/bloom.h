@@ -1,0 +1,71 @@
+/*
+ * bloom.h - the cache-line blocked Bloom filter: sizing, estimates, and the
+ * per-block check and add used by the hot path.
+ */
+#ifndef SHMF_BLOOM_H
+#define SHMF_BLOOM_H
+
+#include <stdint.h>
+
+#include "hash.h"
+
+/* What shmf_bloom_size() chose. */
+struct shmf_bloom_params {
+	uint32_t k;         /* bits per key */
+	uint64_t nblocks;   /* 64-byte blocks */
+	uint64_t bits;      /* nblocks * 512 */
+	uint64_t data_bytes;/* size of the data segment, header included */
+};
+
+/**
+ * Size a blocked Bloom filter for @p capacity keys at false-positive rate
+ * @p fpr: the smallest number of blocks (and its k) whose expected FPR at
+ * capacity, by shmf_bloom_fpr(), is at most @p fpr.
+ * @return 0, SHMF_E_INVAL (capacity 0, fpr not in (0,1), or an fpr a
+ *         blocked filter cannot reach), or SHMF_E_TOOBIG (more than
+ *         SHMF_DATA_MAX_BYTES).
+ */
+int shmf_bloom_size(uint64_t capacity, double fpr, struct shmf_bloom_params *out);
+
+/**
+ * Expected false-positive rate of a blocked Bloom filter of @p nblocks
+ * 512-bit blocks holding @p n keys with @p k bits each: the block loads are
+ * Poisson with mean n/nblocks, and a block holding i keys answers a false
+ * positive with probability (1 - (1 - 1/512)^(i k))^k.
+ */
+double shmf_bloom_fpr(uint64_t n, uint64_t nblocks, uint32_t k);
+
+/** Expected fraction of bits set after @p n keys: 1 - (1 - 1/m)^(n k). */
+double shmf_bloom_fill(uint64_t n, uint64_t nblocks, uint32_t k);
+
+/* 1 if every bit of mask is set in the block. Relaxed loads: a concurrent
+ * add only ever sets bits, and an add that has returned happens-before any
+ * check that is ordered after it by the caller's own synchronisation. */
+static inline int shmf_bloom_block_check(const uint64_t *block, const uint64_t mask[SHMF_BLOCK_WORDS])
+{
+	uint64_t miss = 0;
+
+	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
+		miss |= mask[w] & ~__atomic_load_n(&block[w], __ATOMIC_RELAXED);
+	return miss == 0;
+}
+
+/* Set the mask's bits; 1 if this call set at least one of them. Words
+ * whose bits are all set already are only read: no atomic write, so adding
+ * a present key writes nothing to shared memory. */
+static inline int shmf_bloom_block_add(uint64_t *block, const uint64_t mask[SHMF_BLOCK_WORDS])
+{
+	int fresh = 0;
+
+	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++) {
+		uint64_t m = mask[w];
+		if (m == 0 || (__atomic_load_n(&block[w], __ATOMIC_RELAXED) & m) == m)
+			continue;
+		/* relaxed: bits are monotonic, nothing else is published by them. */
+		uint64_t old = __atomic_fetch_or(&block[w], m, __ATOMIC_RELAXED);
+		fresh |= (old & m) != m;
+	}
+	return fresh;
+}
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * client.c - the libshmf handle: open, the hot path, generation changes.
+ *
+ * A handle holds the instance directory, the read-only control mapping and
+ * the current data mapping ("view"). Every call loads the slot's published
+ * generation once and compares it with the view's; on a mismatch it takes
+ * the slow path, maps the new generation and retires the old view after a
+ * liburcu-bp grace period (threads of one process may share a handle).
+ */
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+#include "bloom.h"
+#include "rundir.h"
+#include "segment.h"
+#include "shmf.h"
+
+/* One mapped generation. Immutable once published in a handle. */
+struct view {
+	const _Atomic uint64_t *published; /* &slot->generation in the control map */
+	uint64_t generation;
+	uint64_t *blocks;
+	uint64_t nblocks;
+	uint64_t seed;
+	uint32_t k;
+	_Atomic uint64_t *items; /* this handle's counter stripe */
+	struct shmf_data_map data;
+};
+
+struct shmf {
+	struct view *view; /* rcu: readers rcu_dereference, remap publishes */
+	int flags;
+	int slot;
+	unsigned stripe;
+	struct shmf_dir dir;
+	struct shmf_ctl_map ctl;
+	pthread_mutex_t remap_lock; /* serialises the slow path of one handle */
+	char name[SHMF_NAME_MAX + 1];
+};
+
+static void view_free(struct view *v)
+{
+	if (v == NULL)
+		return;
+	shmf_data_map_close(&v->data);
+	free(v);
+}
+
+/* Map the generation the slot publishes now. */
+static int view_open(struct shmf *f, struct view **out)
+{
+	struct shmf_slot copy;
+	struct view *v;
+	int r;
+
+	r = shmf_slot_read(&f->ctl.slots[f->slot], &copy);
+	if (r < 0)
+		return r;
+	if (atomic_load_explicit(&copy.generation, memory_order_relaxed) == 0 || strcmp(copy.name, f->name) != 0)
+		return SHMF_E_DROPPED;
+	if ((r = shmf_slot_check(&copy)) < 0)
+		return r;
+	v = calloc(1, sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	v->data.fd = -1;
+	r = shmf_data_map_open(&f->dir, &copy, (f->flags & SHMF_RDWR) != 0, &v->data);
+	if (r < 0) {
+		free(v);
+		/* The file vanished between the slot read and the open: the
+		 * daemon replaced or dropped it meanwhile. */
+		return r == SHMF_E_NOTFOUND ? -EAGAIN : r;
+	}
+	v->published = &f->ctl.slots[f->slot].generation;
+	v->generation = v->data.hdr.generation;
+	v->blocks = v->data.blocks;
+	v->nblocks = v->data.hdr.nblocks;
+	v->seed = v->data.hdr.seed;
+	v->k = v->data.hdr.k;
+	v->items = &v->data.counters[f->stripe].items;
+	*out = v;
+	return 0;
+}
+
+static void handle_free(struct shmf *f)
+{
+	shmf_ctl_map_close(&f->ctl);
+	shmf_dir_close(&f->dir);
+	pthread_mutex_destroy(&f->remap_lock);
+	free(f);
+}
+
+int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
+{
+	struct shmf *f;
+	struct shmf_slot copy;
+	int r;
+
+	if (out == NULL || (flags & ~SHMF_RDWR) != 0)
+		return SHMF_E_INVAL;
+	if ((r = shmf_name_check(filter)) < 0)
+		return r;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	f->dir.fd = -1;
+	f->ctl.fd = -1;
+	f->flags = flags;
+	pthread_mutex_init(&f->remap_lock, NULL);
+	strcpy(f->name, filter);
+	/* Spread adders over the counter stripes: one stripe per handle, so an
+	 * add that reports new increments a line this core usually owns. */
+	f->stripe = (unsigned)(shmf_mix64((uint64_t)getpid() ^ (uint64_t)(uintptr_t)f) % SHMF_ITEM_STRIPES);
+
+	if ((r = shmf_dir_open(instance, &f->dir)) < 0)
+		goto fail;
+	if ((r = shmf_ctl_map_open(&f->dir, 0, &f->ctl)) < 0)
+		goto fail;
+	for (int tries = 0; tries < 100; tries++) {
+		if ((r = shmf_slot_find(&f->ctl, filter, &copy)) < 0)
+			goto fail;
+		f->slot = r;
+		r = view_open(f, &f->view);
+		if (r != -EAGAIN && r != SHMF_E_DROPPED)
+			break;
+	}
+	/* Still racing after 100 tries: the slot names a file that is not
+	 * there, so for this caller the filter does not exist. */
+	if (r == -EAGAIN || r == SHMF_E_DROPPED)
+		r = SHMF_E_NOTFOUND;
+	if (r < 0)
+		goto fail;
+	*out = f;
+	return 0;
+fail:
+	handle_free(f);
+	return r;
+}
+
+void shmf_close(shmf_t *f)
+{
+	if (f == NULL)
+		return;
+	view_free(f->view);
+	handle_free(f);
+}
+
+/*
+ * Slow path: the published generation differs from the view's. Map the new
+ * one, publish it to the handle, and free the old view once no thread can
+ * still be using it.
+ */
+static __attribute__((noinline, cold)) int refresh(struct shmf *f)
+{
+	struct view *old, *nv = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&f->remap_lock);
+	old = f->view;
+	if (atomic_load_explicit(old->published, memory_order_acquire) != old->generation) {
+		for (int tries = 0; tries < 100; tries++) {
+			r = view_open(f, &nv);
+			if (r != -EAGAIN)
+				break;
+		}
+		if (r == -EAGAIN)
+			r = SHMF_E_NOTFOUND;
+		if (r == 0) {
+			rcu_assign_pointer(f->view, nv);
+			pthread_mutex_unlock(&f->remap_lock);
+			synchronize_rcu();
+			view_free(old);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&f->remap_lock);
+	return r;
+}
+
+/*
+ * Enter the read side and get a current view. The generation test is the
+ * one load per call the design allows; it is almost always a hit in L1.
+ */
+static inline int enter(struct shmf *f, struct view **out)
+{
+	for (;;) {
+		rcu_read_lock();
+		struct view *v = rcu_dereference(f->view);
+		/* acquire: pairs with the daemon's release store of a new
+		 * generation, which follows the complete new data segment. */
+		if (__builtin_expect(atomic_load_explicit(v->published, memory_order_acquire) == v->generation, 1)) {
+			*out = v;
+			return 0;
+		}
+		rcu_read_unlock();
+		int r = refresh(f);
+		if (r < 0)
+			return r;
+	}
+}
+
+static inline void leave(void)
+{
+	rcu_read_unlock();
+}
+
+int shmf_check(shmf_t *f, const void *key, size_t len)
+{
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	struct view *v;
+	int r;
+
+	if (__builtin_expect(key == NULL && len != 0, 0))
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	uint64_t h = shmf_hash(key, len, v->seed);
+	const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+	shmf_block_masks(h, v->k, mask);
+	r = shmf_bloom_block_check(block, mask);
+	leave();
+	return r;
+}
+
+int shmf_add(shmf_t *f, const void *key, size_t len)
+{
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	struct view *v;
+	int r;
+
+	if (__builtin_expect(!(f->flags & SHMF_RDWR), 0))
+		return SHMF_E_READONLY;
+	if (__builtin_expect(key == NULL && len != 0, 0))
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	uint64_t h = shmf_hash(key, len, v->seed);
+	uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+	shmf_block_masks(h, v->k, mask);
+	r = shmf_bloom_block_add(block, mask);
+	if (r)
+		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	leave();
+	return r;
+}
+
+/* How far ahead the batch calls hash and prefetch. */
+#define BATCH_AHEAD 16
+
+static int keys_valid(const shmf_key_t *keys, size_t n)
+{
+	if (n != 0 && keys == NULL)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].ptr == NULL && keys[i].len != 0)
+			return 0;
+	return 1;
+}
+
+int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	uint64_t hashes[BATCH_AHEAD];
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	struct view *v;
+	int r;
+
+	if (n > INT32_MAX || (n != 0 && out == NULL) || !keys_valid(keys, n))
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	size_t present = 0;
+	/* Hash ahead and prefetch: key i+AHEAD's block is requested while key
+	 * i is tested, so up to AHEAD misses are in flight. */
+	size_t pre = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+	for (size_t i = 0; i < pre; i++) {
+		hashes[i] = shmf_hash(keys[i].ptr, keys[i].len, v->seed);
+		__builtin_prefetch(v->blocks + shmf_block_index(hashes[i], v->nblocks) * SHMF_BLOCK_WORDS, 0, 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = hashes[i % BATCH_AHEAD];
+		size_t j = i + BATCH_AHEAD;
+		if (j < n) {
+			uint64_t hj = shmf_hash(keys[j].ptr, keys[j].len, v->seed);
+			hashes[j % BATCH_AHEAD] = hj;
+			__builtin_prefetch(v->blocks + shmf_block_index(hj, v->nblocks) * SHMF_BLOCK_WORDS, 0, 0);
+		}
+		const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+		shmf_block_masks(h, v->k, mask);
+		out[i] = (uint8_t)shmf_bloom_block_check(block, mask);
+		present += out[i];
+	}
+	leave();
+	return (int)present;
+}
+
+int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	uint64_t hashes[BATCH_AHEAD];
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	struct view *v;
+	int r;
+
+	if (!(f->flags & SHMF_RDWR))
+		return SHMF_E_READONLY;
+	if (n > INT32_MAX || !keys_valid(keys, n))
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	size_t fresh = 0;
+	size_t pre = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+	for (size_t i = 0; i < pre; i++) {
+		hashes[i] = shmf_hash(keys[i].ptr, keys[i].len, v->seed);
+		__builtin_prefetch(v->blocks + shmf_block_index(hashes[i], v->nblocks) * SHMF_BLOCK_WORDS, 1, 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = hashes[i % BATCH_AHEAD];
+		size_t j = i + BATCH_AHEAD;
+		if (j < n) {
+			uint64_t hj = shmf_hash(keys[j].ptr, keys[j].len, v->seed);
+			hashes[j % BATCH_AHEAD] = hj;
+			__builtin_prefetch(v->blocks + shmf_block_index(hj, v->nblocks) * SHMF_BLOCK_WORDS, 1, 0);
+		}
+		uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+		shmf_block_masks(h, v->k, mask);
+		int isnew = shmf_bloom_block_add(block, mask);
+		if (out != NULL)
+			out[i] = (uint8_t)isnew;
+		fresh += (size_t)isnew;
+	}
+	if (fresh)
+		atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
+	leave();
+	return (int)fresh;
+}
+
+int shmf_info(shmf_t *f, shmf_info_t *out)
+{
+	struct view *v;
+	int r;
+
+	if (f == NULL || out == NULL)
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, v->data.hdr.name, sizeof(out->name));
+	out->type = (int)v->data.hdr.type;
+	out->k = v->k;
+	out->capacity = v->data.hdr.capacity;
+	memcpy(&out->fpr_target, &v->data.hdr.fpr_bits, sizeof(double));
+	out->bits = v->nblocks * SHMF_BLOCK_BITS;
+	out->bytes = v->data.len;
+	out->items = shmf_data_items(&v->data);
+	out->fill_ratio = shmf_bloom_fill(out->items, v->nblocks, v->k);
+	out->fpr_estimate = shmf_bloom_fpr(out->items, v->nblocks, v->k);
+	out->generation = v->generation;
+	leave();
+	return 0;
+}

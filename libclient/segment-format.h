@@ -1,0 +1,127 @@
+/*
+ * segment-format.h - the shared-memory format of shmfilter, in one place.
+ *
+ * An instance directory <runtime dir>/<instance>/ holds:
+ *   control            the control segment: header + a fixed table of slots.
+ *                      Written by shmd only; clients map it read-only.
+ *   <name>.<gen>.data  one data segment per filter generation: header page,
+ *                      item-counter page, then the 64-byte filter blocks.
+ *                      Adders map it read-write, checkers read-only.
+ *
+ * Every field is a plain integer or an _Atomic integer of at most 8 bytes;
+ * only offsets, never pointers. Bump SHMF_FORMAT_VERSION on any change.
+ */
+#ifndef SHMF_SEGMENT_FORMAT_H
+#define SHMF_SEGMENT_FORMAT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmf.h"
+
+#define SHMF_FORMAT_VERSION 1u
+
+#define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
+#define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
+
+#define SHMF_CTL_FILE    "control"
+#define SHMF_DATA_SUFFIX ".data"
+
+#define SHMF_SLOTS        256u  /* filters per instance */
+#define SHMF_BLOCK_BYTES  64u   /* one cache line per key */
+#define SHMF_BLOCK_BITS   512u
+#define SHMF_BLOCK_WORDS  8u
+#define SHMF_ITEM_STRIPES 64u   /* item counters, one cache line each */
+#define SHMF_K_MAX        32u
+
+/* Data segment: header page, counter page, blocks. */
+#define SHMF_DATA_HDR_BYTES      4096u
+#define SHMF_DATA_COUNTERS_OFF   4096u
+#define SHMF_DATA_BLOCKS_OFF     8192u
+
+/* Largest data segment the library will map: 64 TiB. */
+#define SHMF_DATA_MAX_BYTES (UINT64_C(1) << 46)
+
+/* Control segment header: one cache line. Written by shmd at creation and
+ * at each daemon start; read (copied) by clients at open. */
+struct shmf_ctl_header {
+	uint64_t magic;        /* shmd writes once; clients validate */
+	uint32_t version;      /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;  /* sizeof(struct shmf_ctl_header) */
+	uint64_t layout;       /* shmf_layout_fingerprint() of the writer */
+	uint32_t nslots;       /* SHMF_SLOTS */
+	uint32_t slot_size;    /* sizeof(struct shmf_slot) */
+	uint64_t slots_offset; /* offset of slot 0 from the file start */
+	uint64_t daemon_pid;   /* shmd writes at start; informational */
+	uint64_t start_epoch;  /* shmd writes at start (unix seconds) */
+	uint64_t last_generation; /* shmd only: generations are never reused in an instance */
+};
+
+/* A filter slot: four cache lines. The daemon rewrites the fields under the
+ * sequence counter (odd while writing); clients copy them with the seqlock
+ * read protocol and then use only their copy. */
+struct shmf_slot {
+	_Atomic uint64_t generation; /* shmd stores (release, inside the seq window);
+	                                clients load on every call; 0 = slot empty */
+	_Atomic uint64_t seq;        /* shmd: odd while rewriting; clients: seqlock reads */
+	uint32_t type;               /* shmd writes; SHMF_TYPE_BLOOM */
+	uint32_t k;                  /* shmd writes; bits per key, 1..SHMF_K_MAX */
+	uint64_t capacity;           /* shmd writes; keys sized for */
+	uint64_t fpr_bits;           /* shmd writes; target FPR, IEEE-754 double bits */
+	uint64_t nblocks;            /* shmd writes; 64-byte blocks in the data segment */
+	uint64_t data_bytes;         /* shmd writes; exact size of the data segment */
+	uint64_t created_epoch;      /* shmd writes; unix seconds */
+	uint64_t reserved[1];
+	char name[SHMF_NAME_MAX + 1];/* shmd writes; NUL-terminated filter name */
+	uint8_t pad[256 - 136];
+};
+
+/* Data segment header page. Written by shmd before the generation is
+ * published; never changed afterwards. Clients copy and validate it. */
+struct shmf_data_header {
+	uint64_t magic;        /* SHMF_DATA_MAGIC */
+	uint32_t version;      /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;  /* sizeof(struct shmf_data_header) */
+	uint64_t layout;       /* shmf_layout_fingerprint() */
+	uint32_t type;         /* SHMF_TYPE_BLOOM */
+	uint32_t k;            /* bits per key */
+	uint64_t nblocks;      /* number of 64-byte blocks */
+	uint64_t seed;         /* XXH3 seed, drawn with arc4random at creation */
+	uint64_t generation;   /* generation this file holds */
+	uint64_t capacity;     /* keys sized for */
+	uint64_t fpr_bits;     /* target FPR, IEEE-754 double bits */
+	uint64_t blocks_offset;/* SHMF_DATA_BLOCKS_OFF */
+	uint64_t counters_offset; /* SHMF_DATA_COUNTERS_OFF */
+	char name[SHMF_NAME_MAX + 1];
+};
+
+/* One item-counter stripe: adders fetch_add (relaxed) on their handle's
+ * stripe when an add reports new; readers sum all stripes. */
+struct shmf_counter {
+	_Atomic uint64_t items; /* clients with RDWR handles add; anyone sums */
+	uint64_t pad[7];
+};
+
+_Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
+_Static_assert(sizeof(struct shmf_ctl_header) == 64, "control header is one cache line");
+_Static_assert(sizeof(struct shmf_slot) == 256, "slot is four cache lines");
+_Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
+_Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
+_Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_HDR_BYTES, "data header fits its page");
+_Static_assert(sizeof(struct shmf_counter) == 64, "counter stripe is one cache line");
+_Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) ==
+	       SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF, "counters fill their page");
+
+/* Size of the control segment file. */
+#define SHMF_CTL_BYTES ((uint64_t)sizeof(struct shmf_ctl_header) + \
+			(uint64_t)SHMF_SLOTS * sizeof(struct shmf_slot))
+
+/**
+ * Fingerprint of the sizes, offsets and alignments of the structs above
+ * and of the format constants. A client refuses a segment whose
+ * fingerprint differs from its own.
+ */
+uint64_t shmf_layout_fingerprint(void);
+
+#endif

@@ -1,0 +1,332 @@
+/* segment.c - mapping and validation of control and data segments. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rundir.h"
+#include "segment.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+uint64_t shmf_layout_fingerprint(void)
+{
+	static const uint64_t facts[] = {
+		SHMF_FORMAT_VERSION, SHMF_SLOTS, SHMF_BLOCK_BYTES, SHMF_ITEM_STRIPES,
+		SHMF_DATA_HDR_BYTES, SHMF_DATA_COUNTERS_OFF, SHMF_DATA_BLOCKS_OFF, SHMF_NAME_MAX,
+		sizeof(struct shmf_ctl_header), _Alignof(struct shmf_ctl_header),
+		offsetof(struct shmf_ctl_header, layout), offsetof(struct shmf_ctl_header, slots_offset),
+		offsetof(struct shmf_ctl_header, daemon_pid),
+		sizeof(struct shmf_slot), _Alignof(struct shmf_slot),
+		offsetof(struct shmf_slot, generation), offsetof(struct shmf_slot, seq),
+		offsetof(struct shmf_slot, type), offsetof(struct shmf_slot, k),
+		offsetof(struct shmf_slot, capacity), offsetof(struct shmf_slot, fpr_bits),
+		offsetof(struct shmf_slot, nblocks), offsetof(struct shmf_slot, data_bytes),
+		offsetof(struct shmf_slot, name),
+		sizeof(struct shmf_data_header), _Alignof(struct shmf_data_header),
+		offsetof(struct shmf_data_header, k), offsetof(struct shmf_data_header, nblocks),
+		offsetof(struct shmf_data_header, seed), offsetof(struct shmf_data_header, generation),
+		offsetof(struct shmf_data_header, blocks_offset), offsetof(struct shmf_data_header, name),
+		sizeof(struct shmf_counter), sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
+	};
+	return XXH3_64bits(facts, sizeof(facts));
+}
+
+static uid_t trusted_extra_uid(void)
+{
+	const char *s = getenv("SHMF_TRUST_UID");
+	if (s == NULL || *s == '\0')
+		return (uid_t)-1;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end != '\0' || v >= (unsigned long)(uid_t)-1)
+		return (uid_t)-1;
+	return (uid_t)v;
+}
+
+int shmf_dir_check(int fd, struct shmf_dir *out)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return SHMF_E_FORMAT;
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return SHMF_E_OWNER;
+	if (st.st_uid != 0 && st.st_uid != geteuid() && st.st_uid != trusted_extra_uid())
+		return SHMF_E_OWNER;
+	out->fd = fd;
+	out->owner = st.st_uid;
+	return 0;
+}
+
+int shmf_dir_open(const char *instance, struct shmf_dir *out)
+{
+	char path[4096];
+	int r = shmf_instance_path(instance, "", path, sizeof(path));
+	if (r < 0)
+		return r;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return (errno == ENOENT || errno == ENOTDIR) ? SHMF_E_NOTFOUND : -errno;
+	if ((r = shmf_dir_check(fd, out)) < 0) {
+		close(fd);
+		return r;
+	}
+	return 0;
+}
+
+void shmf_dir_close(struct shmf_dir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+/* Open a file of the instance directory and check its owner and mode. */
+static int open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
+		       struct stat *st)
+{
+	int fd = openat(dir->fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? SHMF_E_NOTFOUND : errno == ELOOP ? SHMF_E_OWNER : -errno;
+	if (fstat(fd, st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return SHMF_E_FORMAT;
+	}
+	if (st->st_uid != dir->owner || (st->st_mode & forbidden)) {
+		close(fd);
+		return SHMF_E_OWNER;
+	}
+	return fd;
+}
+
+int shmf_ctl_header_check(const struct shmf_ctl_header *h, uint64_t file_size)
+{
+	if (file_size < sizeof(*h) || h->magic != SHMF_CTL_MAGIC)
+		return SHMF_E_FORMAT;
+	if (h->version != SHMF_FORMAT_VERSION)
+		return SHMF_E_VERSION;
+	if (h->layout != shmf_layout_fingerprint())
+		return SHMF_E_LAYOUT;
+	if (h->header_size != sizeof(*h) || h->nslots != SHMF_SLOTS ||
+	    h->slot_size != sizeof(struct shmf_slot) || h->slots_offset != sizeof(*h) ||
+	    file_size != SHMF_CTL_BYTES)
+		return SHMF_E_FORMAT;
+	return 0;
+}
+
+int shmf_ctl_map_open(const struct shmf_dir *dir, int writable, struct shmf_ctl_map *out)
+{
+	struct stat st;
+	struct shmf_ctl_header copy;
+	int fd = open_member(dir, SHMF_CTL_FILE, writable, S_IWGRP | S_IWOTH, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size < sizeof(copy)) {
+		close(fd);
+		return SHMF_E_FORMAT;
+	}
+	/* Validate a private copy read with pread: nothing is mapped until the
+	 * sizes are known to be right, so a short file cannot fault us. */
+	if (pread(fd, &copy, sizeof(copy), 0) != (ssize_t)sizeof(copy)) {
+		close(fd);
+		return SHMF_E_FORMAT;
+	}
+	int r = shmf_ctl_header_check(&copy, (uint64_t)st.st_size);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	void *p = mmap(NULL, SHMF_CTL_BYTES, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	out->fd = fd;
+	out->len = SHMF_CTL_BYTES;
+	out->hdr = p;
+	out->slots = (struct shmf_slot *)((char *)p + sizeof(struct shmf_ctl_header));
+	return 0;
+}
+
+void shmf_ctl_map_close(struct shmf_ctl_map *m)
+{
+	if (m->hdr != NULL)
+		munmap(m->hdr, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->hdr = NULL;
+	m->slots = NULL;
+	m->fd = -1;
+}
+
+int shmf_slot_read(const struct shmf_slot *shared, struct shmf_slot *copy)
+{
+	struct shmf_slot *s = (struct shmf_slot *)shared;
+
+	for (int tries = 0; tries < 100000; tries++) {
+		/* acquire: pairs with the release store in shmf_slot_write_end. */
+		uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+		if (s1 & 1) {
+			if (tries > 100)
+				usleep(10);
+			continue;
+		}
+		memcpy((void *)copy, (const void *)shared, sizeof(*copy));
+		/* acquire fence: the copy is complete before seq is read again. */
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+		if (s1 == s2) {
+			copy->name[SHMF_NAME_MAX] = '\0';
+			return 0;
+		}
+	}
+	return -EBUSY;
+}
+
+void shmf_slot_write_begin(struct shmf_slot *s)
+{
+	uint64_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, q | 1, memory_order_relaxed);
+	/* release fence: seq is odd before any field changes. */
+	atomic_thread_fence(memory_order_release);
+}
+
+void shmf_slot_write_end(struct shmf_slot *s)
+{
+	uint64_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	/* release: pairs with the acquire load in shmf_slot_read. */
+	atomic_store_explicit(&s->seq, (q | 1) + 1, memory_order_release);
+}
+
+int shmf_slot_check(const struct shmf_slot *s)
+{
+	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
+	if (gen == 0)
+		return SHMF_E_NOTFOUND;
+	if (s->type != SHMF_TYPE_BLOOM || s->k == 0 || s->k > SHMF_K_MAX || s->nblocks == 0 ||
+	    s->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
+	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
+	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0)
+		return SHMF_E_FORMAT;
+	return 0;
+}
+
+int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_slot *copy)
+{
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &m->slots[i];
+		/* Cheap pre-filter on the live name; the seqlock copy decides. */
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0)
+			continue;
+		if (strncmp((const char *)s->name, name, sizeof(s->name)) != 0)
+			continue;
+		int r = shmf_slot_read(s, copy);
+		if (r < 0)
+			return r;
+		if (atomic_load_explicit(&copy->generation, memory_order_relaxed) == 0 ||
+		    strcmp(copy->name, name) != 0)
+			continue;
+		r = shmf_slot_check(copy);
+		return r < 0 ? r : (int)i;
+	}
+	return SHMF_E_NOTFOUND;
+}
+
+int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
+			   uint64_t file_size)
+{
+	if (file_size < SHMF_DATA_BLOCKS_OFF || h->magic != SHMF_DATA_MAGIC)
+		return SHMF_E_FORMAT;
+	if (h->version != SHMF_FORMAT_VERSION)
+		return SHMF_E_VERSION;
+	if (h->layout != shmf_layout_fingerprint())
+		return SHMF_E_LAYOUT;
+	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k ||
+	    h->nblocks != slot->nblocks || h->blocks_offset != SHMF_DATA_BLOCKS_OFF ||
+	    h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
+	    h->generation != atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed) ||
+	    memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
+		return SHMF_E_FORMAT;
+	if (h->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
+	    file_size != SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES)
+		return SHMF_E_FORMAT;
+	return 0;
+}
+
+int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
+		       struct shmf_data_map *out)
+{
+	char fname[128];
+	struct stat st;
+	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed);
+	int r = shmf_data_filename(slot->name, gen, fname, sizeof(fname));
+	if (r < 0)
+		return r;
+	int fd = open_member(dir, fname, writable, S_IWOTH, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size != slot->data_bytes || (uint64_t)st.st_size < SHMF_DATA_BLOCKS_OFF) {
+		close(fd);
+		return SHMF_E_FORMAT;
+	}
+	if (pread(fd, &out->hdr, sizeof(out->hdr), 0) != (ssize_t)sizeof(out->hdr)) {
+		close(fd);
+		return SHMF_E_FORMAT;
+	}
+	if ((r = shmf_data_header_check(&out->hdr, slot, (uint64_t)st.st_size)) < 0) {
+		close(fd);
+		return r;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return SHMF_E_TOOBIG;
+	}
+	size_t len = (size_t)st.st_size;
+	void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	/* Ask for transparent huge pages where the tmpfs allows them; a no-op
+	 * (and harmless) elsewhere. */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	out->fd = fd;
+	out->len = len;
+	out->base = p;
+	out->blocks = (uint64_t *)((char *)p + SHMF_DATA_BLOCKS_OFF);
+	out->counters = (struct shmf_counter *)((char *)p + SHMF_DATA_COUNTERS_OFF);
+	return 0;
+}
+
+void shmf_data_map_close(struct shmf_data_map *m)
+{
+	if (m->base != NULL)
+		munmap(m->base, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->base = NULL;
+	m->fd = -1;
+}
+
+uint64_t shmf_data_items(const struct shmf_data_map *m)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < SHMF_ITEM_STRIPES; i++)
+		sum += atomic_load_explicit(&m->counters[i].items, memory_order_relaxed);
+	return sum;
+}

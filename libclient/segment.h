@@ -1,0 +1,107 @@
+/*
+ * segment.h - opening, validating and mapping the segments of an instance.
+ *
+ * Used by libshmf (read side) and by shmd (which also writes slots). Every
+ * function validates what it maps against a private copy of the header and
+ * the size fstat() reports, and returns a library error naming the failed
+ * check; nothing mapped is trusted before that.
+ */
+#ifndef SHMF_SEGMENT_H
+#define SHMF_SEGMENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "segment-format.h"
+
+/* An open instance directory, checked for a trusted owner and mode. */
+struct shmf_dir {
+	int fd;       /* O_DIRECTORY descriptor */
+	uid_t owner;  /* every file in it must have this owner */
+};
+
+/* The control segment, mapped. */
+struct shmf_ctl_map {
+	int fd;
+	size_t len;
+	struct shmf_ctl_header *hdr; /* the mapping (read-only for clients) */
+	struct shmf_slot *slots;     /* slot 0 in the mapping */
+};
+
+/* A data segment, mapped, with its validated private header. */
+struct shmf_data_map {
+	int fd;
+	size_t len;
+	void *base;
+	uint64_t *blocks;               /* nblocks * 8 words */
+	struct shmf_counter *counters;  /* SHMF_ITEM_STRIPES */
+	struct shmf_data_header hdr;    /* private copy, validated */
+};
+
+/**
+ * Open and trust-check an instance directory (path may be NULL for the
+ * default instance; it is an instance name, not a path). The directory must
+ * not be writable by group or others, and must be owned by root, by the
+ * caller, or by the uid in $SHMF_TRUST_UID.
+ * @return 0, SHMF_E_NAME, SHMF_E_RUNDIR, SHMF_E_NOTFOUND, SHMF_E_OWNER, -errno.
+ */
+int shmf_dir_open(const char *instance, struct shmf_dir *out);
+
+/** Check a directory already open on fd (what shmf_dir_open() checks). */
+int shmf_dir_check(int fd, struct shmf_dir *out);
+
+void shmf_dir_close(struct shmf_dir *d);
+
+/**
+ * Map and validate the control segment of @p dir.
+ * @param writable 0 for a read-only map (clients), 1 for shmd
+ * @return 0, SHMF_E_NOTFOUND (no control file), SHMF_E_OWNER, SHMF_E_FORMAT,
+ *         SHMF_E_VERSION, SHMF_E_LAYOUT, -errno.
+ */
+int shmf_ctl_map_open(const struct shmf_dir *dir, int writable, struct shmf_ctl_map *out);
+
+/** Validate a control header copy against the file size. */
+int shmf_ctl_header_check(const struct shmf_ctl_header *h, uint64_t file_size);
+
+void shmf_ctl_map_close(struct shmf_ctl_map *m);
+
+/**
+ * Copy a slot with the seqlock read protocol into private memory.
+ * @return 0, or -EBUSY if the daemon stayed mid-write through every retry
+ *         (it died while publishing; its restart repairs the slot).
+ */
+int shmf_slot_read(const struct shmf_slot *shared, struct shmf_slot *copy);
+
+/**
+ * Find the live slot named @p name and copy it.
+ * @return the slot index (>= 0), SHMF_E_NOTFOUND, or -EBUSY.
+ */
+int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_slot *copy);
+
+/** Check a slot copy for consistency (type, k, sizes, name). 0 or SHMF_E_FORMAT. */
+int shmf_slot_check(const struct shmf_slot *s);
+
+/* Daemon side of the seqlock: begin makes seq odd, end makes it even. */
+void shmf_slot_write_begin(struct shmf_slot *s);
+void shmf_slot_write_end(struct shmf_slot *s);
+
+/**
+ * Map and validate the data segment described by @p slot (a validated
+ * private copy).
+ * @param writable 0 maps read-only, 1 read-write
+ * @return 0, SHMF_E_NOTFOUND (file gone: dropped or replaced meanwhile),
+ *         SHMF_E_OWNER, SHMF_E_FORMAT, SHMF_E_VERSION, SHMF_E_LAYOUT, -errno.
+ */
+int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
+		       struct shmf_data_map *out);
+
+/** Validate a data header copy against the slot that names it and the file size. */
+int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
+			   uint64_t file_size);
+
+void shmf_data_map_close(struct shmf_data_map *m);
+
+/** Sum of the item-counter stripes. */
+uint64_t shmf_data_items(const struct shmf_data_map *m);
+
+#endif

@@ -1,0 +1,255 @@
+/* config.c - the daemon's INI configuration (inih), and its embedded default. */
+#include <errno.h>
+#include <grp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "rundir.h"
+
+const char config_default_text[] =
+	"[instance]\n"
+	"name = default\n"
+	"dir_mode = 0750\n"
+	"socket_mode = 0660\n"
+	"remove_on_exit = false\n"
+	"huge_pages = auto\n"
+	"\n"
+	"[filter default]\n"
+	"type = bloom\n"
+	"capacity = 1000000\n"
+	"fpr = 0.01\n"
+	"mode = 0640\n";
+
+struct parse_state {
+	struct config *c;
+	struct filter_spec *cur; /* filter of the current section, or NULL */
+	char section[128];
+	char *err;
+	size_t errlen;
+	int failed;
+	const char *origin;
+};
+
+static int bad(struct parse_state *ps, const char *fmt, const char *a, const char *b)
+{
+	if (!ps->failed) {
+		char msg[192];
+		snprintf(msg, sizeof(msg), fmt, a, b);
+		snprintf(ps->err, ps->errlen, "%s: [%s] %s", ps->origin, ps->section, msg);
+	}
+	ps->failed = 1;
+	return 0;
+}
+
+static int parse_mode(const char *v, mode_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long m = strtoul(v, &end, 8);
+	if (errno || end == v || *end != '\0' || m > 0777)
+		return -1;
+	*out = (mode_t)m;
+	return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1") || !strcasecmp(v, "on"))
+		*out = 1;
+	else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0") || !strcasecmp(v, "off"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_group(const char *v, gid_t *out)
+{
+	if (*v == '\0') {
+		*out = (gid_t)-1;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long g = strtoul(v, &end, 10);
+	if (!errno && end != v && *end == '\0' && g < (unsigned long)(gid_t)-1) {
+		*out = (gid_t)g;
+		return 0;
+	}
+	struct group *gr = getgrnam(v);
+	if (gr == NULL)
+		return -1;
+	*out = gr->gr_gid;
+	return 0;
+}
+
+static int instance_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct config *c = ps->c;
+	if (!strcmp(name, "name")) {
+		if (shmf_name_check(value) < 0)
+			return bad(ps, "invalid instance name '%s'%s", value, "");
+		snprintf(c->instance, sizeof(c->instance), "%s", value);
+	} else if (!strcmp(name, "dir_mode")) {
+		if (parse_mode(value, &c->dir_mode) < 0 || (c->dir_mode & 022))
+			return bad(ps, "dir_mode '%s': %s", value, "octal mode without group or other write bits");
+	} else if (!strcmp(name, "socket_mode")) {
+		if (parse_mode(value, &c->socket_mode) < 0 || (c->socket_mode & 02))
+			return bad(ps, "socket_mode '%s': %s", value, "octal mode without other-write bit");
+	} else if (!strcmp(name, "group")) {
+		if (parse_group(value, &c->gid) < 0)
+			return bad(ps, "group '%s': %s", value, "no such group");
+	} else if (!strcmp(name, "remove_on_exit")) {
+		if (parse_bool(value, &c->remove_on_exit) < 0)
+			return bad(ps, "remove_on_exit '%s': %s", value, "expected true or false");
+	} else if (!strcmp(name, "huge_pages")) {
+		if (!strcmp(value, "auto"))
+			c->huge_pages = 1;
+		else if (!strcmp(value, "off"))
+			c->huge_pages = 0;
+		else
+			return bad(ps, "huge_pages '%s': %s", value, "expected auto or off");
+	} else {
+		return bad(ps, "unknown key '%s' in [instance]%s", name, "");
+	}
+	return 1;
+}
+
+static int filter_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct filter_spec *f = ps->cur;
+	char *end;
+	if (!strcmp(name, "type")) {
+		if (strcmp(value, "bloom") != 0)
+			return bad(ps, "type '%s': %s", value, "expected bloom");
+		f->type = SHMF_TYPE_BLOOM;
+	} else if (!strcmp(name, "capacity")) {
+		errno = 0;
+		unsigned long long v = strtoull(value, &end, 10);
+		if (errno || end == value || *end != '\0' || v == 0 || value[0] == '-')
+			return bad(ps, "capacity '%s': %s", value, "must be a positive integer");
+		f->capacity = v;
+	} else if (!strcmp(name, "fpr")) {
+		errno = 0;
+		double v = strtod(value, &end);
+		if (errno || end == value || *end != '\0' || !(v > 0.0 && v < 1.0))
+			return bad(ps, "fpr '%s': %s", value, "must be a number strictly between 0 and 1");
+		f->fpr = v;
+	} else if (!strcmp(name, "mode")) {
+		if (parse_mode(value, &f->mode) < 0 || (f->mode & 02))
+			return bad(ps, "mode '%s': %s", value, "octal mode without other-write bit");
+	} else {
+		return bad(ps, "unknown key '%s' in a filter section%s", name, "");
+	}
+	return 1;
+}
+
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_state *ps = user;
+	if (strcmp(section, ps->section) != 0) {
+		snprintf(ps->section, sizeof(ps->section), "%s", section);
+		ps->cur = NULL;
+		if (!strncmp(section, "filter ", 7)) {
+			const char *fname = section + 7;
+			if (shmf_name_check(fname) < 0)
+				return bad(ps, "invalid filter name '%s'%s", fname, "");
+			for (unsigned i = 0; i < ps->c->nfilters; i++)
+				if (!strcmp(ps->c->filters[i].name, fname))
+					return bad(ps, "filter '%s' declared twice%s", fname, "");
+			if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
+				return bad(ps, "too many filters%s%s", "", "");
+			ps->cur = &ps->c->filters[ps->c->nfilters++];
+			memset(ps->cur, 0, sizeof(*ps->cur));
+			snprintf(ps->cur->name, sizeof(ps->cur->name), "%s", fname);
+			ps->cur->type = SHMF_TYPE_BLOOM;
+			ps->cur->capacity = 1000000;
+			ps->cur->fpr = 0.01;
+			ps->cur->mode = 0640;
+		} else if (strcmp(section, "instance") != 0) {
+			return bad(ps, "unknown section [%s]%s", section, "");
+		}
+	}
+	if (ps->cur != NULL)
+		return filter_key(ps, name, value);
+	return instance_key(ps, name, value);
+}
+
+static void config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->instance, sizeof(c->instance), "%s", SHMF_DEFAULT_INSTANCE);
+	c->dir_mode = 0750;
+	c->socket_mode = 0660;
+	c->gid = (gid_t)-1;
+	c->remove_on_exit = 0;
+	c->huge_pages = 1;
+}
+
+int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
+{
+	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
+	config_defaults(c);
+	int rc = ini_parse_string(text, on_entry, &ps);
+	if (ps.failed)
+		return SHMF_E_INVAL;
+	if (rc > 0) {
+		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", origin, rc);
+		return SHMF_E_INVAL;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: cannot parse (out of memory)", origin);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int config_load(struct config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "re");
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	int rc = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			if (cap > (1u << 24)) {
+				snprintf(err, errlen, "%s: larger than 16 MiB", path);
+				rc = SHMF_E_INVAL;
+				break;
+			}
+			cap = cap ? cap * 2 : 8192;
+			char *t = realloc(text, cap);
+			if (t == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			text = t;
+		}
+		size_t n = fread(text + len, 1, 4096, fp);
+		len += n;
+		if (n < 4096)
+			break;
+	}
+	fclose(fp);
+	if (rc == 0) {
+		text[len] = '\0';
+		if (memchr(text, '\0', len) != NULL) {
+			snprintf(err, errlen, "%s: contains a NUL byte (not a text file)", path);
+			rc = SHMF_E_INVAL;
+		} else {
+			rc = config_parse(c, text, path, err, errlen);
+		}
+	}
+	free(text);
+	return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * config.h - the daemon's configuration: INI (parsed with inih), with an
+ * embedded default so that shmd runs with no file at all.
+ *
+ *   [instance]
+ *   name = default          ; instance name
+ *   dir_mode = 0750         ; instance directory
+ *   socket_mode = 0660      ; control socket
+ *   group =                 ; group name or gid for directory, socket, files
+ *   remove_on_exit = false  ; unlink the segments on clean shutdown
+ *   huge_pages = auto       ; auto | off: mount a huge=within_size tmpfs (root)
+ *
+ *   [filter NAME]           ; one section per filter
+ *   type = bloom
+ *   capacity = 1000000
+ *   fpr = 0.01
+ *   mode = 0640             ; data file: 0640 group may check, 0660 group may add
+ */
+#ifndef SHMD_CONFIG_H
+#define SHMD_CONFIG_H
+
+#include <sys/types.h>
+
+#include "registry.h"
+
+#define CONFIG_FILTERS_MAX SHMF_SLOTS
+
+struct config {
+	char instance[SHMF_NAME_MAX + 1];
+	mode_t dir_mode;
+	mode_t socket_mode;
+	gid_t gid;          /* (gid_t)-1: none */
+	int remove_on_exit;
+	int huge_pages;     /* 1 auto, 0 off */
+	unsigned nfilters;
+	struct filter_spec filters[CONFIG_FILTERS_MAX];
+};
+
+/** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */
+extern const char config_default_text[];
+
+/**
+ * Parse INI text into @p c (starting from built-in defaults, no filters).
+ * @p origin names the text in messages ("/etc/shmd.conf", "embedded default").
+ * @return 0, or SHMF_E_INVAL with "FILE:LINE: what was wrong" in err.
+ */
+int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen);
+
+/** Read and parse a file. 0, SHMF_E_INVAL or -errno, with a message in err. */
+int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,467 @@
+/*
+ * registry.c - the daemon's filters and the segments that hold them.
+ *
+ * Publication order (what lets clients trust a slot): the data segment is
+ * created with O_EXCL, sized, filled with its header and fsynced-in-memory
+ * before the slot names it; the slot is rewritten inside the seqlock and
+ * its generation stored last. Dropping unpublishes first and unlinks after.
+ */
+#include <bsd/stdlib.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bloom.h"
+#include "hugepages.h"
+#include "log.h"
+#include "registry.h"
+#include "rundir.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	if (err != NULL && errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static const char *errtext(int code)
+{
+	return shmf_strerror(code);
+}
+
+/* mkdir -p for the runtime root (0755: the instance directory below it
+ * carries the real permissions). */
+static int mkdir_parents(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static uint64_t host_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || psize <= 0)
+		return SHMF_DATA_MAX_BYTES;
+	return (uint64_t)pages * (uint64_t)psize;
+}
+
+static void ctl_init_header(struct shmf_ctl_header *h)
+{
+	h->magic = SHMF_CTL_MAGIC;
+	h->version = SHMF_FORMAT_VERSION;
+	h->header_size = sizeof(*h);
+	h->layout = shmf_layout_fingerprint();
+	h->nslots = SHMF_SLOTS;
+	h->slot_size = sizeof(struct shmf_slot);
+	h->slots_offset = sizeof(*h);
+}
+
+static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
+{
+	struct shmf_ctl_header h = { 0 };
+	int fd = openat(r->dir.fd, SHMF_CTL_FILE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
+	int rc = 0;
+	if (fchmod(fd, mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0))
+		rc = -errno;
+	if (rc == 0 && ftruncate(fd, (off_t)SHMF_CTL_BYTES) < 0)
+		rc = -errno;
+	ctl_init_header(&h);
+	if (rc == 0 && pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		rc = -EIO;
+	close(fd);
+	if (rc < 0) {
+		unlinkat(r->dir.fd, SHMF_CTL_FILE, 0);
+		return fail(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
+	}
+	return 0;
+}
+
+/* Is fname a data file that a live slot names? */
+static int data_file_live(struct registry *r, const char *fname)
+{
+	char want[128];
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
+		if (gen == 0)
+			continue;
+		if (shmf_data_filename(s->name, gen, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Re-attach after a restart: repair and validate every live slot. */
+static void ctl_recover(struct registry *r)
+{
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+		if (seq & 1) {
+			log_msg(LOG_WARNING, "slot %u: left mid-write by a previous daemon; repairing", i);
+			shmf_slot_write_end(s);
+		}
+		uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
+		if (gen == 0)
+			continue;
+		if (gen > r->ctl.hdr->last_generation)
+			r->ctl.hdr->last_generation = gen;
+		struct shmf_slot copy;
+		struct shmf_data_map dm = { .fd = -1 };
+		int rc = shmf_slot_read(s, &copy);
+		if (rc == 0)
+			rc = shmf_slot_check(&copy);
+		if (rc == 0)
+			rc = shmf_data_map_open(&r->dir, &copy, 0, &dm);
+		if (rc < 0) {
+			/* Unpublish, but leave any file in place for an operator. */
+			log_msg(LOG_ERR, "slot %u (filter '%.*s', generation %" PRIu64 "): %s; slot cleared, files left in %s",
+				i, SHMF_NAME_MAX, s->name, gen, errtext(rc), r->dir_path);
+			shmf_slot_write_begin(s);
+			atomic_store_explicit(&s->generation, 0, memory_order_release);
+			shmf_slot_write_end(s);
+			continue;
+		}
+		log_msg(LOG_INFO, "filter '%s': attached generation %" PRIu64 " (%" PRIu64 " items)", copy.name, gen,
+			shmf_data_items(&dm));
+		shmf_data_map_close(&dm);
+	}
+	/* Remove data files no slot names: a crash between creating a
+	 * generation and publishing it, or between unpublishing and unlinking. */
+	int fd = dup(r->dir.fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	size_t sl = strlen(SHMF_DATA_SUFFIX);
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_DATA_SUFFIX) != 0 || data_file_live(r, e->d_name))
+			continue;
+		log_msg(LOG_WARNING, "%s/%s: no filter names this data file; removing it", r->dir_path, e->d_name);
+		unlinkat(r->dir.fd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid,
+		  char *err, size_t errlen)
+{
+	char root[4096];
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->dir.fd = -1;
+	r->ctl.fd = -1;
+	r->gid = gid;
+	r->max_bytes = host_memory();
+	if (instance == NULL)
+		instance = SHMF_DEFAULT_INSTANCE;
+	if ((rc = shmf_name_check(instance)) < 0)
+		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+	snprintf(r->instance, sizeof(r->instance), "%s", instance);
+	if ((rc = shmf_runtime_dir(root, sizeof(root))) < 0)
+		return fail(err, errlen, rc, "%s", errtext(rc));
+	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
+		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+	if ((rc = mkdir_parents(root)) < 0)
+		return fail(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
+
+	int created = 0;
+	if (mkdir(r->dir_path, dir_mode) == 0)
+		created = 1;
+	else if (errno != EEXIST)
+		return fail(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
+	int fd = open(r->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
+	if (created && (fchmod(fd, dir_mode) < 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0))) {
+		rc = -errno;
+		close(fd);
+		return fail(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
+	}
+	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
+		close(fd);
+		return fail(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
+			    r->dir_path, errtext(rc));
+	}
+	if (r->dir.owner != geteuid()) {
+		shmf_dir_close(&r->dir);
+		return fail(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
+			    (unsigned)r->dir.owner, (unsigned)geteuid());
+	}
+	struct statfs sfs;
+	if (fstatfs(r->dir.fd, &sfs) == 0 && (unsigned long)sfs.f_type != TMPFS_MAGIC)
+		log_msg(LOG_WARNING, "%s is not on tmpfs: segments are backed by a disk file system", r->dir_path);
+
+	rc = shmf_ctl_map_open(&r->dir, 1, &r->ctl);
+	if (rc == SHMF_E_NOTFOUND) {
+		if ((rc = ctl_create(r, ctl_mode, err, errlen)) < 0)
+			goto out;
+		rc = shmf_ctl_map_open(&r->dir, 1, &r->ctl);
+	} else if (rc == 0) {
+		ctl_recover(r);
+	}
+	if (rc < 0) {
+		fail(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
+		goto out;
+	}
+	r->ctl.hdr->daemon_pid = (uint64_t)getpid();
+	r->ctl.hdr->start_epoch = (uint64_t)time(NULL);
+	return 0;
+out:
+	shmf_ctl_map_close(&r->ctl);
+	shmf_dir_close(&r->dir);
+	return rc;
+}
+
+int registry_find(struct registry *r, const char *name)
+{
+	int rc = shmf_name_check(name);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) != 0 &&
+		    strncmp(s->name, name, sizeof(s->name)) == 0)
+			return (int)i;
+	}
+	return SHMF_E_NOTFOUND;
+}
+
+/* Create and fill the data segment of one generation. */
+static int data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_bloom_params *p,
+		       uint64_t gen, char *err, size_t errlen)
+{
+	char fname[128];
+	struct shmf_data_header h = { 0 };
+	int rc = shmf_data_filename(spec->name, gen, fname, sizeof(fname));
+	if (rc < 0)
+		return fail(err, errlen, rc, "filter '%s': data file name too long", spec->name);
+	int fd = openat(r->dir.fd, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, spec->mode);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
+	if (fchmod(fd, spec->mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0)) {
+		rc = fail(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
+		goto bad;
+	}
+	/* Allocate every page now: a full tmpfs is an error here, not a
+	 * SIGBUS in a worker later. */
+	rc = posix_fallocate(fd, 0, (off_t)p->data_bytes);
+	if (rc != 0) {
+		rc = fail(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
+			  p->data_bytes, r->dir_path, strerror(rc));
+		goto bad;
+	}
+	h.magic = SHMF_DATA_MAGIC;
+	h.version = SHMF_FORMAT_VERSION;
+	h.header_size = sizeof(h);
+	h.layout = shmf_layout_fingerprint();
+	h.type = (uint32_t)spec->type;
+	h.k = p->k;
+	h.nblocks = p->nblocks;
+	arc4random_buf(&h.seed, sizeof(h.seed));
+	h.generation = gen;
+	h.capacity = spec->capacity;
+	memcpy(&h.fpr_bits, &spec->fpr, sizeof(double));
+	h.blocks_offset = SHMF_DATA_BLOCKS_OFF;
+	h.counters_offset = SHMF_DATA_COUNTERS_OFF;
+	snprintf(h.name, sizeof(h.name), "%s", spec->name);
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		rc = fail(err, errlen, -EIO, "%s/%s: cannot write header", r->dir_path, fname);
+		goto bad;
+	}
+	close(fd);
+	return 0;
+bad:
+	close(fd);
+	unlinkat(r->dir.fd, fname, 0);
+	return rc;
+}
+
+int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
+{
+	struct shmf_bloom_params p;
+	int rc;
+
+	if ((rc = shmf_name_check(spec->name)) < 0)
+		return fail(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
+	if (spec->type != SHMF_TYPE_BLOOM)
+		return fail(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
+	if (spec->capacity == 0)
+		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
+	if (!(spec->fpr > 0.0 && spec->fpr < 1.0))
+		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
+	if (spec->mode & ~(mode_t)0777 || spec->mode & S_IWOTH)
+		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
+			    spec->name, (unsigned)spec->mode);
+	rc = shmf_bloom_size(spec->capacity, spec->fpr, &p);
+	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
+		return fail(err, errlen, SHMF_E_TOOBIG,
+			    "filter '%s': capacity %" PRIu64 " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
+			    spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
+	if (rc < 0)
+		return fail(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
+			    spec->name, spec->fpr);
+	if (registry_find(r, spec->name) >= 0)
+		return fail(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
+	int slot = -1;
+	for (unsigned i = 0; i < SHMF_SLOTS; i++)
+		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0) {
+			slot = (int)i;
+			break;
+		}
+	if (slot < 0)
+		return fail(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
+
+	uint64_t gen = r->ctl.hdr->last_generation + 1;
+	if ((rc = data_create(r, spec, &p, gen, err, errlen)) < 0)
+		return rc;
+	r->ctl.hdr->last_generation = gen;
+
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	shmf_slot_write_begin(s);
+	s->type = (uint32_t)spec->type;
+	s->k = p.k;
+	s->capacity = spec->capacity;
+	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
+	s->nblocks = p.nblocks;
+	s->data_bytes = p.data_bytes;
+	s->created_epoch = (uint64_t)time(NULL);
+	memset(s->name, 0, sizeof(s->name));
+	snprintf(s->name, sizeof(s->name), "%s", spec->name);
+	/* release: the data segment and the fields above are complete before
+	 * a client can see the generation (pairs with the acquire in enter()). */
+	atomic_store_explicit(&s->generation, gen, memory_order_release);
+	shmf_slot_write_end(s);
+	log_msg(LOG_INFO, "filter '%s': created (bloom, capacity %" PRIu64 ", fpr %g, k %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
+		spec->name, spec->capacity, spec->fpr, p.k, p.data_bytes, gen);
+	return slot;
+}
+
+int registry_drop(struct registry *r, const char *name, char *err, size_t errlen)
+{
+	int slot = registry_find(r, name);
+	if (slot < 0)
+		return fail(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
+	char fname[128], dropped[SHMF_NAME_MAX + 1];
+	snprintf(dropped, sizeof(dropped), "%s", s->name);
+	shmf_data_filename(dropped, gen, fname, sizeof(fname));
+
+	if (r->handles[slot] != NULL) {
+		shmf_close(r->handles[slot]);
+		r->handles[slot] = NULL;
+	}
+	shmf_slot_write_begin(s);
+	/* release: pairs with the acquire in enter(); handles then see the
+	 * mismatch and answer SHMF_E_DROPPED. */
+	atomic_store_explicit(&s->generation, 0, memory_order_release);
+	memset(s->name, 0, sizeof(s->name));
+	shmf_slot_write_end(s);
+	if (unlinkat(r->dir.fd, fname, 0) < 0)
+		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+	log_msg(LOG_INFO, "filter '%s': dropped", dropped);
+	return 0;
+}
+
+int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_t errlen)
+{
+	if (slot < 0 || slot >= (int)SHMF_SLOTS)
+		return fail(err, errlen, SHMF_E_INVAL, "slot %d out of range", slot);
+	if (r->handles[slot] == NULL) {
+		int rc = shmf_open(r->instance, r->ctl.slots[slot].name, SHMF_RDWR, &r->handles[slot]);
+		if (rc < 0)
+			return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+	}
+	*out = r->handles[slot];
+	return 0;
+}
+
+int registry_info(struct registry *r, int slot, struct filter_info *out, char *err, size_t errlen)
+{
+	shmf_t *h;
+	int rc = registry_handle(r, slot, &h, err, errlen);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->slot = slot;
+	if ((rc = shmf_info(h, &out->info)) < 0)
+		return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+	shmf_data_filename(out->info.name, out->info.generation, out->data_file, sizeof(out->data_file));
+	struct stat st;
+	if (fstatat(r->dir.fd, out->data_file, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		out->mode = st.st_mode & 07777;
+	out->huge_pages = hugepages_dir_is_huge(r->dir.fd);
+	return 0;
+}
+
+int registry_list(struct registry *r, int slots[SHMF_SLOTS])
+{
+	int n = 0;
+	for (unsigned i = 0; i < SHMF_SLOTS; i++)
+		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) != 0)
+			slots[n++] = (int)i;
+	return n;
+}
+
+void registry_close(struct registry *r, int remove)
+{
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		if (r->handles[i] != NULL)
+			shmf_close(r->handles[i]);
+		r->handles[i] = NULL;
+	}
+	if (remove && r->ctl.slots != NULL) {
+		int slots[SHMF_SLOTS];
+		int n = registry_list(r, slots);
+		for (int i = 0; i < n; i++)
+			registry_drop(r, r->ctl.slots[slots[i]].name, NULL, 0);
+		unlinkat(r->dir.fd, SHMF_CTL_FILE, 0);
+		shmf_ctl_map_close(&r->ctl);
+		shmf_dir_close(&r->dir);
+		rmdir(r->dir_path);
+		return;
+	}
+	shmf_ctl_map_close(&r->ctl);
+	shmf_dir_close(&r->dir);
+}

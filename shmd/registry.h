@@ -1,0 +1,87 @@
+/*
+ * registry.h - the daemon's filters: the instance directory, the control
+ * segment it alone writes, and one data segment per filter generation.
+ *
+ * Single-threaded: every function is called from the daemon's main loop.
+ * Errors are shmf error codes (include/shmf.h) or -errno; each failing
+ * function also writes a sentence naming the object and the cause into
+ * err[] (when err is not NULL) for the log or the client.
+ */
+#ifndef SHMD_REGISTRY_H
+#define SHMD_REGISTRY_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "segment.h"
+#include "shmf.h"
+
+#define REGISTRY_ERR_MAX 256
+
+/* What a filter is created from (configuration file or BF.RESERVE). */
+struct filter_spec {
+	char name[SHMF_NAME_MAX + 1];
+	int type;          /* SHMF_TYPE_BLOOM */
+	uint64_t capacity; /* keys */
+	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
+	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
+};
+
+/* A snapshot of one filter, for LIST and INFO. */
+struct filter_info {
+	int slot;
+	shmf_info_t info;  /* as libshmf reports it */
+	char data_file[SHMF_NAME_MAX + 32];
+	mode_t mode;
+	int huge_pages;    /* 1 if the data segment is backed by huge pages */
+};
+
+struct registry {
+	char instance[SHMF_NAME_MAX + 1];
+	char dir_path[4096];
+	struct shmf_dir dir;
+	struct shmf_ctl_map ctl;
+	gid_t gid;                     /* group of files, or (gid_t)-1 to keep ours */
+	shmf_t *handles[SHMF_SLOTS];   /* the daemon's own read-write handles, opened lazily */
+	uint64_t max_bytes;            /* largest filter the daemon accepts (memory of the host) */
+};
+
+/**
+ * Create (first start) or re-attach (restart) the instance directory and its
+ * control segment. On re-attach every live slot is validated; a slot left
+ * mid-write by a crashed daemon is repaired, and data files no slot names
+ * (left by a crash between publish and unlink) are removed.
+ * @param dir_mode  mode of the instance directory (0750 by default)
+ * @param ctl_mode  mode of the control segment (0640 by default)
+ * @param gid       group for directory and files, or (gid_t)-1
+ */
+int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid,
+		  char *err, size_t errlen);
+
+/** Unmap everything. Segments stay on disk unless @p remove is set. */
+void registry_close(struct registry *r, int remove);
+
+/**
+ * Create a filter and publish its first generation.
+ * @return the slot (>= 0), SHMF_E_NAME, SHMF_E_INVAL (capacity 0, fpr out
+ *         of (0,1), mode with other-write bits), SHMF_E_TOOBIG (more memory
+ *         than the host has), SHMF_E_EXISTS, SHMF_E_FULL (no free slot), -errno.
+ */
+int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen);
+
+/** Drop a filter: unpublish its slot, then unlink its data file. 0 or SHMF_E_NOTFOUND. */
+int registry_drop(struct registry *r, const char *name, char *err, size_t errlen);
+
+/** Slot of the live filter @p name, or SHMF_E_NOTFOUND (or SHMF_E_NAME). */
+int registry_find(struct registry *r, const char *name);
+
+/** The daemon's read-write handle on the filter in @p slot (opened on first use). */
+int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_t errlen);
+
+/** Describe the filter in @p slot. */
+int registry_info(struct registry *r, int slot, struct filter_info *out, char *err, size_t errlen);
+
+/** Fill @p slots with the live slots in slot order; returns how many. */
+int registry_list(struct registry *r, int slots[SHMF_SLOTS]);
+
+#endif

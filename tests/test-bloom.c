@@ -1,0 +1,254 @@
+/*
+ * test-bloom.c - the Bloom filter's promises: no false negatives, the
+ * measured false-positive rate meets the sizing target, filters past 2^32
+ * bits work, and batch calls agree with single calls.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "fixture.h"
+
+static struct fixture fx;
+
+static int setup(void **state)
+{
+	(void)state;
+	fixture_setup(&fx);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	fixture_teardown(&fx);
+	return 0;
+}
+
+static shmf_t *open_rw(const char *name)
+{
+	shmf_t *f = NULL;
+	int r = shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &f);
+	if (r < 0)
+		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
+	return f;
+}
+
+static void test_no_false_negatives(void **state)
+{
+	(void)state;
+	char key[17];
+	const uint64_t n = 1000000;
+	fixture_bloom(&fx, "nofn", n, 0.01);
+	shmf_t *f = open_rw("nofn");
+	uint64_t fresh = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		int r = shmf_add(f, key, fixture_key(key, 1, i));
+		assert_true(r == 0 || r == 1);
+		fresh += (uint64_t)r;
+	}
+	uint64_t missing = 0;
+	for (uint64_t i = 0; i < n; i++)
+		if (shmf_check(f, key, fixture_key(key, 1, i)) != 1)
+			missing++;
+	assert_int_equal(missing, 0);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.items, fresh);
+	/* Almost every distinct key is new at insertion (a few collide). */
+	assert_true(fresh > n * 98 / 100);
+	shmf_close(f);
+}
+
+static void measure_fpr(double target)
+{
+	char key[17], name[32];
+	const uint64_t n = 1000000, probes = 1000000;
+	snprintf(name, sizeof(name), "fpr-%g", target);
+	fixture_bloom(&fx, name, n, target);
+	shmf_t *f = open_rw(name);
+	for (uint64_t i = 0; i < n; i++)
+		assert_true(shmf_add(f, key, fixture_key(key, 2, i)) >= 0);
+	uint64_t fp = 0;
+	for (uint64_t i = 0; i < probes; i++)
+		fp += (uint64_t)shmf_check(f, key, fixture_key(key, 3, i));
+	double measured = (double)fp / (double)probes;
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	printf("target %g: measured %g (%llu of %llu), formula at items %g, k %u, %.2f bits/key\n", target, measured,
+	       (unsigned long long)fp, (unsigned long long)probes, info.fpr_estimate, info.k,
+	       (double)info.bits / (double)n);
+	assert_true(measured >= 0.5 * target);
+	assert_true(measured <= 1.5 * target);
+	shmf_close(f);
+	assert_int_equal(registry_drop(&fx.reg, name, NULL, 0), 0);
+}
+
+static void test_fpr(void **state)
+{
+	(void)state;
+	measure_fpr(1e-2);
+	measure_fpr(1e-3);
+	measure_fpr(1e-4);
+}
+
+static void test_sizing(void **state)
+{
+	(void)state;
+	struct shmf_bloom_params p;
+	/* The chosen size meets the target by the formula, and one block
+	 * fewer would not (it is the smallest). */
+	const double targets[] = { 0.1, 0.01, 1e-3, 1e-4, 1e-6 };
+	for (unsigned i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		assert_int_equal(shmf_bloom_size(1000000, targets[i], &p), 0);
+		assert_true(shmf_bloom_fpr(1000000, p.nblocks, p.k) <= targets[i]);
+		assert_true(shmf_bloom_fpr(1000000, p.nblocks - 1, p.k) > targets[i] * 0.999);
+		assert_int_equal(p.bits, p.nblocks * 512);
+		assert_int_equal(p.data_bytes, SHMF_DATA_BLOCKS_OFF + p.nblocks * 64);
+	}
+	/* Blocked filters need a little more than the classic 9.6 bits/key at 1%. */
+	assert_int_equal(shmf_bloom_size(1000000, 0.01, &p), 0);
+	assert_true(p.bits / 1000000.0 > 9.6 && p.bits / 1000000.0 < 11.0);
+	/* Bad parameters. */
+	assert_int_equal(shmf_bloom_size(0, 0.01, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, 0.0, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, 1.0, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, -0.5, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, NAN, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(UINT64_C(1) << 62, 0.01, &p), SHMF_E_TOOBIG);
+	/* Fill and FPR estimates move the right way. */
+	assert_true(shmf_bloom_fill(0, 100, 7) == 0.0);
+	assert_true(shmf_bloom_fill(1000, 100, 7) > shmf_bloom_fill(100, 100, 7));
+	assert_true(shmf_bloom_fpr(2000, 100, 7) > shmf_bloom_fpr(1000, 100, 7));
+}
+
+static void test_big(void **state)
+{
+	(void)state;
+	char key[128]; /* XXH3 is inlined here: room for its long-key paths keeps -Warray-bounds quiet */
+	/* 500 M keys at 1%: about 4.9e9 bits, past 2^32. */
+	const uint64_t cap = 500000000;
+	int slot = fixture_bloom(&fx, "big", cap, 0.01);
+	shmf_t *f = open_rw("big");
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_true(info.bits > (UINT64_C(1) << 32));
+	/* Find keys whose block starts past bit 2^32, the way libshmf places
+	 * them, and add them. */
+	uint64_t seed = 0;
+	struct shmf_data_map dm = { .fd = -1 };
+	struct shmf_slot copy;
+	assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
+	assert_int_equal(shmf_data_map_open(&fx.reg.dir, &copy, 0, &dm), 0);
+	seed = dm.hdr.seed;
+	const uint64_t first_high_block = (UINT64_C(1) << 32) / SHMF_BLOCK_BITS;
+	uint64_t high[2000];
+	unsigned nhigh = 0;
+	for (uint64_t i = 0; nhigh < 2000; i++) {
+		size_t len = fixture_key(key, 4, i);
+		uint64_t b = shmf_block_index(shmf_hash(key, len, seed), info.bits / SHMF_BLOCK_BITS);
+		if (b >= first_high_block)
+			high[nhigh++] = i;
+	}
+	for (unsigned j = 0; j < nhigh; j++)
+		assert_int_equal(shmf_add(f, key, fixture_key(key, 4, high[j])), 1);
+	for (unsigned j = 0; j < nhigh; j++)
+		assert_int_equal(shmf_check(f, key, fixture_key(key, 4, high[j])), 1);
+	/* The bits really landed past bit 2^32 of the block area, not wrapped
+	 * around into low blocks. */
+	uint64_t set_low = 0, set_high = 0;
+	for (uint64_t w = 0; w < first_high_block * SHMF_BLOCK_WORDS; w++)
+		set_low |= dm.blocks[w];
+	for (uint64_t b = first_high_block; b < info.bits / SHMF_BLOCK_BITS; b++)
+		for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
+			set_high += __builtin_popcountll(dm.blocks[b * SHMF_BLOCK_WORDS + w]);
+	assert_int_equal(set_low, 0);
+	assert_true(set_high >= nhigh);
+	assert_true(set_high <= (uint64_t)nhigh * info.k);
+	/* And other keys are still mostly absent. */
+	unsigned fp = 0;
+	for (uint64_t i = 0; i < 10000; i++)
+		fp += (unsigned)shmf_check(f, key, fixture_key(key, 5, i));
+	assert_true(fp < 10);
+	shmf_data_map_close(&dm);
+	shmf_close(f);
+	assert_int_equal(registry_drop(&fx.reg, "big", NULL, 0), 0);
+}
+
+static void test_batch(void **state)
+{
+	(void)state;
+	enum { N = 5000 };
+	static char keys[N][17];
+	shmf_key_t k[N];
+	uint8_t out[N];
+	fixture_bloom(&fx, "batch", 100000, 0.001);
+	shmf_t *f = open_rw("batch");
+	for (unsigned i = 0; i < N; i++) {
+		k[i].ptr = keys[i];
+		k[i].len = fixture_key(keys[i], 6, i);
+	}
+	/* Add the even keys one by one, then batch-check all. */
+	for (unsigned i = 0; i < N; i += 2)
+		assert_int_equal(shmf_add(f, k[i].ptr, k[i].len), 1);
+	int present = shmf_check_many(f, k, N, out);
+	assert_true(present >= N / 2);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(out[i], shmf_check(f, k[i].ptr, k[i].len));
+		if (i % 2 == 0)
+			assert_int_equal(out[i], 1);
+	}
+	/* Batch-add everything: exactly the odd keys (less false positives)
+	 * are new, and the count returned matches out[]. */
+	int fresh = shmf_add_many(f, k, N, out);
+	int sum = 0;
+	for (unsigned i = 0; i < N; i++) {
+		sum += out[i];
+		if (i % 2 == 0)
+			assert_int_equal(out[i], 0);
+	}
+	assert_int_equal(fresh, sum);
+	assert_true(fresh > N / 2 - 20);
+	/* A key repeated in one batch is new at most once. */
+	shmf_key_t twice[2] = { { "repeat-me", 9 }, { "repeat-me", 9 } };
+	assert_int_equal(shmf_add_many(f, twice, 2, out), 1);
+	assert_int_equal(out[0] + out[1], 1);
+	/* Empty batches and bad arguments. */
+	assert_int_equal(shmf_check_many(f, k, 0, out), 0);
+	assert_int_equal(shmf_check_many(f, k, 1, NULL), SHMF_E_INVAL);
+	shmf_key_t bad[1] = { { NULL, 3 } };
+	assert_int_equal(shmf_check_many(f, bad, 1, out), SHMF_E_INVAL);
+	assert_int_equal(shmf_add_many(f, bad, 1, out), SHMF_E_INVAL);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.items, (uint64_t)(N / 2 + fresh + 1));
+	shmf_close(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "all";
+	struct CMUnitTest all[] = {
+		cmocka_unit_test(test_no_false_negatives),
+		cmocka_unit_test(test_fpr),
+		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_big),
+		cmocka_unit_test(test_batch),
+	};
+	const char *names[] = { "no_false_negatives", "fpr", "sizing", "big", "batch" };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(which, names[i]))
+			return _cmocka_run_group_tests(names[i], &all[i], 1, setup, teardown);
+	if (!strcmp(which, "all"))
+		return cmocka_run_group_tests(all, setup, teardown);
+	fprintf(stderr, "unknown test '%s'\n", which);
+	return 2;
+}
