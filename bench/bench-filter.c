@@ -1,0 +1,376 @@
+/*
+ * bench-filter.c - speed of the libshmf hot path, and what a new worker
+ * pays to attach a large filter.
+ *
+ *   bench-filter [--quick] [--no-attach]
+ *
+ * Everything runs in one process, side by side, on filters it creates in a
+ * private runtime directory under /dev/shm. Each figure is the median of
+ * several runs; timing is never asserted anywhere, only printed.
+ *
+ * The "floor" rows run the same per-key work (hash, block, masks, block
+ * test) inline on the mapping, without the handle (no generation check, no
+ * RCU read lock, no call): the difference to the API rows is the cost of
+ * the handle.
+ */
+#define _LGPL_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bloom.h"
+#include "registry.h"
+#include "segment.h"
+
+#define KEY_LEN 16
+#define RUNS 7
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return v[n / 2];
+}
+
+/* n random 16-byte keys in one array (read sequentially: only the filter
+ * blocks are random accesses). */
+static char *make_keys(uint64_t n, uint64_t salt)
+{
+	char *k = malloc(n * KEY_LEN);
+	if (k == NULL) {
+		perror("malloc");
+		exit(1);
+	}
+	uint64_t *w = (uint64_t *)k;
+	for (uint64_t i = 0; i < n * 2; i++)
+		w[i] = shmf_mix64(i * 2 + salt * UINT64_C(0x9e3779b97f4a7c15) + 1);
+	return k;
+}
+
+static volatile int sink;
+
+struct target {
+	const char *label;
+	uint64_t capacity;
+	shmf_t *rw;
+	struct shmf_data_map dm;
+	char *present;   /* keys added */
+	uint64_t npresent;
+	char *absent;    /* keys never added */
+	uint64_t nprobe;
+};
+
+static void fill(struct target *t)
+{
+	enum { B = 1024 };
+	shmf_key_t ks[B];
+	for (uint64_t i = 0; i < t->npresent; i += B) {
+		uint64_t n = t->npresent - i < B ? t->npresent - i : B;
+		for (uint64_t j = 0; j < n; j++)
+			ks[j] = (shmf_key_t){ t->present + (i + j) * KEY_LEN, KEY_LEN };
+		if (shmf_add_many(t->rw, ks, n, NULL) < 0) {
+			fprintf(stderr, "add_many failed\n");
+			exit(1);
+		}
+	}
+}
+
+/* Probe keys: half present, half absent, interleaved. */
+static const char *probe_key(struct target *t, uint64_t i)
+{
+	return (i & 1) ? t->absent + (i >> 1) * KEY_LEN : t->present + ((i >> 1) % t->npresent) * KEY_LEN;
+}
+
+static double bench_check(struct target *t)
+{
+	int hits = 0;
+	double t0 = now_ns();
+	for (uint64_t i = 0; i < t->nprobe; i++)
+		hits += shmf_check(t->rw, probe_key(t, i), KEY_LEN);
+	double dt = now_ns() - t0;
+	sink = hits;
+	return dt / (double)t->nprobe;
+}
+
+static double bench_floor(struct target *t)
+{
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	const uint64_t seed = t->dm.hdr.seed, nb = t->dm.hdr.nblocks;
+	const uint32_t k = t->dm.hdr.k;
+	int hits = 0;
+	double t0 = now_ns();
+	for (uint64_t i = 0; i < t->nprobe; i++) {
+		uint64_t h = shmf_hash(probe_key(t, i), KEY_LEN, seed);
+		const uint64_t *b = t->dm.blocks + shmf_block_index(h, nb) * SHMF_BLOCK_WORDS;
+		shmf_block_masks(h, k, mask);
+		hits += shmf_bloom_block_check(b, mask);
+	}
+	double dt = now_ns() - t0;
+	sink = hits;
+	return dt / (double)t->nprobe;
+}
+
+static double bench_check_many(struct target *t, size_t batch)
+{
+	shmf_key_t *ks = malloc(batch * sizeof(*ks));
+	uint8_t *out = malloc(batch);
+	int hits = 0;
+	double spent = 0;
+	for (uint64_t i = 0; i < t->nprobe; i += batch) {
+		size_t n = t->nprobe - i < batch ? (size_t)(t->nprobe - i) : batch;
+		for (size_t j = 0; j < n; j++)
+			ks[j] = (shmf_key_t){ probe_key(t, i + j), KEY_LEN };
+		double t0 = now_ns();
+		hits += shmf_check_many(t->rw, ks, n, out);
+		spent += now_ns() - t0;
+	}
+	sink = hits;
+	free(ks);
+	free(out);
+	return spent / (double)t->nprobe;
+}
+
+/* Adds of new keys: a fresh key set per run so every add really sets bits. */
+static double bench_add(struct target *t, uint64_t salt, int batched)
+{
+	const uint64_t n = t->nprobe / 4;
+	char *keys = make_keys(n, salt);
+	double t0 = now_ns(), dt;
+	if (!batched) {
+		int fresh = 0;
+		for (uint64_t i = 0; i < n; i++)
+			fresh += shmf_add(t->rw, keys + i * KEY_LEN, KEY_LEN);
+		sink = fresh;
+		dt = now_ns() - t0;
+	} else {
+		enum { B = 64 };
+		shmf_key_t ks[B];
+		dt = 0;
+		for (uint64_t i = 0; i < n; i += B) {
+			for (unsigned j = 0; j < B && i + j < n; j++)
+				ks[j] = (shmf_key_t){ keys + (i + j) * KEY_LEN, KEY_LEN };
+			uint64_t m = n - i < B ? n - i : B;
+			double a = now_ns();
+			sink = shmf_add_many(t->rw, ks, m, NULL);
+			dt += now_ns() - a;
+		}
+	}
+	free(keys);
+	return dt / (double)n;
+}
+
+static void setup_target(struct registry *reg, struct target *t, const char *name, uint64_t capacity,
+			 uint64_t nprobe)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640 };
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	int slot = registry_create(reg, &spec, err, sizeof(err));
+	if (slot < 0) {
+		fprintf(stderr, "%s\n", err);
+		exit(1);
+	}
+	int r = shmf_open(reg->instance, name, SHMF_RDWR, &t->rw);
+	if (r < 0) {
+		fprintf(stderr, "open %s: %s\n", name, shmf_strerror(r));
+		exit(1);
+	}
+	struct shmf_slot copy;
+	shmf_slot_read(&reg->ctl.slots[slot], &copy);
+	t->dm.fd = -1;
+	if (shmf_data_map_open(&reg->dir, &copy, 0, &t->dm) < 0)
+		exit(1);
+	t->label = name;
+	t->capacity = capacity;
+	t->npresent = capacity;
+	t->nprobe = nprobe;
+	t->present = make_keys(capacity, 1);
+	t->absent = make_keys(nprobe / 2 + 1, 2);
+	double t0 = now_ns();
+	fill(t);
+	fprintf(stderr, "filled %s (%" PRIu64 " keys, %.1f MiB) in %.2f s\n", name, capacity,
+		(double)copy.data_bytes / 1048576.0, (now_ns() - t0) / 1e9);
+}
+
+static void run_speed(struct registry *reg, uint64_t big)
+{
+	struct target t[2] = { 0 };
+	setup_target(reg, &t[0], "1M", 1000000, 4000000);
+	setup_target(reg, &t[1], big == 100000000 ? "100M" : "big", big, 4000000);
+	printf("%-8s %-34s %10s\n", "filter", "operation (16-byte keys)", "median");
+	for (int i = 0; i < 2; i++) {
+		double v[6][RUNS];
+		for (int r = 0; r < RUNS; r++) {
+			v[0][r] = bench_check(&t[i]);
+			v[1][r] = bench_floor(&t[i]);
+			v[2][r] = bench_check_many(&t[i], 64);
+			v[3][r] = bench_check_many(&t[i], 1024);
+			v[4][r] = bench_add(&t[i], 100 + (uint64_t)r + 10 * (uint64_t)i, 0);
+			v[5][r] = bench_add(&t[i], 200 + (uint64_t)r + 10 * (uint64_t)i, 1);
+		}
+		double check = median(v[0], RUNS), fl = median(v[1], RUNS);
+		double add = median(v[4], RUNS);
+		printf("%-8s %-34s %7.1f ns\n", t[i].label, "shmf_check, loop", check);
+		printf("%-8s %-34s %7.1f ns\n", t[i].label, "floor: same work inline, no handle", fl);
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 64", median(v[2], RUNS));
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 1024", median(v[3], RUNS));
+		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of new keys, loop", add, add / check);
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_add_many, batches of 64", median(v[5], RUNS));
+		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
+		       check / fl);
+	}
+	for (int i = 0; i < 2; i++) {
+		shmf_close(t[i].rw);
+		shmf_data_map_close(&t[i].dm);
+		free(t[i].present);
+		free(t[i].absent);
+		registry_drop(reg, t[i].label, NULL, 0);
+	}
+}
+
+/* Child: a newly started worker. Open, then 100,000 random checks. */
+static int attach_child(const char *instance)
+{
+	double t0 = now_ns();
+	shmf_t *f;
+	int r = shmf_open(instance, "attach", SHMF_RDONLY, &f);
+	if (r < 0) {
+		fprintf(stderr, "attach: %s\n", shmf_strerror(r));
+		return 1;
+	}
+	double t1 = now_ns();
+	int hits = 0;
+	for (uint64_t i = 0; i < 100000; i++) {
+		uint64_t key[2] = { shmf_mix64(i + 12345), i };
+		hits += shmf_check(f, key, sizeof(key));
+	}
+	double t2 = now_ns();
+	sink = hits;
+	printf("%.3f %.3f\n", (t1 - t0) / 1e6, (t2 - t0) / 1e6);
+	shmf_close(f);
+	return 0;
+}
+
+static double run_attach_once(const char *self, const char *instance, double *open_ms)
+{
+	int pfd[2];
+	if (pipe(pfd) < 0)
+		return -1;
+	pid_t p = fork();
+	if (p == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		execl(self, self, "--attach-child", instance, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char buf[128] = { 0 };
+	ssize_t n = read(pfd[0], buf, sizeof(buf) - 1);
+	close(pfd[0]);
+	waitpid(p, NULL, 0);
+	double a = -1, b = -1;
+	if (n > 0)
+		sscanf(buf, "%lf %lf", &a, &b);
+	*open_ms = a;
+	return b;
+}
+
+static void run_attach(const char *self, const char *label, const char *root)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct registry reg;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return;
+	}
+	/* About 1 GiB of filter. */
+	struct filter_spec spec = { .name = "attach", .type = SHMF_TYPE_BLOOM, .capacity = 866000000, .fpr = 0.01, .mode = 0640 };
+	double t0 = now_ns();
+	if (registry_create(&reg, &spec, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		registry_close(&reg, 1);
+		return;
+	}
+	double create_ms = (now_ns() - t0) / 1e6;
+	double v[RUNS], o[RUNS];
+	for (int r = 0; r < RUNS; r++)
+		v[r] = run_attach_once(self, "bench", &o[r]);
+	printf("%-8s %-34s %7.1f ms  (open alone %.2f ms; daemon created it in %.0f ms; %s)\n", "1 GiB",
+	       "new worker: open + 100k checks", median(v, RUNS), median(o, RUNS), create_ms, label);
+	registry_close(&reg, 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--attach-child"))
+		return attach_child(argv[2]);
+	int quick = 0, attach = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[i], "--no-attach"))
+			attach = 0;
+		else {
+			fprintf(stderr, "usage: %s [--quick] [--no-attach]\n", argv[0]);
+			return 2;
+		}
+	}
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return 1;
+	self[n] = '\0';
+
+	char root[] = "/dev/shm/shmf-bench-XXXXXX";
+	if (mkdtemp(root) == NULL)
+		return 1;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	char err[REGISTRY_ERR_MAX];
+	struct registry reg;
+	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	run_speed(&reg, quick ? 10000000 : 100000000);
+	registry_close(&reg, 1);
+
+	if (attach) {
+		/* 4 KiB pages: /dev/shm, as the kernel's default shmem policy
+		 * (shmem_enabled) gives it. */
+		run_attach(self, "tmpfs without huge pages (4 KiB)", root);
+		/* Huge pages: a tmpfs mounted huge=within_size, as shmd does as root. */
+		char hroot[] = "/tmp/shmf-bench-huge-XXXXXX";
+		if (mkdtemp(hroot) != NULL) {
+			if (mount("tmpfs", hroot, "tmpfs", 0, "mode=0755,huge=within_size") == 0) {
+				run_attach(self, "tmpfs huge=within_size (2 MiB)", hroot);
+				umount2(hroot, MNT_DETACH);
+			} else {
+				printf("huge pages: cannot mount a tmpfs (%s); not measured\n", strerror(errno));
+			}
+			rmdir(hroot);
+		}
+	}
+	rmdir(root);
+	return 0;
+}
