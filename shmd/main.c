@@ -129,37 +129,50 @@ int main(int argc, char **argv)
 			fprintf(stderr, "shmd: pidfile %s: %s\n", pid_path, strerror(errno));
 		return 1;
 	}
-	if (!foreground) {
-		if (daemon(0, 0) < 0) {
-			fprintf(stderr, "shmd: cannot daemonize: %s\n", strerror(errno));
-			pidfile_remove(pfh);
-			return 1;
-		}
-		log_use_syslog(1);
-	}
-	pidfile_write(pfh);
-
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Everything that can fail on a bad configuration or environment happens
+	 * before daemon(), so that the error reaches the terminal and the exit
+	 * status, and the socket accepts clients once the parent has exited. */
 	struct registry reg;
 	if (registry_open(&reg, cfg.instance, cfg.dir_mode, 0640, cfg.gid, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERR, "%s", err);
+		fprintf(stderr, "shmd: %s\n", err);
 		pidfile_remove(pfh);
 		return 1;
 	}
-	log_msg(LOG_INFO, "instance '%s' in %s (%s), pid %ld", cfg.instance, reg.dir_path,
-		config_path ? config_path : "embedded default configuration", (long)getpid());
-	hugepages_report(reg.dir.fd, reg.dir_path);
 	if (ensure_filters(&reg, &cfg) < 0) {
 		registry_close(&reg, 0);
 		pidfile_remove(pfh);
 		return 1;
 	}
-	rc = server_run(&reg, sock_path, cfg.socket_mode, cfg.gid, &stop_requested);
+	int listen_fd = server_listen(sock_path, cfg.socket_mode, cfg.gid, err, sizeof(err));
+	if (listen_fd < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		registry_close(&reg, 0);
+		pidfile_remove(pfh);
+		return 1;
+	}
+	if (!foreground) {
+		if (daemon(0, 0) < 0) {
+			fprintf(stderr, "shmd: cannot daemonize: %s\n", strerror(errno));
+			close(listen_fd);
+			unlink(sock_path);
+			registry_close(&reg, 0);
+			pidfile_remove(pfh);
+			return 1;
+		}
+		log_use_syslog(1);
+	}
+	pidfile_write(pfh);
+	log_msg(LOG_INFO, "instance '%s' in %s (%s), pid %ld", cfg.instance, reg.dir_path,
+		config_path ? config_path : "embedded default configuration", (long)getpid());
+	hugepages_report(reg.dir.fd, reg.dir_path);
+
+	rc = server_run(&reg, listen_fd, sock_path, &stop_requested);
 	log_msg(LOG_INFO, "shutting down%s", cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
 	registry_close(&reg, cfg.remove_on_exit);
 	pidfile_remove(pfh);

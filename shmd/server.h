@@ -1,25 +1,33 @@
 /*
  * server.h - the control socket: a unix stream socket speaking RESP (the
- * Redis protocol), requests parsed with hiredis' reader. See
- * docs/protocol.md for the verbs.
+ * Redis protocol). See docs/protocol.md for the verbs and limits.
  */
 #ifndef SHMD_SERVER_H
 #define SHMD_SERVER_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "registry.h"
 
+#define SERVER_MAX_CLIENTS 1024
+
 /**
- * Listen on @p path (replacing a stale socket file; the pidfile lock
- * guarantees no live daemon owns it), with @p mode and group @p gid
- * ((gid_t)-1 to keep ours), and serve requests until *stop becomes
- * non-zero. Single-threaded poll loop; a slow or hostile client can stall
- * only itself.
- * @return 0 on a clean stop, -errno if the socket could not be set up
- *         (with a log line naming the path and the cause).
+ * Create the listening socket at @p path with @p mode and group @p gid
+ * ((gid_t)-1 to keep ours). A stale socket file is replaced (the pidfile
+ * lock guarantees no live daemon owns it); any other kind of file there is
+ * refused.
+ * @return the listening descriptor, or -errno with a sentence in @p err.
  */
-int server_run(struct registry *reg, const char *path, mode_t mode, gid_t gid, volatile sig_atomic_t *stop);
+int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen);
+
+/**
+ * Serve requests on @p listen_fd until *stop becomes non-zero, then close
+ * every connection and the listening socket, and unlink @p path.
+ * Single-threaded poll loop; a slow or hostile client stalls only itself.
+ * @return 0.
+ */
+int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop);
 
 #endif

@@ -1,0 +1,367 @@
+/*
+ * commands.c - the verbs of the control protocol (docs/protocol.md).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "commands.h"
+#include "log.h"
+#include "rundir.h"
+
+/* Keys per shmf_add_many/shmf_check_many call for BF.MADD and BF.MEXISTS. */
+#define BATCH 256
+
+struct command {
+	const char *name;
+	int min_args; /* including the command name */
+	int max_args; /* -1: unlimited */
+	void (*run)(struct registry *reg, const struct request *req, struct reply *out);
+};
+
+/* Resolve argv[i] to a live filter's slot, or reply with the error. */
+static int lookup(struct registry *reg, const struct request *req, int i, struct reply *out)
+{
+	const char *name = req->argv[i];
+	int rc = strlen(name) == req->lens[i] ? shmf_name_check(name) : SHMF_E_NAME;
+	if (rc < 0) {
+		reply_error(out, "ERR invalid filter name '%.*s': %s", 80, name, shmf_strerror(rc));
+		return -1;
+	}
+	int slot = registry_find(reg, name);
+	if (slot < 0) {
+		reply_error(out, "ERR filter '%s' not found", name);
+		return -1;
+	}
+	return slot;
+}
+
+static shmf_t *filter_handle(struct registry *reg, const struct request *req, int i, struct reply *out)
+{
+	char err[REGISTRY_ERR_MAX];
+	shmf_t *h;
+	int slot = lookup(reg, req, i, out);
+	if (slot < 0)
+		return NULL;
+	if (registry_handle(reg, slot, &h, err, sizeof(err)) < 0) {
+		reply_error(out, "ERR %s", err);
+		return NULL;
+	}
+	return h;
+}
+
+static void cmd_ping(struct registry *reg, const struct request *req, struct reply *out)
+{
+	(void)reg;
+	if (req->argc == 2)
+		reply_bulk(out, req->argv[1], req->lens[1]);
+	else
+		reply_status(out, "PONG");
+}
+
+/* A strictly parsed positive integer of decimal digits. */
+static int parse_count(const char *s, uint64_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void cmd_reserve(struct registry *reg, const struct request *req, struct reply *out)
+{
+	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .mode = 0640 };
+	char err[REGISTRY_ERR_MAX], *end;
+	const char *name = req->argv[1];
+	int rc = strlen(name) == req->lens[1] ? shmf_name_check(name) : SHMF_E_NAME;
+	if (rc < 0) {
+		reply_error(out, "ERR invalid filter name '%.*s': %s", 80, name, shmf_strerror(rc));
+		return;
+	}
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+
+	errno = 0;
+	spec.fpr = strtod(req->argv[2], &end);
+	if (errno != 0 || end == req->argv[2] || *end != '\0' || !(spec.fpr > 0.0 && spec.fpr < 1.0)) {
+		reply_error(out, "ERR bad error rate '%.*s': must be a number in (0, 1)", 40, req->argv[2]);
+		return;
+	}
+	if (parse_count(req->argv[3], &spec.capacity) < 0) {
+		reply_error(out, "ERR bad capacity '%.*s': must be a positive integer", 40, req->argv[3]);
+		return;
+	}
+	for (int i = 4; i < req->argc; i++) {
+		if (!strcasecmp(req->argv[i], "NONSCALING"))
+			continue;
+		if (!strcasecmp(req->argv[i], "EXPANSION")) {
+			reply_error(out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
+					 "size the filter for its whole lifetime (NONSCALING is the only behaviour)");
+			return;
+		}
+		if (!strcasecmp(req->argv[i], "MODE") && i + 1 < req->argc) {
+			const char *m = req->argv[++i];
+			errno = 0;
+			unsigned long v = strtoul(m, &end, 8);
+			if (errno != 0 || end == m || *end != '\0' || v > 0777 || (v & 02)) {
+				reply_error(out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit",
+					    40, m);
+				return;
+			}
+			spec.mode = (mode_t)v;
+			continue;
+		}
+		reply_error(out, "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING or MODE octal)", 40,
+			    req->argv[i]);
+		return;
+	}
+	rc = registry_create(reg, &spec, err, sizeof(err));
+	if (rc == SHMF_E_EXISTS)
+		reply_error(out, "ERR item exists");
+	else if (rc < 0)
+		reply_error(out, "ERR %s", err);
+	else
+		reply_status(out, "OK");
+}
+
+static void reply_lib_error(struct reply *out, const struct request *req, int rc)
+{
+	reply_error(out, "ERR filter '%s': %s", req->argv[1], shmf_strerror(rc));
+}
+
+static void cmd_add(struct registry *reg, const struct request *req, struct reply *out)
+{
+	shmf_t *h = filter_handle(reg, req, 1, out);
+	if (h == NULL)
+		return;
+	int rc = shmf_add(h, req->argv[2], req->lens[2]);
+	if (rc < 0)
+		reply_lib_error(out, req, rc);
+	else
+		reply_int(out, rc);
+}
+
+static void cmd_exists(struct registry *reg, const struct request *req, struct reply *out)
+{
+	shmf_t *h = filter_handle(reg, req, 1, out);
+	if (h == NULL)
+		return;
+	int rc = shmf_check(h, req->argv[2], req->lens[2]);
+	if (rc < 0)
+		reply_lib_error(out, req, rc);
+	else
+		reply_int(out, rc);
+}
+
+/* BF.MADD and BF.MEXISTS: the batch calls over argv[2..], in chunks. */
+static void many(struct registry *reg, const struct request *req, struct reply *out, int add)
+{
+	shmf_t *h = filter_handle(reg, req, 1, out);
+	if (h == NULL)
+		return;
+	size_t n = (size_t)req->argc - 2;
+	uint8_t *res = malloc(n);
+	if (res == NULL) {
+		reply_error(out, "ERR out of memory for %zu items", n);
+		return;
+	}
+	shmf_key_t keys[BATCH];
+	for (size_t done = 0; done < n;) {
+		size_t m = n - done < BATCH ? n - done : BATCH;
+		for (size_t i = 0; i < m; i++) {
+			keys[i].ptr = req->argv[2 + done + i];
+			keys[i].len = req->lens[2 + done + i];
+		}
+		int rc = add ? shmf_add_many(h, keys, m, res + done) : shmf_check_many(h, keys, m, res + done);
+		if (rc < 0) {
+			/* Adds before the failure stay: a Bloom add cannot be undone.
+			 * The only failures are a filter dropped mid-request and a
+			 * read-only handle, which the daemon never has. */
+			free(res);
+			reply_lib_error(out, req, rc);
+			return;
+		}
+		done += m;
+	}
+	reply_array(out, n);
+	for (size_t i = 0; i < n; i++)
+		reply_int(out, res[i]);
+	free(res);
+}
+
+static void cmd_madd(struct registry *reg, const struct request *req, struct reply *out)
+{
+	many(reg, req, out, 1);
+}
+
+static void cmd_mexists(struct registry *reg, const struct request *req, struct reply *out)
+{
+	many(reg, req, out, 0);
+}
+
+static int get_info(struct registry *reg, const struct request *req, struct reply *out, struct filter_info *fi)
+{
+	char err[REGISTRY_ERR_MAX];
+	int slot = lookup(reg, req, 1, out);
+	if (slot < 0)
+		return -1;
+	if (registry_info(reg, slot, fi, err, sizeof(err)) < 0) {
+		reply_error(out, "ERR %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void cmd_bf_info(struct registry *reg, const struct request *req, struct reply *out)
+{
+	static const char *const fields[] = { "Capacity", "Size", "Number of filters", "Number of items inserted",
+					      "Expansion rate" };
+	static const char *const keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION" };
+	struct filter_info fi;
+	int only = -1;
+	if (req->argc == 3) {
+		for (int i = 0; i < 5; i++)
+			if (!strcasecmp(req->argv[2], keywords[i]))
+				only = i;
+		if (only < 0) {
+			reply_error(out, "ERR unknown BF.INFO field '%.*s' (CAPACITY, SIZE, FILTERS, ITEMS or EXPANSION)",
+				    40, req->argv[2]);
+			return;
+		}
+	}
+	if (get_info(reg, req, out, &fi) < 0)
+		return;
+	long long values[4] = { (long long)fi.info.capacity, (long long)fi.info.bytes, 1, (long long)fi.info.items };
+	reply_array(out, only < 0 ? 10 : 1);
+	for (int i = 0; i < 5; i++) {
+		if (only >= 0 && i != only)
+			continue;
+		if (only < 0)
+			reply_bulk_str(out, fields[i]);
+		if (i == 4)
+			reply_nil(out);
+		else
+			reply_int(out, values[i]);
+	}
+}
+
+static void cmd_card(struct registry *reg, const struct request *req, struct reply *out)
+{
+	struct filter_info fi;
+	if (get_info(reg, req, out, &fi) == 0)
+		reply_int(out, (long long)fi.info.items);
+}
+
+static void cmd_list(struct registry *reg, const struct request *req, struct reply *out)
+{
+	(void)req;
+	int slots[SHMF_SLOTS];
+	int n = registry_list(reg, slots);
+	reply_array(out, (size_t)n);
+	for (int i = 0; i < n; i++)
+		reply_bulk_str(out, reg->ctl.slots[slots[i]].name);
+}
+
+static void bulk_double(struct reply *out, double v)
+{
+	char text[40];
+	snprintf(text, sizeof(text), "%.17g", v);
+	reply_bulk_str(out, text);
+}
+
+static void cmd_shmf_info(struct registry *reg, const struct request *req, struct reply *out)
+{
+	struct filter_info fi;
+	char mode[8];
+	if (get_info(reg, req, out, &fi) < 0)
+		return;
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
+	reply_array(out, 28);
+	reply_bulk_str(out, "name");
+	reply_bulk_str(out, fi.info.name);
+	reply_bulk_str(out, "type");
+	reply_bulk_str(out, "bloom");
+	reply_bulk_str(out, "capacity");
+	reply_int(out, (long long)fi.info.capacity);
+	reply_bulk_str(out, "error_rate");
+	bulk_double(out, fi.info.fpr_target);
+	reply_bulk_str(out, "bits");
+	reply_int(out, (long long)fi.info.bits);
+	reply_bulk_str(out, "k");
+	reply_int(out, fi.info.k);
+	reply_bulk_str(out, "bytes");
+	reply_int(out, (long long)fi.info.bytes);
+	reply_bulk_str(out, "items");
+	reply_int(out, (long long)fi.info.items);
+	reply_bulk_str(out, "fill_ratio");
+	bulk_double(out, fi.info.fill_ratio);
+	reply_bulk_str(out, "fpr_estimate");
+	bulk_double(out, fi.info.fpr_estimate);
+	reply_bulk_str(out, "generation");
+	reply_int(out, (long long)fi.info.generation);
+	reply_bulk_str(out, "data_file");
+	reply_bulk_str(out, fi.data_file);
+	reply_bulk_str(out, "mode");
+	reply_bulk_str(out, mode);
+	reply_bulk_str(out, "huge_pages");
+	reply_int(out, fi.huge_pages);
+}
+
+static void cmd_drop(struct registry *reg, const struct request *req, struct reply *out)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (lookup(reg, req, 1, out) < 0)
+		return;
+	if (registry_drop(reg, req->argv[1], err, sizeof(err)) < 0)
+		reply_error(out, "ERR %s", err);
+	else
+		reply_status(out, "OK");
+}
+
+static const struct command commands[] = {
+	{ "PING", 1, 2, cmd_ping },
+	{ "BF.RESERVE", 4, -1, cmd_reserve },
+	{ "BF.ADD", 3, 3, cmd_add },
+	{ "BF.MADD", 3, -1, cmd_madd },
+	{ "BF.EXISTS", 3, 3, cmd_exists },
+	{ "BF.MEXISTS", 3, -1, cmd_mexists },
+	{ "BF.INFO", 2, 3, cmd_bf_info },
+	{ "BF.CARD", 2, 2, cmd_card },
+	{ "SHMF.LIST", 1, 1, cmd_list },
+	{ "SHMF.INFO", 2, 2, cmd_shmf_info },
+	{ "SHMF.DROP", 2, 2, cmd_drop },
+};
+
+void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out)
+{
+	if (req->argc < 1) {
+		reply_error(out, "ERR empty request");
+		return;
+	}
+	const char *verb = req->argv[0];
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		if (strcasecmp(verb, c->name) != 0 || strlen(verb) != req->lens[0])
+			continue;
+		if (req->argc < c->min_args || (c->max_args >= 0 && req->argc > c->max_args)) {
+			char lower[16];
+			size_t n = strlen(c->name);
+			for (size_t j = 0; j <= n; j++)
+				lower[j] = (char)tolower((unsigned char)c->name[j]);
+			reply_error(out, "ERR wrong number of arguments for '%s' command", lower);
+			return;
+		}
+		c->run(reg, req, out);
+		return;
+	}
+	reply_error(out, "ERR unknown command '%.*s'", 64, verb);
+}

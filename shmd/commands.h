@@ -1,0 +1,28 @@
+/*
+ * commands.h - the verbs of the control protocol (docs/protocol.md):
+ * PING, the RedisBloom BF.* subset and shmd's own SHMF.* verbs.
+ */
+#ifndef SHMD_COMMANDS_H
+#define SHMD_COMMANDS_H
+
+#include <stddef.h>
+
+#include "registry.h"
+#include "reply.h"
+
+/* One request: argc arguments, each NUL-terminated with its true length in
+ * lens[] (an argument may contain NUL bytes; names that do are refused). */
+struct request {
+	int argc;
+	char **argv;
+	size_t *lens;
+};
+
+/**
+ * Execute @p req against @p reg and append exactly one reply to @p out.
+ * Every error is a `-ERR ...` reply naming what was wrong; a request that
+ * fails changes nothing.
+ */
+void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * reply.c - RESP2 replies, appended to a growing output buffer.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reply.h"
+
+void reply_free(struct reply *r)
+{
+	free(r->data);
+	memset(r, 0, sizeof(*r));
+}
+
+void reply_compact(struct reply *r)
+{
+	if (r->sent == 0)
+		return;
+	memmove(r->data, r->data + r->sent, r->len - r->sent);
+	r->len -= r->sent;
+	r->sent = 0;
+}
+
+static int reserve(struct reply *r, size_t more)
+{
+	if (r->oom)
+		return -1;
+	if (r->len + more <= r->cap)
+		return 0;
+	size_t cap = r->cap ? r->cap : 4096;
+	while (cap < r->len + more)
+		cap *= 2;
+	char *p = realloc(r->data, cap);
+	if (p == NULL) {
+		r->oom = 1;
+		return -1;
+	}
+	r->data = p;
+	r->cap = cap;
+	return 0;
+}
+
+static void append(struct reply *r, const void *bytes, size_t n)
+{
+	if (reserve(r, n) < 0)
+		return;
+	memcpy(r->data + r->len, bytes, n);
+	r->len += n;
+}
+
+static void append_line(struct reply *r, char type, const char *text, size_t n)
+{
+	if (reserve(r, n + 3) < 0)
+		return;
+	r->data[r->len++] = type;
+	memcpy(r->data + r->len, text, n);
+	r->len += n;
+	r->data[r->len++] = '\r';
+	r->data[r->len++] = '\n';
+}
+
+void reply_status(struct reply *r, const char *text)
+{
+	append_line(r, '+', text, strlen(text));
+}
+
+void reply_error(struct reply *r, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	size_t len = (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+			text[i] = '?';
+	append_line(r, '-', text, len);
+}
+
+static void append_number(struct reply *r, char type, long long n)
+{
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%lld", n);
+	append_line(r, type, text, (size_t)len);
+}
+
+void reply_int(struct reply *r, long long n)
+{
+	append_number(r, ':', n);
+}
+
+void reply_bulk(struct reply *r, const void *data, size_t len)
+{
+	append_number(r, '$', (long long)len);
+	append(r, data, len);
+	append(r, "\r\n", 2);
+}
+
+void reply_bulk_str(struct reply *r, const char *text)
+{
+	reply_bulk(r, text, strlen(text));
+}
+
+void reply_nil(struct reply *r)
+{
+	append(r, "$-1\r\n", 5);
+}
+
+void reply_array(struct reply *r, size_t n)
+{
+	append_number(r, '*', (long long)n);
+}

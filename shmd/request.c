@@ -1,0 +1,304 @@
+/*
+ * request.c - framing and parsing of RESP requests (see request.h).
+ *
+ * The guard walks the header lines of each request and skips over bulk
+ * bodies; only bytes it accepted reach hiredis, whose reader then builds
+ * the argument vector through our object functions.
+ */
+#include <hiredis/read.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "request.h"
+
+enum guard_state {
+	G_ARRAY,  /* expecting "*<count>\r\n" */
+	G_BULK,   /* expecting "$<length>\r\n" */
+	G_BODY,   /* inside a bulk string's bytes */
+	G_CR,     /* expecting the CR after a bulk string */
+	G_LF,     /* expecting the LF after a bulk string */
+};
+
+/* What hiredis builds: one request's arguments. */
+struct reqobj {
+	int argc;
+	char **argv;
+	size_t *lens;
+};
+
+struct request_reader {
+	redisReader *reader;
+	enum guard_state st;
+	char line[24];
+	size_t line_len;
+	unsigned long args_left;
+	size_t body_left;
+	size_t req_bytes;
+	int failed;
+	char err[160];
+	struct reqobj *cur;
+};
+
+static void reqobj_free(void *p)
+{
+	struct reqobj *o = p;
+	if (o == NULL)
+		return;
+	for (int i = 0; i < o->argc; i++)
+		free(o->argv[i]);
+	free(o->argv);
+	free(o->lens);
+	free(o);
+}
+
+static void *create_array(const redisReadTask *task, int elements)
+{
+	/* The guard admits only top-level arrays of 1..REQUEST_MAX_ARGS. */
+	if (task->parent != NULL || elements < 1 || (unsigned)elements > REQUEST_MAX_ARGS)
+		return NULL;
+	struct reqobj *o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return NULL;
+	o->argv = calloc((size_t)elements, sizeof(*o->argv));
+	o->lens = calloc((size_t)elements, sizeof(*o->lens));
+	if (o->argv == NULL || o->lens == NULL) {
+		reqobj_free(o);
+		return NULL;
+	}
+	o->argc = elements;
+	return o;
+}
+
+static void *create_string(const redisReadTask *task, char *str, size_t len)
+{
+	if (task->parent == NULL)
+		return NULL;
+	struct reqobj *o = task->parent->obj;
+	if (o == NULL || task->idx < 0 || task->idx >= o->argc)
+		return NULL;
+	char *copy = malloc(len + 1);
+	if (copy == NULL)
+		return NULL;
+	memcpy(copy, str, len);
+	copy[len] = '\0';
+	o->argv[task->idx] = copy;
+	o->lens[task->idx] = len;
+	return copy;
+}
+
+/* Integers and nils never pass the guard; refusing them makes hiredis stop. */
+static void *create_integer(const redisReadTask *task, long long v)
+{
+	(void)task;
+	(void)v;
+	return NULL;
+}
+
+static void *create_nil(const redisReadTask *task)
+{
+	(void)task;
+	return NULL;
+}
+
+static redisReplyObjectFunctions functions = {
+	.createString = create_string,
+	.createArray = create_array,
+	.createInteger = create_integer,
+	.createNil = create_nil,
+	.freeObject = reqobj_free,
+};
+
+struct request_reader *request_reader_new(void)
+{
+	struct request_reader *rr = calloc(1, sizeof(*rr));
+	if (rr == NULL)
+		return NULL;
+	rr->reader = redisReaderCreateWithFunctions(&functions);
+	if (rr->reader == NULL) {
+		free(rr);
+		return NULL;
+	}
+	return rr;
+}
+
+void request_reader_free(struct request_reader *rr)
+{
+	if (rr == NULL)
+		return;
+	reqobj_free(rr->cur);
+	redisReaderFree(rr->reader);
+	free(rr);
+}
+
+static void fail(struct request_reader *rr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct request_reader *rr, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rr->err, sizeof(rr->err), fmt, ap);
+	va_end(ap);
+	rr->failed = 1;
+}
+
+static const char *show(unsigned char c, char buf[8])
+{
+	if (c >= 0x20 && c < 0x7f)
+		snprintf(buf, 8, "'%c'", c);
+	else
+		snprintf(buf, 8, "0x%02x", c);
+	return buf;
+}
+
+/* Parse the digits of a header line "<type><digits>\r"; -1 if malformed. */
+static long parse_header(const char *line, size_t len)
+{
+	if (len < 3 || len > 10 || line[len - 1] != '\r')
+		return -1;
+	long v = 0;
+	for (size_t i = 1; i < len - 1; i++) {
+		if (line[i] < '0' || line[i] > '9')
+			return -1;
+		v = v * 10 + (line[i] - '0');
+	}
+	return v;
+}
+
+/* A complete header line in rr->line: check it and move on. 0 or -1. */
+static int header_done(struct request_reader *rr)
+{
+	long v = parse_header(rr->line, rr->line_len);
+	rr->line_len = 0;
+	if (rr->st == G_ARRAY) {
+		if (v < 1) {
+			fail(rr, "Protocol error: invalid multibulk length");
+			return -1;
+		}
+		if ((unsigned long)v > REQUEST_MAX_ARGS) {
+			fail(rr, "Protocol error: %lu arguments, more than 1048576 in one request", (unsigned long)v);
+			return -1;
+		}
+		rr->args_left = (unsigned long)v;
+		rr->st = G_BULK;
+		return 0;
+	}
+	if (v < 0) {
+		fail(rr, "Protocol error: invalid bulk length");
+		return -1;
+	}
+	if ((unsigned long)v > REQUEST_MAX_ARG) {
+		fail(rr, "Protocol error: argument of %lu bytes, larger than 16 MiB", (unsigned long)v);
+		return -1;
+	}
+	rr->body_left = (size_t)v;
+	rr->st = v > 0 ? G_BODY : G_CR;
+	return 0;
+}
+
+/* Walk @p n bytes; returns how many are acceptable (all of them unless the
+ * guard failed, in which case the rest must not reach the reader). */
+static size_t guard(struct request_reader *rr, const char *p, size_t n)
+{
+	size_t i = 0;
+	char b[8];
+	while (i < n) {
+		size_t step = 1;
+		unsigned char c = (unsigned char)p[i];
+		switch (rr->st) {
+		case G_ARRAY:
+		case G_BULK:
+			if (rr->line_len == 0 && c != (rr->st == G_ARRAY ? '*' : '$')) {
+				if (rr->st == G_ARRAY)
+					fail(rr, "Protocol error: expected '*' (a request is an array of bulk strings; "
+						 "inline commands are not accepted), got %s", show(c, b));
+				else
+					fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
+				return i;
+			}
+			if (c == '\n') {
+				if (header_done(rr) < 0)
+					return i;
+			} else if (rr->line_len >= sizeof(rr->line)) {
+				fail(rr, "Protocol error: header line longer than %zu bytes", sizeof(rr->line));
+				return i;
+			} else {
+				rr->line[rr->line_len++] = (char)c;
+			}
+			break;
+		case G_BODY:
+			step = n - i < rr->body_left ? n - i : rr->body_left;
+			rr->body_left -= step;
+			if (rr->body_left == 0)
+				rr->st = G_CR;
+			break;
+		case G_CR:
+		case G_LF:
+			if (c != (rr->st == G_CR ? '\r' : '\n')) {
+				fail(rr, "Protocol error: bulk string longer than its declared length");
+				return i;
+			}
+			if (rr->st == G_CR) {
+				rr->st = G_LF;
+			} else if (--rr->args_left > 0) {
+				rr->st = G_BULK;
+			} else {
+				rr->st = G_ARRAY;
+				rr->req_bytes = 0;
+				i += step;
+				continue;
+			}
+			break;
+		}
+		rr->req_bytes += step;
+		if (rr->req_bytes > REQUEST_MAX_BYTES) {
+			fail(rr, "Protocol error: request larger than %u MiB", REQUEST_MAX_BYTES >> 20);
+			return i;
+		}
+		i += step;
+	}
+	return i;
+}
+
+int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
+{
+	if (rr->failed)
+		return -1;
+	size_t ok = guard(rr, buf, len);
+	if (ok > 0 && redisReaderFeed(rr->reader, buf, ok) != REDIS_OK) {
+		rr->failed = 1;
+		snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
+	}
+	return rr->failed ? -1 : 0;
+}
+
+int request_reader_next(struct request_reader *rr, struct request *req)
+{
+	void *obj = NULL;
+	reqobj_free(rr->cur);
+	rr->cur = NULL;
+	if (redisReaderGetReply(rr->reader, &obj) != REDIS_OK) {
+		if (!rr->failed) {
+			rr->failed = 1;
+			snprintf(rr->err, sizeof(rr->err), "Protocol error: %s", rr->reader->errstr);
+		}
+		return -1;
+	}
+	if (obj == NULL)
+		return rr->failed ? -1 : 0;
+	rr->cur = obj;
+	req->argc = rr->cur->argc;
+	req->argv = rr->cur->argv;
+	req->lens = rr->cur->lens;
+	return 1;
+}
+
+const char *request_reader_error(const struct request_reader *rr)
+{
+	return rr->failed ? rr->err : "";
+}
+
+size_t request_reader_pending(const struct request_reader *rr)
+{
+	return rr->reader->len - rr->reader->pos;
+}

@@ -1,0 +1,403 @@
+/*
+ * shmctl - the command-line tool of shmfilter: talks to shmd over its
+ * control socket (docs/protocol.md).
+ *
+ * Exit status: 0 success (for check: every key present), 1 check found a
+ * key absent, 2 any error (bad arguments, no daemon, an error reply).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "rundir.h"
+#include "shmf.h"
+
+#define EXIT_ABSENT 1
+#define EXIT_ERROR 2
+/* Keys per BF.MADD / BF.MEXISTS request when reading stdin. */
+#define CHUNK 10000
+
+static const char *prog = "shmctl";
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
+		"  create FILTER --capacity N --fpr P [--mode OCTAL]   create a Bloom filter\n"
+		"  list [--json]                                       list the filters\n"
+		"  info FILTER [--json]                                describe a filter\n"
+		"  add FILTER KEY... | add FILTER -                   add keys (stdin: one per line)\n"
+		"  check [-q] FILTER KEY... | check [-q] FILTER -     check keys; exit 0 all present, 1 some absent\n"
+		"  drop FILTER                                         delete a filter and its segment\n"
+		"  ping                                                is the daemon answering?\n"
+		"Options:\n"
+		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
+		"  -s, --socket PATH    control socket path (overrides --instance)\n"
+		"Blank lines on stdin are skipped; a trailing CR is removed. Errors: exit 2.\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	usage(stderr);
+	exit(EXIT_ERROR);
+}
+
+static redisContext *connect_daemon(const char *instance, const char *socket_path)
+{
+	char path[4096];
+	if (socket_path == NULL) {
+		int rc = shmf_instance_path(instance, ".sock", path, sizeof(path));
+		if (rc < 0) {
+			fprintf(stderr, "%s: instance '%s': %s\n", prog, instance, shmf_strerror(rc));
+			exit(EXIT_ERROR);
+		}
+		socket_path = path;
+	}
+	struct timeval tv = { .tv_sec = 5 };
+	redisContext *c = redisConnectUnixWithTimeout(socket_path, tv);
+	if (c == NULL || c->err) {
+		fprintf(stderr, "%s: cannot connect to %s: %s (is shmd running for instance '%s'?)\n", prog,
+			socket_path, c ? c->errstr : "out of memory", instance);
+		exit(EXIT_ERROR);
+	}
+	struct timeval op = { .tv_sec = 120 };
+	redisSetTimeout(c, op);
+	return c;
+}
+
+/* Send one request and return the reply; exits on transport errors and on
+ * error replies (naming the verb). */
+static redisReply *call(redisContext *c, const char *what, int argc, const char **argv, const size_t *lens)
+{
+	redisReply *r = redisCommandArgv(c, argc, argv, lens);
+	if (r == NULL) {
+		fprintf(stderr, "%s: %s: %s\n", prog, what, c->errstr[0] ? c->errstr : "no reply");
+		exit(EXIT_ERROR);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		const char *msg = r->str;
+		if (!strncmp(msg, "ERR ", 4))
+			msg += 4;
+		fprintf(stderr, "%s: %s: %s\n", prog, what, msg);
+		exit(EXIT_ERROR);
+	}
+	return r;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static int is_text_field(const char *field)
+{
+	return !strcmp(field, "name") || !strcmp(field, "type") || !strcmp(field, "data_file") ||
+	       !strcmp(field, "mode");
+}
+
+/* Print a SHMF.INFO reply (field, value, ...) as text or as a JSON object. */
+static void print_info(const redisReply *r, int json)
+{
+	if (json)
+		putchar('{');
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *f = r->element[i], *v = r->element[i + 1];
+		char value[128];
+		if (v->type == REDIS_REPLY_INTEGER)
+			snprintf(value, sizeof(value), "%lld", v->integer);
+		else if (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS)
+			snprintf(value, sizeof(value), "%s", v->str);
+		else
+			snprintf(value, sizeof(value), "null");
+		if (json) {
+			printf("%s", i ? ", " : "");
+			json_string(f->str);
+			printf(": ");
+			if (is_text_field(f->str))
+				json_string(value);
+			else
+				printf("%s", value);
+		} else {
+			printf("%-14s %s\n", f->str, value);
+		}
+	}
+	if (json)
+		printf("}");
+}
+
+static int verb_info(redisContext *c, int argc, char **argv, int json)
+{
+	if (argc != 2)
+		die_usage("info takes one filter name%s", "");
+	const char *req[] = { "SHMF.INFO", argv[1] };
+	redisReply *r = call(c, "info", 2, req, NULL);
+	print_info(r, json);
+	if (json)
+		printf("\n");
+	freeReplyObject(r);
+	return 0;
+}
+
+static int verb_list(redisContext *c, int argc, char **argv, int json)
+{
+	(void)argv;
+	if (argc != 1)
+		die_usage("list takes no arguments%s", "");
+	const char *req[] = { "SHMF.LIST" };
+	redisReply *r = call(c, "list", 1, req, NULL);
+	if (json) {
+		printf("[");
+		for (size_t i = 0; i < r->elements; i++) {
+			const char *ireq[] = { "SHMF.INFO", r->element[i]->str };
+			redisReply *info = call(c, "list", 2, ireq, NULL);
+			printf("%s", i ? ", " : "");
+			print_info(info, 1);
+			freeReplyObject(info);
+		}
+		printf("]\n");
+	} else {
+		for (size_t i = 0; i < r->elements; i++)
+			printf("%s\n", r->element[i]->str);
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+static int verb_create(redisContext *c, int argc, char **argv)
+{
+	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char **slot = NULL;
+		if (!strcmp(argv[i], "--capacity"))
+			slot = &capacity;
+		else if (!strcmp(argv[i], "--fpr"))
+			slot = &fpr;
+		else if (!strcmp(argv[i], "--mode"))
+			slot = &mode;
+		else if (!strcmp(argv[i], "--type"))
+			slot = &type;
+		if (slot != NULL) {
+			if (i + 1 >= argc)
+				die_usage("create: %s needs a value", argv[i]);
+			*slot = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
+			die_usage("create: unknown option '%s'", argv[i]);
+		} else if (name == NULL) {
+			name = argv[i];
+		} else {
+			die_usage("create: unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (name == NULL || capacity == NULL || fpr == NULL)
+		die_usage("create needs FILTER, --capacity N and --fpr P%s", "");
+	if (strcmp(type, "bloom") != 0)
+		die_usage("create: unknown --type '%s' (this version has 'bloom')", type);
+	const char *req[] = { "BF.RESERVE", name, fpr, capacity, "MODE", mode };
+	redisReply *r = call(c, "create", mode ? 6 : 4, req, NULL);
+	freeReplyObject(r);
+	return 0;
+}
+
+/* A batch of keys: pointers into one growing text buffer. */
+struct keys {
+	const char **argv; /* argv[0] verb, argv[1] filter, then keys */
+	size_t *lens;
+	size_t n;          /* keys */
+};
+
+/* Run BF.MADD / BF.MEXISTS over the batch; counts results, prints checks. */
+static void run_batch(redisContext *c, const char *verb, struct keys *k, int check, int quiet, size_t *ones)
+{
+	if (k->n == 0)
+		return;
+	redisReply *r = call(c, check ? "check" : "add", (int)k->n + 2, k->argv, k->lens);
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != k->n) {
+		fprintf(stderr, "%s: %s: unexpected reply from shmd\n", prog, verb);
+		exit(EXIT_ERROR);
+	}
+	for (size_t i = 0; i < k->n; i++) {
+		int yes = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
+		*ones += (size_t)yes;
+		if (check && !quiet)
+			printf("%s\t%.*s\n", yes ? "present" : "absent", (int)k->lens[i + 2], k->argv[i + 2]);
+	}
+	freeReplyObject(r);
+}
+
+static int verb_keys(redisContext *c, int argc, char **argv, int check)
+{
+	int quiet = 0, first = 1;
+	if (check && argc > 1 && !strcmp(argv[1], "-q")) {
+		quiet = 1;
+		first = 2;
+	}
+	if (argc - first < 2)
+		die_usage("%s needs a filter name and keys (or - to read them from stdin)", check ? "check" : "add");
+	const char *filter = argv[first];
+	const char *verb = check ? "BF.MEXISTS" : "BF.MADD";
+	size_t total = 0, ones = 0;
+	struct keys k;
+	k.argv = calloc(CHUNK + 2, sizeof(*k.argv));
+	k.lens = calloc(CHUNK + 2, sizeof(*k.lens));
+	if (k.argv == NULL || k.lens == NULL) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return EXIT_ERROR;
+	}
+	k.argv[0] = verb;
+	k.argv[1] = filter;
+	k.lens[0] = strlen(verb);
+	k.lens[1] = strlen(filter);
+	k.n = 0;
+
+	if (argc - first == 2 && !strcmp(argv[first + 1], "-")) {
+		char **lines = calloc(CHUNK, sizeof(*lines));
+		size_t *caps = calloc(CHUNK, sizeof(*caps));
+		if (lines == NULL || caps == NULL) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			return EXIT_ERROR;
+		}
+		for (;;) {
+			ssize_t len = getline(&lines[k.n], &caps[k.n], stdin);
+			if (len < 0)
+				break;
+			if (len > 0 && lines[k.n][len - 1] == '\n')
+				lines[k.n][--len] = '\0';
+			if (len > 0 && lines[k.n][len - 1] == '\r')
+				lines[k.n][--len] = '\0';
+			if (len == 0)
+				continue;
+			k.argv[k.n + 2] = lines[k.n];
+			k.lens[k.n + 2] = (size_t)len;
+			if (++k.n == CHUNK) {
+				run_batch(c, verb, &k, check, quiet, &ones);
+				total += k.n;
+				k.n = 0;
+			}
+		}
+		if (ferror(stdin)) {
+			fprintf(stderr, "%s: reading keys from stdin: %s\n", prog, strerror(errno));
+			return EXIT_ERROR;
+		}
+		run_batch(c, verb, &k, check, quiet, &ones);
+		total += k.n;
+		for (size_t i = 0; i < CHUNK; i++)
+			free(lines[i]);
+		free(lines);
+		free(caps);
+	} else {
+		for (int i = first + 1; i < argc; i++) {
+			k.argv[k.n + 2] = argv[i];
+			k.lens[k.n + 2] = strlen(argv[i]);
+			if (++k.n == CHUNK) {
+				run_batch(c, verb, &k, check, quiet, &ones);
+				total += k.n;
+				k.n = 0;
+			}
+		}
+		run_batch(c, verb, &k, check, quiet, &ones);
+		total += k.n;
+	}
+	free(k.argv);
+	free(k.lens);
+	if (check) {
+		if (quiet)
+			printf("%zu of %zu keys present\n", ones, total);
+		return ones == total ? 0 : EXIT_ABSENT;
+	}
+	printf("%zu keys added, %zu new\n", total, ones);
+	return 0;
+}
+
+static int verb_simple(redisContext *c, int argc, char **argv, const char *cmd, int nargs)
+{
+	if (argc != nargs + 1)
+		die_usage(nargs ? "%s takes one filter name" : "%s takes no arguments", argv[0]);
+	const char *req[] = { cmd, argv[1] };
+	redisReply *r = call(c, argv[0], nargs + 1, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "instance", required_argument, NULL, 'i' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *instance = "default", *socket_path = NULL;
+	int json = 0, opt;
+	/* '+': stop at the verb, so that keys starting with '-' stay keys. */
+	while ((opt = getopt_long(argc, argv, "+i:s:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i': instance = optarg; break;
+		case 's': socket_path = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_ERROR;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		die_usage("no verb given%s", "");
+	/* --json may also follow the verb's arguments (list --json, info X --json). */
+	if (argc > 1 && !strcmp(argv[argc - 1], "--json") &&
+	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info"))) {
+		json = 1;
+		argc--;
+	}
+	if (shmf_name_check(instance) < 0)
+		die_usage("--instance '%s': not a valid instance name", instance);
+
+	const char *verb = argv[0];
+	static const char *const verbs[] = { "create", "list", "info", "add", "check", "drop", "ping" };
+	int known = 0;
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		known |= !strcmp(verb, verbs[i]);
+	if (!known)
+		die_usage("unknown verb '%s'", verb);
+
+	redisContext *c = connect_daemon(instance, socket_path);
+	int rc;
+	if (!strcmp(verb, "create"))
+		rc = verb_create(c, argc, argv);
+	else if (!strcmp(verb, "list"))
+		rc = verb_list(c, argc, argv, json);
+	else if (!strcmp(verb, "info"))
+		rc = verb_info(c, argc, argv, json);
+	else if (!strcmp(verb, "add"))
+		rc = verb_keys(c, argc, argv, 0);
+	else if (!strcmp(verb, "check"))
+		rc = verb_keys(c, argc, argv, 1);
+	else if (!strcmp(verb, "drop"))
+		rc = verb_simple(c, argc, argv, "SHMF.DROP", 1);
+	else
+		rc = verb_simple(c, argc, argv, "PING", 0);
+	redisFree(c);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "%s: writing output: %s\n", prog, strerror(errno));
+		return EXIT_ERROR;
+	}
+	return rc;
+}
