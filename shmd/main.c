@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -129,6 +130,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "shmd: pidfile %s: %s\n", pid_path, strerror(errno));
 		return 1;
 	}
+	/* Room for SERVER_MAX_CLIENTS connections plus our own files. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < SERVER_MAX_CLIENTS + 64) {
+		rl.rlim_cur = rl.rlim_max < SERVER_MAX_CLIENTS + 64 ? rl.rlim_max : SERVER_MAX_CLIENTS + 64;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < SERVER_MAX_CLIENTS + 64)
+			log_msg(LOG_WARNING, "open-file limit %lu: fewer than %d clients can connect at once",
+				(unsigned long)rl.rlim_cur, SERVER_MAX_CLIENTS);
+	}
+
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);

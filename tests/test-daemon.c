@@ -1,0 +1,393 @@
+/*
+ * test-daemon.c - the real shmd, started from its binary: it answers on
+ * its socket (also to redis-cli), survives malformed, oversized and
+ * abandoned requests, caps its clients, refuses a second daemon on the
+ * same instance, and on SIGTERM exits cleanly leaving its segments for a
+ * restart that finds every key again.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shmf.h"
+
+static const char *shmd_path;
+static char root[64], sock_path[100];
+static pid_t daemon_pid;
+
+static pid_t spawn_shmd(int *stderr_fd)
+{
+	int p[2];
+	if (stderr_fd != NULL && pipe(p) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (stderr_fd != NULL) {
+			dup2(p[1], 2);
+			close(p[0]);
+			close(p[1]);
+		}
+		execl(shmd_path, "shmd", "-f", (char *)NULL);
+		_exit(127);
+	}
+	if (stderr_fd != NULL) {
+		close(p[1]);
+		*stderr_fd = p[0];
+	}
+	return pid;
+}
+
+static int connect_sock(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Read until @p want bytes arrived, the peer closed, or 10 s passed. */
+static size_t read_some(int fd, char *buf, size_t cap, size_t want)
+{
+	size_t got = 0;
+	while (got < want && got < cap - 1) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+/* Send a request and compare the whole reply. */
+static void roundtrip(int fd, const char *req, const char *want)
+{
+	char buf[4096];
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	read_some(fd, buf, sizeof(buf), strlen(want));
+	assert_string_equal(buf, want);
+}
+
+/* After a protocol error the daemon replies and closes: read to EOF. */
+static void expect_error_and_close(int fd, const char *req, size_t len, const char *want_prefix)
+{
+	char buf[4096];
+	ssize_t sent = send(fd, req, len, MSG_NOSIGNAL);
+	assert_true(sent > 0);
+	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	if (strncmp(buf, want_prefix, strlen(want_prefix)) != 0)
+		fail_msg("got '%s', want '%s...'", buf, want_prefix);
+	char extra;
+	assert_int_equal(recv(fd, &extra, 1, 0), 0); /* closed */
+}
+
+static const char PING[] = "*1\r\n$4\r\nPING\r\n";
+
+static int start(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/dev/shm/shmf-daemon-XXXXXX");
+	if (mkdtemp(root) == NULL)
+		return -1;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	snprintf(sock_path, sizeof(sock_path), "%s/default.sock", root);
+	struct rlimit rl = { 4096, 4096 };
+	setrlimit(RLIMIT_NOFILE, &rl);
+	daemon_pid = spawn_shmd(NULL);
+	for (int i = 0; i < 1000; i++) {
+		int fd = connect_sock();
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		usleep(10000);
+	}
+	fprintf(stderr, "shmd did not listen on %s within 10 s\n", sock_path);
+	return -1;
+}
+
+static int stop(void **state)
+{
+	(void)state;
+	char cmd[256];
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_socket_mode_and_ping(void **state)
+{
+	(void)state;
+	struct stat st;
+	assert_int_equal(stat(sock_path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0660);
+	int fd = connect_sock();
+	roundtrip(fd, PING, "+PONG\r\n");
+	roundtrip(fd, "*2\r\n$7\r\nBF.CARD\r\n$7\r\ndefault\r\n", ":0\r\n");
+	close(fd);
+}
+
+static void test_redis_cli_works(void **state)
+{
+	(void)state;
+	char cmd[1024], out[256] = "";
+	snprintf(cmd, sizeof(cmd), "redis-cli -s '%s' BF.ADD default from-redis-cli 2>&1 && "
+				   "redis-cli -s '%s' BF.EXISTS default from-redis-cli 2>&1 && "
+				   "redis-cli -s '%s' PING 2>&1", sock_path, sock_path, sock_path);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	if (st != 0)
+		fail_msg("redis-cli failed (exit %d): %s -- run-tests.sh installs redis-tools", st, out);
+	assert_string_equal(out, "1\n1\nPONG\n");
+}
+
+/* Wrong arity and unknown verbs keep the connection; protocol errors
+ * close it; none of them changes a filter. */
+static void test_bad_requests(void **state)
+{
+	(void)state;
+	int fd = connect_sock();
+	roundtrip(fd, "*2\r\n$6\r\nBF.ADD\r\n$7\r\ndefault\r\n",
+		  "-ERR wrong number of arguments for 'bf.add' command\r\n");
+	roundtrip(fd, "*1\r\n$3\r\nXYZ\r\n", "-ERR unknown command 'XYZ'\r\n");
+	roundtrip(fd, "*3\r\n$6\r\nBF.ADD\r\n$5\r\nnosuc\r\n$1\r\nk\r\n", "-ERR filter 'nosuc' not found\r\n");
+	roundtrip(fd, PING, "+PONG\r\n");
+	close(fd);
+
+	fd = connect_sock();
+	expect_error_and_close(fd, "GET x\r\n", 7, "-ERR Protocol error: expected '*'");
+	close(fd);
+	fd = connect_sock();
+	expect_error_and_close(fd, "*2000000\r\n", 10, "-ERR Protocol error: 2000000 arguments");
+	close(fd);
+	fd = connect_sock();
+	const char big[] = "*2\r\n$9\r\nBF.EXISTS\r\n$20000000\r\n";
+	expect_error_and_close(fd, big, sizeof(big) - 1, "-ERR Protocol error: argument of 20000000 bytes");
+	close(fd);
+
+	/* Over 64 MiB in one request: five 16 MiB arguments. */
+	fd = connect_sock();
+	size_t arg = 16u << 20;
+	char *body = malloc(arg + 64);
+	memset(body, 'z', arg);
+	int rc = 0;
+	char hdr[64];
+	int n = sprintf(hdr, "*5\r\n");
+	send(fd, hdr, (size_t)n, MSG_NOSIGNAL);
+	for (int i = 0; i < 5 && rc >= 0; i++) {
+		n = sprintf(hdr, "$%zu\r\n", arg);
+		rc = (int)send(fd, hdr, (size_t)n, MSG_NOSIGNAL);
+		for (size_t off = 0; off < arg && rc >= 0; off += (size_t)rc)
+			rc = (int)send(fd, body + off, arg - off, MSG_NOSIGNAL);
+		if (rc >= 0)
+			rc = (int)send(fd, "\r\n", 2, MSG_NOSIGNAL);
+	}
+	char buf[256];
+	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	assert_non_null(strstr(buf, "-ERR Protocol error: request larger than 64 MiB"));
+	free(body);
+	close(fd);
+
+	fd = connect_sock();
+	roundtrip(fd, "*2\r\n$7\r\nBF.CARD\r\n$7\r\ndefault\r\n", ":1\r\n"); /* the redis-cli key only */
+	close(fd);
+}
+
+/* A client that disconnects mid-request: nothing it half-sent happens. */
+static void test_disconnect_mid_request(void **state)
+{
+	(void)state;
+	const char partial[] = "*3\r\n$6\r\nBF.ADD\r\n$7\r\ndefault\r\n$10\r\nhalf-se";
+	for (size_t cut = 1; cut < sizeof(partial); cut += 5) {
+		int fd = connect_sock();
+		assert_int_equal(send(fd, partial, cut, MSG_NOSIGNAL), (ssize_t)cut);
+		close(fd);
+	}
+	int fd = connect_sock();
+	roundtrip(fd, "*3\r\n$9\r\nBF.EXISTS\r\n$7\r\ndefault\r\n$10\r\nhalf-sent!\r\n", ":0\r\n");
+	roundtrip(fd, "*2\r\n$7\r\nBF.CARD\r\n$7\r\ndefault\r\n", ":1\r\n");
+	close(fd);
+}
+
+/* 1,000 malformed requests of many kinds, then PING still works. */
+static void test_survives_1000_malformed(void **state)
+{
+	(void)state;
+	static const char *const junk[] = {
+		"HELLO\r\n", "*1\r\n$-5\r\n", "*1\r\n:7\r\n", "*x\r\n", "*1\r\n$3\r\nabcdef\r\n", "\x00\xff\xfe",
+		"*3\r\n$6\r\nBF.ADD\r\n*1\r\n", "*99999999\r\n", "$5\r\nhello\r\n", "*1\r\n$99999999\r\n",
+	};
+	srandom(7);
+	for (int i = 0; i < 1000; i++) {
+		int fd = connect_sock();
+		assert_true(fd >= 0);
+		char buf[512];
+		size_t len;
+		if (i % 3 == 2) {
+			len = 1 + (size_t)(random() % 200);
+			for (size_t j = 0; j < len; j++)
+				buf[j] = (char)random();
+			buf[0] = (char)('A' + i % 20); /* never a valid '*' start */
+		} else {
+			const char *j = junk[i % 10];
+			len = i % 10 == 5 ? 3 : strlen(j);
+			memcpy(buf, j, len);
+		}
+		send(fd, buf, len, MSG_NOSIGNAL);
+		char reply[512];
+		read_some(fd, reply, sizeof(reply), sizeof(reply));
+		if (strncmp(reply, "-ERR Protocol error", 19) != 0)
+			fail_msg("malformed request %d got '%s'", i, reply);
+		close(fd);
+	}
+	int fd = connect_sock();
+	roundtrip(fd, PING, "+PONG\r\n");
+	close(fd);
+	assert_int_equal(waitpid(daemon_pid, NULL, WNOHANG), 0); /* still running */
+}
+
+/* Client 1025 is turned away with an error; the others keep working. */
+static void test_client_limit(void **state)
+{
+	(void)state;
+	enum { N = 1024 };
+	static int fds[N];
+	for (int i = 0; i < N; i++) {
+		fds[i] = connect_sock();
+		assert_true(fds[i] >= 0);
+	}
+	/* The daemon accepts lazily: make sure all 1024 are registered. */
+	roundtrip(fds[N - 1], PING, "+PONG\r\n");
+	roundtrip(fds[0], PING, "+PONG\r\n");
+	int extra = connect_sock();
+	char buf[256];
+	read_some(extra, buf, sizeof(buf), sizeof(buf));
+	assert_string_equal(buf, "-ERR max number of clients reached (1024)\r\n");
+	close(extra);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	usleep(200000);
+	extra = connect_sock();
+	roundtrip(extra, PING, "+PONG\r\n");
+	close(extra);
+}
+
+static void test_second_daemon_refuses(void **state)
+{
+	(void)state;
+	int err_fd = -1;
+	pid_t pid = spawn_shmd(&err_fd);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 1);
+	char buf[512];
+	read_some(err_fd, buf, sizeof(buf), sizeof(buf));
+	close(err_fd);
+	char want[128];
+	snprintf(want, sizeof(want), "instance 'default' is already running (pid %ld)", (long)daemon_pid);
+	if (strstr(buf, want) == NULL)
+		fail_msg("stderr '%s' lacks '%s'", buf, want);
+	int fd = connect_sock();
+	roundtrip(fd, PING, "+PONG\r\n"); /* the first one is unharmed */
+	close(fd);
+}
+
+/* SIGTERM: exit 0, socket gone, segments kept; a restarted daemon serves
+ * the keys added before. */
+static void test_sigterm_keeps_segments_for_restart(void **state)
+{
+	(void)state;
+	shmf_t *f;
+	assert_int_equal(shmf_open(NULL, "default", SHMF_RDWR, &f), 0);
+	for (int i = 0; i < 1000; i++) {
+		char key[32];
+		int n = snprintf(key, sizeof(key), "before-restart-%d", i);
+		assert_true(shmf_add(f, key, (size_t)n) >= 0);
+	}
+	shmf_close(f);
+	int st;
+	kill(daemon_pid, SIGTERM);
+	assert_int_equal(waitpid(daemon_pid, &st, 0), daemon_pid);
+	daemon_pid = 0;
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	struct stat sb;
+	char path[300];
+	assert_int_equal(lstat(sock_path, &sb), -1);
+	snprintf(path, sizeof(path), "%s/default/control", root);
+	assert_int_equal(stat(path, &sb), 0);
+	snprintf(path, sizeof(path), "%s/default/default.1.data", root);
+	assert_int_equal(stat(path, &sb), 0);
+
+	/* Segments outlive the daemon: clients keep working without it. */
+	assert_int_equal(shmf_open(NULL, "default", SHMF_RDONLY, &f), 0);
+	assert_int_equal(shmf_check(f, "before-restart-7", 16), 1);
+	shmf_close(f);
+
+	daemon_pid = spawn_shmd(NULL);
+	int fd = -1;
+	for (int i = 0; i < 1000 && fd < 0; i++) {
+		fd = connect_sock();
+		if (fd < 0)
+			usleep(10000);
+	}
+	assert_true(fd >= 0);
+	roundtrip(fd, "*2\r\n$7\r\nBF.CARD\r\n$7\r\ndefault\r\n", ":1001\r\n");
+	for (int i = 0; i < 1000; i++) {
+		char req[128], key[32];
+		int n = snprintf(key, sizeof(key), "before-restart-%d", i);
+		snprintf(req, sizeof(req), "*3\r\n$9\r\nBF.EXISTS\r\n$7\r\ndefault\r\n$%d\r\n%s\r\n", n, key);
+		roundtrip(fd, req, ":1\r\n");
+	}
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s PATH-TO-SHMD\n", argv[0]);
+		return 2;
+	}
+	shmd_path = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_socket_mode_and_ping),
+		cmocka_unit_test(test_redis_cli_works),
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_disconnect_mid_request),
+		cmocka_unit_test(test_survives_1000_malformed),
+		cmocka_unit_test(test_client_limit),
+		cmocka_unit_test(test_second_daemon_refuses),
+		cmocka_unit_test(test_sigterm_keeps_segments_for_restart),
+	};
+	return cmocka_run_group_tests(tests, start, stop);
+}
