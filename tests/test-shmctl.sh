@@ -1,0 +1,139 @@
+#!/bin/bash
+# test-shmctl.sh - shmctl against a real shmd: every verb, its output, its
+# exit status (check: 0 all present, 1 some absent, 2 error), errors on
+# stderr naming what was wrong, and bad input changing nothing.
+# Usage: test-shmctl.sh PATH-TO-SHMD PATH-TO-SHMCTL
+set -u
+SHMD=$1
+SHMCTL=$2
+ROOT=$(mktemp -d /dev/shm/shmf-shmctl-XXXXXX)
+export SHMF_RUNTIME_DIR=$ROOT
+failures=0
+checks=0
+
+cleanup() {
+	[ -n "${PID:-}" ] && kill -9 "$PID" 2>/dev/null
+	rm -rf "$ROOT"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# expect STATUS STDOUT-PATTERN STDERR-PATTERN -- shmctl args...
+# Patterns are grep -E expressions; '' means the stream must be empty.
+expect() {
+	local want_rc=$1 want_out=$2 want_err=$3
+	shift 4
+	checks=$((checks + 1))
+	"$SHMCTL" "$@" >"$ROOT/out" 2>"$ROOT/err" <"${STDIN:-/dev/null}"
+	local rc=$?
+	[ "$rc" -eq "$want_rc" ] || fail "shmctl $*: exit $rc, want $want_rc (stderr: $(cat "$ROOT/err"))"
+	if [ -z "$want_out" ]; then
+		[ -s "$ROOT/out" ] && fail "shmctl $*: unexpected stdout: $(head -c 300 "$ROOT/out")"
+	else
+		grep -Eq -- "$want_out" "$ROOT/out" || fail "shmctl $*: stdout lacks /$want_out/: $(head -c 300 "$ROOT/out")"
+	fi
+	if [ -z "$want_err" ]; then
+		[ -s "$ROOT/err" ] && fail "shmctl $*: unexpected stderr: $(cat "$ROOT/err")"
+	else
+		grep -Eq -- "$want_err" "$ROOT/err" || fail "shmctl $*: stderr lacks /$want_err/: $(cat "$ROOT/err")"
+	fi
+}
+
+# No daemon yet: a clear error, exit 2.
+expect 2 '' "cannot connect to $ROOT/default.sock.*is shmd running for instance 'default'" -- ping
+expect 2 '' "unknown verb 'frobnicate'" -- frobnicate
+expect 2 '' "not a valid instance name" -- --instance ../x ping
+
+"$SHMD" -f 2>"$ROOT/shmd.log" &
+PID=$!
+for _ in $(seq 100); do [ -S "$ROOT/default.sock" ] && break; sleep 0.1; done
+
+expect 0 '^PONG$' '' -- ping
+expect 0 '^PONG$' '' -- --socket "$ROOT/default.sock" ping
+expect 0 '^default$' '' -- list
+expect 0 '^capacity +1000000$' '' -- info default
+expect 0 '^k +[0-9]+$' '' -- info default
+
+# create, with its checks
+expect 0 '' '' -- create clicks --capacity 50000 --fpr 0.001 --mode 0660
+expect 2 '' "create: item exists" -- create clicks --capacity 50000 --fpr 0.001
+expect 2 '' "bad capacity '0'" -- create other --capacity 0 --fpr 0.01
+expect 2 '' "filter 'other': capacity 1000000000000000000 at error rate 0.01 needs more memory than this host has" -- create other --capacity 1000000000000000000 --fpr 0.01
+expect 2 '' "bad error rate '1'" -- create other --capacity 10 --fpr 1
+expect 2 '' "bad error rate '0'" -- create other --capacity 10 --fpr 0
+expect 2 '' "invalid filter name '../x'" -- create ../x --capacity 10 --fpr 0.1
+expect 2 '' "invalid filter name 'a/b'" -- create a/b --capacity 10 --fpr 0.1
+expect 2 '' "invalid filter name ''" -- create '' --capacity 10 --fpr 0.1
+expect 2 '' "invalid filter name 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'" -- create xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx --capacity 10 --fpr 0.1
+expect 2 '' "bad MODE '0666'" -- create other --capacity 10 --fpr 0.1 --mode 0666
+expect 2 '' "create needs FILTER, --capacity N and --fpr P" -- create other --capacity 10
+expect 2 '' "unknown --type 'cuckoo'" -- create other --type cuckoo --capacity 10 --fpr 0.1
+expect 0 '^default$' '' -- list
+expect 0 '^clicks$' '' -- list
+[ "$("$SHMCTL" list | wc -l)" -eq 2 ] || fail "list shows $("$SHMCTL" list | wc -l) filters after refused creates, want 2"
+expect 0 '^mode +0660$' '' -- info clicks
+
+# add and check with arguments
+expect 0 '^3 keys added, 3 new$' '' -- add clicks alpha beta gamma
+expect 0 '^2 keys added, 1 new$' '' -- add clicks alpha delta
+expect 0 '^present	alpha$' '' -- check clicks alpha beta gamma delta
+expect 1 '^absent	omega$' '' -- check clicks alpha omega
+expect 1 '^1 of 2 keys present$' '' -- check -q clicks alpha omega
+expect 0 '^1 keys added, 1 new$' '' -- add clicks -dash
+expect 0 '^present	-dash$' '' -- check clicks -dash
+
+# keys from stdin, more than one 10,000-key chunk, with CRLF and blank lines
+seq 1 25000 | sed 's/^/user-/' >"$ROOT/keys"
+printf 'crlf-key\r\n\n\n' >>"$ROOT/keys"
+STDIN=$ROOT/keys expect 0 '^25001 keys added, 25001 new$' '' -- add clicks -
+STDIN=$ROOT/keys expect 0 '^25001 of 25001 keys present$' '' -- check -q clicks -
+expect 0 '^present	crlf-key$' '' -- check clicks crlf-key
+seq 30001 30100 | sed 's/^/user-/' >"$ROOT/absent"
+STDIN=$ROOT/absent expect 1 'keys present$' '' -- check -q clicks -
+expect 0 '^items +25006$' '' -- info clicks
+
+# JSON
+expect 0 '^\{"name": "clicks", "type": "bloom", "capacity": 50000, "error_rate": 0.001, .*"items": 25006, .*"mode": "0660", "huge_pages": [01]\}$' '' -- info clicks --json
+expect 0 '^\[\{"name": "default".*\}, \{"name": "clicks".*\}\]$' '' -- list --json
+if command -v python3 >/dev/null; then
+	checks=$((checks + 1))
+	"$SHMCTL" list --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [f["name"] for f in d]==["default","clicks"], d; assert d[1]["items"]==25006' ||
+		fail "list --json is not the JSON expected"
+fi
+
+# errors on unknown filters, exit 2 for check too
+expect 2 '' "check: filter 'nosuch' not found" -- check nosuch a
+expect 2 '' "add: filter 'nosuch' not found" -- add nosuch a
+expect 2 '' "info: filter 'nosuch' not found" -- info nosuch
+expect 2 '' "drop: filter 'nosuch' not found" -- drop nosuch
+expect 2 '' "check needs a filter name and keys" -- check clicks
+expect 2 '' "info takes one filter name" -- info
+expect 0 '^items +25006$' '' -- info clicks
+
+# drop
+expect 0 '^OK$' '' -- drop clicks
+[ -e "$ROOT/default/clicks.2.data" ] && fail "drop left the data file behind"
+expect 2 '' "filter 'clicks' not found" -- check clicks alpha
+expect 0 '^default$' '' -- list
+
+# another instance by name
+"$SHMD" -f -i second 2>>"$ROOT/shmd.log" &
+PID2=$!
+for _ in $(seq 100); do [ -S "$ROOT/second.sock" ] && break; sleep 0.1; done
+expect 0 '^PONG$' '' -- --instance second ping
+expect 0 '^1 keys added, 1 new$' '' -- -i second add default only-in-second
+expect 1 '^absent	only-in-second$' '' -- check default only-in-second
+kill "$PID2"
+wait "$PID2"
+
+kill "$PID"
+wait "$PID"
+rc=$?
+PID=
+[ "$rc" -eq 0 ] || fail "shmd exited $rc on SIGTERM"
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
