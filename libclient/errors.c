@@ -12,7 +12,7 @@ const char *shmf_strerror(int err)
 	case SHMF_E_VERSION: return "segment has another format version";
 	case SHMF_E_LAYOUT: return "segment was built with another struct layout (layout fingerprint mismatch)";
 	case SHMF_E_OWNER: return "file or directory has an untrusted owner or mode";
-	case SHMF_E_READONLY: return "handle was opened for checks only (SHMF_RDONLY)";
+	case SHMF_E_READONLY: return "write through a read-only handle (opened with SHMF_RDONLY)";
 	case SHMF_E_TYPE: return "the filter type does not support this operation";
 	case SHMF_E_FULL: return "filter is full";
 	case SHMF_E_INVAL: return "invalid argument";
