@@ -153,32 +153,61 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_state *ps = user;
+	if (ps->failed)
+		return 0;
 	if (strcmp(section, ps->section) != 0) {
 		snprintf(ps->section, sizeof(ps->section), "%s", section);
 		ps->cur = NULL;
 		if (!strncmp(section, "filter ", 7)) {
-			const char *fname = section + 7;
-			if (shmf_name_check(fname) < 0)
-				return bad(ps, "invalid filter name '%s'%s", fname, "");
+			/* declared by declare_sections() */
 			for (unsigned i = 0; i < ps->c->nfilters; i++)
-				if (!strcmp(ps->c->filters[i].name, fname))
-					return bad(ps, "filter '%s' declared twice%s", fname, "");
-			if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
-				return bad(ps, "too many filters%s%s", "", "");
-			ps->cur = &ps->c->filters[ps->c->nfilters++];
-			memset(ps->cur, 0, sizeof(*ps->cur));
-			snprintf(ps->cur->name, sizeof(ps->cur->name), "%s", fname);
-			ps->cur->type = SHMF_TYPE_BLOOM;
-			ps->cur->capacity = 1000000;
-			ps->cur->fpr = 0.01;
-			ps->cur->mode = 0640;
-		} else if (strcmp(section, "instance") != 0) {
-			return bad(ps, "unknown section [%s]%s", section, "");
+				if (!strcmp(ps->c->filters[i].name, section + 7))
+					ps->cur = &ps->c->filters[i];
 		}
 	}
 	if (ps->cur != NULL)
 		return filter_key(ps, name, value);
 	return instance_key(ps, name, value);
+}
+
+/* Walk the section headers first, so that every [filter NAME] declares a
+ * filter (with the defaults, even when the section is empty) and a section
+ * given twice is an error rather than a silent merge. */
+static int declare_sections(struct parse_state *ps, const char *text)
+{
+	for (const char *line = text; line != NULL && *line != '\0';) {
+		const char *next = strchr(line, '\n');
+		size_t len = next ? (size_t)(next - line) : strlen(line);
+		while (len > 0 && (*line == ' ' || *line == '\t'))
+			line++, len--;
+		const char *close = len > 0 && *line == '[' ? memchr(line, ']', len) : NULL;
+		if (close != NULL) {
+			snprintf(ps->section, sizeof(ps->section), "%.*s", (int)(close - line - 1), line + 1);
+			const char *section = ps->section;
+			if (!strncmp(section, "filter ", 7)) {
+				const char *fname = section + 7;
+				if (shmf_name_check(fname) < 0)
+					return bad(ps, "invalid filter name '%s'%s", fname, "");
+				for (unsigned i = 0; i < ps->c->nfilters; i++)
+					if (!strcmp(ps->c->filters[i].name, fname))
+						return bad(ps, "filter '%s' declared twice%s", fname, "");
+				if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
+					return bad(ps, "too many filters (at most %s)%s", "256", "");
+				struct filter_spec *f = &ps->c->filters[ps->c->nfilters++];
+				memset(f, 0, sizeof(*f));
+				snprintf(f->name, sizeof(f->name), "%s", fname);
+				f->type = SHMF_TYPE_BLOOM;
+				f->capacity = 1000000;
+				f->fpr = 0.01;
+				f->mode = 0640;
+			} else if (strcmp(section, "instance") != 0) {
+				return bad(ps, "unknown section [%s]%s", section, "");
+			}
+		}
+		line = next ? next + 1 : NULL;
+	}
+	ps->section[0] = '\0';
+	return 1;
 }
 
 static void config_defaults(struct config *c)
@@ -196,7 +225,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 {
 	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
 	config_defaults(c);
-	int rc = ini_parse_string(text, on_entry, &ps);
+	declare_sections(&ps, text);
+	int rc = ps.failed ? 0 : ini_parse_string(text, on_entry, &ps);
 	if (ps.failed)
 		return SHMF_E_INVAL;
 	if (rc > 0) {

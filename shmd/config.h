@@ -42,7 +42,8 @@ extern const char config_default_text[];
 /**
  * Parse INI text into @p c (starting from built-in defaults, no filters).
  * @p origin names the text in messages ("/etc/shmd.conf", "embedded default").
- * @return 0, or SHMF_E_INVAL with "FILE:LINE: what was wrong" in err.
+ * @return 0, or SHMF_E_INVAL with "ORIGIN: [section] what was wrong" (or
+ *         "ORIGIN:LINE: syntax error ...") in err.
  */
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen);
 

@@ -56,7 +56,8 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 	*status = rc < 0 ? -1 : 0;
 	request_reader_free(rr);
 	char *s = calloc(1, out.len + 1);
-	memcpy(s, out.data, out.len);
+	if (out.len > 0)
+		memcpy(s, out.data, out.len);
 	reply_free(&out);
 	return s;
 }

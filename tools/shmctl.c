@@ -22,6 +22,15 @@
 #define CHUNK 10000
 
 static const char *prog = "shmctl";
+/* The connection, closed at exit (also on the error paths that exit). */
+static redisContext *conn;
+
+static void close_conn(void)
+{
+	if (conn != NULL)
+		redisFree(conn);
+	conn = NULL;
+}
 
 static void usage(FILE *to)
 {
@@ -65,6 +74,8 @@ static redisContext *connect_daemon(const char *instance, const char *socket_pat
 	if (c == NULL || c->err) {
 		fprintf(stderr, "%s: cannot connect to %s: %s (is shmd running for instance '%s'?)\n", prog,
 			socket_path, c ? c->errstr : "out of memory", instance);
+		if (c != NULL)
+			redisFree(c);
 		exit(EXIT_ERROR);
 	}
 	struct timeval op = { .tv_sec = 120 };
@@ -86,6 +97,7 @@ static redisReply *call(redisContext *c, const char *what, int argc, const char 
 		if (!strncmp(msg, "ERR ", 4))
 			msg += 4;
 		fprintf(stderr, "%s: %s: %s\n", prog, what, msg);
+		freeReplyObject(r);
 		exit(EXIT_ERROR);
 	}
 	return r;
@@ -230,6 +242,7 @@ static void run_batch(redisContext *c, const char *verb, struct keys *k, int che
 	redisReply *r = call(c, check ? "check" : "add", (int)k->n + 2, k->argv, k->lens);
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != k->n) {
 		fprintf(stderr, "%s: %s: unexpected reply from shmd\n", prog, verb);
+		freeReplyObject(r);
 		exit(EXIT_ERROR);
 	}
 	for (size_t i = 0; i < k->n; i++) {
@@ -378,7 +391,8 @@ int main(int argc, char **argv)
 	if (!known)
 		die_usage("unknown verb '%s'", verb);
 
-	redisContext *c = connect_daemon(instance, socket_path);
+	redisContext *c = conn = connect_daemon(instance, socket_path);
+	atexit(close_conn);
 	int rc;
 	if (!strcmp(verb, "create"))
 		rc = verb_create(c, argc, argv);
@@ -394,7 +408,7 @@ int main(int argc, char **argv)
 		rc = verb_simple(c, argc, argv, "SHMF.DROP", 1);
 	else
 		rc = verb_simple(c, argc, argv, "PING", 0);
-	redisFree(c);
+	close_conn();
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "%s: writing output: %s\n", prog, strerror(errno));
 		return EXIT_ERROR;

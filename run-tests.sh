@@ -1,0 +1,58 @@
+#!/bin/bash
+# run-tests.sh - set everything up on a fresh Debian machine and run the
+# whole test suite twice: a plain build (build/) and one under
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-san/).
+# The last line is "N passed, N failed"; the exit status is non-zero on any
+# failure (a build that fails counts as a failed test).
+set -u
+cd "$(dirname "$0")"
+scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+
+# suite DIR TIMEOUT-MULTIPLIER [meson options...]
+suite() {
+	local dir=$1 mult=$2
+	shift 2
+	echo "=== $dir: build"
+	if ! { if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" -Dtests=true "$@"; else
+		meson setup "$dir" -Dtests=true "$@"; fi; } >"$dir.setup.log" 2>&1; then
+		cat "$dir.setup.log"
+		echo "=== $dir: meson setup FAILED"
+		failed=$((failed + 1))
+		return
+	fi
+	rm -f "$dir.setup.log"
+	if ! meson compile -C "$dir"; then
+		echo "=== $dir: build FAILED"
+		failed=$((failed + 1))
+		return
+	fi
+	echo "=== $dir: tests"
+	rm -f "$dir/meson-logs/testlog.json"
+	meson test -C "$dir" --num-processes 2 --timeout-multiplier "$mult" --print-errorlogs
+	local counts
+	counts=$(python3 -c '
+import json, sys
+ok = bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r == "OK":
+        ok += 1
+    elif r != "SKIP":
+        bad += 1
+print(ok, bad)' "$dir/meson-logs/testlog.json" 2>/dev/null) || counts="0 1"
+	set -- $counts
+	passed=$((passed + $1))
+	failed=$((failed + $2))
+	echo "=== $dir: $1 passed, $2 failed"
+}
+
+export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+suite build 1
+suite build-san 4 -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

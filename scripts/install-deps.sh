@@ -1,0 +1,17 @@
+#!/bin/bash
+# install-deps.sh - install the Debian packages shmfilter builds and tests
+# with, when any is missing. Runs apt-get update once, only if needed.
+set -eu
+PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
+      libinih-dev libcmocka-dev redis-tools python3"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "installing Debian packages:$missing"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
+fi

@@ -1,0 +1,143 @@
+/*
+ * test-config.c - the daemon's configuration: the embedded default, a
+ * full file, and every kind of bad value refused with a message naming
+ * the section and the value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static void test_embedded_default(void **state)
+{
+	(void)state;
+	struct config c;
+	char err[256];
+	assert_int_equal(config_parse(&c, config_default_text, "embedded default", err, sizeof(err)), 0);
+	assert_string_equal(c.instance, "default");
+	assert_int_equal(c.dir_mode, 0750);
+	assert_int_equal(c.socket_mode, 0660);
+	assert_int_equal(c.gid, (gid_t)-1);
+	assert_int_equal(c.remove_on_exit, 0);
+	assert_int_equal(c.nfilters, 1);
+	assert_string_equal(c.filters[0].name, "default");
+	assert_int_equal(c.filters[0].type, SHMF_TYPE_BLOOM);
+	assert_int_equal(c.filters[0].capacity, 1000000);
+	assert_true(c.filters[0].fpr == 0.01);
+	assert_int_equal(c.filters[0].mode, 0640);
+}
+
+static void test_full_file(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/shmf-config-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char text[] = "; a comment\n"
+			    "[instance]\n"
+			    "name = edge\n"
+			    "dir_mode = 0710\n"
+			    "socket_mode = 0600\n"
+			    "group = root        ; inline comment\n"
+			    "remove_on_exit = yes\n"
+			    "huge_pages = off\n"
+			    "\n"
+			    "[filter clicks]\n"
+			    "type = bloom\n"
+			    "capacity = 50000000\n"
+			    "fpr = 0.001\n"
+			    "mode = 0660\n"
+			    "[filter blocklist]\n"
+			    "capacity = 200000\n"
+			    "[filter empty]\n";
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	struct config c;
+	char err[256];
+	int rc = config_load(&c, path, err, sizeof(err));
+	unlink(path);
+	if (rc != 0)
+		fail_msg("config_load: %s", err);
+	assert_string_equal(c.instance, "edge");
+	assert_int_equal(c.dir_mode, 0710);
+	assert_int_equal(c.socket_mode, 0600);
+	assert_int_equal(c.gid, 0);
+	assert_int_equal(c.remove_on_exit, 1);
+	assert_int_equal(c.huge_pages, 0);
+	assert_int_equal(c.nfilters, 3);
+	assert_string_equal(c.filters[0].name, "clicks");
+	assert_int_equal(c.filters[0].capacity, 50000000);
+	assert_true(c.filters[0].fpr == 0.001);
+	assert_int_equal(c.filters[0].mode, 0660);
+	assert_string_equal(c.filters[1].name, "blocklist");
+	assert_int_equal(c.filters[1].capacity, 200000);
+	assert_true(c.filters[1].fpr == 0.01); /* defaults for what is not said */
+	assert_int_equal(c.filters[1].mode, 0640);
+	assert_string_equal(c.filters[2].name, "empty"); /* an empty section declares a default filter */
+	assert_int_equal(c.filters[2].capacity, 1000000);
+
+	assert_int_equal(config_load(&c, "/nonexistent/shmd.conf", err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "/nonexistent/shmd.conf: No such file or directory");
+}
+
+static void test_bad_values_are_named(void **state)
+{
+	(void)state;
+	struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "[instance]\nname = ../x\n", "cfg: [instance] invalid instance name '../x'" },
+		{ "[instance]\ncolour = blue\n", "cfg: [instance] unknown key 'colour' in [instance]" },
+		{ "[instance]\ndir_mode = 0770\n", "cfg: [instance] dir_mode '0770'" },
+		{ "[instance]\ndir_mode = rwx\n", "cfg: [instance] dir_mode 'rwx'" },
+		{ "[instance]\nsocket_mode = 0666\n", "cfg: [instance] socket_mode '0666'" },
+		{ "[instance]\ngroup = no-such-group-here\n", "cfg: [instance] group 'no-such-group-here': no such group" },
+		{ "[instance]\nremove_on_exit = maybe\n", "cfg: [instance] remove_on_exit 'maybe'" },
+		{ "[instance]\nhuge_pages = always\n", "cfg: [instance] huge_pages 'always'" },
+		{ "[daemon]\nx = 1\n", "cfg: [daemon] unknown section [daemon]" },
+		{ "[filter ../up]\ncapacity = 10\n", "cfg: [filter ../up] invalid filter name '../up'" },
+		{ "[filter a/b]\ncapacity = 10\n", "cfg: [filter a/b] invalid filter name 'a/b'" },
+		{ "[filter x]\ncapacity = 10\n[filter x]\nfpr = 0.1\n", "cfg: [filter x] filter 'x' declared twice" },
+		{ "[filter x]\ntype = cuckoo\n", "cfg: [filter x] type 'cuckoo'" },
+		{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
+		{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
+		{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },
+		{ "[filter x]\ncapacity = 99999999999999999999999\n", "cfg: [filter x] capacity '99999999999999999999999'" },
+		{ "[filter x]\nfpr = 0\n", "cfg: [filter x] fpr '0': must be a number strictly between 0 and 1" },
+		{ "[filter x]\nfpr = 1\n", "cfg: [filter x] fpr '1'" },
+		{ "[filter x]\nfpr = 1%\n", "cfg: [filter x] fpr '1%'" },
+		{ "[filter x]\nfpr = nan\n", "cfg: [filter x] fpr 'nan'" },
+		{ "[filter x]\nmode = 0646\n", "cfg: [filter x] mode '0646'" },
+		{ "[filter x]\nsize = 3\n", "cfg: [filter x] unknown key 'size' in a filter section" },
+		{ "[instance]\nthis line has no equals sign\n", "cfg:2: syntax error" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		char err[256] = "";
+		int rc = config_parse(&c, cases[i].text, "cfg", err, sizeof(err));
+		if (rc != SHMF_E_INVAL)
+			fail_msg("case %zu (%s): returned %d, want SHMF_E_INVAL", i, cases[i].text, rc);
+		if (strncmp(err, cases[i].want, strlen(cases[i].want)) != 0)
+			fail_msg("case %zu: got '%s', want '%s...'", i, err, cases[i].want);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_embedded_default),
+		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_bad_values_are_named),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
