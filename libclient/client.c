@@ -218,7 +218,6 @@ static inline void leave(void)
 
 int shmf_check(shmf_t *f, const void *key, size_t len)
 {
-	uint64_t mask[SHMF_BLOCK_WORDS];
 	struct view *v;
 	int r;
 
@@ -228,8 +227,7 @@ int shmf_check(shmf_t *f, const void *key, size_t len)
 		return r;
 	uint64_t h = shmf_hash(key, len, v->seed);
 	const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-	shmf_block_masks(h, v->k, mask);
-	r = shmf_bloom_block_check(block, mask);
+	r = shmf_bloom_block_check_key(block, h, v->k);
 	leave();
 	return r;
 }
@@ -272,7 +270,6 @@ static int keys_valid(const shmf_key_t *keys, size_t n)
 int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	uint64_t hashes[BATCH_AHEAD];
-	uint64_t mask[SHMF_BLOCK_WORDS];
 	struct view *v;
 	int r;
 
@@ -297,8 +294,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 			__builtin_prefetch(v->blocks + shmf_block_index(hj, v->nblocks) * SHMF_BLOCK_WORDS, 0, 0);
 		}
 		const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-		shmf_block_masks(h, v->k, mask);
-		out[i] = (uint8_t)shmf_bloom_block_check(block, mask);
+		out[i] = (uint8_t)shmf_bloom_block_check_key(block, h, v->k);
 		present += out[i];
 	}
 	leave();

@@ -39,29 +39,26 @@ static inline uint64_t shmf_mix64(uint64_t x)
 	return x;
 }
 
+/* The golden-ratio increment of SplitMix64: position word g of a key is
+ * shmf_mix64(h + g * SHMF_POS_STEP), and yields 7 positions of 9 bits. */
+#define SHMF_POS_STEP UINT64_C(0x9e3779b97f4a7c15)
+#define SHMF_POS_PER_WORD 7u
+
 /*
  * Fill mask[0..7] with the key's k bits (positions drawn with replacement,
  * as the false-positive formula in bloom.c assumes).
  */
 static inline void shmf_block_masks(uint64_t h, uint32_t k, uint64_t mask[SHMF_BLOCK_WORDS])
 {
-	uint64_t state = h;
-	uint64_t z = shmf_mix64(state);
-	unsigned avail = 7;
-
 	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
 		mask[w] = 0;
-	for (uint32_t i = 0; i < k; i++) {
-		if (avail == 0) {
-			/* A fresh word from the next SplitMix64 state: 7 more positions. */
-			state += UINT64_C(0x9e3779b97f4a7c15);
-			z = shmf_mix64(state);
-			avail = 7;
+	for (uint32_t base = 0, g = 0; base < k; base += SHMF_POS_PER_WORD, g++) {
+		uint64_t z = shmf_mix64(h + g * SHMF_POS_STEP);
+		uint32_t n = k - base < SHMF_POS_PER_WORD ? k - base : SHMF_POS_PER_WORD;
+		for (uint32_t i = 0; i < n; i++, z >>= 9) {
+			unsigned pos = (unsigned)(z & (SHMF_BLOCK_BITS - 1));
+			mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
 		}
-		unsigned pos = (unsigned)(z & (SHMF_BLOCK_BITS - 1));
-		z >>= 9;
-		avail--;
-		mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
 	}
 }
 
