@@ -138,28 +138,28 @@ static void reply_lib_error(struct reply *out, const struct request *req, int rc
 	reply_error(out, "ERR filter '%s': %s", req->argv[1], shmf_strerror(rc));
 }
 
-static void cmd_add(struct registry *reg, const struct request *req, struct reply *out)
+/* BF.ADD and BF.EXISTS: one key through shmf_add or shmf_check. */
+static void single(struct registry *reg, const struct request *req, struct reply *out,
+		   int (*op)(shmf_t *, const void *, size_t))
 {
 	shmf_t *h = filter_handle(reg, req, 1, out);
 	if (h == NULL)
 		return;
-	int rc = shmf_add(h, req->argv[2], req->lens[2]);
+	int rc = op(h, req->argv[2], req->lens[2]);
 	if (rc < 0)
 		reply_lib_error(out, req, rc);
 	else
 		reply_int(out, rc);
 }
 
+static void cmd_add(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, shmf_add);
+}
+
 static void cmd_exists(struct registry *reg, const struct request *req, struct reply *out)
 {
-	shmf_t *h = filter_handle(reg, req, 1, out);
-	if (h == NULL)
-		return;
-	int rc = shmf_check(h, req->argv[2], req->lens[2]);
-	if (rc < 0)
-		reply_lib_error(out, req, rc);
-	else
-		reply_int(out, rc);
+	single(reg, req, out, shmf_check);
 }
 
 /* BF.MADD and BF.MEXISTS: the batch calls over argv[2..], in chunks. */
