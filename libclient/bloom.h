@@ -71,18 +71,23 @@ static inline int shmf_bloom_block_check(const uint64_t *block, const uint64_t m
 
 /* Set the mask's bits; 1 if this call set at least one of them. Words
  * whose bits are all set already are only read: no atomic write, so adding
- * a present key writes nothing to shared memory. */
+ * a present key writes nothing to shared memory. The words that need a
+ * write are found branch-free first (whether a word needs one is a coin
+ * toss the branch predictor cannot learn), then each gets one atomic
+ * fetch-or whose old value tells, atomically, whether this call set a bit. */
 static inline int shmf_bloom_block_add(uint64_t *block, const uint64_t mask[SHMF_BLOCK_WORDS])
 {
+	unsigned todo = 0;
 	int fresh = 0;
 
-	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++) {
-		uint64_t m = mask[w];
-		if (m == 0 || (__atomic_load_n(&block[w], __ATOMIC_RELAXED) & m) == m)
-			continue;
+	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
+		todo |= (unsigned)((__atomic_load_n(&block[w], __ATOMIC_RELAXED) & mask[w]) != mask[w]) << w;
+	while (todo != 0) {
+		unsigned w = (unsigned)__builtin_ctz(todo);
+		todo &= todo - 1;
 		/* relaxed: bits are monotonic, nothing else is published by them. */
-		uint64_t old = __atomic_fetch_or(&block[w], m, __ATOMIC_RELAXED);
-		fresh |= (old & m) != m;
+		uint64_t old = __atomic_fetch_or(&block[w], mask[w], __ATOMIC_RELAXED);
+		fresh |= (old & mask[w]) != mask[w];
 	}
 	return fresh;
 }
