@@ -49,7 +49,7 @@ say "ls -l $runtime/default/"
 ls -l "$runtime/default/"
 
 say "build/bench/bench-filter --demo      # nanoseconds per check, no syscall, no lock"
-build/bench/bench-filter --demo
+build/bench/bench-filter --demo 2>/dev/null
 
 echo
 echo "shmd keeps running (pid $(cat "$runtime/default.pid")). Stop it with: kill \$(cat $runtime/default.pid)"
