@@ -38,35 +38,16 @@ double shmf_bloom_fpr(uint64_t n, uint64_t nblocks, uint32_t k);
 /** Expected fraction of bits set after @p n keys: 1 - (1 - 1/m)^(n k). */
 double shmf_bloom_fill(uint64_t n, uint64_t nblocks, uint32_t k);
 
-/* 1 if all of the key's k bits (the positions of shmf_block_masks()) are
- * set in the block: each bit is tested where it lies, with no mask built
- * in memory, branch-free. Relaxed loads: a concurrent add only ever sets
- * bits, and an add that has returned happens-before any check that is
- * ordered after it by the caller's own synchronisation. */
+/* 1 if all of the key's k bits (SHMF_FOR_EACH_POS) are set in the block:
+ * each bit is tested where it lies, with no mask built in memory,
+ * branch-free. Relaxed loads: a concurrent add only ever sets bits, and an
+ * add that has returned happens-before any check that is ordered after it
+ * by the caller's own synchronisation. */
 static inline int shmf_bloom_block_check_key(const uint64_t *block, uint64_t h, uint32_t k)
 {
 	uint64_t ok = 1;
-	for (uint32_t base = 0, g = 0; base < k; base += SHMF_POS_PER_WORD, g++) {
-		uint64_t z = shmf_mix64(h + g * SHMF_POS_STEP);
-		uint32_t n = k - base < SHMF_POS_PER_WORD ? k - base : SHMF_POS_PER_WORD;
-		for (uint32_t i = 0; i < n; i++, z >>= 9) {
-			unsigned pos = (unsigned)(z & (SHMF_BLOCK_BITS - 1));
-			ok &= __atomic_load_n(&block[pos >> 6], __ATOMIC_RELAXED) >> (pos & 63);
-		}
-	}
+	SHMF_FOR_EACH_POS(h, k, pos, ok &= __atomic_load_n(&block[pos >> 6], __ATOMIC_RELAXED) >> (pos & 63));
 	return (int)(ok & 1);
-}
-
-/* 1 if every bit of mask is set in the block. Relaxed loads: a concurrent
- * add only ever sets bits, and an add that has returned happens-before any
- * check that is ordered after it by the caller's own synchronisation. */
-static inline int shmf_bloom_block_check(const uint64_t *block, const uint64_t mask[SHMF_BLOCK_WORDS])
-{
-	uint64_t miss = 0;
-
-	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
-		miss |= mask[w] & ~__atomic_load_n(&block[w], __ATOMIC_RELAXED);
-	return miss == 0;
 }
 
 /* Set the mask's bits; 1 if this call set at least one of them. Words

@@ -45,21 +45,28 @@ static inline uint64_t shmf_mix64(uint64_t x)
 #define SHMF_POS_PER_WORD 7u
 
 /*
- * Fill mask[0..7] with the key's k bits (positions drawn with replacement,
- * as the false-positive formula in bloom.c assumes).
+ * The one definition of where a key's k bits lie in its 512-bit block:
+ * runs @p stmt with the unsigned @p pos set to each position in turn
+ * (drawn with replacement, as the false-positive formula in bloom.c
+ * assumes). A macro so that check and add share it with no call and no
+ * positions array on the hot path.
  */
+#define SHMF_FOR_EACH_POS(h, k, pos, stmt)                                                              \
+	for (uint32_t base_ = 0, g_ = 0; base_ < (k); base_ += SHMF_POS_PER_WORD, g_++) {             \
+		uint64_t z_ = shmf_mix64((h) + g_ * SHMF_POS_STEP);                                     \
+		uint32_t n_ = (k) - base_ < SHMF_POS_PER_WORD ? (k) - base_ : SHMF_POS_PER_WORD;       \
+		for (uint32_t i_ = 0; i_ < n_; i_++, z_ >>= 9) {                                        \
+			unsigned pos = (unsigned)(z_ & (SHMF_BLOCK_BITS - 1));                          \
+			stmt;                                                                           \
+		}                                                                                       \
+	}
+
+/* Fill mask[0..7] with the key's k bits. */
 static inline void shmf_block_masks(uint64_t h, uint32_t k, uint64_t mask[SHMF_BLOCK_WORDS])
 {
 	for (unsigned w = 0; w < SHMF_BLOCK_WORDS; w++)
 		mask[w] = 0;
-	for (uint32_t base = 0, g = 0; base < k; base += SHMF_POS_PER_WORD, g++) {
-		uint64_t z = shmf_mix64(h + g * SHMF_POS_STEP);
-		uint32_t n = k - base < SHMF_POS_PER_WORD ? k - base : SHMF_POS_PER_WORD;
-		for (uint32_t i = 0; i < n; i++, z >>= 9) {
-			unsigned pos = (unsigned)(z & (SHMF_BLOCK_BITS - 1));
-			mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
-		}
-	}
+	SHMF_FOR_EACH_POS(h, k, pos, mask[pos >> 6] |= UINT64_C(1) << (pos & 63));
 }
 
 #endif
