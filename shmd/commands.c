@@ -2,8 +2,6 @@
  * commands.c - the verbs of the control protocol (docs/protocol.md).
  */
 #include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +9,8 @@
 #include <strings.h>
 
 #include "commands.h"
-#include "log.h"
 #include "rundir.h"
+#include "spec.h"
 
 /* Keys per shmf_add_many/shmf_check_many call for BF.MADD and BF.MEXISTS. */
 #define BATCH 256
@@ -24,8 +22,8 @@ struct command {
 	void (*run)(struct registry *reg, const struct request *req, struct reply *out);
 };
 
-/* Resolve argv[i] to a live filter's slot, or reply with the error. */
-static int lookup(struct registry *reg, const struct request *req, int i, struct reply *out)
+/* argv[i] is a legal filter name (and holds no NUL byte), or reply with the error. */
+static int valid_name(const struct request *req, int i, struct reply *out)
 {
 	const char *name = req->argv[i];
 	int rc = strlen(name) == req->lens[i] ? shmf_name_check(name) : SHMF_E_NAME;
@@ -33,6 +31,15 @@ static int lookup(struct registry *reg, const struct request *req, int i, struct
 		reply_error(out, "ERR invalid filter name '%.*s': %s", 80, name, shmf_strerror(rc));
 		return -1;
 	}
+	return 0;
+}
+
+/* Resolve argv[i] to a live filter's slot, or reply with the error. */
+static int lookup(struct registry *reg, const struct request *req, int i, struct reply *out)
+{
+	const char *name = req->argv[i];
+	if (valid_name(req, i, out) < 0)
+		return -1;
 	int slot = registry_find(reg, name);
 	if (slot < 0) {
 		reply_error(out, "ERR filter '%s' not found", name);
@@ -64,39 +71,18 @@ static void cmd_ping(struct registry *reg, const struct request *req, struct rep
 		reply_status(out, "PONG");
 }
 
-/* A strictly parsed positive integer of decimal digits. */
-static int parse_count(const char *s, uint64_t *out)
-{
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v == 0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static void cmd_reserve(struct registry *reg, const struct request *req, struct reply *out)
 {
-	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .mode = 0640 };
-	char err[REGISTRY_ERR_MAX], *end;
-	const char *name = req->argv[1];
-	int rc = strlen(name) == req->lens[1] ? shmf_name_check(name) : SHMF_E_NAME;
-	if (rc < 0) {
-		reply_error(out, "ERR invalid filter name '%.*s': %s", 80, name, shmf_strerror(rc));
+	struct filter_spec spec;
+	char err[REGISTRY_ERR_MAX];
+	if (valid_name(req, 1, out) < 0)
 		return;
-	}
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-
-	errno = 0;
-	spec.fpr = strtod(req->argv[2], &end);
-	if (errno != 0 || end == req->argv[2] || *end != '\0' || !(spec.fpr > 0.0 && spec.fpr < 1.0)) {
+	spec_defaults(&spec, req->argv[1]);
+	if (spec_parse_fpr(req->argv[2], &spec.fpr) < 0) {
 		reply_error(out, "ERR bad error rate '%.*s': must be a number in (0, 1)", 40, req->argv[2]);
 		return;
 	}
-	if (parse_count(req->argv[3], &spec.capacity) < 0) {
+	if (spec_parse_capacity(req->argv[3], &spec.capacity) < 0) {
 		reply_error(out, "ERR bad capacity '%.*s': must be a positive integer", 40, req->argv[3]);
 		return;
 	}
@@ -110,21 +96,18 @@ static void cmd_reserve(struct registry *reg, const struct request *req, struct 
 		}
 		if (!strcasecmp(req->argv[i], "MODE") && i + 1 < req->argc) {
 			const char *m = req->argv[++i];
-			errno = 0;
-			unsigned long v = strtoul(m, &end, 8);
-			if (errno != 0 || end == m || *end != '\0' || v > 0777 || (v & 02)) {
+			if (spec_parse_mode(m, 02, &spec.mode) < 0) {
 				reply_error(out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit",
 					    40, m);
 				return;
 			}
-			spec.mode = (mode_t)v;
 			continue;
 		}
 		reply_error(out, "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING or MODE octal)", 40,
 			    req->argv[i]);
 		return;
 	}
-	rc = registry_create(reg, &spec, err, sizeof(err));
+	int rc = registry_create(reg, &spec, err, sizeof(err));
 	if (rc == SHMF_E_EXISTS)
 		reply_error(out, "ERR item exists");
 	else if (rc < 0)
@@ -208,6 +191,21 @@ static void cmd_mexists(struct registry *reg, const struct request *req, struct 
 	many(reg, req, out, 0);
 }
 
+/* What libshmf knows of the filter argv[1]: no file system calls (BF.*). */
+static int lib_info(struct registry *reg, const struct request *req, struct reply *out, shmf_info_t *info)
+{
+	shmf_t *h = filter_handle(reg, req, 1, out);
+	if (h == NULL)
+		return -1;
+	int rc = shmf_info(h, info);
+	if (rc < 0) {
+		reply_lib_error(out, req, rc);
+		return -1;
+	}
+	return 0;
+}
+
+/* That plus the daemon's view: data file, its mode, huge pages (SHMF.INFO). */
 static int get_info(struct registry *reg, const struct request *req, struct reply *out, struct filter_info *fi)
 {
 	char err[REGISTRY_ERR_MAX];
@@ -226,7 +224,7 @@ static void cmd_bf_info(struct registry *reg, const struct request *req, struct 
 	static const char *const fields[] = { "Capacity", "Size", "Number of filters", "Number of items inserted",
 					      "Expansion rate" };
 	static const char *const keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION" };
-	struct filter_info fi;
+	shmf_info_t info;
 	int only = -1;
 	if (req->argc == 3) {
 		for (int i = 0; i < 5; i++)
@@ -238,9 +236,9 @@ static void cmd_bf_info(struct registry *reg, const struct request *req, struct 
 			return;
 		}
 	}
-	if (get_info(reg, req, out, &fi) < 0)
+	if (lib_info(reg, req, out, &info) < 0)
 		return;
-	long long values[4] = { (long long)fi.info.capacity, (long long)fi.info.bytes, 1, (long long)fi.info.items };
+	long long values[4] = { (long long)info.capacity, (long long)info.bytes, 1, (long long)info.items };
 	reply_array(out, only < 0 ? 10 : 1);
 	for (int i = 0; i < 5; i++) {
 		if (only >= 0 && i != only)
@@ -256,9 +254,9 @@ static void cmd_bf_info(struct registry *reg, const struct request *req, struct 
 
 static void cmd_card(struct registry *reg, const struct request *req, struct reply *out)
 {
-	struct filter_info fi;
-	if (get_info(reg, req, out, &fi) == 0)
-		reply_int(out, (long long)fi.info.items);
+	shmf_info_t info;
+	if (lib_info(reg, req, out, &info) == 0)
+		reply_int(out, (long long)info.items);
 }
 
 static void cmd_list(struct registry *reg, const struct request *req, struct reply *out)

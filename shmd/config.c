@@ -1,5 +1,6 @@
 /* config.c - the daemon's INI configuration (inih), and its embedded default. */
 #include <errno.h>
+#include <stdarg.h>
 #include <grp.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "config.h"
 #include "rundir.h"
+#include "spec.h"
 
 const char config_default_text[] =
 	"[instance]\n"
@@ -36,25 +38,18 @@ struct parse_state {
 	const char *origin;
 };
 
-static int bad(struct parse_state *ps, const char *fmt, const char *a, const char *b)
+static int bad(struct parse_state *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct parse_state *ps, const char *fmt, ...)
 {
 	if (!ps->failed) {
 		char msg[192];
-		snprintf(msg, sizeof(msg), fmt, a, b);
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
 		snprintf(ps->err, ps->errlen, "%s: [%s] %s", ps->origin, ps->section, msg);
 	}
 	ps->failed = 1;
-	return 0;
-}
-
-static int parse_mode(const char *v, mode_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long m = strtoul(v, &end, 8);
-	if (errno || end == v || *end != '\0' || m > 0777)
-		return -1;
-	*out = (mode_t)m;
 	return 0;
 }
 
@@ -94,29 +89,29 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 	struct config *c = ps->c;
 	if (!strcmp(name, "name")) {
 		if (shmf_name_check(value) < 0)
-			return bad(ps, "invalid instance name '%s'%s", value, "");
+			return bad(ps, "invalid instance name '%s'", value);
 		snprintf(c->instance, sizeof(c->instance), "%s", value);
 	} else if (!strcmp(name, "dir_mode")) {
-		if (parse_mode(value, &c->dir_mode) < 0 || (c->dir_mode & 022))
-			return bad(ps, "dir_mode '%s': %s", value, "octal mode without group or other write bits");
+		if (spec_parse_mode(value, 022, &c->dir_mode) < 0)
+			return bad(ps, "dir_mode '%s': octal mode without group or other write bits", value);
 	} else if (!strcmp(name, "socket_mode")) {
-		if (parse_mode(value, &c->socket_mode) < 0 || (c->socket_mode & 02))
-			return bad(ps, "socket_mode '%s': %s", value, "octal mode without other-write bit");
+		if (spec_parse_mode(value, 02, &c->socket_mode) < 0)
+			return bad(ps, "socket_mode '%s': octal mode without other-write bit", value);
 	} else if (!strcmp(name, "group")) {
 		if (parse_group(value, &c->gid) < 0)
-			return bad(ps, "group '%s': %s", value, "no such group");
+			return bad(ps, "group '%s': no such group", value);
 	} else if (!strcmp(name, "remove_on_exit")) {
 		if (parse_bool(value, &c->remove_on_exit) < 0)
-			return bad(ps, "remove_on_exit '%s': %s", value, "expected true or false");
+			return bad(ps, "remove_on_exit '%s': expected true or false", value);
 	} else if (!strcmp(name, "huge_pages")) {
 		if (!strcmp(value, "auto"))
 			c->huge_pages = 1;
 		else if (!strcmp(value, "off"))
 			c->huge_pages = 0;
 		else
-			return bad(ps, "huge_pages '%s': %s", value, "expected auto or off");
+			return bad(ps, "huge_pages '%s': expected auto or off", value);
 	} else {
-		return bad(ps, "unknown key '%s' in [instance]%s", name, "");
+		return bad(ps, "unknown key '%s' in [instance]", name);
 	}
 	return 1;
 }
@@ -124,28 +119,21 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 static int filter_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct filter_spec *f = ps->cur;
-	char *end;
 	if (!strcmp(name, "type")) {
 		if (strcmp(value, "bloom") != 0)
-			return bad(ps, "type '%s': %s", value, "expected bloom");
+			return bad(ps, "type '%s': expected bloom", value);
 		f->type = SHMF_TYPE_BLOOM;
 	} else if (!strcmp(name, "capacity")) {
-		errno = 0;
-		unsigned long long v = strtoull(value, &end, 10);
-		if (errno || end == value || *end != '\0' || v == 0 || value[0] == '-')
-			return bad(ps, "capacity '%s': %s", value, "must be a positive integer");
-		f->capacity = v;
+		if (spec_parse_capacity(value, &f->capacity) < 0)
+			return bad(ps, "capacity '%s': must be a positive integer", value);
 	} else if (!strcmp(name, "fpr")) {
-		errno = 0;
-		double v = strtod(value, &end);
-		if (errno || end == value || *end != '\0' || !(v > 0.0 && v < 1.0))
-			return bad(ps, "fpr '%s': %s", value, "must be a number strictly between 0 and 1");
-		f->fpr = v;
+		if (spec_parse_fpr(value, &f->fpr) < 0)
+			return bad(ps, "fpr '%s': must be a number strictly between 0 and 1", value);
 	} else if (!strcmp(name, "mode")) {
-		if (parse_mode(value, &f->mode) < 0 || (f->mode & 02))
-			return bad(ps, "mode '%s': %s", value, "octal mode without other-write bit");
+		if (spec_parse_mode(value, 02, &f->mode) < 0)
+			return bad(ps, "mode '%s': octal mode without other-write bit", value);
 	} else {
-		return bad(ps, "unknown key '%s' in a filter section%s", name, "");
+		return bad(ps, "unknown key '%s' in a filter section", name);
 	}
 	return 1;
 }
@@ -187,21 +175,15 @@ static int declare_sections(struct parse_state *ps, const char *text)
 			if (!strncmp(section, "filter ", 7)) {
 				const char *fname = section + 7;
 				if (shmf_name_check(fname) < 0)
-					return bad(ps, "invalid filter name '%s'%s", fname, "");
+					return bad(ps, "invalid filter name '%s'", fname);
 				for (unsigned i = 0; i < ps->c->nfilters; i++)
 					if (!strcmp(ps->c->filters[i].name, fname))
-						return bad(ps, "filter '%s' declared twice%s", fname, "");
+						return bad(ps, "filter '%s' declared twice", fname);
 				if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
-					return bad(ps, "too many filters (at most %s)%s", "256", "");
-				struct filter_spec *f = &ps->c->filters[ps->c->nfilters++];
-				memset(f, 0, sizeof(*f));
-				snprintf(f->name, sizeof(f->name), "%s", fname);
-				f->type = SHMF_TYPE_BLOOM;
-				f->capacity = 1000000;
-				f->fpr = 0.01;
-				f->mode = 0640;
+					return bad(ps, "too many filters (at most %u)", CONFIG_FILTERS_MAX);
+				spec_defaults(&ps->c->filters[ps->c->nfilters++], fname);
 			} else if (strcmp(section, "instance") != 0) {
-				return bad(ps, "unknown section [%s]%s", section, "");
+				return bad(ps, "unknown section [%s]", section);
 			}
 		}
 		line = next ? next + 1 : NULL;

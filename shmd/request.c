@@ -176,7 +176,7 @@ static int header_done(struct request_reader *rr)
 			return -1;
 		}
 		if ((unsigned long)v > REQUEST_MAX_ARGS) {
-			fail(rr, "Protocol error: %lu arguments, more than 1048576 in one request", (unsigned long)v);
+			fail(rr, "Protocol error: %lu arguments, more than %u in one request", (unsigned long)v, REQUEST_MAX_ARGS);
 			return -1;
 		}
 		rr->args_left = (unsigned long)v;
@@ -188,7 +188,7 @@ static int header_done(struct request_reader *rr)
 		return -1;
 	}
 	if ((unsigned long)v > REQUEST_MAX_ARG) {
-		fail(rr, "Protocol error: argument of %lu bytes, larger than 16 MiB", (unsigned long)v);
+		fail(rr, "Protocol error: argument of %lu bytes, larger than %u MiB", (unsigned long)v, REQUEST_MAX_ARG >> 20);
 		return -1;
 	}
 	rr->body_left = (size_t)v;

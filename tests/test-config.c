@@ -112,6 +112,8 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
 		{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
 		{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },
+		{ "[filter x]\ncapacity = +5\n", "cfg: [filter x] capacity '+5'" },
+		{ "[filter x]\nmode = +640\n", "cfg: [filter x] mode '+640'" },
 		{ "[filter x]\ncapacity = 99999999999999999999999\n", "cfg: [filter x] capacity '99999999999999999999999'" },
 		{ "[filter x]\nfpr = 0\n", "cfg: [filter x] fpr '0': must be a number strictly between 0 and 1" },
 		{ "[filter x]\nfpr = 1\n", "cfg: [filter x] fpr '1'" },

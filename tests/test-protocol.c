@@ -191,6 +191,7 @@ static void test_bad_requests_change_nothing(void **state)
 		{ 4, { "BF.RESERVE", "x", "0.01", "0" }, "-ERR bad capacity '0'" },
 		{ 4, { "BF.RESERVE", "x", "0.01", "-5" }, "-ERR bad capacity '-5'" },
 		{ 4, { "BF.RESERVE", "x", "0.01", "12abc" }, "-ERR bad capacity '12abc'" },
+		{ 4, { "BF.RESERVE", "x", "0.01", "+5" }, "-ERR bad capacity '+5'" },
 		{ 4, { "BF.RESERVE", "x", "0.01", "99999999999999999999999" }, "-ERR bad capacity" },
 		{ 4, { "BF.RESERVE", "x", "0.01", "1000000000000000000" }, "-ERR filter 'x': capacity" },
 		{ 4, { "BF.RESERVE", "x", "0", "100" }, "-ERR bad error rate '0'" },

@@ -1,0 +1,51 @@
+/*
+ * spec.c - a filter's parameters from text (see spec.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "spec.h"
+
+void spec_defaults(struct filter_spec *s, const char *name)
+{
+	*s = (struct filter_spec){ .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640 };
+	snprintf(s->name, sizeof(s->name), "%s", name);
+}
+
+int spec_parse_capacity(const char *text, uint64_t *out)
+{
+	char *end;
+	if (*text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int spec_parse_fpr(const char *text, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno != 0 || end == text || *end != '\0' || !(v > 0.0 && v < 1.0))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out)
+{
+	char *end;
+	if (*text < '0' || *text > '7')
+		return -1;
+	errno = 0;
+	unsigned long v = strtoul(text, &end, 8);
+	if (errno != 0 || *end != '\0' || v > 0777 || (v & forbidden))
+		return -1;
+	*out = (mode_t)v;
+	return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * spec.h - a filter's parameters from text: the one parser behind the
+ * configuration file and BF.RESERVE, and the defaults both start from.
+ * Each parser is strict (the whole text, no sign, no spaces) and leaves
+ * *out untouched on failure.
+ */
+#ifndef SHMD_SPEC_H
+#define SHMD_SPEC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "registry.h"
+
+/** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640 (name truncated to fit). */
+void spec_defaults(struct filter_spec *s, const char *name);
+
+/** Decimal digits only, greater than 0 and representable. 0 or -1. */
+int spec_parse_capacity(const char *text, uint64_t *out);
+
+/** A number strictly between 0 and 1 (no nan). 0 or -1. */
+int spec_parse_fpr(const char *text, double *out);
+
+/** An octal permission mode (at most 0777) with none of @p forbidden set. 0 or -1. */
+int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out);
+
+#endif
