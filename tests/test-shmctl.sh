@@ -47,6 +47,10 @@ expect() {
 expect 2 '' "cannot connect to $ROOT/default.sock.*is shmd running for instance 'default'" -- ping
 expect 2 '' "unknown verb 'frobnicate'" -- frobnicate
 expect 2 '' "not a valid instance name" -- --instance ../x ping
+# Argument errors are found before connecting, daemon or not.
+expect 2 '' "info takes one filter name" -- info
+expect 2 '' "create needs FILTER, --capacity N and --fpr P" -- create x --capacity 10
+STDIN=/dev/null expect 2 '' "cannot connect to" -- add default -
 
 "$SHMD" -f 2>"$ROOT/shmd.log" &
 PID=$!
@@ -129,6 +133,24 @@ expect 0 '^1 keys added, 1 new$' '' -- -i second add default only-in-second
 expect 1 '^absent	only-in-second$' '' -- check default only-in-second
 kill "$PID2"
 wait "$PID2"
+
+# Without -f, shmd returns only once its socket accepts clients: no wait.
+checks=$((checks + 1))
+"$SHMD" -i bg || fail "shmd -i bg (daemonizing) exited $?"
+expect 0 '^PONG$' '' -- -i bg ping
+BGPID=$(cat "$ROOT/bg.pid" 2>/dev/null)
+if [ -n "$BGPID" ] && kill -0 "$BGPID" 2>/dev/null; then
+	kill "$BGPID"
+	for _ in $(seq 100); do kill -0 "$BGPID" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$BGPID" 2>/dev/null && fail "daemonized shmd still running after SIGTERM"
+	[ -e "$ROOT/bg.sock" ] && fail "daemonized shmd left its socket behind"
+else
+	fail "pidfile $ROOT/bg.pid does not name a running shmd"
+fi
+
+# shmd -p prints the embedded default configuration.
+checks=$((checks + 1))
+"$SHMD" -p | grep -q '^capacity = 1000000$' || fail "shmd -p lacks 'capacity = 1000000'"
 
 kill "$PID"
 wait "$PID"

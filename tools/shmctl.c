@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,18 @@
 static const char *prog = "shmctl";
 /* The connection, closed at exit (also on the error paths that exit). */
 static redisContext *conn;
+
+static const char *instance_name = "default", *socket_given;
+static redisContext *connect_daemon(const char *instance, const char *socket_path);
+
+/* The connection, made on the first request: argument errors are found
+ * before, whether a daemon runs or not. */
+static redisContext *daemon_conn(void)
+{
+	if (conn == NULL)
+		conn = connect_daemon(instance_name, socket_given);
+	return conn;
+}
 
 static void close_conn(void)
 {
@@ -49,10 +62,14 @@ static void usage(FILE *to)
 		"Blank lines on stdin are skipped; a trailing CR is removed. Errors: exit 2.\n");
 }
 
-static void die_usage(const char *fmt, const char *arg)
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
 {
+	va_list ap;
 	fprintf(stderr, "%s: ", prog);
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	usage(stderr);
 	exit(EXIT_ERROR);
@@ -83,15 +100,17 @@ static redisContext *connect_daemon(const char *instance, const char *socket_pat
 	return c;
 }
 
-/* Send one request and return the reply; exits on transport errors and on
- * error replies (naming the verb). */
-static redisReply *call(redisContext *c, const char *what, int argc, const char **argv, const size_t *lens)
+/* The next reply; exits on transport errors and on error replies (naming
+ * the verb). */
+static redisReply *take_reply(const char *what)
 {
-	redisReply *r = redisCommandArgv(c, argc, argv, lens);
-	if (r == NULL) {
+	redisContext *c = daemon_conn();
+	void *p = NULL;
+	if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
 		fprintf(stderr, "%s: %s: %s\n", prog, what, c->errstr[0] ? c->errstr : "no reply");
 		exit(EXIT_ERROR);
 	}
+	redisReply *r = p;
 	if (r->type == REDIS_REPLY_ERROR) {
 		const char *msg = r->str;
 		if (!strncmp(msg, "ERR ", 4))
@@ -101,6 +120,23 @@ static redisReply *call(redisContext *c, const char *what, int argc, const char 
 		exit(EXIT_ERROR);
 	}
 	return r;
+}
+
+/* Queue one request (sent with the next take_reply()). */
+static void send_request(const char *what, int argc, const char **argv, const size_t *lens)
+{
+	redisContext *c = daemon_conn();
+	if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) {
+		fprintf(stderr, "%s: %s: %s\n", prog, what, c->errstr[0] ? c->errstr : "out of memory");
+		exit(EXIT_ERROR);
+	}
+}
+
+/* One request, one reply. */
+static redisReply *call(const char *what, int argc, const char **argv, const size_t *lens)
+{
+	send_request(what, argc, argv, lens);
+	return take_reply(what);
 }
 
 static void json_string(const char *s)
@@ -154,12 +190,12 @@ static void print_info(const redisReply *r, int json)
 		printf("}");
 }
 
-static int verb_info(redisContext *c, int argc, char **argv, int json)
+static int verb_info(int argc, char **argv, int json)
 {
 	if (argc != 2)
-		die_usage("info takes one filter name%s", "");
+		die_usage("info takes one filter name");
 	const char *req[] = { "SHMF.INFO", argv[1] };
-	redisReply *r = call(c, "info", 2, req, NULL);
+	redisReply *r = call("info", 2, req, NULL);
 	print_info(r, json);
 	if (json)
 		printf("\n");
@@ -167,18 +203,22 @@ static int verb_info(redisContext *c, int argc, char **argv, int json)
 	return 0;
 }
 
-static int verb_list(redisContext *c, int argc, char **argv, int json)
+static int verb_list(int argc, char **argv, int json)
 {
 	(void)argv;
 	if (argc != 1)
-		die_usage("list takes no arguments%s", "");
+		die_usage("list takes no arguments");
 	const char *req[] = { "SHMF.LIST" };
-	redisReply *r = call(c, "list", 1, req, NULL);
+	redisReply *r = call("list", 1, req, NULL);
 	if (json) {
-		printf("[");
+		/* All the SHMF.INFO requests in one round trip. */
 		for (size_t i = 0; i < r->elements; i++) {
 			const char *ireq[] = { "SHMF.INFO", r->element[i]->str };
-			redisReply *info = call(c, "list", 2, ireq, NULL);
+			send_request("list", 2, ireq, NULL);
+		}
+		printf("[");
+		for (size_t i = 0; i < r->elements; i++) {
+			redisReply *info = take_reply("list");
 			printf("%s", i ? ", " : "");
 			print_info(info, 1);
 			freeReplyObject(info);
@@ -192,8 +232,9 @@ static int verb_list(redisContext *c, int argc, char **argv, int json)
 	return 0;
 }
 
-static int verb_create(redisContext *c, int argc, char **argv)
+static int verb_create(int argc, char **argv, int json)
 {
+	(void)json;
 	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
@@ -218,11 +259,11 @@ static int verb_create(redisContext *c, int argc, char **argv)
 		}
 	}
 	if (name == NULL || capacity == NULL || fpr == NULL)
-		die_usage("create needs FILTER, --capacity N and --fpr P%s", "");
+		die_usage("create needs FILTER, --capacity N and --fpr P");
 	if (strcmp(type, "bloom") != 0)
 		die_usage("create: unknown --type '%s' (this version has 'bloom')", type);
 	const char *req[] = { "BF.RESERVE", name, fpr, capacity, "MODE", mode };
-	redisReply *r = call(c, "create", mode ? 6 : 4, req, NULL);
+	redisReply *r = call("create", mode ? 6 : 4, req, NULL);
 	freeReplyObject(r);
 	return 0;
 }
@@ -235,11 +276,11 @@ struct keys {
 };
 
 /* Run BF.MADD / BF.MEXISTS over the batch; counts results, prints checks. */
-static void run_batch(redisContext *c, const char *verb, struct keys *k, int check, int quiet, size_t *ones)
+static void run_batch(const char *verb, struct keys *k, int check, int quiet, size_t *ones)
 {
 	if (k->n == 0)
 		return;
-	redisReply *r = call(c, check ? "check" : "add", (int)k->n + 2, k->argv, k->lens);
+	redisReply *r = call(check ? "check" : "add", (int)k->n + 2, k->argv, k->lens);
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != k->n) {
 		fprintf(stderr, "%s: %s: unexpected reply from shmd\n", prog, verb);
 		freeReplyObject(r);
@@ -254,7 +295,7 @@ static void run_batch(redisContext *c, const char *verb, struct keys *k, int che
 	freeReplyObject(r);
 }
 
-static int verb_keys(redisContext *c, int argc, char **argv, int check)
+static int verb_keys(int argc, char **argv, int check)
 {
 	int quiet = 0, first = 1;
 	if (check && argc > 1 && !strcmp(argv[1], "-q")) {
@@ -263,6 +304,7 @@ static int verb_keys(redisContext *c, int argc, char **argv, int check)
 	}
 	if (argc - first < 2)
 		die_usage("%s needs a filter name and keys (or - to read them from stdin)", check ? "check" : "add");
+	daemon_conn(); /* a missing daemon is an error even for empty input */
 	const char *filter = argv[first];
 	const char *verb = check ? "BF.MEXISTS" : "BF.MADD";
 	size_t total = 0, ones = 0;
@@ -299,7 +341,7 @@ static int verb_keys(redisContext *c, int argc, char **argv, int check)
 			k.argv[k.n + 2] = lines[k.n];
 			k.lens[k.n + 2] = (size_t)len;
 			if (++k.n == CHUNK) {
-				run_batch(c, verb, &k, check, quiet, &ones);
+				run_batch(verb, &k, check, quiet, &ones);
 				total += k.n;
 				k.n = 0;
 			}
@@ -308,7 +350,7 @@ static int verb_keys(redisContext *c, int argc, char **argv, int check)
 			fprintf(stderr, "%s: reading keys from stdin: %s\n", prog, strerror(errno));
 			return EXIT_ERROR;
 		}
-		run_batch(c, verb, &k, check, quiet, &ones);
+		run_batch(verb, &k, check, quiet, &ones);
 		total += k.n;
 		for (size_t i = 0; i < CHUNK; i++)
 			free(lines[i]);
@@ -319,12 +361,12 @@ static int verb_keys(redisContext *c, int argc, char **argv, int check)
 			k.argv[k.n + 2] = argv[i];
 			k.lens[k.n + 2] = strlen(argv[i]);
 			if (++k.n == CHUNK) {
-				run_batch(c, verb, &k, check, quiet, &ones);
+				run_batch(verb, &k, check, quiet, &ones);
 				total += k.n;
 				k.n = 0;
 			}
 		}
-		run_batch(c, verb, &k, check, quiet, &ones);
+		run_batch(verb, &k, check, quiet, &ones);
 		total += k.n;
 	}
 	free(k.argv);
@@ -338,16 +380,48 @@ static int verb_keys(redisContext *c, int argc, char **argv, int check)
 	return 0;
 }
 
-static int verb_simple(redisContext *c, int argc, char **argv, const char *cmd, int nargs)
+static int verb_simple(int argc, char **argv, const char *cmd, int nargs)
 {
 	if (argc != nargs + 1)
 		die_usage(nargs ? "%s takes one filter name" : "%s takes no arguments", argv[0]);
 	const char *req[] = { cmd, argv[1] };
-	redisReply *r = call(c, argv[0], nargs + 1, req, NULL);
+	redisReply *r = call(argv[0], nargs + 1, req, NULL);
 	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
 	freeReplyObject(r);
 	return 0;
 }
+
+static int verb_add(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_keys(argc, argv, 0);
+}
+
+static int verb_check(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_keys(argc, argv, 1);
+}
+
+static int verb_drop(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_simple(argc, argv, "SHMF.DROP", 1);
+}
+
+static int verb_ping(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_simple(argc, argv, "PING", 0);
+}
+
+static const struct verb {
+	const char *name;
+	int (*run)(int argc, char **argv, int json);
+} verbs[] = {
+	{ "create", verb_create }, { "list", verb_list }, { "info", verb_info }, { "add", verb_add },
+	{ "check", verb_check },    { "drop", verb_drop }, { "ping", verb_ping },
+};
 
 int main(int argc, char **argv)
 {
@@ -373,7 +447,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		die_usage("no verb given%s", "");
+		die_usage("no verb given");
 	/* --json may also follow the verb's arguments (list --json, info X --json). */
 	if (argc > 1 && !strcmp(argv[argc - 1], "--json") &&
 	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info"))) {
@@ -383,31 +457,17 @@ int main(int argc, char **argv)
 	if (shmf_name_check(instance) < 0)
 		die_usage("--instance '%s': not a valid instance name", instance);
 
-	const char *verb = argv[0];
-	static const char *const verbs[] = { "create", "list", "info", "add", "check", "drop", "ping" };
-	int known = 0;
+	const struct verb *v = NULL;
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		known |= !strcmp(verb, verbs[i]);
-	if (!known)
-		die_usage("unknown verb '%s'", verb);
+		if (!strcmp(argv[0], verbs[i].name))
+			v = &verbs[i];
+	if (v == NULL)
+		die_usage("unknown verb '%s'", argv[0]);
 
-	redisContext *c = conn = connect_daemon(instance, socket_path);
+	instance_name = instance;
+	socket_given = socket_path;
 	atexit(close_conn);
-	int rc;
-	if (!strcmp(verb, "create"))
-		rc = verb_create(c, argc, argv);
-	else if (!strcmp(verb, "list"))
-		rc = verb_list(c, argc, argv, json);
-	else if (!strcmp(verb, "info"))
-		rc = verb_info(c, argc, argv, json);
-	else if (!strcmp(verb, "add"))
-		rc = verb_keys(c, argc, argv, 0);
-	else if (!strcmp(verb, "check"))
-		rc = verb_keys(c, argc, argv, 1);
-	else if (!strcmp(verb, "drop"))
-		rc = verb_simple(c, argc, argv, "SHMF.DROP", 1);
-	else
-		rc = verb_simple(c, argc, argv, "PING", 0);
+	int rc = v->run(argc, argv, json);
 	close_conn();
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "%s: writing output: %s\n", prog, strerror(errno));
