@@ -301,6 +301,80 @@ static void test_client_limit(void **state)
 	close(extra);
 }
 
+/* A client that pipelines requests and never reads its replies: past
+ * 64 MiB of unread replies shmd stops reading from it (so its memory stays
+ * bounded and the client's sends block), keeps serving others, and loses
+ * no reply once the client reads. */
+static void test_unread_replies_stop_reading(void **state)
+{
+	(void)state;
+	const size_t arg = 16u << 20;
+	const int max_requests = 40; /* 640 MiB if shmd kept reading */
+	char hdr[64];
+	int hlen = snprintf(hdr, sizeof(hdr), "*2\r\n$4\r\nPING\r\n$%zu\r\n", arg);
+	char *body = malloc(arg + 2);
+	assert_non_null(body);
+	memset(body, 'p', arg);
+	memcpy(body + arg, "\r\n", 2);
+
+	int fd = connect_sock();
+	assert_true(fd >= 0);
+	size_t accepted = 0;
+	int complete = 0, stalled = 0;
+	for (int r = 0; r < max_requests && !stalled; r++) {
+		const char *parts[2] = { hdr, body };
+		size_t lens[2] = { (size_t)hlen, arg + 2 };
+		for (int p = 0; p < 2 && !stalled; p++) {
+			for (size_t off = 0; off < lens[p] && !stalled;) {
+				struct pollfd pw = { .fd = fd, .events = POLLOUT };
+				if (poll(&pw, 1, 1000) <= 0) {
+					stalled = 1; /* shmd stopped reading from us */
+					break;
+				}
+				ssize_t n = send(fd, parts[p] + off, lens[p] - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+				if (n > 0) {
+					off += (size_t)n;
+					accepted += (size_t)n;
+				}
+			}
+		}
+		if (!stalled)
+			complete++;
+	}
+	assert_true(stalled);
+	if (accepted >= (size_t)256 << 20)
+		fail_msg("shmd took %zu MiB from a client that reads nothing", accepted >> 20);
+
+	/* Others are still served meanwhile. */
+	int other = connect_sock();
+	roundtrip(other, PING, "+PONG\r\n");
+	close(other);
+
+	/* Every complete request is answered, byte for byte. */
+	int rlen = snprintf(hdr, sizeof(hdr), "$%zu\r\n", arg);
+	size_t per = (size_t)rlen + arg + 2, want = per * (size_t)complete, got = 0;
+	char *buf = malloc(1 << 20);
+	while (got < want) {
+		struct pollfd pr = { .fd = fd, .events = POLLIN };
+		assert_true(poll(&pr, 1, 10000) > 0);
+		ssize_t n = recv(fd, buf, want - got < (1u << 20) ? want - got : (1u << 20), 0);
+		assert_true(n > 0);
+		for (ssize_t i = 0; i < n; i++) {
+			size_t at = (got + (size_t)i) % per;
+			char expect = at < (size_t)rlen ? hdr[at] : at < (size_t)rlen + arg ? 'p' : "\r\n"[at - rlen - arg];
+			if (buf[i] != expect)
+				fail_msg("reply byte %zu is 0x%02x, want 0x%02x", got + (size_t)i, (unsigned char)buf[i],
+					 (unsigned char)expect);
+		}
+		got += (size_t)n;
+	}
+	free(buf);
+	free(body);
+	close(fd);
+	printf("a client that never read: shmd took %zu MiB (%d requests) and then stopped reading\n",
+	       accepted >> 20, complete);
+}
+
 static void test_second_daemon_refuses(void **state)
 {
 	(void)state;
@@ -386,6 +460,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_disconnect_mid_request),
 		cmocka_unit_test(test_survives_1000_malformed),
 		cmocka_unit_test(test_client_limit),
+		cmocka_unit_test(test_unread_replies_stop_reading),
 		cmocka_unit_test(test_second_daemon_refuses),
 		cmocka_unit_test(test_sigterm_keeps_segments_for_restart),
 	};
