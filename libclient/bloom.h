@@ -73,4 +73,34 @@ static inline int shmf_bloom_block_add(uint64_t *block, const uint64_t mask[SHMF
 	return fresh;
 }
 
+/* What a batch call needs of a mapped generation. */
+struct shmf_bloom_geom {
+	uint64_t *blocks;
+	uint64_t nblocks;
+	uint64_t seed;
+	uint32_t k;
+};
+
+/* Which test a batch check runs: AUTO picks AVX-512 when the CPU has it.
+ * Tests name one to compare them. */
+enum shmf_bloom_impl { SHMF_BLOOM_AUTO, SHMF_BLOOM_SCALAR, SHMF_BLOOM_AVX512 };
+
+/** 1 if this CPU (and kernel) run AVX-512F and AVX-512VL code. */
+int shmf_bloom_have_avx512(void);
+
+/**
+ * Check keys[0..n): out[i] = 1 if key i may be present, 0 if absent.
+ * @pre every key is valid (ptr non-NULL or len 0), out has n bytes.
+ * @return the number present, or SIZE_MAX if @p impl is SHMF_BLOOM_AVX512
+ *         on a CPU without it.
+ */
+size_t shmf_bloom_check_batch(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, uint8_t *out,
+			      enum shmf_bloom_impl impl);
+
+/**
+ * Add keys[0..n); out[i] (when out is not NULL) = 1 if this call set a bit
+ * of key i. @return the number of keys that were new.
+ */
+size_t shmf_bloom_add_batch(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, uint8_t *out);
+
 #endif

@@ -254,22 +254,23 @@ int shmf_add(shmf_t *f, const void *key, size_t len)
 	return r;
 }
 
-/* How far ahead the batch calls hash and prefetch. */
-#define BATCH_AHEAD 16
-
 static int keys_valid(const shmf_key_t *keys, size_t n)
 {
 	if (n != 0 && keys == NULL)
 		return 0;
+	int bad = 0;
 	for (size_t i = 0; i < n; i++)
-		if (keys[i].ptr == NULL && keys[i].len != 0)
-			return 0;
-	return 1;
+		bad |= (keys[i].ptr == NULL) & (keys[i].len != 0);
+	return !bad;
+}
+
+static inline struct shmf_bloom_geom view_geom(const struct view *v)
+{
+	return (struct shmf_bloom_geom){ v->blocks, v->nblocks, v->seed, v->k };
 }
 
 int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
-	uint64_t hashes[BATCH_AHEAD];
 	struct view *v;
 	int r;
 
@@ -277,34 +278,14 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	size_t present = 0;
-	/* Hash ahead and prefetch: key i+AHEAD's block is requested while key
-	 * i is tested, so up to AHEAD misses are in flight. */
-	size_t pre = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-	for (size_t i = 0; i < pre; i++) {
-		hashes[i] = shmf_hash(keys[i].ptr, keys[i].len, v->seed);
-		__builtin_prefetch(v->blocks + shmf_block_index(hashes[i], v->nblocks) * SHMF_BLOCK_WORDS, 0, 0);
-	}
-	for (size_t i = 0; i < n; i++) {
-		uint64_t h = hashes[i % BATCH_AHEAD];
-		size_t j = i + BATCH_AHEAD;
-		if (j < n) {
-			uint64_t hj = shmf_hash(keys[j].ptr, keys[j].len, v->seed);
-			hashes[j % BATCH_AHEAD] = hj;
-			__builtin_prefetch(v->blocks + shmf_block_index(hj, v->nblocks) * SHMF_BLOCK_WORDS, 0, 0);
-		}
-		const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-		out[i] = (uint8_t)shmf_bloom_block_check_key(block, h, v->k);
-		present += out[i];
-	}
+	struct shmf_bloom_geom g = view_geom(v);
+	size_t present = shmf_bloom_check_batch(&g, keys, n, out, SHMF_BLOOM_AUTO);
 	leave();
 	return (int)present;
 }
 
 int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
-	uint64_t hashes[BATCH_AHEAD];
-	uint64_t mask[SHMF_BLOCK_WORDS];
 	struct view *v;
 	int r;
 
@@ -314,27 +295,8 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	size_t fresh = 0;
-	size_t pre = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-	for (size_t i = 0; i < pre; i++) {
-		hashes[i] = shmf_hash(keys[i].ptr, keys[i].len, v->seed);
-		__builtin_prefetch(v->blocks + shmf_block_index(hashes[i], v->nblocks) * SHMF_BLOCK_WORDS, 1, 0);
-	}
-	for (size_t i = 0; i < n; i++) {
-		uint64_t h = hashes[i % BATCH_AHEAD];
-		size_t j = i + BATCH_AHEAD;
-		if (j < n) {
-			uint64_t hj = shmf_hash(keys[j].ptr, keys[j].len, v->seed);
-			hashes[j % BATCH_AHEAD] = hj;
-			__builtin_prefetch(v->blocks + shmf_block_index(hj, v->nblocks) * SHMF_BLOCK_WORDS, 1, 0);
-		}
-		uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-		shmf_block_masks(h, v->k, mask);
-		int isnew = shmf_bloom_block_add(block, mask);
-		if (out != NULL)
-			out[i] = (uint8_t)isnew;
-		fresh += (size_t)isnew;
-	}
+	struct shmf_bloom_geom g = view_geom(v);
+	size_t fresh = shmf_bloom_add_batch(&g, keys, n, out);
 	if (fresh)
 		atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
 	leave();

@@ -4,7 +4,7 @@
  * One XXH3-64 per key, seeded with the filter's secret seed. The block is
  * chosen from the hash with a multiply-high (Lemire's fast range, 64-bit so
  * filters past 2^32 bits work); the k bit positions inside the 512-bit block
- * come from a bijective remix of the same hash, 9 bits at a time.
+ * come from multiply-shift hashing of the same hash (see shmf_pos).
  */
 #ifndef SHMF_HASH_H
 #define SHMF_HASH_H
@@ -39,10 +39,34 @@ static inline uint64_t shmf_mix64(uint64_t x)
 	return x;
 }
 
-/* The golden-ratio increment of SplitMix64: position word g of a key is
- * shmf_mix64(h + g * SHMF_POS_STEP), and yields 7 positions of 9 bits. */
-#define SHMF_POS_STEP UINT64_C(0x9e3779b97f4a7c15)
-#define SHMF_POS_PER_WORD 7u
+/*
+ * Bit positions. The key's hash h is multiplied by SHMF_POS_MUL once; the
+ * product's low 32-bit word feeds the even positions and its high word the
+ * odd ones, so a position pattern depends on all 64 bits of h (the block
+ * index uses mostly the top bits; the low word alone would leave a
+ * pattern-collision floor of 2^-32 per key in the block, too close to the
+ * 1e-9 of the click-dedupe case). Position i is the top 9 bits of the
+ * 32-bit product of its word with odd salt i (multiply-shift hashing), a
+ * bit of the 512-bit block numbered little-endian: bit p is bit p % 64 of
+ * 64-bit word p / 64, which is also bit p % 32 of 32-bit word p / 32. The
+ * k positions are independent multiplies, so the scalar path has no chain
+ * between them and the AVX-512 path computes 16 in one instruction.
+ */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "bit p of a block is bit p % 32 of 32-bit word p / 32 only on little-endian machines");
+
+#define SHMF_POS_MUL UINT64_C(0x9e3779b97f4a7c15)
+#define SHMF_POS_SHIFT (32u - 9u) /* 9 bits: log2(SHMF_BLOCK_BITS) */
+
+/* The salts, one per position (SHMF_K_MAX of them); hash.c lists them. */
+extern const uint32_t shmf_pos_salt[SHMF_K_MAX];
+
+/* Position @p i of a key whose remixed hash is @p x = h * SHMF_POS_MUL. */
+static inline unsigned shmf_pos(uint64_t x, uint32_t i)
+{
+	uint32_t w = (uint32_t)(x >> (32u * (i & 1u)));
+	return (unsigned)((uint32_t)(w * shmf_pos_salt[i]) >> SHMF_POS_SHIFT);
+}
 
 /*
  * The one definition of where a key's k bits lie in its 512-bit block:
@@ -51,14 +75,10 @@ static inline uint64_t shmf_mix64(uint64_t x)
  * assumes). A macro so that check and add share it with no call and no
  * positions array on the hot path.
  */
-#define SHMF_FOR_EACH_POS(h, k, pos, stmt)                                                              \
-	for (uint32_t base_ = 0, g_ = 0; base_ < (k); base_ += SHMF_POS_PER_WORD, g_++) {             \
-		uint64_t z_ = shmf_mix64((h) + g_ * SHMF_POS_STEP);                                     \
-		uint32_t n_ = (k) - base_ < SHMF_POS_PER_WORD ? (k) - base_ : SHMF_POS_PER_WORD;       \
-		for (uint32_t i_ = 0; i_ < n_; i_++, z_ >>= 9) {                                        \
-			unsigned pos = (unsigned)(z_ & (SHMF_BLOCK_BITS - 1));                          \
-			stmt;                                                                           \
-		}                                                                                       \
+#define SHMF_FOR_EACH_POS(h, k, pos, stmt)                                      \
+	for (uint32_t i_ = 0, k_ = (k); i_ < k_; i_++) {                        \
+		unsigned pos = shmf_pos((h) * SHMF_POS_MUL, i_);                \
+		stmt;                                                           \
 	}
 
 /* Fill mask[0..7] with the key's k bits. */

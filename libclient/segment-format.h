@@ -9,7 +9,8 @@
  *                      Adders map it read-write, checkers read-only.
  *
  * Every field is a plain integer or an _Atomic integer of at most 8 bytes;
- * only offsets, never pointers. Bump SHMF_FORMAT_VERSION on any change.
+ * only offsets, never pointers. Bump SHMF_FORMAT_VERSION on any change,
+ * including a change of where a key's bits lie (hash.h).
  */
 #ifndef SHMF_SEGMENT_FORMAT_H
 #define SHMF_SEGMENT_FORMAT_H
@@ -20,7 +21,7 @@
 
 #include "shmf.h"
 
-#define SHMF_FORMAT_VERSION 1u
+#define SHMF_FORMAT_VERSION 2u /* 2: multiply-shift bit positions (hash.h) */
 
 #define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
