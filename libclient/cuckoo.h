@@ -1,0 +1,157 @@
+/*
+ * cuckoo.h - the cuckoo filter: sizing, where a key lives, and the
+ * concurrent operations on its buckets.
+ *
+ * A bucket is 4 fingerprint slots packed in one word that is read and
+ * compare-and-swapped whole: 8-bit fingerprints in a 32-bit word, 16-bit
+ * ones in a 64-bit word (12-bit fingerprints would need the same 64-bit
+ * word as 16-bit ones, at 16 times the false-positive rate, so sizing
+ * never picks them). Slot value 0 means empty. A key has two candidate
+ * buckets (partial-key cuckoo hashing): i1 from its hash, i2 = alt(i1, fp)
+ * where alt is an involution that needs only the bucket and the
+ * fingerprint, so a fingerprint can be moved without its key.
+ *
+ * Concurrency (see design.md): lookups never block and never write;
+ * placing a fingerprint in a free slot or clearing one is one CAS on the
+ * bucket; only relocation ("kicks") takes the writer lock, an
+ * open-file-description lock on byte 0 of the data file that the kernel
+ * releases if its holder dies. A move writes the fingerprint into its new
+ * bucket before clearing the old one, inside a version window (odd while
+ * moving) on the version stripes of both buckets, so a reader that raced
+ * a move sees the version change and reads again; after a bounded number
+ * of tries it reads under the lock in shared mode.
+ */
+#ifndef SHMF_CUCKOO_H
+#define SHMF_CUCKOO_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+#define SHMF_CUCKOO_SLOTS       4u     /* fingerprints per bucket */
+#define SHMF_CUCKOO_STRIPES     1024u  /* version counters, bucket i uses i % STRIPES */
+#define SHMF_CUCKOO_MAX_KICKS   500u   /* default bound on one insert's relocation path */
+#define SHMF_CUCKOO_KICKS_LIMIT 1024u  /* largest configurable bound (the path lives on the stack) */
+#define SHMF_CUCKOO_LOAD        0.95   /* sizing: load at capacity */
+
+/* The relocation state in shared memory, before the version stripes.
+ * Written only by the holder of the writer lock. */
+struct shmf_cuckoo_meta {
+	_Atomic uint64_t moving; /* lock holder: stripes+1 of the move in progress
+	                            (a | b << 32), 0 when none; the next holder
+	                            repairs the versions of a holder that died */
+	_Atomic uint64_t moves;  /* lock holder: relocations done (informational) */
+	uint64_t pad[6];
+	_Atomic uint64_t version[SHMF_CUCKOO_STRIPES]; /* lock holder: odd while a move
+	                                                   touches a bucket of the stripe;
+	                                                   readers: seqlock validation */
+};
+
+/* What shmf_cuckoo_size() chose. */
+struct shmf_cuckoo_params {
+	uint32_t fp_bits;  /* 8 or 16 */
+	uint64_t nbuckets;
+	uint64_t table_bytes; /* nbuckets * bucket size, rounded up to 64 */
+};
+
+/* A mapped cuckoo table. */
+struct shmf_cuckoo_geom {
+	void *buckets;                  /* nbuckets words of 4 * fp_bits bits */
+	uint64_t nbuckets;
+	uint64_t seed;
+	uint32_t fp_bits;               /* 8 or 16 */
+	uint32_t max_kicks;
+	struct shmf_cuckoo_meta *meta;
+	int lock_fd;                    /* the data file: OFD locks on byte 0 */
+	pthread_mutex_t *local;         /* or NULL: serialises the threads of one process
+	                                   that share lock_fd (an OFD lock does not) */
+};
+
+/**
+ * Size a cuckoo filter for @p capacity keys at false-positive rate @p fpr:
+ * buckets for capacity at load SHMF_CUCKOO_LOAD, and the smallest
+ * fingerprint (8 or 16 bits) whose shmf_cuckoo_fpr() there is at most
+ * @p fpr.
+ * @return 0, SHMF_E_INVAL (capacity 0, fpr not in (0,1), or an fpr below
+ *         what 16-bit fingerprints reach, 1.2e-4: use a Bloom filter), or
+ *         SHMF_E_TOOBIG.
+ */
+int shmf_cuckoo_size(uint64_t capacity, double fpr, struct shmf_cuckoo_params *out);
+
+/** The false-positive bound at load @p items / (4 * nbuckets): the chance
+ * that one of the 2 * 4 * load occupied candidate slots holds the probe's
+ * fingerprint. */
+double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits);
+
+/* Where a key lives. */
+struct shmf_cuckoo_key {
+	uint64_t i1, i2;
+	uint32_t fp;
+};
+
+static inline uint64_t shmf_cuckoo_alt(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
+{
+	/* (H(fp) - i) mod n: an involution for any n, so alt(alt(i)) = i. */
+	uint64_t hf = shmf_block_index(shmf_mix64(fp), g->nbuckets);
+	return hf >= i ? hf - i : hf + g->nbuckets - i;
+}
+
+static inline struct shmf_cuckoo_key shmf_cuckoo_locate(const struct shmf_cuckoo_geom *g, uint64_t h)
+{
+	struct shmf_cuckoo_key k;
+	/* The fingerprint from the low bits, the bucket from the high ones. */
+	k.fp = (uint32_t)(h & ((UINT64_C(1) << g->fp_bits) - 1));
+	k.fp += k.fp == 0;
+	k.i1 = shmf_block_index(h, g->nbuckets);
+	k.i2 = shmf_cuckoo_alt(g, k.i1, k.fp);
+	return k;
+}
+
+/**
+ * Copies of the key's fingerprint in its two buckets (once if they are the
+ * same bucket), read consistently with respect to relocation. Never
+ * blocks unless a move keeps racing it (then it reads under the lock).
+ * @return the count (0..8), or -errno if the fallback lock failed.
+ */
+int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/**
+ * Add one copy of the fingerprint (duplicates allowed). A free slot in
+ * either bucket is taken with one CAS; when both are full, relocation
+ * under the writer lock makes room.
+ * @return 0, SHMF_E_FULL (no room within max_kicks moves: nothing was
+ *         changed, no key lost), or -errno from the lock.
+ */
+int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/**
+ * Add a copy only if fewer than @p cap are present, atomically against
+ * every other capped add (cap 1 is add-if-absent): holds the writer lock.
+ * @return the count before the call (the add happened iff it is < cap),
+ *         SHMF_E_FULL (count < cap but no room; nothing changed), or -errno.
+ */
+int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap);
+
+/**
+ * Remove one copy of the fingerprint.
+ * @return 1 removed, 0 none found, or -errno from the fallback lock.
+ */
+int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/* The writer lock, for the daemon (snapshots copy under it) and for tests
+ * (a holder that is killed). @return 0 or -errno. */
+int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
+void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
+
+/* Test hook: when set, called by a relocation between writing a
+ * fingerprint into its new bucket and clearing the old one. */
+extern void (*shmf_cuckoo_move_hook)(void);
+
+#ifdef SHMF_TEST_HOOKS
+/* Test builds only: called by a lookup between its two bucket loads. */
+extern void (*shmf_cuckoo_read_hook)(void);
+#endif
+
+#endif

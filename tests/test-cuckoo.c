@@ -1,0 +1,468 @@
+/*
+ * test-cuckoo.c - the cuckoo filter's promises on a shared table: no false
+ * negatives up to 95% load and under concurrent writers, the false-positive
+ * bound, SHMF_E_FULL without loss, delete and counts, the capped add's
+ * atomicity across processes, and a relocation-lock holder that dies.
+ *
+ * The table lives in a file under /dev/shm mapped MAP_SHARED, as a data
+ * segment does; every forked process opens the file again, because an OFD
+ * lock belongs to one open file description.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuckoo.h"
+
+struct table {
+	char path[64];
+	size_t len;
+	void *base;
+	struct shmf_cuckoo_geom g;
+};
+
+static void table_open(struct table *t, uint64_t capacity, double fpr)
+{
+	struct shmf_cuckoo_params p;
+	assert_int_equal(shmf_cuckoo_size(capacity, fpr, &p), 0);
+	snprintf(t->path, sizeof(t->path), "/dev/shm/shmf-test-cuckoo.%d", (int)getpid());
+	int fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	t->len = sizeof(struct shmf_cuckoo_meta) + p.table_bytes;
+	assert_int_equal(ftruncate(fd, (off_t)t->len), 0);
+	t->base = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(t->base != MAP_FAILED);
+	t->g = (struct shmf_cuckoo_geom){
+		.buckets = (char *)t->base + sizeof(struct shmf_cuckoo_meta),
+		.nbuckets = p.nbuckets,
+		.seed = 0x5eed,
+		.fp_bits = p.fp_bits,
+		.max_kicks = SHMF_CUCKOO_MAX_KICKS,
+		.meta = t->base,
+		.lock_fd = fd,
+	};
+}
+
+/* In a forked child: a descriptor of its own, so the lock excludes. */
+static void table_reopen(struct table *t)
+{
+	close(t->g.lock_fd);
+	t->g.lock_fd = open(t->path, O_RDWR | O_CLOEXEC);
+	if (t->g.lock_fd < 0)
+		_exit(99);
+}
+
+static void table_close(struct table *t)
+{
+	munmap(t->base, t->len);
+	close(t->g.lock_fd);
+	unlink(t->path);
+}
+
+static struct shmf_cuckoo_key key(const struct table *t, unsigned family, uint64_t i)
+{
+	uint64_t k[2] = { i, family };
+	return shmf_cuckoo_locate(&t->g, shmf_hash(k, sizeof(k), t->g.seed));
+}
+
+static uint64_t slots(const struct table *t)
+{
+	return t->g.nbuckets * SHMF_CUCKOO_SLOTS;
+}
+
+static void test_sizing(void **state)
+{
+	(void)state;
+	struct shmf_cuckoo_params p;
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, &p), 0);
+	assert_int_equal(p.fp_bits, 8);
+	assert_int_equal(p.nbuckets, 263158); /* ceil(1e6 / (4 * 0.95)) */
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.01, &p), 0);
+	assert_int_equal(p.fp_bits, 16);
+	assert_true(shmf_cuckoo_fpr(1000000, p.nbuckets, 16) <= 0.01);
+	assert_int_equal(shmf_cuckoo_size(1000000, 1e-5, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(0, 0.01, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 0.0, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 1.0, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(UINT64_C(1) << 62, 0.01, &p), SHMF_E_TOOBIG);
+}
+
+/* Fill to 95% of the slots; every key found; then the FPR over 1M absent
+ * keys is within 0.5-1.5x of the bound at that load. */
+static void fill_and_measure(uint64_t capacity, double fpr)
+{
+	struct table t;
+	table_open(&t, capacity, fpr);
+	uint64_t n = slots(&t) * 95 / 100;
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 1, i);
+		int r = shmf_cuckoo_add(&t.g, &k);
+		if (r != 0)
+			fail_msg("add %llu of %llu (load %.3f): %s", (unsigned long long)i, (unsigned long long)n,
+				 (double)i / (double)slots(&t), shmf_strerror(r));
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 1, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost", (unsigned long long)i);
+	}
+	const uint64_t probes = 1000000;
+	uint64_t fp = 0;
+	for (uint64_t i = 0; i < probes; i++) {
+		struct shmf_cuckoo_key k = key(&t, 2, i);
+		fp += shmf_cuckoo_count(&t.g, &k) > 0;
+	}
+	double measured = (double)fp / (double)probes, bound = shmf_cuckoo_fpr(n, t.g.nbuckets, t.g.fp_bits);
+	printf("%u-bit fingerprints, %llu buckets, load 0.95, %llu moves: FPR %g (%llu of %llu), bound %g\n",
+	       t.g.fp_bits, (unsigned long long)t.g.nbuckets, (unsigned long long)t.g.meta->moves, measured,
+	       (unsigned long long)fp, (unsigned long long)probes, bound);
+	assert_true(measured <= 1.5 * bound);
+	assert_true(measured >= 0.5 * bound);
+	table_close(&t);
+}
+
+static void test_load_and_fpr(void **state)
+{
+	(void)state;
+	fill_and_measure(1000000, 0.05); /* 8-bit */
+	fill_and_measure(1000000, 0.01); /* 16-bit */
+}
+
+static void test_full(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	uint64_t n = 0;
+	int r;
+	for (;; n++) {
+		struct shmf_cuckoo_key k = key(&t, 3, n);
+		r = shmf_cuckoo_add(&t.g, &k);
+		if (r != 0)
+			break;
+		assert_true(n < slots(&t));
+	}
+	assert_int_equal(r, SHMF_E_FULL);
+	printf("full at %llu of %llu slots (load %.4f)\n", (unsigned long long)n, (unsigned long long)slots(&t),
+	       (double)n / (double)slots(&t));
+	assert_true(n >= slots(&t) * 95 / 100);
+	/* A refused add changes no byte, however often it is tried. */
+	size_t bytes = t.len - sizeof(struct shmf_cuckoo_meta);
+	char *before = malloc(bytes);
+	memcpy(before, t.g.buckets, bytes);
+	for (uint64_t i = 0; i < 100; i++) {
+		struct shmf_cuckoo_key k = key(&t, 4, i);
+		r = shmf_cuckoo_add(&t.g, &k);
+		assert_true(r == SHMF_E_FULL || r == 0);
+		if (r == 0)
+			break; /* the rare key whose buckets still had room */
+		assert_memory_equal(before, t.g.buckets, bytes);
+	}
+	free(before);
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 3, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost after the filter filled up", (unsigned long long)i);
+	}
+	table_close(&t);
+}
+
+static void test_delete_and_count(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 100000, 0.01);
+	const uint64_t n = 80000;
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 5, i);
+		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+	}
+	/* Delete the even keys: each one removed once, then absent unless
+	 * another key shares its fingerprint and buckets. */
+	uint64_t still = 0;
+	for (uint64_t i = 0; i < n; i += 2) {
+		struct shmf_cuckoo_key k = key(&t, 5, i);
+		assert_int_equal(shmf_cuckoo_del(&t.g, &k), 1);
+		still += shmf_cuckoo_count(&t.g, &k) > 0;
+	}
+	assert_true(still < 10);
+	for (uint64_t i = 1; i < n; i += 2) {
+		struct shmf_cuckoo_key k = key(&t, 5, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("odd key %llu lost by deleting the even ones", (unsigned long long)i);
+	}
+	/* Copies: three adds count 3, a delete takes one. */
+	struct shmf_cuckoo_key d = key(&t, 6, 1);
+	assert_int_equal(shmf_cuckoo_count(&t.g, &d), 0);
+	for (int c = 1; c <= 3; c++) {
+		assert_int_equal(shmf_cuckoo_add(&t.g, &d), 0);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), c);
+	}
+	assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+	assert_int_equal(shmf_cuckoo_count(&t.g, &d), 2);
+	/* Capped add in one process: counts before, adds only below the cap. */
+	assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, 3), 2);
+	assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, 3), 3);
+	assert_int_equal(shmf_cuckoo_count(&t.g, &d), 3);
+	assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+	assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+	assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+	assert_int_equal(shmf_cuckoo_del(&t.g, &d), 0);
+	table_close(&t);
+}
+
+/* 8 processes each try 10 capped adds of one key with cap 4. */
+static void test_capped_across_processes(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 10000, 0.01);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	struct shmf_cuckoo_key k = key(&t, 7, 42);
+	for (int p = 0; p < 8; p++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			table_reopen(&t);
+			unsigned char won = 0;
+			for (int i = 0; i < 10; i++) {
+				int before = shmf_cuckoo_add_capped(&t.g, &k, 4);
+				if (before < 0)
+					_exit(2);
+				won += before < 4;
+			}
+			_exit(write(fds[1], &won, 1) == 1 ? 0 : 3);
+		}
+	}
+	close(fds[1]);
+	int total = 0;
+	unsigned char won;
+	while (read(fds[0], &won, 1) == 1)
+		total += won;
+	for (int p = 0; p < 8; p++) {
+		int st;
+		wait(&st);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	assert_int_equal(total, 4);
+	assert_int_equal(shmf_cuckoo_count(&t.g, &k), 4);
+	close(fds[0]);
+	table_close(&t);
+}
+
+/* Reader stall: every lookup waits a few microseconds between its two
+ * bucket loads, long enough for whole moves to fit in between (without
+ * the version check, this test then fails in most runs). */
+static void stall_reads(void)
+{
+	for (int i = 0; i < 30; i++)
+		__builtin_ia32_pause();
+}
+
+/*
+ * 4 writers add and delete keys of their own, keeping the table above 90%
+ * load so relocations run all the time, while 2 readers check a set of
+ * keys that is never deleted: a reader that finds one absent fails.
+ */
+static void test_no_false_negatives_under_churn(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 200000, 0.01);
+	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 4; /* per writer: ~94% in all */
+	for (uint64_t i = 0; i < stable; i++) {
+		struct shmf_cuckoo_key k = key(&t, 8, i);
+		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+	}
+	uint64_t moves_before = atomic_load(&t.g.meta->moves);
+	struct shared {
+		_Atomic int writers_done;
+		_Atomic uint64_t sweeps;
+	} *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	pid_t pids[6];
+	for (int p = 0; p < 6; p++) {
+		pids[p] = fork();
+		assert_true(pids[p] >= 0);
+		if (pids[p] != 0)
+			continue;
+		table_reopen(&t);
+		if (p < 4) {
+			/* Writer: fill its share, then rounds of delete-half/re-add. */
+			unsigned family = 100 + (unsigned)p;
+			for (uint64_t i = 0; i < churn; i++) {
+				struct shmf_cuckoo_key k = key(&t, family, i);
+				if (shmf_cuckoo_add(&t.g, &k) != 0)
+					_exit(2);
+			}
+			for (int round = 0; round < 100; round++) {
+				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
+					struct shmf_cuckoo_key k = key(&t, family, i);
+					if (shmf_cuckoo_del(&t.g, &k) != 1)
+						_exit(3);
+				}
+				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
+					struct shmf_cuckoo_key k = key(&t, family, i);
+					if (shmf_cuckoo_add(&t.g, &k) != 0)
+						_exit(4);
+				}
+			}
+			_exit(0);
+		}
+		/* Reader: sweep the stable keys until the writers are done. */
+		shmf_cuckoo_read_hook = stall_reads;
+		while (!atomic_load(&sh->writers_done)) {
+			for (uint64_t i = 0; i < stable; i++) {
+				struct shmf_cuckoo_key k = key(&t, 8, i);
+				if (shmf_cuckoo_count(&t.g, &k) < 1)
+					_exit(5);
+			}
+			atomic_fetch_add(&sh->sweeps, 1);
+		}
+		_exit(0);
+	}
+	for (int p = 0; p < 6; p++) {
+		if (p == 4)
+			atomic_store(&sh->writers_done, 1);
+		int st;
+		assert_int_equal(waitpid(pids[p], &st, 0), pids[p]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("%s %d: status %d (2-4: a writer's add or delete failed, 5: a reader saw a false negative)",
+				 p < 4 ? "writer" : "reader", p, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	uint64_t moves = atomic_load(&t.g.meta->moves) - moves_before;
+	printf("%llu relocations while the readers made %llu sweeps of %llu keys\n", (unsigned long long)moves,
+	       (unsigned long long)atomic_load(&sh->sweeps), (unsigned long long)stable);
+	assert_true(moves > 1000);
+	assert_true(atomic_load(&sh->sweeps) >= 2);
+	munmap(sh, sizeof(*sh));
+	for (uint64_t i = 0; i < stable; i++) {
+		struct shmf_cuckoo_key k = key(&t, 8, i);
+		assert_true(shmf_cuckoo_count(&t.g, &k) >= 1);
+	}
+	table_close(&t);
+}
+
+static void die_mid_move(void)
+{
+	raise(SIGKILL);
+}
+
+/* Fill a table until adds need relocations; returns how many keys. */
+static uint64_t fill_until_full_buckets(struct table *t, unsigned family)
+{
+	uint64_t n = slots(t) * 90 / 100;
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(t, family, i);
+		assert_int_equal(shmf_cuckoo_add(&t->g, &k), 0);
+	}
+	return n;
+}
+
+static void test_lock_holder_killed(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	uint64_t n = fill_until_full_buckets(&t, 9);
+
+	/* 1. A process holding the lock is killed: the kernel drops its lock,
+	 * so a writer that needs it gets it at once (F_OFD_SETLK, which never
+	 * waits, succeeds). */
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		table_reopen(&t);
+		if (shmf_cuckoo_lock(&t.g) != 0)
+			_exit(2);
+		(void)!write(ready[1], "L", 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), -1); /* held by the child */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), 0); /* first attempt */
+	fl.l_type = F_UNLCK;
+	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), 0);
+
+	/* 2. A writer killed between copying a fingerprint to its new bucket
+	 * and clearing the old one: the version window stays open, readers
+	 * still answer (from the locked fallback), the next writer closes the
+	 * window, and no key is lost. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		table_reopen(&t);
+		shmf_cuckoo_move_hook = die_mid_move;
+		for (uint64_t i = 0;; i++) {
+			struct shmf_cuckoo_key k = key(&t, 10, i);
+			if (shmf_cuckoo_add(&t.g, &k) != 0)
+				_exit(2); /* never reached a relocation */
+		}
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_true(atomic_load(&t.g.meta->moving) != 0);
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 9, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost by a writer killed mid-move", (unsigned long long)i);
+	}
+	assert_int_equal(shmf_cuckoo_lock(&t.g), 0);
+	assert_int_equal(atomic_load(&t.g.meta->moving), 0);
+	for (unsigned s = 0; s < SHMF_CUCKOO_STRIPES; s++)
+		assert_int_equal(atomic_load(&t.g.meta->version[s]) & 1, 0);
+	shmf_cuckoo_unlock(&t.g);
+	for (uint64_t i = 0; i < 200; i++) { /* writers go on, with relocations */
+		struct shmf_cuckoo_key k = key(&t, 11, i);
+		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(&t, 9, i);
+		assert_true(shmf_cuckoo_count(&t.g, &k) >= 1);
+	}
+	close(ready[0]);
+	close(ready[1]);
+	table_close(&t);
+}
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "all";
+	struct CMUnitTest all[] = {
+		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_load_and_fpr),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_delete_and_count),
+		cmocka_unit_test(test_capped_across_processes),
+		cmocka_unit_test(test_no_false_negatives_under_churn),
+		cmocka_unit_test(test_lock_holder_killed),
+	};
+	const char *names[] = { "sizing", "load_fpr", "full", "delete", "capped", "churn", "killed" };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(which, names[i]))
+			return _cmocka_run_group_tests(names[i], &all[i], 1, NULL, NULL);
+	if (!strcmp(which, "all"))
+		return cmocka_run_group_tests(all, NULL, NULL);
+	fprintf(stderr, "unknown test '%s'\n", which);
+	return 2;
+}
