@@ -109,7 +109,8 @@ typedef struct {
 #define SHMF_RDWR   0x1 /**< check and add; needs write permission on the data file */
 
 /** Filter types. */
-#define SHMF_TYPE_BLOOM 1 /**< cache-line blocked Bloom filter */
+#define SHMF_TYPE_BLOOM  1 /**< cache-line blocked Bloom filter */
+#define SHMF_TYPE_CUCKOO 2 /**< cuckoo filter: delete, count, capped add */
 
 /** Longest instance or filter name, without the terminating NUL. */
 #define SHMF_NAME_MAX 63
@@ -117,16 +118,23 @@ typedef struct {
 /** What shmf_info() reports about an open filter. */
 typedef struct {
 	char name[SHMF_NAME_MAX + 1]; /**< filter name */
-	int type;                     /**< SHMF_TYPE_BLOOM */
-	uint32_t k;                   /**< bits set per key */
+	int type;                     /**< SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;                   /**< Bloom: bits set per key; cuckoo: fingerprint bits */
 	uint64_t capacity;            /**< keys it was sized for */
 	double fpr_target;            /**< false-positive rate it was sized for, at capacity */
-	uint64_t bits;                /**< filter bits (64-byte blocks x 512) */
+	uint64_t bits;                /**< Bloom: filter bits (64-byte blocks x 512);
+	                                   cuckoo: fingerprint slots x fingerprint bits */
 	uint64_t bytes;               /**< size of the data segment in bytes, header included */
-	uint64_t items;               /**< adds that reported the key new */
-	double fill_ratio;            /**< expected fraction of bits set, from items */
+	uint64_t items;               /**< Bloom: adds that reported the key new;
+	                                   cuckoo: fingerprints stored (adds minus deletes) */
+	double fill_ratio;            /**< Bloom: expected fraction of bits set;
+	                                   cuckoo: fraction of slots in use (load) */
 	double fpr_estimate;          /**< expected false-positive rate now, from items */
 	uint64_t generation;          /**< generation this handle has mapped */
+	uint64_t buckets;             /**< cuckoo: buckets of 4 slots; Bloom: 0 */
+	uint32_t fingerprint_bits;    /**< cuckoo: 8 or 16; Bloom: 0 */
+	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
+	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */
@@ -170,12 +178,69 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
 /**
  * Add a key.
  *
- * @return 1 if the key was not in the filter before this call (this call
- *         set at least one of its bits), 0 if it may have been, or
- *         SHMF_E_READONLY (the handle was opened for checks only),
- *         SHMF_E_INVAL, SHMF_E_DROPPED, or an error from remapping.
+ * Bloom: sets the key's bits. Cuckoo: stores one more copy of the key's
+ * fingerprint, even if one is there already (duplicates count, as
+ * RedisBloom's CF.ADD); see shmf_add_unique() for add-if-absent.
+ *
+ * @return Bloom: 1 if the key was not in the filter before this call (this
+ *         call set at least one of its bits), 0 if it may have been.
+ *         Cuckoo: 1 (a copy was stored). Or SHMF_E_READONLY (the handle
+ *         was opened for checks only), SHMF_E_INVAL, SHMF_E_FULL (cuckoo:
+ *         no room even after relocating; the filter is unchanged),
+ *         SHMF_E_DROPPED, -errno from the relocation lock, or an error
+ *         from remapping.
  */
 SHMF_API int shmf_add(shmf_t *f, const void *key, size_t len);
+
+/**
+ * Add a key only if it is absent (RedisBloom's CF.ADDNX), atomically
+ * against every other shmf_add_unique() and shmf_add_capped() on the
+ * filter, in any process. On a Bloom filter this is shmf_add().
+ *
+ * @return 1 if the key was added, 0 if it was (or may have been, by a
+ *         false positive) present already, or an error as for shmf_add().
+ */
+SHMF_API int shmf_add_unique(shmf_t *f, const void *key, size_t len);
+
+/**
+ * Cuckoo only: add a copy of the key only if fewer than @p cap copies are
+ * present, atomically against every other shmf_add_capped() and
+ * shmf_add_unique() on the filter, in any process: N processes racing
+ * with the same key and cap store exactly cap copies in all. The
+ * frequency-cap call ("at most 4 pushes per device per day").
+ * A plain shmf_add() of the same key is not part of that atomicity.
+ * It takes the relocation lock (two fcntl calls), so it costs about a
+ * microsecond, not nanoseconds.
+ *
+ * @return the number of copies present before the call (the add happened
+ *         if and only if that is below @p cap), or SHMF_E_TYPE (a Bloom
+ *         filter), SHMF_E_FULL (below the cap but no room; nothing
+ *         changed), or an error as for shmf_add().
+ */
+SHMF_API int shmf_add_capped(shmf_t *f, const void *key, size_t len, unsigned cap);
+
+/**
+ * Cuckoo only: remove one copy of the key.
+ *
+ * Deleting a key that was never added is unsafe, as in every cuckoo
+ * filter: if another key shares its fingerprint and buckets, that key's
+ * copy is removed instead and that key reads as absent afterwards.
+ *
+ * @return 1 if a copy was removed, 0 if none was found, or SHMF_E_TYPE
+ *         (a Bloom filter), SHMF_E_READONLY, SHMF_E_INVAL, -errno from the
+ *         relocation lock, or an error from remapping.
+ */
+SHMF_API int shmf_del(shmf_t *f, const void *key, size_t len);
+
+/**
+ * Cuckoo only: how many copies of the key's fingerprint its two buckets
+ * hold (0 to 8; more than the adds of this key when other keys share its
+ * fingerprint and buckets, at the filter's false-positive rate).
+ *
+ * @return the count, or SHMF_E_TYPE (a Bloom filter), SHMF_E_INVAL, or an
+ *         error from remapping.
+ */
+SHMF_API int shmf_count(shmf_t *f, const void *key, size_t len);
 
 /**
  * Check @p n keys; out[i] is set to 1 (may be present) or 0 (absent).
@@ -190,10 +255,12 @@ SHMF_API int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_
 /**
  * Add @p n keys; out[i] (if @p out is not NULL) is set to 1 if key i was
  * new, 0 if it may have been present. A key repeated within the batch is
- * new at most once.
+ * new at most once (Bloom). Cuckoo: every key stores a copy (out[i] = 1);
+ * on SHMF_E_FULL the keys before the one that did not fit are stored
+ * (out[i] = 1) and the rest are not (out[i] = 0).
  *
- * @return the number of keys that were new, or a negative error as for
- *         shmf_add().
+ * @return the number of keys that were new (cuckoo: stored), or a
+ *         negative error as for shmf_add().
  */
 SHMF_API int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out);
 

@@ -23,6 +23,7 @@
 #include <urcu-bp.h>
 
 #include "bloom.h"
+#include "cuckoo.h"
 #include "rundir.h"
 #include "segment.h"
 #include "shmf.h"
@@ -35,7 +36,9 @@ struct view {
 	uint64_t nblocks;
 	uint64_t seed;
 	uint32_t k;
+	uint32_t type;
 	_Atomic uint64_t *items; /* this handle's counter stripe */
+	struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	struct shmf_data_map data;
 };
 
@@ -47,6 +50,8 @@ struct shmf {
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;
 	pthread_mutex_t remap_lock; /* serialises the slow path of one handle */
+	pthread_mutex_t cuckoo_lock; /* serialises this handle's threads around the
+	                                relocation lock (one OFD lock per descriptor) */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -89,7 +94,19 @@ static int view_open(struct shmf *f, struct view **out)
 	v->nblocks = v->data.hdr.nblocks;
 	v->seed = v->data.hdr.seed;
 	v->k = v->data.hdr.k;
+	v->type = v->data.hdr.type;
 	v->items = &v->data.counters[f->stripe].items;
+	if (v->type == SHMF_TYPE_CUCKOO)
+		v->cuckoo = (struct shmf_cuckoo_geom){
+			.buckets = (char *)v->blocks + sizeof(struct shmf_cuckoo_meta),
+			.nbuckets = v->data.hdr.nbuckets,
+			.seed = v->seed,
+			.fp_bits = v->k,
+			.max_kicks = v->data.hdr.max_kicks,
+			.meta = (struct shmf_cuckoo_meta *)v->blocks,
+			.lock_fd = v->data.fd,
+			.local = &f->cuckoo_lock,
+		};
 	*out = v;
 	return 0;
 }
@@ -99,6 +116,7 @@ static void handle_free(struct shmf *f)
 	shmf_ctl_map_close(&f->ctl);
 	shmf_dir_close(&f->dir);
 	pthread_mutex_destroy(&f->remap_lock);
+	pthread_mutex_destroy(&f->cuckoo_lock);
 	free(f);
 }
 
@@ -119,6 +137,7 @@ int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
 	f->ctl.fd = -1;
 	f->flags = flags;
 	pthread_mutex_init(&f->remap_lock, NULL);
+	pthread_mutex_init(&f->cuckoo_lock, NULL);
 	strcpy(f->name, filter);
 	/* Spread adders over the counter stripes: one stripe per handle, so an
 	 * add that reports new increments a line this core usually owns. */
@@ -216,6 +235,18 @@ static inline void leave(void)
 	rcu_read_unlock();
 }
 
+static inline struct shmf_cuckoo_key cuckoo_key(const struct view *v, const void *key, size_t len)
+{
+	return shmf_cuckoo_locate(&v->cuckoo, shmf_hash(key, len, v->seed));
+}
+
+static __attribute__((noinline)) int cuckoo_check(const struct view *v, const void *key, size_t len)
+{
+	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
+	int r = shmf_cuckoo_count(&v->cuckoo, &k);
+	return r < 0 ? r : r > 0;
+}
+
 int shmf_check(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
@@ -225,31 +256,137 @@ int shmf_check(shmf_t *f, const void *key, size_t len)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	uint64_t h = shmf_hash(key, len, v->seed);
-	const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-	r = shmf_bloom_block_check_key(block, h, v->k);
+	if (__builtin_expect(v->type == SHMF_TYPE_BLOOM, 1)) {
+		uint64_t h = shmf_hash(key, len, v->seed);
+		const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+		r = shmf_bloom_block_check_key(block, h, v->k);
+	} else {
+		r = cuckoo_check(v, key, len);
+	}
 	leave();
 	return r;
 }
 
-int shmf_add(shmf_t *f, const void *key, size_t len)
+static int bloom_add(struct view *v, const void *key, size_t len)
 {
 	uint64_t mask[SHMF_BLOCK_WORDS];
-	struct view *v;
-	int r;
+	uint64_t h = shmf_hash(key, len, v->seed);
+	uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
+	shmf_block_masks(h, v->k, mask);
+	int r = shmf_bloom_block_add(block, mask);
+	if (r)
+		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	return r;
+}
 
+/* A cuckoo add of one copy: 1 stored, or an error. */
+static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key, size_t len)
+{
+	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
+	int r = shmf_cuckoo_add(&v->cuckoo, &k);
+	if (r < 0)
+		return r;
+	atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	return 1;
+}
+
+/* Enter for a write: a read-write handle and a valid key. */
+static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct view **v)
+{
 	if (__builtin_expect(!(f->flags & SHMF_RDWR), 0))
 		return SHMF_E_READONLY;
 	if (__builtin_expect(key == NULL && len != 0, 0))
 		return SHMF_E_INVAL;
+	return enter(f, v);
+}
+
+int shmf_add(shmf_t *f, const void *key, size_t len)
+{
+	struct view *v;
+	int r;
+
+	if ((r = enter_rw(f, key, len, &v)) < 0)
+		return r;
+	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add(v, key, len) : cuckoo_add(v, key, len);
+	leave();
+	return r;
+}
+
+/* The capped add behind shmf_add_capped and, with cap 1, shmf_add_unique:
+ * the count before the call, or an error. */
+static int cuckoo_add_capped(struct view *v, const void *key, size_t len, unsigned cap)
+{
+	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
+	int before = shmf_cuckoo_add_capped(&v->cuckoo, &k, cap);
+	if (before >= 0 && (unsigned)before < cap)
+		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	return before;
+}
+
+int shmf_add_unique(shmf_t *f, const void *key, size_t len)
+{
+	struct view *v;
+	int r;
+
+	if ((r = enter_rw(f, key, len, &v)) < 0)
+		return r;
+	if (v->type == SHMF_TYPE_BLOOM) {
+		r = bloom_add(v, key, len);
+	} else {
+		r = cuckoo_add_capped(v, key, len, 1);
+		if (r >= 0)
+			r = r == 0;
+	}
+	leave();
+	return r;
+}
+
+int shmf_add_capped(shmf_t *f, const void *key, size_t len, unsigned cap)
+{
+	struct view *v;
+	int r;
+
+	if ((r = enter_rw(f, key, len, &v)) < 0)
+		return r;
+	r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : SHMF_E_TYPE;
+	leave();
+	return r;
+}
+
+int shmf_del(shmf_t *f, const void *key, size_t len)
+{
+	struct view *v;
+	int r;
+
+	if ((r = enter_rw(f, key, len, &v)) < 0)
+		return r;
+	if (v->type == SHMF_TYPE_CUCKOO) {
+		struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
+		r = shmf_cuckoo_del(&v->cuckoo, &k);
+		if (r == 1)
+			atomic_fetch_sub_explicit(v->items, 1, memory_order_relaxed);
+	} else {
+		r = SHMF_E_TYPE;
+	}
+	leave();
+	return r;
+}
+
+int shmf_count(shmf_t *f, const void *key, size_t len)
+{
+	struct view *v;
+	int r;
+
+	if (key == NULL && len != 0)
+		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	uint64_t h = shmf_hash(key, len, v->seed);
-	uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-	shmf_block_masks(h, v->k, mask);
-	r = shmf_bloom_block_add(block, mask);
-	if (r)
-		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	if (v->type == SHMF_TYPE_CUCKOO) {
+		struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
+		r = shmf_cuckoo_count(&v->cuckoo, &k);
+	} else {
+		r = SHMF_E_TYPE;
+	}
 	leave();
 	return r;
 }
@@ -278,10 +415,20 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	struct shmf_bloom_geom g = view_geom(v);
-	size_t present = shmf_bloom_check_batch(&g, keys, n, out, SHMF_BLOOM_AUTO);
+	size_t present = 0;
+	if (v->type == SHMF_TYPE_BLOOM) {
+		struct shmf_bloom_geom g = view_geom(v);
+		present = shmf_bloom_check_batch(&g, keys, n, out, SHMF_BLOOM_AUTO);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			if ((r = cuckoo_check(v, keys[i].ptr, keys[i].len)) < 0)
+				break;
+			out[i] = (uint8_t)r;
+			present += (size_t)r;
+		}
+	}
 	leave();
-	return (int)present;
+	return r < 0 ? r : (int)present;
 }
 
 int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
@@ -295,12 +442,27 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
-	struct shmf_bloom_geom g = view_geom(v);
-	size_t fresh = shmf_bloom_add_batch(&g, keys, n, out);
-	if (fresh)
-		atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
+	size_t fresh = 0;
+	if (v->type == SHMF_TYPE_BLOOM) {
+		struct shmf_bloom_geom g = view_geom(v);
+		fresh = shmf_bloom_add_batch(&g, keys, n, out);
+		if (fresh)
+			atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
+	} else {
+		/* Stops at the first key that does not fit: the keys before it
+		 * are stored (out[i] = 1), the rest are not (out[i] = 0). */
+		if (out != NULL)
+			memset(out, 0, n);
+		for (size_t i = 0; i < n; i++) {
+			if ((r = cuckoo_add(v, keys[i].ptr, keys[i].len)) < 0)
+				break;
+			if (out != NULL)
+				out[i] = 1;
+			fresh++;
+		}
+	}
 	leave();
-	return (int)fresh;
+	return r < 0 ? r : (int)fresh;
 }
 
 int shmf_info(shmf_t *f, shmf_info_t *out)
@@ -318,11 +480,27 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	out->k = v->k;
 	out->capacity = v->data.hdr.capacity;
 	memcpy(&out->fpr_target, &v->data.hdr.fpr_bits, sizeof(double));
-	out->bits = v->nblocks * SHMF_BLOCK_BITS;
 	out->bytes = v->data.len;
 	out->items = shmf_data_items(&v->data);
-	out->fill_ratio = shmf_bloom_fill(out->items, v->nblocks, v->k);
-	out->fpr_estimate = shmf_bloom_fpr(out->items, v->nblocks, v->k);
+	if (v->type == SHMF_TYPE_BLOOM) {
+		out->bits = v->nblocks * SHMF_BLOCK_BITS;
+		out->fill_ratio = shmf_bloom_fill(out->items, v->nblocks, v->k);
+		out->fpr_estimate = shmf_bloom_fpr(out->items, v->nblocks, v->k);
+	} else {
+		const struct shmf_cuckoo_geom *g = &v->cuckoo;
+		uint64_t slots = g->nbuckets * SHMF_CUCKOO_SLOTS;
+		out->bits = slots * g->fp_bits;
+		out->buckets = g->nbuckets;
+		out->fingerprint_bits = g->fp_bits;
+		out->max_kicks = g->max_kicks;
+		out->relocations = atomic_load_explicit(&g->meta->moves, memory_order_relaxed);
+		/* The counter sums modulo 2^64; a transient negative (a delete
+		 * counted before its add) reads as 0. */
+		uint64_t items = out->items > slots * 2 ? 0 : out->items;
+		out->items = items;
+		out->fill_ratio = (double)items / (double)slots;
+		out->fpr_estimate = shmf_cuckoo_fpr(items, g->nbuckets, g->fp_bits);
+	}
 	out->generation = v->generation;
 	leave();
 	return 0;

@@ -58,7 +58,7 @@ int shmf_cuckoo_size(uint64_t capacity, double fpr, struct shmf_cuckoo_params *o
 		return SHMF_E_INVAL;
 	out->fp_bits = bits;
 	out->nbuckets = nb;
-	out->table_bytes = (nb * (SHMF_CUCKOO_SLOTS * bits / 8) + 63) & ~UINT64_C(63);
+	out->table_bytes = shmf_cuckoo_table_bytes(nb, bits);
 	return 0;
 }
 

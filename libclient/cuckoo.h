@@ -49,6 +49,13 @@ struct shmf_cuckoo_meta {
 	                                                   readers: seqlock validation */
 };
 
+/* Payload of a cuckoo data segment: the meta block, then the table
+ * rounded up to whole 64-byte blocks. */
+static inline uint64_t shmf_cuckoo_table_bytes(uint64_t nbuckets, uint32_t fp_bits)
+{
+	return (nbuckets * (SHMF_CUCKOO_SLOTS * fp_bits / 8) + 63) & ~UINT64_C(63);
+}
+
 /* What shmf_cuckoo_size() chose. */
 struct shmf_cuckoo_params {
 	uint32_t fp_bits;  /* 8 or 16 */

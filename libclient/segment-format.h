@@ -5,7 +5,10 @@
  *   control            the control segment: header + a fixed table of slots.
  *                      Written by shmd only; clients map it read-only.
  *   <name>.<gen>.data  one data segment per filter generation: header page,
- *                      item-counter page, then the 64-byte filter blocks.
+ *                      item-counter page, then the payload in 64-byte blocks:
+ *                      Bloom: the filter blocks; cuckoo: struct
+ *                      shmf_cuckoo_meta (relocation state and version
+ *                      stripes, cuckoo.h), then the bucket table.
  *                      Adders map it read-write, checkers read-only.
  *
  * Every field is a plain integer or an _Atomic integer of at most 8 bytes;
@@ -21,7 +24,7 @@
 
 #include "shmf.h"
 
-#define SHMF_FORMAT_VERSION 2u /* 2: multiply-shift bit positions (hash.h) */
+#define SHMF_FORMAT_VERSION 3u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters */
 
 #define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -66,14 +69,15 @@ struct shmf_slot {
 	_Atomic uint64_t generation; /* shmd stores (release, inside the seq window);
 	                                clients load on every call; 0 = slot empty */
 	_Atomic uint64_t seq;        /* shmd: odd while rewriting; clients: seqlock reads */
-	uint32_t type;               /* shmd writes; SHMF_TYPE_BLOOM */
-	uint32_t k;                  /* shmd writes; bits per key, 1..SHMF_K_MAX */
+	uint32_t type;               /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;                  /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
+	                                cuckoo: fingerprint bits, 8 or 16 */
 	uint64_t capacity;           /* shmd writes; keys sized for */
 	uint64_t fpr_bits;           /* shmd writes; target FPR, IEEE-754 double bits */
-	uint64_t nblocks;            /* shmd writes; 64-byte blocks in the data segment */
+	uint64_t nblocks;            /* shmd writes; 64-byte payload blocks in the data segment */
 	uint64_t data_bytes;         /* shmd writes; exact size of the data segment */
 	uint64_t created_epoch;      /* shmd writes; unix seconds */
-	uint64_t reserved[1];
+	uint64_t nbuckets;           /* shmd writes; cuckoo: buckets; Bloom: 0 */
 	char name[SHMF_NAME_MAX + 1];/* shmd writes; NUL-terminated filter name */
 	uint8_t pad[256 - 136];
 };
@@ -85,22 +89,26 @@ struct shmf_data_header {
 	uint32_t version;      /* SHMF_FORMAT_VERSION */
 	uint32_t header_size;  /* sizeof(struct shmf_data_header) */
 	uint64_t layout;       /* shmf_layout_fingerprint() */
-	uint32_t type;         /* SHMF_TYPE_BLOOM */
-	uint32_t k;            /* bits per key */
-	uint64_t nblocks;      /* number of 64-byte blocks */
+	uint32_t type;         /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;            /* Bloom: bits per key; cuckoo: fingerprint bits */
+	uint64_t nblocks;      /* number of 64-byte payload blocks */
 	uint64_t seed;         /* XXH3 seed, drawn with arc4random at creation */
 	uint64_t generation;   /* generation this file holds */
 	uint64_t capacity;     /* keys sized for */
 	uint64_t fpr_bits;     /* target FPR, IEEE-754 double bits */
 	uint64_t blocks_offset;/* SHMF_DATA_BLOCKS_OFF */
 	uint64_t counters_offset; /* SHMF_DATA_COUNTERS_OFF */
+	uint64_t nbuckets;     /* cuckoo: buckets; Bloom: 0 */
+	uint32_t max_kicks;    /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
+	uint32_t pad;
 	char name[SHMF_NAME_MAX + 1];
 };
 
 /* One item-counter stripe: adders fetch_add (relaxed) on their handle's
- * stripe when an add reports new; readers sum all stripes. */
+ * stripe when an add reports new (cuckoo: stores a copy) and deleters
+ * subtract; readers sum all stripes, modulo 2^64. */
 struct shmf_counter {
-	_Atomic uint64_t items; /* clients with RDWR handles add; anyone sums */
+	_Atomic uint64_t items; /* clients with RDWR handles add or subtract; anyone sums */
 	uint64_t pad[7];
 };
 

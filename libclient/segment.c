@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuckoo.h"
+#include "geometry.h"
 #include "rundir.h"
 #include "segment.h"
 
@@ -32,6 +34,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_data_header, k), offsetof(struct shmf_data_header, nblocks),
 		offsetof(struct shmf_data_header, seed), offsetof(struct shmf_data_header, generation),
 		offsetof(struct shmf_data_header, blocks_offset), offsetof(struct shmf_data_header, name),
+		offsetof(struct shmf_data_header, nbuckets), offsetof(struct shmf_data_header, max_kicks),
+		offsetof(struct shmf_slot, nbuckets), sizeof(struct shmf_cuckoo_meta), SHMF_CUCKOO_STRIPES,
 		sizeof(struct shmf_counter), sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
 	};
 	return XXH3_64bits(facts, sizeof(facts));
@@ -217,8 +221,7 @@ int shmf_slot_check(const struct shmf_slot *s)
 	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
 	if (gen == 0)
 		return SHMF_E_NOTFOUND;
-	if (s->type != SHMF_TYPE_BLOOM || s->k == 0 || s->k > SHMF_K_MAX || s->nblocks == 0 ||
-	    s->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
+	if (shmf_geometry_check(s->type, s->k, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0)
 		return SHMF_E_FORMAT;
@@ -256,7 +259,11 @@ int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_s
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k ||
-	    h->nblocks != slot->nblocks || h->blocks_offset != SHMF_DATA_BLOCKS_OFF ||
+	    h->nblocks != slot->nblocks || h->nbuckets != slot->nbuckets ||
+	    shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
+	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
+					 : h->max_kicks != 0) ||
+	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF ||
 	    h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
 	    h->generation != atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed) ||
 	    memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)

@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bloom.h"
+#include "cuckoo.h"
+#include "geometry.h"
 #include "hugepages.h"
 #include "log.h"
 #include "registry.h"
@@ -268,7 +269,7 @@ int registry_find(struct registry *r, const char *name)
 }
 
 /* Create and fill the data segment of one generation. */
-static int data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_bloom_params *p,
+static int data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
 		       uint64_t gen, char *err, size_t errlen)
 {
 	char fname[128];
@@ -298,6 +299,8 @@ static int data_create(struct registry *r, const struct filter_spec *spec, const
 	h.type = (uint32_t)spec->type;
 	h.k = p->k;
 	h.nblocks = p->nblocks;
+	h.nbuckets = p->nbuckets;
+	h.max_kicks = p->max_kicks;
 	arc4random_buf(&h.seed, sizeof(h.seed));
 	h.generation = gen;
 	h.capacity = spec->capacity;
@@ -317,14 +320,19 @@ bad:
 	return rc;
 }
 
+static const char *type_name(int type)
+{
+	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
+}
+
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
 {
-	struct shmf_bloom_params p;
+	struct shmf_geometry p;
 	int rc;
 
 	if ((rc = shmf_name_check(spec->name)) < 0)
 		return fail(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
-	if (spec->type != SHMF_TYPE_BLOOM)
+	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
 		return fail(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
 	if (spec->capacity == 0)
 		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
@@ -333,11 +341,20 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (spec->mode & ~(mode_t)0777 || spec->mode & S_IWOTH)
 		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
 			    spec->name, (unsigned)spec->mode);
-	rc = shmf_bloom_size(spec->capacity, spec->fpr, &p);
+	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
+		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
+		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
+			    spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
+	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
 		return fail(err, errlen, SHMF_E_TOOBIG,
 			    "filter '%s': capacity %" PRIu64 " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
 			    spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
+	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO)
+		return fail(err, errlen, rc,
+			    "filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
+			    spec->name, spec->fpr);
 	if (rc < 0)
 		return fail(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			    spec->name, spec->fpr);
@@ -364,6 +381,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	s->capacity = spec->capacity;
 	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
 	s->nblocks = p.nblocks;
+	s->nbuckets = p.nbuckets;
 	s->data_bytes = p.data_bytes;
 	s->created_epoch = (uint64_t)time(NULL);
 	memset(s->name, 0, sizeof(s->name));
@@ -372,8 +390,9 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	 * a client can see the generation (pairs with the acquire in enter()). */
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
 	shmf_slot_write_end(s);
-	log_msg(LOG_INFO, "filter '%s': created (bloom, capacity %" PRIu64 ", fpr %g, k %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
-		spec->name, spec->capacity, spec->fpr, p.k, p.data_bytes, gen);
+	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
+		spec->name, type_name(spec->type), spec->capacity, spec->fpr,
+		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
 	return slot;
 }
 

@@ -21,10 +21,11 @@
 /* What a filter is created from (configuration file or BF.RESERVE). */
 struct filter_spec {
 	char name[SHMF_NAME_MAX + 1];
-	int type;          /* SHMF_TYPE_BLOOM */
+	int type;          /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
 	uint64_t capacity; /* keys */
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
+	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
 };
 
 /* A snapshot of one filter, for LIST and INFO. */

@@ -1,0 +1,60 @@
+/* geometry.c - a filter's data-segment shape, for either type (geometry.h). */
+#include "bloom.h"
+#include "cuckoo.h"
+#include "geometry.h"
+
+int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out)
+{
+	struct shmf_geometry g = { .type = (uint32_t)type };
+	int r;
+
+	switch (type) {
+	case SHMF_TYPE_BLOOM: {
+		struct shmf_bloom_params p;
+		if (max_kicks != 0)
+			return SHMF_E_INVAL;
+		if ((r = shmf_bloom_size(capacity, fpr, &p)) < 0)
+			return r;
+		g.k = p.k;
+		g.nblocks = p.nblocks;
+		break;
+	}
+	case SHMF_TYPE_CUCKOO: {
+		struct shmf_cuckoo_params p;
+		if (max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
+			return SHMF_E_INVAL;
+		if ((r = shmf_cuckoo_size(capacity, fpr, &p)) < 0)
+			return r;
+		g.k = p.fp_bits;
+		g.nbuckets = p.nbuckets;
+		g.max_kicks = max_kicks ? max_kicks : SHMF_CUCKOO_MAX_KICKS;
+		g.nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES;
+		break;
+	}
+	default:
+		return SHMF_E_TYPE;
+	}
+	if (g.nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
+		return SHMF_E_TOOBIG;
+	g.data_bytes = SHMF_DATA_BLOCKS_OFF + g.nblocks * SHMF_BLOCK_BYTES;
+	*out = g;
+	return 0;
+}
+
+int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets)
+{
+	if (nblocks == 0 || nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
+		return SHMF_E_FORMAT;
+	switch (type) {
+	case SHMF_TYPE_BLOOM:
+		return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 ? 0 : SHMF_E_FORMAT;
+	case SHMF_TYPE_CUCKOO:
+		if ((k != 8 && k != 16) || nbuckets == 0 || nbuckets > SHMF_DATA_MAX_BYTES / 8)
+			return SHMF_E_FORMAT;
+		if (nblocks * SHMF_BLOCK_BYTES != sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k))
+			return SHMF_E_FORMAT;
+		return 0;
+	default:
+		return SHMF_E_FORMAT;
+	}
+}
