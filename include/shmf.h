@@ -135,6 +135,7 @@ typedef struct {
 	uint32_t fingerprint_bits;    /**< cuckoo: 8 or 16; Bloom: 0 */
 	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
+	uint64_t deletes;             /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */

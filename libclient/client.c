@@ -38,6 +38,7 @@ struct view {
 	uint32_t k;
 	uint32_t type;
 	_Atomic uint64_t *items; /* this handle's counter stripe */
+	_Atomic uint64_t *deletes;
 	struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	struct shmf_data_map data;
 };
@@ -96,6 +97,7 @@ static int view_open(struct shmf *f, struct view **out)
 	v->k = v->data.hdr.k;
 	v->type = v->data.hdr.type;
 	v->items = &v->data.counters[f->stripe].items;
+	v->deletes = &v->data.counters[f->stripe].deletes;
 	if (v->type == SHMF_TYPE_CUCKOO)
 		v->cuckoo = (struct shmf_cuckoo_geom){
 			.buckets = (char *)v->blocks + sizeof(struct shmf_cuckoo_meta),
@@ -363,8 +365,10 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 	if (v->type == SHMF_TYPE_CUCKOO) {
 		struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
 		r = shmf_cuckoo_del(&v->cuckoo, &k);
-		if (r == 1)
+		if (r == 1) {
 			atomic_fetch_sub_explicit(v->items, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(v->deletes, 1, memory_order_relaxed);
+		}
 	} else {
 		r = SHMF_E_TYPE;
 	}
@@ -494,6 +498,7 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->fingerprint_bits = g->fp_bits;
 		out->max_kicks = g->max_kicks;
 		out->relocations = atomic_load_explicit(&g->meta->moves, memory_order_relaxed);
+		out->deletes = shmf_data_deletes(&v->data);
 		/* The counter sums modulo 2^64; a transient negative (a delete
 		 * counted before its add) reads as 0. */
 		uint64_t items = out->items > slots * 2 ? 0 : out->items;

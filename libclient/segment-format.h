@@ -108,8 +108,9 @@ struct shmf_data_header {
  * stripe when an add reports new (cuckoo: stores a copy) and deleters
  * subtract; readers sum all stripes, modulo 2^64. */
 struct shmf_counter {
-	_Atomic uint64_t items; /* clients with RDWR handles add or subtract; anyone sums */
-	uint64_t pad[7];
+	_Atomic uint64_t items;   /* clients with RDWR handles add or subtract; anyone sums */
+	_Atomic uint64_t deletes; /* cuckoo: clients with RDWR handles add removed copies */
+	uint64_t pad[6];
 };
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");

@@ -36,7 +36,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_data_header, blocks_offset), offsetof(struct shmf_data_header, name),
 		offsetof(struct shmf_data_header, nbuckets), offsetof(struct shmf_data_header, max_kicks),
 		offsetof(struct shmf_slot, nbuckets), sizeof(struct shmf_cuckoo_meta), SHMF_CUCKOO_STRIPES,
-		sizeof(struct shmf_counter), sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
+		sizeof(struct shmf_counter), offsetof(struct shmf_counter, deletes),
+		sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
 	};
 	return XXH3_64bits(facts, sizeof(facts));
 }
@@ -335,5 +336,13 @@ uint64_t shmf_data_items(const struct shmf_data_map *m)
 	uint64_t sum = 0;
 	for (unsigned i = 0; i < SHMF_ITEM_STRIPES; i++)
 		sum += atomic_load_explicit(&m->counters[i].items, memory_order_relaxed);
+	return sum;
+}
+
+uint64_t shmf_data_deletes(const struct shmf_data_map *m)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < SHMF_ITEM_STRIPES; i++)
+		sum += atomic_load_explicit(&m->counters[i].deletes, memory_order_relaxed);
 	return sum;
 }

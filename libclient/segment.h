@@ -104,4 +104,7 @@ void shmf_data_map_close(struct shmf_data_map *m);
 /** Sum of the item-counter stripes. */
 uint64_t shmf_data_items(const struct shmf_data_map *m);
 
+/** Sum of the delete-counter stripes (cuckoo). */
+uint64_t shmf_data_deletes(const struct shmf_data_map *m);
+
 #endif

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "commands.h"
+#include "cuckoo.h"
 #include "rundir.h"
 #include "spec.h"
 
@@ -48,13 +49,22 @@ static int lookup(struct registry *reg, const struct request *req, int i, struct
 	return slot;
 }
 
-static shmf_t *filter_handle(struct registry *reg, const struct request *req, int i, struct reply *out)
+/* The handle of filter argv[i] if it has @p type (0: any), or reply with
+ * the error: RedisBloom's WRONGTYPE for a BF verb on a cuckoo filter and
+ * the other way round. */
+static shmf_t *typed_handle(struct registry *reg, const struct request *req, int i, int type, struct reply *out)
 {
 	char err[REGISTRY_ERR_MAX];
 	shmf_t *h;
 	int slot = lookup(reg, req, i, out);
 	if (slot < 0)
 		return NULL;
+	if (type != 0 && (int)reg->ctl.slots[slot].type != type) {
+		reply_error(out, "WRONGTYPE filter '%s' is a %s filter; use the %s commands", req->argv[i],
+			    spec_type_name((int)reg->ctl.slots[slot].type),
+			    reg->ctl.slots[slot].type == SHMF_TYPE_CUCKOO ? "CF.*" : "BF.*");
+		return NULL;
+	}
 	if (registry_handle(reg, slot, &h, err, sizeof(err)) < 0) {
 		reply_error(out, "ERR %s", err);
 		return NULL;
@@ -121,11 +131,11 @@ static void reply_lib_error(struct reply *out, const struct request *req, int rc
 	reply_error(out, "ERR filter '%s': %s", req->argv[1], shmf_strerror(rc));
 }
 
-/* BF.ADD and BF.EXISTS: one key through shmf_add or shmf_check. */
-static void single(struct registry *reg, const struct request *req, struct reply *out,
+/* BF.ADD, BF.EXISTS and the one-key CF verbs: one key through @p op. */
+static void single(struct registry *reg, const struct request *req, struct reply *out, int type,
 		   int (*op)(shmf_t *, const void *, size_t))
 {
-	shmf_t *h = filter_handle(reg, req, 1, out);
+	shmf_t *h = typed_handle(reg, req, 1, type, out);
 	if (h == NULL)
 		return;
 	int rc = op(h, req->argv[2], req->lens[2]);
@@ -137,18 +147,18 @@ static void single(struct registry *reg, const struct request *req, struct reply
 
 static void cmd_add(struct registry *reg, const struct request *req, struct reply *out)
 {
-	single(reg, req, out, shmf_add);
+	single(reg, req, out, SHMF_TYPE_BLOOM, shmf_add);
 }
 
 static void cmd_exists(struct registry *reg, const struct request *req, struct reply *out)
 {
-	single(reg, req, out, shmf_check);
+	single(reg, req, out, SHMF_TYPE_BLOOM, shmf_check);
 }
 
-/* BF.MADD and BF.MEXISTS: the batch calls over argv[2..], in chunks. */
-static void many(struct registry *reg, const struct request *req, struct reply *out, int add)
+/* BF.MADD, BF.MEXISTS, CF.MEXISTS: the batch calls over argv[2..], in chunks. */
+static void many(struct registry *reg, const struct request *req, struct reply *out, int type, int add)
 {
-	shmf_t *h = filter_handle(reg, req, 1, out);
+	shmf_t *h = typed_handle(reg, req, 1, type, out);
 	if (h == NULL)
 		return;
 	size_t n = (size_t)req->argc - 2;
@@ -183,18 +193,18 @@ static void many(struct registry *reg, const struct request *req, struct reply *
 
 static void cmd_madd(struct registry *reg, const struct request *req, struct reply *out)
 {
-	many(reg, req, out, 1);
+	many(reg, req, out, SHMF_TYPE_BLOOM, 1);
 }
 
 static void cmd_mexists(struct registry *reg, const struct request *req, struct reply *out)
 {
-	many(reg, req, out, 0);
+	many(reg, req, out, SHMF_TYPE_BLOOM, 0);
 }
 
-/* What libshmf knows of the filter argv[1]: no file system calls (BF.*). */
-static int lib_info(struct registry *reg, const struct request *req, struct reply *out, shmf_info_t *info)
+/* What libshmf knows of the filter argv[1] of @p type: no file system calls (BF.*, CF.*). */
+static int lib_info(struct registry *reg, const struct request *req, struct reply *out, int type, shmf_info_t *info)
 {
-	shmf_t *h = filter_handle(reg, req, 1, out);
+	shmf_t *h = typed_handle(reg, req, 1, type, out);
 	if (h == NULL)
 		return -1;
 	int rc = shmf_info(h, info);
@@ -236,7 +246,7 @@ static void cmd_bf_info(struct registry *reg, const struct request *req, struct 
 			return;
 		}
 	}
-	if (lib_info(reg, req, out, &info) < 0)
+	if (lib_info(reg, req, out, SHMF_TYPE_BLOOM, &info) < 0)
 		return;
 	long long values[4] = { (long long)info.capacity, (long long)info.bytes, 1, (long long)info.items };
 	reply_array(out, only < 0 ? 10 : 1);
@@ -255,8 +265,239 @@ static void cmd_bf_info(struct registry *reg, const struct request *req, struct 
 static void cmd_card(struct registry *reg, const struct request *req, struct reply *out)
 {
 	shmf_info_t info;
-	if (lib_info(reg, req, out, &info) == 0)
+	if (lib_info(reg, req, out, SHMF_TYPE_BLOOM, &info) == 0)
 		reply_int(out, (long long)info.items);
+}
+
+/* ---- CF.* and the capped add ------------------------------------------ */
+
+/* CF.RESERVE key capacity [BUCKETSIZE 4] [MAXITERATIONS n] [ERROR rate] [MODE m]
+ * (options from argv[first]; EXPANSION refused as for BF.RESERVE). 0 or
+ * -1 after replying with the error. */
+static int cf_options(const struct request *req, int first, struct filter_spec *spec, struct reply *out)
+{
+	for (int i = first; i < req->argc; i++) {
+		const char *opt = req->argv[i];
+		const char *val = i + 1 < req->argc ? req->argv[i + 1] : NULL;
+		if (!strcasecmp(opt, "EXPANSION")) {
+			reply_error(out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
+					 "size the filter for its whole lifetime");
+			return -1;
+		}
+		if (val == NULL) {
+			reply_error(out, "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
+				    40, opt);
+			return -1;
+		}
+		i++;
+		if (!strcasecmp(opt, "BUCKETSIZE")) {
+			if (strcmp(val, "4") != 0) {
+				reply_error(out, "ERR BUCKETSIZE '%.*s' is not supported: buckets hold 4 fingerprints", 40, val);
+				return -1;
+			}
+		} else if (!strcasecmp(opt, "MAXITERATIONS")) {
+			if (spec_parse_kicks(val, &spec->max_kicks) < 0) {
+				reply_error(out, "ERR bad MAXITERATIONS '%.*s': an integer from 1 to %u", 40, val,
+					    SHMF_CUCKOO_KICKS_LIMIT);
+				return -1;
+			}
+		} else if (!strcasecmp(opt, "ERROR")) {
+			if (spec_parse_fpr(val, &spec->fpr) < 0) {
+				reply_error(out, "ERR bad ERROR '%.*s': must be a number in (0, 1)", 40, val);
+				return -1;
+			}
+		} else if (!strcasecmp(opt, "MODE")) {
+			if (spec_parse_mode(val, 02, &spec->mode) < 0) {
+				reply_error(out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit",
+					    40, val);
+				return -1;
+			}
+		} else {
+			reply_error(out, "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
+				    40, opt);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cf_create(struct registry *reg, struct filter_spec *spec, struct reply *out)
+{
+	char err[REGISTRY_ERR_MAX];
+	int rc = registry_create(reg, spec, err, sizeof(err));
+	if (rc == SHMF_E_EXISTS)
+		reply_error(out, "ERR item exists");
+	else if (rc < 0)
+		reply_error(out, "ERR %s", err);
+	return rc;
+}
+
+static void cmd_cf_reserve(struct registry *reg, const struct request *req, struct reply *out)
+{
+	struct filter_spec spec;
+	if (valid_name(req, 1, out) < 0)
+		return;
+	spec_defaults(&spec, req->argv[1]);
+	spec.type = SHMF_TYPE_CUCKOO;
+	if (spec_parse_capacity(req->argv[2], &spec.capacity) < 0) {
+		reply_error(out, "ERR bad capacity '%.*s': must be a positive integer", 40, req->argv[2]);
+		return;
+	}
+	if (cf_options(req, 3, &spec, out) < 0)
+		return;
+	if (cf_create(reg, &spec, out) >= 0)
+		reply_status(out, "OK");
+}
+
+static void cmd_cf_add(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, SHMF_TYPE_CUCKOO, shmf_add);
+}
+
+static void cmd_cf_addnx(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, SHMF_TYPE_CUCKOO, shmf_add_unique);
+}
+
+static void cmd_cf_exists(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, SHMF_TYPE_CUCKOO, shmf_check);
+}
+
+static void cmd_cf_mexists(struct registry *reg, const struct request *req, struct reply *out)
+{
+	many(reg, req, out, SHMF_TYPE_CUCKOO, 0);
+}
+
+static void cmd_cf_del(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, SHMF_TYPE_CUCKOO, shmf_del);
+}
+
+static void cmd_cf_count(struct registry *reg, const struct request *req, struct reply *out)
+{
+	single(reg, req, out, SHMF_TYPE_CUCKOO, shmf_count);
+}
+
+/* CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...: creates
+ * the filter unless NOCREATE; per item 1 added, 0 present (NX), -1 full. */
+static void insert(struct registry *reg, const struct request *req, struct reply *out, int nx)
+{
+	struct filter_spec spec;
+	int nocreate = 0, items = -1;
+	if (valid_name(req, 1, out) < 0)
+		return;
+	spec_defaults(&spec, req->argv[1]);
+	spec.type = SHMF_TYPE_CUCKOO;
+	for (int i = 2; i < req->argc && items < 0; i++) {
+		if (!strcasecmp(req->argv[i], "NOCREATE")) {
+			nocreate = 1;
+		} else if (!strcasecmp(req->argv[i], "ITEMS")) {
+			items = i + 1;
+		} else if (!strcasecmp(req->argv[i], "CAPACITY") && i + 1 < req->argc) {
+			if (spec_parse_capacity(req->argv[++i], &spec.capacity) < 0) {
+				reply_error(out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40, req->argv[i]);
+				return;
+			}
+		} else {
+			reply_error(out, "ERR unknown option '%.*s' (CAPACITY c, NOCREATE, ITEMS item...)", 40,
+				    req->argv[i]);
+			return;
+		}
+	}
+	if (items < 0 || items >= req->argc) {
+		reply_error(out, "ERR ITEMS and at least one item are required");
+		return;
+	}
+	if (registry_find(reg, req->argv[1]) < 0) {
+		if (nocreate) {
+			reply_error(out, "ERR not found");
+			return;
+		}
+		if (cf_create(reg, &spec, out) < 0)
+			return;
+	}
+	shmf_t *h = typed_handle(reg, req, 1, SHMF_TYPE_CUCKOO, out);
+	if (h == NULL)
+		return;
+	int n = req->argc - items;
+	long long *res = malloc((size_t)n * sizeof(*res));
+	if (res == NULL) {
+		reply_error(out, "ERR out of memory for %d items", n);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *key = req->argv[items + i];
+		int rc = nx ? shmf_add_unique(h, key, req->lens[items + i]) : shmf_add(h, key, req->lens[items + i]);
+		if (rc == SHMF_E_FULL) {
+			res[i] = -1;
+		} else if (rc < 0) {
+			free(res);
+			reply_lib_error(out, req, rc);
+			return;
+		} else {
+			res[i] = rc;
+		}
+	}
+	reply_array(out, (size_t)n);
+	for (int i = 0; i < n; i++)
+		reply_int(out, res[i]);
+	free(res);
+}
+
+static void cmd_cf_insert(struct registry *reg, const struct request *req, struct reply *out)
+{
+	insert(reg, req, out, 0);
+}
+
+static void cmd_cf_insertnx(struct registry *reg, const struct request *req, struct reply *out)
+{
+	insert(reg, req, out, 1);
+}
+
+static void cmd_cf_info(struct registry *reg, const struct request *req, struct reply *out)
+{
+	shmf_info_t info;
+	if (lib_info(reg, req, out, SHMF_TYPE_CUCKOO, &info) < 0)
+		return;
+	reply_array(out, 16);
+	reply_bulk_str(out, "Size");
+	reply_int(out, (long long)info.bytes);
+	reply_bulk_str(out, "Number of buckets");
+	reply_int(out, (long long)info.buckets);
+	reply_bulk_str(out, "Number of filters");
+	reply_int(out, 1);
+	reply_bulk_str(out, "Number of items inserted");
+	reply_int(out, (long long)(info.items + info.deletes));
+	reply_bulk_str(out, "Number of items deleted");
+	reply_int(out, (long long)info.deletes);
+	reply_bulk_str(out, "Bucket size");
+	reply_int(out, 4);
+	reply_bulk_str(out, "Expansion rate");
+	reply_nil(out);
+	reply_bulk_str(out, "Max iterations");
+	reply_int(out, info.max_kicks);
+}
+
+/* SHMF.ADDCAPPED key item cap: add a copy only below cap copies, atomically;
+ * replies with the count before (the add happened iff it is below cap). */
+static void cmd_addcapped(struct registry *reg, const struct request *req, struct reply *out)
+{
+	uint64_t cap;
+	if (req->argv[3][0] == '0' && req->argv[3][1] == '\0')
+		cap = 0;
+	else if (spec_parse_capacity(req->argv[3], &cap) < 0 || cap > 1000000) {
+		reply_error(out, "ERR bad cap '%.*s': an integer from 0 to 1000000", 40, req->argv[3]);
+		return;
+	}
+	shmf_t *h = typed_handle(reg, req, 1, SHMF_TYPE_CUCKOO, out);
+	if (h == NULL)
+		return;
+	int rc = shmf_add_capped(h, req->argv[2], req->lens[2], (unsigned)cap);
+	if (rc < 0)
+		reply_lib_error(out, req, rc);
+	else
+		reply_int(out, rc);
 }
 
 static void cmd_list(struct registry *reg, const struct request *req, struct reply *out)
@@ -283,11 +524,12 @@ static void cmd_shmf_info(struct registry *reg, const struct request *req, struc
 	if (get_info(reg, req, out, &fi) < 0)
 		return;
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
-	reply_array(out, 28);
+	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO;
+	reply_array(out, cuckoo ? 38 : 28);
 	reply_bulk_str(out, "name");
 	reply_bulk_str(out, fi.info.name);
 	reply_bulk_str(out, "type");
-	reply_bulk_str(out, "bloom");
+	reply_bulk_str(out, spec_type_name(fi.info.type));
 	reply_bulk_str(out, "capacity");
 	reply_int(out, (long long)fi.info.capacity);
 	reply_bulk_str(out, "error_rate");
@@ -312,6 +554,18 @@ static void cmd_shmf_info(struct registry *reg, const struct request *req, struc
 	reply_bulk_str(out, mode);
 	reply_bulk_str(out, "huge_pages");
 	reply_int(out, fi.huge_pages);
+	if (cuckoo) {
+		reply_bulk_str(out, "buckets");
+		reply_int(out, (long long)fi.info.buckets);
+		reply_bulk_str(out, "fingerprint_bits");
+		reply_int(out, fi.info.fingerprint_bits);
+		reply_bulk_str(out, "max_kicks");
+		reply_int(out, fi.info.max_kicks);
+		reply_bulk_str(out, "relocations");
+		reply_int(out, (long long)fi.info.relocations);
+		reply_bulk_str(out, "deletes");
+		reply_int(out, (long long)fi.info.deletes);
+	}
 }
 
 static void cmd_drop(struct registry *reg, const struct request *req, struct reply *out)
@@ -334,6 +588,17 @@ static const struct command commands[] = {
 	{ "BF.MEXISTS", 3, -1, cmd_mexists },
 	{ "BF.INFO", 2, 3, cmd_bf_info },
 	{ "BF.CARD", 2, 2, cmd_card },
+	{ "CF.RESERVE", 3, -1, cmd_cf_reserve },
+	{ "CF.ADD", 3, 3, cmd_cf_add },
+	{ "CF.ADDNX", 3, 3, cmd_cf_addnx },
+	{ "CF.INSERT", 4, -1, cmd_cf_insert },
+	{ "CF.INSERTNX", 4, -1, cmd_cf_insertnx },
+	{ "CF.EXISTS", 3, 3, cmd_cf_exists },
+	{ "CF.MEXISTS", 3, -1, cmd_cf_mexists },
+	{ "CF.DEL", 3, 3, cmd_cf_del },
+	{ "CF.COUNT", 3, 3, cmd_cf_count },
+	{ "CF.INFO", 2, 2, cmd_cf_info },
+	{ "SHMF.ADDCAPPED", 4, 4, cmd_addcapped },
 	{ "SHMF.LIST", 1, 1, cmd_list },
 	{ "SHMF.INFO", 2, 2, cmd_shmf_info },
 	{ "SHMF.DROP", 2, 2, cmd_drop },

@@ -11,6 +11,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "cuckoo.h"
 #include "rundir.h"
 #include "spec.h"
 
@@ -120,9 +121,11 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 {
 	struct filter_spec *f = ps->cur;
 	if (!strcmp(name, "type")) {
-		if (strcmp(value, "bloom") != 0)
-			return bad(ps, "type '%s': expected bloom", value);
-		f->type = SHMF_TYPE_BLOOM;
+		if (spec_parse_type(value, &f->type) < 0)
+			return bad(ps, "type '%s': expected bloom or cuckoo", value);
+	} else if (!strcmp(name, "max_kicks")) {
+		if (spec_parse_kicks(value, &f->max_kicks) < 0)
+			return bad(ps, "max_kicks '%s': must be an integer from 1 to %u", value, SHMF_CUCKOO_KICKS_LIMIT);
 	} else if (!strcmp(name, "capacity")) {
 		if (spec_parse_capacity(value, &f->capacity) < 0)
 			return bad(ps, "capacity '%s': must be a positive integer", value);

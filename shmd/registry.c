@@ -27,6 +27,7 @@
 #include "log.h"
 #include "registry.h"
 #include "rundir.h"
+#include "spec.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -320,11 +321,6 @@ bad:
 	return rc;
 }
 
-static const char *type_name(int type)
-{
-	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
-}
-
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
 {
 	struct shmf_geometry p;
@@ -391,7 +387,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
 	shmf_slot_write_end(s);
 	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
-		spec->name, type_name(spec->type), spec->capacity, spec->fpr,
+		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
 		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
 	return slot;
 }

@@ -4,13 +4,40 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cuckoo.h"
 #include "spec.h"
 
 void spec_defaults(struct filter_spec *s, const char *name)
 {
 	*s = (struct filter_spec){ .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640 };
 	snprintf(s->name, sizeof(s->name), "%s", name);
+}
+
+int spec_parse_type(const char *text, int *out)
+{
+	if (!strcmp(text, "bloom"))
+		*out = SHMF_TYPE_BLOOM;
+	else if (!strcmp(text, "cuckoo"))
+		*out = SHMF_TYPE_CUCKOO;
+	else
+		return -1;
+	return 0;
+}
+
+const char *spec_type_name(int type)
+{
+	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
+}
+
+int spec_parse_kicks(const char *text, uint32_t *out)
+{
+	uint64_t v;
+	if (spec_parse_capacity(text, &v) < 0 || v > SHMF_CUCKOO_KICKS_LIMIT)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
 }
 
 int spec_parse_capacity(const char *text, uint64_t *out)

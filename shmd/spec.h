@@ -15,6 +15,15 @@
 /** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640 (name truncated to fit). */
 void spec_defaults(struct filter_spec *s, const char *name);
 
+/** "bloom" or "cuckoo" to SHMF_TYPE_*. 0 or -1. */
+int spec_parse_type(const char *text, int *out);
+
+/** A relocation bound: decimal, 1..SHMF_CUCKOO_KICKS_LIMIT. 0 or -1. */
+int spec_parse_kicks(const char *text, uint32_t *out);
+
+/** The name of SHMF_TYPE_* @p type: "bloom" or "cuckoo". */
+const char *spec_type_name(int type);
+
 /** Decimal digits only, greater than 0 and representable. 0 or -1. */
 int spec_parse_capacity(const char *text, uint64_t *out);
 
