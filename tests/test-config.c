@@ -58,6 +58,10 @@ static void test_full_file(void **state)
 			    "mode = 0660\n"
 			    "[filter blocklist]\n"
 			    "capacity = 200000\n"
+			    "[filter push]\n"
+			    "type = cuckoo\n"
+			    "capacity = 1000\n"
+			    "max_kicks = 800\n"
 			    "[filter empty]\n";
 	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
 	close(fd);
@@ -73,7 +77,7 @@ static void test_full_file(void **state)
 	assert_int_equal(c.gid, 0);
 	assert_int_equal(c.remove_on_exit, 1);
 	assert_int_equal(c.huge_pages, 0);
-	assert_int_equal(c.nfilters, 3);
+	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
 	assert_true(c.filters[0].fpr == 0.001);
@@ -82,8 +86,14 @@ static void test_full_file(void **state)
 	assert_int_equal(c.filters[1].capacity, 200000);
 	assert_true(c.filters[1].fpr == 0.01); /* defaults for what is not said */
 	assert_int_equal(c.filters[1].mode, 0640);
-	assert_string_equal(c.filters[2].name, "empty"); /* an empty section declares a default filter */
-	assert_int_equal(c.filters[2].capacity, 1000000);
+	assert_int_equal(c.filters[1].type, SHMF_TYPE_BLOOM);
+	assert_string_equal(c.filters[2].name, "push");
+	assert_int_equal(c.filters[2].type, SHMF_TYPE_CUCKOO);
+	assert_int_equal(c.filters[2].capacity, 1000);
+	assert_int_equal(c.filters[2].max_kicks, 800);
+	assert_string_equal(c.filters[3].name, "empty"); /* an empty section declares a default filter */
+	assert_int_equal(c.filters[3].capacity, 1000000);
+	assert_int_equal(c.filters[3].type, SHMF_TYPE_BLOOM);
 
 	assert_int_equal(config_load(&c, "/nonexistent/shmd.conf", err, sizeof(err)), -ENOENT);
 	assert_string_equal(err, "/nonexistent/shmd.conf: No such file or directory");
@@ -108,7 +118,9 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter ../up]\ncapacity = 10\n", "cfg: [filter ../up] invalid filter name '../up'" },
 		{ "[filter a/b]\ncapacity = 10\n", "cfg: [filter a/b] invalid filter name 'a/b'" },
 		{ "[filter x]\ncapacity = 10\n[filter x]\nfpr = 0.1\n", "cfg: [filter x] filter 'x' declared twice" },
-		{ "[filter x]\ntype = cuckoo\n", "cfg: [filter x] type 'cuckoo'" },
+		{ "[filter x]\ntype = quotient\n", "cfg: [filter x] type 'quotient': expected bloom or cuckoo" },
+		{ "[filter x]\ntype = cuckoo\nmax_kicks = 0\n", "cfg: [filter x] max_kicks '0': must be an integer from 1 to 1024" },
+		{ "[filter x]\ntype = cuckoo\nmax_kicks = 5000\n", "cfg: [filter x] max_kicks '5000'" },
 		{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
 		{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
 		{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },

@@ -75,7 +75,10 @@ expect 2 '' "invalid filter name ''" -- create '' --capacity 10 --fpr 0.1
 expect 2 '' "invalid filter name 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'" -- create xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx --capacity 10 --fpr 0.1
 expect 2 '' "bad MODE '0666'" -- create other --capacity 10 --fpr 0.1 --mode 0666
 expect 2 '' "create needs FILTER, --capacity N and --fpr P" -- create other --capacity 10
-expect 2 '' "unknown --type 'cuckoo'" -- create other --type cuckoo --capacity 10 --fpr 0.1
+expect 2 '' "unknown --type 'quotient' \(bloom or cuckoo\)" -- create other --type quotient --capacity 10 --fpr 0.1
+expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --max-kicks 9
+expect 2 '' "below what a cuckoo filter with 16-bit fingerprints reaches" -- create other --type cuckoo --capacity 10 --fpr 0.00001
+expect 2 '' "bad MAXITERATIONS '0'" -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
 expect 0 '^default$' '' -- list
 expect 0 '^clicks$' '' -- list
 [ "$("$SHMCTL" list | wc -l)" -eq 2 ] || fail "list shows $("$SHMCTL" list | wc -l) filters after refused creates, want 2"
@@ -122,6 +125,39 @@ expect 2 '' "drop: filter 'nosuch' not found" -- drop nosuch
 expect 2 '' "check needs a filter name and keys" -- check clicks
 expect 2 '' "info takes one filter name" -- info
 expect 0 "^items +$ITEMS\$" '' -- info clicks
+
+# cuckoo filters: create, add (copies), check, count, del, capped add, info
+expect 0 '' '' -- create push --type cuckoo --capacity 1000 --fpr 0.01 --max-kicks 300
+expect 0 '^fingerprint_bits +16$' '' -- info push
+expect 0 '^max_kicks +300$' '' -- info push
+expect 0 '^type +cuckoo$' '' -- info push
+expect 0 '^3 keys added$' '' -- add push dev-1 dev-1 dev-2
+expect 0 '^2	dev-1$' '' -- count push dev-1
+expect 0 '^0	dev-3$' '' -- count push dev-3
+expect 0 '^present	dev-2$' '' -- check push dev-2
+expect 1 '^absent	dev-3$' '' -- check push dev-3
+expect 0 '^deleted	dev-1$' '' -- del push dev-1
+expect 1 '^not found	dev-3$' '' -- del push dev-3
+expect 0 '^1	dev-1$' '' -- count push dev-1
+expect 0 '^added	dev-9	0 before$' '' -- add-capped --cap 2 push dev-9
+expect 0 '^added	dev-9	1 before$' '' -- add-capped --cap 2 push dev-9
+expect 1 '^at cap	dev-9	2 before$' '' -- add-capped --cap 2 push dev-9
+expect 1 '^2 of 3 keys added$' '' -- add-capped -q --cap 1 push new-a new-b dev-2
+expect 0 '^items +6$' '' -- info push
+expect 0 '^deletes +1$' '' -- info push
+seq 1 200 | sed 's/^/cuckoo-/' >"$ROOT/ckeys"
+STDIN=$ROOT/ckeys expect 0 '^200 keys added$' '' -- add push -
+STDIN=$ROOT/ckeys expect 0 '^200 of 200 keys present$' '' -- check -q push -
+STDIN=$ROOT/ckeys expect 0 '^200 of 200 keys deleted$' '' -- del -q push -
+expect 2 '' "del: filter 'clicks' is a Bloom filter; del works on cuckoo filters only" -- del clicks alpha
+expect 2 '' "add-capped: --cap 'x' is not an integer" -- add-capped --cap x push k
+expect 2 '' "add-capped needs --cap N" -- add-capped push k
+# a full cuckoo filter: the add fails with exit 2 and says how far it got
+expect 0 '' '' -- create tiny --type cuckoo --capacity 8 --fpr 0.01
+seq 1 200 | sed 's/^/tiny-/' >"$ROOT/tkeys"
+STDIN=$ROOT/tkeys expect 2 '' "add: filter 'tiny' is full: [0-9]+ of 200 keys added" -- add tiny -
+expect 0 '^OK$' '' -- drop tiny
+expect 0 '^OK$' '' -- drop push
 
 # drop
 expect 0 '^OK$' '' -- drop clicks

@@ -19,7 +19,8 @@
 
 #define EXIT_ABSENT 1
 #define EXIT_ERROR 2
-/* Keys per BF.MADD / BF.MEXISTS request when reading stdin. */
+/* Keys per batch (one BF.MADD / BF.MEXISTS / CF.INSERT / CF.MEXISTS request,
+ * or one pipeline of single-key requests). */
 #define CHUNK 10000
 
 static const char *prog = "shmctl";
@@ -49,11 +50,17 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
-		"  create FILTER --capacity N --fpr P [--mode OCTAL]   create a Bloom filter\n"
+		"  create FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
+		"                                                      create a filter (Bloom unless --type)\n"
 		"  list [--json]                                       list the filters\n"
 		"  info FILTER [--json]                                describe a filter\n"
 		"  add FILTER KEY... | add FILTER -                   add keys (stdin: one per line)\n"
 		"  check [-q] FILTER KEY... | check [-q] FILTER -     check keys; exit 0 all present, 1 some absent\n"
+		"  del [-q] FILTER KEY... | -                         cuckoo: remove one copy of each key;\n"
+		"                                                      exit 0 all found, 1 some not found\n"
+		"  count FILTER KEY... | -                             cuckoo: copies of each key\n"
+		"  add-capped [-q] --cap N FILTER KEY... | -          cuckoo: add a copy of each key below N copies;\n"
+		"                                                      exit 0 all added, 1 some at the cap\n"
 		"  drop FILTER                                         delete a filter and its segment\n"
 		"  ping                                                is the daemon answering?\n"
 		"Options:\n"
@@ -235,7 +242,7 @@ static int verb_list(int argc, char **argv, int json)
 static int verb_create(int argc, char **argv, int json)
 {
 	(void)json;
-	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL;
+	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL, *kicks = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
 		if (!strcmp(argv[i], "--capacity"))
@@ -246,6 +253,8 @@ static int verb_create(int argc, char **argv, int json)
 			slot = &mode;
 		else if (!strcmp(argv[i], "--type"))
 			slot = &type;
+		else if (!strcmp(argv[i], "--max-kicks"))
+			slot = &kicks;
 		if (slot != NULL) {
 			if (i + 1 >= argc)
 				die_usage("create: %s needs a value", argv[i]);
@@ -260,67 +269,148 @@ static int verb_create(int argc, char **argv, int json)
 	}
 	if (name == NULL || capacity == NULL || fpr == NULL)
 		die_usage("create needs FILTER, --capacity N and --fpr P");
-	if (strcmp(type, "bloom") != 0)
-		die_usage("create: unknown --type '%s' (this version has 'bloom')", type);
-	const char *req[] = { "BF.RESERVE", name, fpr, capacity, "MODE", mode };
-	redisReply *r = call("create", mode ? 6 : 4, req, NULL);
+	const char *req[12];
+	int n = 0;
+	if (!strcmp(type, "bloom")) {
+		if (kicks != NULL)
+			die_usage("create: --max-kicks applies to --type cuckoo only");
+		req[n++] = "BF.RESERVE";
+		req[n++] = name;
+		req[n++] = fpr;
+		req[n++] = capacity;
+	} else if (!strcmp(type, "cuckoo")) {
+		req[n++] = "CF.RESERVE";
+		req[n++] = name;
+		req[n++] = capacity;
+		req[n++] = "ERROR";
+		req[n++] = fpr;
+		if (kicks != NULL) {
+			req[n++] = "MAXITERATIONS";
+			req[n++] = kicks;
+		}
+	} else {
+		die_usage("create: unknown --type '%s' (bloom or cuckoo)", type);
+	}
+	if (mode != NULL) {
+		req[n++] = "MODE";
+		req[n++] = mode;
+	}
+	redisReply *r = call("create", n, req, NULL);
 	freeReplyObject(r);
 	return 0;
 }
 
-/* A batch of keys: pointers into one growing text buffer. */
+/* What a key verb does with each key. */
+enum key_op { OP_ADD, OP_CHECK, OP_DEL, OP_COUNT, OP_CAPPED };
+
+/* A key verb's state: the request prefix, the batch of keys, the tallies. */
 struct keys {
-	const char **argv; /* argv[0] verb, argv[1] filter, then keys */
+	enum key_op op;
+	int quiet;
+	int cuckoo;        /* the filter's type decides BF.* or CF.* */
+	const char *what;  /* the verb, for messages */
+	const char *cap;   /* OP_CAPPED: the cap, as text */
+	const char **argv; /* argv[0..head) the request prefix, then the keys */
 	size_t *lens;
-	size_t n;          /* keys */
+	int head;
+	size_t n;          /* keys in this batch */
+	size_t total, ones;/* keys seen, and keys whose answer was "yes" */
+	int full;          /* cuckoo add: the filter filled up */
 };
 
-/* Run BF.MADD / BF.MEXISTS over the batch; counts results, prints checks. */
-static void run_batch(const char *verb, struct keys *k, int check, int quiet, size_t *ones)
+/* SHMF.INFO's "type" of the filter: 1 if cuckoo, 0 if Bloom. */
+static int filter_is_cuckoo(const char *what, const char *filter)
+{
+	const char *req[] = { "SHMF.INFO", filter };
+	redisReply *r = call(what, 2, req, NULL);
+	int cuckoo = 0;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+		if (r->element[i]->type == REDIS_REPLY_STRING && !strcmp(r->element[i]->str, "type"))
+			cuckoo = r->element[i + 1]->type == REDIS_REPLY_STRING && !strcmp(r->element[i + 1]->str, "cuckoo");
+	freeReplyObject(r);
+	return cuckoo;
+}
+
+static void bad_reply(const struct keys *k)
+{
+	fprintf(stderr, "%s: %s: unexpected reply from shmd\n", prog, k->what);
+	exit(EXIT_ERROR);
+}
+
+/* One key's answer: tally it and print what the verb prints. */
+static void answer(struct keys *k, size_t i, const redisReply *e)
+{
+	if (e->type != REDIS_REPLY_INTEGER)
+		bad_reply(k);
+	int len = (int)k->lens[k->head + i];
+	const char *key = k->argv[k->head + i];
+	long long v = e->integer;
+	switch (k->op) {
+	case OP_ADD:
+		if (v < 0)
+			k->full = 1;
+		else if (!k->full)
+			k->ones += (size_t)(v == 1);
+		break;
+	case OP_CHECK:
+	case OP_DEL:
+		k->ones += (size_t)(v == 1);
+		if (!k->quiet)
+			printf("%s\t%.*s\n", v == 1 ? (k->op == OP_CHECK ? "present" : "deleted")
+					      : (k->op == OP_CHECK ? "absent" : "not found"),
+			       len, key);
+		break;
+	case OP_COUNT:
+		printf("%lld\t%.*s\n", v, len, key);
+		break;
+	case OP_CAPPED:
+		k->ones += (size_t)(v < atoll(k->cap));
+		if (!k->quiet)
+			printf("%s\t%.*s\t%lld before\n", v < atoll(k->cap) ? "added" : "at cap", len, key, v);
+		break;
+	}
+}
+
+/* Send the batch: one multi-key request where the protocol has one (BF.MADD,
+ * BF.MEXISTS, CF.INSERT, CF.MEXISTS), else one request per key, pipelined. */
+static void run_batch(struct keys *k)
 {
 	if (k->n == 0)
 		return;
-	redisReply *r = call(check ? "check" : "add", (int)k->n + 2, k->argv, k->lens);
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != k->n) {
-		fprintf(stderr, "%s: %s: unexpected reply from shmd\n", prog, verb);
+	if (k->op == OP_ADD || k->op == OP_CHECK) {
+		redisReply *r = call(k->what, k->head + (int)k->n, k->argv, k->lens);
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != k->n)
+			bad_reply(k);
+		for (size_t i = 0; i < k->n; i++)
+			answer(k, i, r->element[i]);
 		freeReplyObject(r);
-		exit(EXIT_ERROR);
+	} else {
+		for (size_t i = 0; i < k->n; i++) {
+			const char *req[4] = { k->argv[0], k->argv[1], k->argv[k->head + i], k->cap };
+			size_t lens[4] = { strlen(req[0]), strlen(req[1]), k->lens[k->head + i], k->cap ? strlen(k->cap) : 0 };
+			send_request(k->what, k->op == OP_CAPPED ? 4 : 3, req, lens);
+		}
+		for (size_t i = 0; i < k->n; i++) {
+			redisReply *r = take_reply(k->what);
+			answer(k, i, r);
+			freeReplyObject(r);
+		}
 	}
-	for (size_t i = 0; i < k->n; i++) {
-		int yes = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
-		*ones += (size_t)yes;
-		if (check && !quiet)
-			printf("%s\t%.*s\n", yes ? "present" : "absent", (int)k->lens[i + 2], k->argv[i + 2]);
-	}
-	freeReplyObject(r);
+	k->total += k->n;
+	k->n = 0;
 }
 
-static int verb_keys(int argc, char **argv, int check)
+static void push_key(struct keys *k, const char *key, size_t len)
 {
-	int quiet = 0, first = 1;
-	if (check && argc > 1 && !strcmp(argv[1], "-q")) {
-		quiet = 1;
-		first = 2;
-	}
-	if (argc - first < 2)
-		die_usage("%s needs a filter name and keys (or - to read them from stdin)", check ? "check" : "add");
-	daemon_conn(); /* a missing daemon is an error even for empty input */
-	const char *filter = argv[first];
-	const char *verb = check ? "BF.MEXISTS" : "BF.MADD";
-	size_t total = 0, ones = 0;
-	struct keys k;
-	k.argv = calloc(CHUNK + 2, sizeof(*k.argv));
-	k.lens = calloc(CHUNK + 2, sizeof(*k.lens));
-	if (k.argv == NULL || k.lens == NULL) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return EXIT_ERROR;
-	}
-	k.argv[0] = verb;
-	k.argv[1] = filter;
-	k.lens[0] = strlen(verb);
-	k.lens[1] = strlen(filter);
-	k.n = 0;
+	k->argv[k->head + k->n] = key;
+	k->lens[k->head + k->n] = len;
+	if (++k->n == CHUNK)
+		run_batch(k);
+}
 
+/* Read the keys of argv[first+1..] or, for "-", of stdin, in batches. */
+static int feed_keys(struct keys *k, int argc, char **argv, int first)
+{
 	if (argc - first == 2 && !strcmp(argv[first + 1], "-")) {
 		char **lines = calloc(CHUNK, sizeof(*lines));
 		size_t *caps = calloc(CHUNK, sizeof(*caps));
@@ -329,54 +419,105 @@ static int verb_keys(int argc, char **argv, int check)
 			return EXIT_ERROR;
 		}
 		for (;;) {
-			ssize_t len = getline(&lines[k.n], &caps[k.n], stdin);
+			ssize_t len = getline(&lines[k->n], &caps[k->n], stdin);
 			if (len < 0)
 				break;
-			if (len > 0 && lines[k.n][len - 1] == '\n')
-				lines[k.n][--len] = '\0';
-			if (len > 0 && lines[k.n][len - 1] == '\r')
-				lines[k.n][--len] = '\0';
-			if (len == 0)
-				continue;
-			k.argv[k.n + 2] = lines[k.n];
-			k.lens[k.n + 2] = (size_t)len;
-			if (++k.n == CHUNK) {
-				run_batch(verb, &k, check, quiet, &ones);
-				total += k.n;
-				k.n = 0;
-			}
+			if (len > 0 && lines[k->n][len - 1] == '\n')
+				lines[k->n][--len] = '\0';
+			if (len > 0 && lines[k->n][len - 1] == '\r')
+				lines[k->n][--len] = '\0';
+			if (len > 0)
+				push_key(k, lines[k->n], (size_t)len);
 		}
 		if (ferror(stdin)) {
 			fprintf(stderr, "%s: reading keys from stdin: %s\n", prog, strerror(errno));
 			return EXIT_ERROR;
 		}
-		run_batch(verb, &k, check, quiet, &ones);
-		total += k.n;
+		run_batch(k);
 		for (size_t i = 0; i < CHUNK; i++)
 			free(lines[i]);
 		free(lines);
 		free(caps);
 	} else {
-		for (int i = first + 1; i < argc; i++) {
-			k.argv[k.n + 2] = argv[i];
-			k.lens[k.n + 2] = strlen(argv[i]);
-			if (++k.n == CHUNK) {
-				run_batch(verb, &k, check, quiet, &ones);
-				total += k.n;
-				k.n = 0;
-			}
-		}
-		run_batch(verb, &k, check, quiet, &ones);
-		total += k.n;
+		for (int i = first + 1; i < argc; i++)
+			push_key(k, argv[i], strlen(argv[i]));
+		run_batch(k);
 	}
+	return 0;
+}
+
+static int verb_keys(int argc, char **argv, enum key_op op)
+{
+	struct keys k = { .op = op, .what = argv[0] };
+	int first = 1;
+	if ((op == OP_CHECK || op == OP_DEL || op == OP_CAPPED) && argc > first && !strcmp(argv[first], "-q")) {
+		k.quiet = 1;
+		first++;
+	}
+	if (op == OP_CAPPED) {
+		if (argc - first < 2 || strcmp(argv[first], "--cap") != 0)
+			die_usage("add-capped needs --cap N, a filter name and keys (or -)");
+		k.cap = argv[first + 1];
+		if (strspn(k.cap, "0123456789") != strlen(k.cap) || strlen(k.cap) == 0 || strlen(k.cap) > 7)
+			die_usage("add-capped: --cap '%s' is not an integer from 0 to 1000000", k.cap);
+		first += 2;
+	}
+	if (argc - first < 2)
+		die_usage("%s needs a filter name and keys (or - to read them from stdin)", argv[0]);
+	const char *filter = argv[first];
+	k.argv = calloc(CHUNK + 4, sizeof(*k.argv));
+	k.lens = calloc(CHUNK + 4, sizeof(*k.lens));
+	if (k.argv == NULL || k.lens == NULL) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return EXIT_ERROR;
+	}
+	/* A missing daemon or filter is an error even for empty input. */
+	k.cuckoo = filter_is_cuckoo(argv[0], filter);
+	static const char *const bloom_verbs[] = { "BF.MADD", "BF.MEXISTS" };
+	static const char *const cuckoo_verbs[] = { "CF.INSERT", "CF.MEXISTS", "CF.DEL", "CF.COUNT", "SHMF.ADDCAPPED" };
+	if (!k.cuckoo && op >= OP_DEL)
+		die_usage("%s: filter '%s' is a Bloom filter; %s works on cuckoo filters only", argv[0], filter, argv[0]);
+	k.argv[0] = k.cuckoo ? cuckoo_verbs[op] : bloom_verbs[op];
+	k.argv[1] = filter;
+	k.head = 2;
+	if (k.cuckoo && op == OP_ADD) {
+		k.argv[2] = "NOCREATE";
+		k.argv[3] = "ITEMS";
+		k.head = 4;
+	}
+	for (int i = 0; i < k.head; i++)
+		k.lens[i] = strlen(k.argv[i]);
+	int rc = feed_keys(&k, argc, argv, first);
 	free(k.argv);
 	free(k.lens);
-	if (check) {
-		if (quiet)
-			printf("%zu of %zu keys present\n", ones, total);
-		return ones == total ? 0 : EXIT_ABSENT;
+	if (rc != 0)
+		return rc;
+	switch (op) {
+	case OP_ADD:
+		if (k.full) {
+			fprintf(stderr, "%s: add: filter '%s' is full: %zu of %zu keys added\n", prog, filter, k.ones, k.total);
+			return EXIT_ERROR;
+		}
+		if (k.cuckoo)
+			printf("%zu keys added\n", k.total);
+		else
+			printf("%zu keys added, %zu new\n", k.total, k.ones);
+		return 0;
+	case OP_CHECK:
+		if (k.quiet)
+			printf("%zu of %zu keys present\n", k.ones, k.total);
+		return k.ones == k.total ? 0 : EXIT_ABSENT;
+	case OP_DEL:
+		if (k.quiet)
+			printf("%zu of %zu keys deleted\n", k.ones, k.total);
+		return k.ones == k.total ? 0 : EXIT_ABSENT;
+	case OP_CAPPED:
+		if (k.quiet)
+			printf("%zu of %zu keys added\n", k.ones, k.total);
+		return k.ones == k.total ? 0 : EXIT_ABSENT;
+	case OP_COUNT:
+		break;
 	}
-	printf("%zu keys added, %zu new\n", total, ones);
 	return 0;
 }
 
@@ -394,13 +535,31 @@ static int verb_simple(int argc, char **argv, const char *cmd, int nargs)
 static int verb_add(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_keys(argc, argv, 0);
+	return verb_keys(argc, argv, OP_ADD);
 }
 
 static int verb_check(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_keys(argc, argv, 1);
+	return verb_keys(argc, argv, OP_CHECK);
+}
+
+static int verb_del(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_keys(argc, argv, OP_DEL);
+}
+
+static int verb_count(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_keys(argc, argv, OP_COUNT);
+}
+
+static int verb_add_capped(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_keys(argc, argv, OP_CAPPED);
 }
 
 static int verb_drop(int argc, char **argv, int json)
@@ -421,6 +580,7 @@ static const struct verb {
 } verbs[] = {
 	{ "create", verb_create }, { "list", verb_list }, { "info", verb_info }, { "add", verb_add },
 	{ "check", verb_check },    { "drop", verb_drop }, { "ping", verb_ping },
+	{ "del", verb_del },        { "count", verb_count }, { "add-capped", verb_add_capped },
 };
 
 int main(int argc, char **argv)
