@@ -33,8 +33,13 @@ void fixture_teardown(struct fixture *fx)
 
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)
 {
+	return fixture_filter(fx, name, SHMF_TYPE_BLOOM, capacity, fpr);
+}
+
+int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr)
+{
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = fpr, .mode = 0640 };
+	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640 };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
 	if (slot < 0) {

@@ -29,6 +29,9 @@ void fixture_teardown(struct fixture *fx);
 /** Create a Bloom filter; aborts on failure. Returns the slot. */
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr);
 
+/** Create a filter of SHMF_TYPE_* @p type; aborts on failure. Returns the slot. */
+int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr);
+
 /** Write key number i of a key family into buf (16 bytes, as the bench uses). */
 size_t fixture_key(char *buf, unsigned family, uint64_t i);
 
