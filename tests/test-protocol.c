@@ -158,6 +158,99 @@ static void test_verbs_reply_in_redisbloom_shapes(void **state)
 }
 
 /* Each bad request: the exact error start, and the instance unchanged. */
+static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
+{
+	(void)state;
+	expect(CMD("CF.RESERVE", "cf", "1000", "BUCKETSIZE", "4", "MAXITERATIONS", "20"), "+OK\r\n");
+	expect(CMD("CF.RESERVE", "cf", "1000"), "-ERR item exists\r\n");
+	expect(CMD("cf.add", "cf", "k1"), ":1\r\n");
+	expect(CMD("CF.ADD", "cf", "k1"), ":1\r\n");
+	expect(CMD("CF.COUNT", "cf", "k1"), ":2\r\n");
+	expect(CMD("CF.ADDNX", "cf", "k1"), ":0\r\n");
+	expect(CMD("CF.ADDNX", "cf", "k2"), ":1\r\n");
+	expect(CMD("CF.EXISTS", "cf", "k2"), ":1\r\n");
+	expect(CMD("CF.EXISTS", "cf", "k3"), ":0\r\n");
+	expect(CMD("CF.MEXISTS", "cf", "k1", "k3", "k2"), "*3\r\n:1\r\n:0\r\n:1\r\n");
+	expect(CMD("CF.DEL", "cf", "k1"), ":1\r\n");
+	expect(CMD("CF.COUNT", "cf", "k1"), ":1\r\n");
+	expect(CMD("CF.DEL", "cf", "k3"), ":0\r\n");
+	expect(CMD("CF.INSERT", "cf", "ITEMS", "k4", "k4"), "*2\r\n:1\r\n:1\r\n");
+	expect(CMD("CF.INSERTNX", "cf", "NOCREATE", "ITEMS", "k4", "k5"), "*2\r\n:0\r\n:1\r\n");
+	expect(CMD("CF.INSERT", "cf2", "CAPACITY", "100", "ITEMS", "a"), "*1\r\n:1\r\n");
+	expect(CMD("CF.INSERT", "cf3", "NOCREATE", "ITEMS", "a"), "-ERR not found\r\n");
+	expect(CMD("SHMF.ADDCAPPED", "cf", "dev", "2"), ":0\r\n");
+	expect(CMD("SHMF.ADDCAPPED", "cf", "dev", "2"), ":1\r\n");
+	expect(CMD("SHMF.ADDCAPPED", "cf", "dev", "2"), ":2\r\n");
+	expect(CMD("CF.COUNT", "cf", "dev"), ":2\r\n");
+	/* k1 x1, k2, k4 x2, k5, dev x2 = 7 stored; 1 deleted, so 8 inserted */
+	char *info = CMD("CF.INFO", "cf");
+	assert_non_null(strstr(info, "*16\r\n$4\r\nSize\r\n:"));
+	assert_non_null(strstr(info, "$17\r\nNumber of buckets\r\n:264\r\n$17\r\nNumber of filters\r\n:1\r\n"
+				     "$24\r\nNumber of items inserted\r\n:8\r\n$23\r\nNumber of items deleted\r\n:1\r\n"
+				     "$11\r\nBucket size\r\n:4\r\n$14\r\nExpansion rate\r\n$-1\r\n"
+				     "$14\r\nMax iterations\r\n:20\r\n"));
+	free(info);
+	char *si = CMD("SHMF.INFO", "cf");
+	assert_non_null(strstr(si, "*38\r\n$4\r\nname\r\n$2\r\ncf\r\n$4\r\ntype\r\n$6\r\ncuckoo\r\n"));
+	assert_non_null(strstr(si, "$5\r\nitems\r\n:7\r\n"));
+	assert_non_null(strstr(si, "$16\r\nfingerprint_bits\r\n:16\r\n$9\r\nmax_kicks\r\n:20\r\n"));
+	assert_non_null(strstr(si, "$7\r\ndeletes\r\n:1\r\n"));
+	free(si);
+	/* Each family of verbs refuses the other type, naming it. */
+	expect(CMD("BF.ADD", "cf", "x"), "-WRONGTYPE filter 'cf' is a cuckoo filter; use the CF.* commands\r\n");
+	expect(CMD("BF.MEXISTS", "cf", "x"), "-WRONGTYPE filter 'cf' is a cuckoo filter; use the CF.* commands\r\n");
+	expect(CMD("BF.CARD", "cf"), "-WRONGTYPE filter 'cf' is a cuckoo filter; use the CF.* commands\r\n");
+	expect(CMD("CF.ADD", "main", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("CF.DEL", "main", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("SHMF.ADDCAPPED", "main", "x", "1"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("CF.INSERT", "main", "ITEMS", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("SHMF.DROP", "cf"), "+OK\r\n");
+	expect(CMD("SHMF.DROP", "cf2"), "+OK\r\n");
+}
+
+static void test_bad_cf_requests_change_nothing(void **state)
+{
+	(void)state;
+	expect(CMD("CF.RESERVE", "cfm", "1000"), "+OK\r\n");
+	expect(CMD("CF.ADD", "cfm", "seed"), ":1\r\n");
+	int files = count_files();
+	struct {
+		int argc;
+		const char *argv[7];
+		const char *want;
+	} cases[] = {
+		{ 2, { "CF.RESERVE", "x" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
+		{ 2, { "CF.ADD", "cfm" }, "-ERR wrong number of arguments for 'cf.add' command" },
+		{ 3, { "CF.INSERT", "cfm", "ITEMS" }, "-ERR wrong number of arguments for 'cf.insert' command" },
+		{ 3, { "CF.INFO", "cfm", "x" }, "-ERR wrong number of arguments for 'cf.info' command" },
+		{ 3, { "SHMF.ADDCAPPED", "cfm", "x" }, "-ERR wrong number of arguments for 'shmf.addcapped' command" },
+		{ 3, { "CF.RESERVE", "x", "0" }, "-ERR bad capacity '0'" },
+		{ 3, { "CF.RESERVE", "x", "ten" }, "-ERR bad capacity 'ten'" },
+		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "2" }, "-ERR BUCKETSIZE '2' is not supported" },
+		{ 5, { "CF.RESERVE", "x", "100", "MAXITERATIONS", "0" }, "-ERR bad MAXITERATIONS '0'" },
+		{ 5, { "CF.RESERVE", "x", "100", "MAXITERATIONS", "99999" }, "-ERR bad MAXITERATIONS '99999'" },
+		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "2" }, "-ERR EXPANSION is not supported" },
+		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "0.00001" }, "-ERR filter 'x': error rate 1e-05 is below" },
+		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "2" }, "-ERR bad ERROR '2'" },
+		{ 4, { "CF.RESERVE", "x", "100", "COLOR" }, "-ERR option 'COLOR' needs a value, or is unknown" },
+		{ 5, { "CF.RESERVE", "x", "100", "COLOR", "red" }, "-ERR unknown option 'COLOR'" },
+		{ 5, { "CF.INSERT", "x", "CAPACITY", "0", "ITEMS" }, "-ERR bad CAPACITY '0'" },
+		{ 4, { "CF.INSERT", "x", "NOCREATE", "k" }, "-ERR unknown option 'k'" },
+		{ 5, { "CF.INSERT", "x", "NOCREATE", "NOCREATE", "ITEMS" }, "-ERR ITEMS and at least one item are required" },
+		{ 4, { "SHMF.ADDCAPPED", "cfm", "x", "-1" }, "-ERR bad cap '-1'" },
+		{ 4, { "SHMF.ADDCAPPED", "cfm", "x", "many" }, "-ERR bad cap 'many'" },
+		{ 3, { "CF.ADD", "nosuch", "a" }, "-ERR filter 'nosuch' not found" },
+		{ 3, { "CF.ADD", "../cfm", "a" }, "-ERR invalid filter name '../cfm'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_prefix(cmd(cases[i].argc, cases[i].argv), cases[i].want);
+	expect(CMD("SHMF.LIST"), "*2\r\n$4\r\nmain\r\n$3\r\ncfm\r\n");
+	expect(CMD("CF.COUNT", "cfm", "seed"), ":1\r\n");
+	expect(CMD("CF.EXISTS", "cfm", "x"), ":0\r\n");
+	assert_int_equal(count_files(), files);
+	expect(CMD("SHMF.DROP", "cfm"), "+OK\r\n");
+}
+
 static void test_bad_requests_change_nothing(void **state)
 {
 	(void)state;
@@ -366,6 +459,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verbs_reply_in_redisbloom_shapes),
+		cmocka_unit_test(test_cf_verbs_reply_in_redisbloom_shapes),
+		cmocka_unit_test(test_bad_cf_requests_change_nothing),
 		cmocka_unit_test(test_bad_requests_change_nothing),
 		cmocka_unit_test(test_malformed_streams_are_refused),
 		cmocka_unit_test(test_request_size_limit),
