@@ -229,6 +229,83 @@ static void setup_target(struct registry *reg, struct target *t, const char *nam
 		(double)copy.data_bytes / 1048576.0, (now_ns() - t0) / 1e9);
 }
 
+/* ---- Cuckoo rows ------------------------------------------------------ */
+
+/* Add keys [from, to) of @p keys one by one; ns per add. */
+static double timed_adds(shmf_t *f, const char *keys, uint64_t from, uint64_t to)
+{
+	double t0 = now_ns();
+	for (uint64_t i = from; i < to; i++)
+		if (shmf_add(f, keys + i * KEY_LEN, KEY_LEN) != 1) {
+			fprintf(stderr, "cuckoo add failed\n");
+			exit(1);
+		}
+	return (now_ns() - t0) / (double)(to - from);
+}
+
+/*
+ * A cuckoo filter beside Bloom target @p t, same capacity, same keys:
+ * adds of new keys between 70% and 80% load and capped adds (cap 4, which
+ * take the relocation lock), each run's keys deleted again after it; then
+ * filled with the same keys as the Bloom filter (95% load) and checked
+ * with the same probes, alternating with the Bloom check.
+ */
+static void run_cuckoo(struct registry *reg, struct target *t)
+{
+	char err[REGISTRY_ERR_MAX], name[32];
+	snprintf(name, sizeof(name), "cf-%s", t->label);
+	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	struct target c = *t;
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+	    shmf_open(reg->instance, name, SHMF_RDWR, &c.rw) < 0) {
+		fprintf(stderr, "cuckoo %s: %s\n", name, err);
+		exit(1);
+	}
+	shmf_info_t info;
+	shmf_info(c.rw, &info);
+	uint64_t slots = info.buckets * 4, at70 = slots * 70 / 100, step = (slots * 80 / 100 - at70);
+	if (at70 > t->npresent)
+		at70 = t->npresent;
+	double t0 = now_ns();
+	timed_adds(c.rw, t->present, 0, at70);
+	double add[RUNS], check[RUNS], bloom[RUNS], capped[RUNS];
+	for (int r = 0; r < RUNS; r++) {
+		char *fresh = make_keys(step, 300 + (uint64_t)r);
+		add[r] = timed_adds(c.rw, fresh, 0, step);
+		for (uint64_t i = 0; i < step; i++)
+			shmf_del(c.rw, fresh + i * KEY_LEN, KEY_LEN);
+		free(fresh);
+	}
+	const uint64_t ncapped = 20000;
+	for (int r = 0; r < RUNS; r++) {
+		char *keys = make_keys(ncapped / 4, 400 + (uint64_t)r);
+		double a = now_ns();
+		for (uint64_t i = 0; i < ncapped; i++)
+			sink = shmf_add_capped(c.rw, keys + (i % (ncapped / 4)) * KEY_LEN, KEY_LEN, 4);
+		capped[r] = (now_ns() - a) / (double)ncapped;
+		for (uint64_t i = 0; i < ncapped; i++)
+			shmf_del(c.rw, keys + (i % (ncapped / 4)) * KEY_LEN, KEY_LEN);
+		free(keys);
+	}
+	timed_adds(c.rw, t->present, at70, t->npresent);
+	shmf_info(c.rw, &info);
+	fprintf(stderr, "filled %s (%" PRIu64 " keys, load %.3f, %.1f MiB) in %.2f s\n", name, t->npresent,
+		info.fill_ratio, (double)info.bytes / 1048576.0, (now_ns() - t0) / 1e9);
+	for (int r = 0; r < RUNS; r++) {
+		bloom[r] = bench_check(t);
+		check[r] = bench_check(&c);
+	}
+	double b = median(bloom, RUNS), ch = median(check, RUNS), ad = median(add, RUNS);
+	printf("%-8s %-34s %7.1f ns  (%.2fx Bloom check %.1f ns, same run)\n", t->label,
+	       "cuckoo shmf_check, loop (95% load)", ch, ch / b, b);
+	printf("%-8s %-34s %7.1f ns  (%.2fx cuckoo check)\n", t->label, "cuckoo shmf_add, 70% -> 80% load", ad,
+	       ad / ch);
+	printf("%-8s %-34s %7.1f ns\n", t->label, "cuckoo shmf_add_capped, cap 4 (70%)", median(capped, RUNS));
+	shmf_close(c.rw);
+	registry_drop(reg, name, NULL, 0);
+}
+
 static void run_speed(struct registry *reg, uint64_t big);
 
 /* Run the speed table with the runtime directory @p dir. */
@@ -279,6 +356,7 @@ static void run_speed(struct registry *reg, uint64_t big)
 		       median(v[6], RUNS), median(v[6], RUNS) / check);
 		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
 		       check / fl);
+		run_cuckoo(reg, &t[i]);
 	}
 	for (int i = 0; i < nt; i++) {
 		shmf_close(t[i].rw);
