@@ -242,14 +242,17 @@ static inline struct shmf_cuckoo_key cuckoo_key(const struct view *v, const void
 	return shmf_cuckoo_locate(&v->cuckoo, shmf_hash(key, len, v->seed));
 }
 
-static __attribute__((noinline)) int cuckoo_check(const struct view *v, const void *key, size_t len)
+static inline int cuckoo_check(const struct view *v, const void *key, size_t len)
 {
 	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-	int r = shmf_cuckoo_count(&v->cuckoo, &k);
+	int r = shmf_cuckoo_count_try(&v->cuckoo, &k);
+	if (__builtin_expect(r < 0, 0))
+		r = shmf_cuckoo_count(&v->cuckoo, &k);
 	return r < 0 ? r : r > 0;
 }
 
-int shmf_check(shmf_t *f, const void *key, size_t len)
+/* flatten: XXH3 inlined, as in the batch loop. */
+__attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
 	int r;
@@ -302,7 +305,7 @@ static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct v
 	return enter(f, v);
 }
 
-int shmf_add(shmf_t *f, const void *key, size_t len)
+__attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
 	int r;

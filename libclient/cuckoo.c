@@ -9,17 +9,10 @@
 void (*shmf_cuckoo_move_hook)(void);
 
 /* Test builds (SHMF_TEST_HOOKS) can stall a reader between its two bucket
- * loads, to widen the window in which a move could fool it; other builds
- * have no such branch on the lookup path. */
+ * loads (cuckoo.h), to widen the window in which a move could fool it;
+ * other builds have no such branch on the lookup path. */
 #ifdef SHMF_TEST_HOOKS
 void (*shmf_cuckoo_read_hook)(void);
-#define READ_HOOK()                                    \
-	do {                                           \
-		if (shmf_cuckoo_read_hook != NULL)     \
-			shmf_cuckoo_read_hook();       \
-	} while (0)
-#else
-#define READ_HOOK() ((void)0)
 #endif
 
 /* Reads that race a move this many times fall back to a locked read. */
@@ -64,21 +57,6 @@ int shmf_cuckoo_size(uint64_t capacity, double fpr, struct shmf_cuckoo_params *o
 
 /* ---- Buckets ----------------------------------------------------------- */
 
-/* Slot width w = fp_bits; lanes of w bits in the bucket word. */
-static inline uint64_t lane_ones(uint32_t w)
-{
-	return w == 16 ? UINT64_C(0x0001000100010001) : UINT64_C(0x01010101);
-}
-
-/* The high bit of each lane that holds @p fp, exactly (no borrow between
- * lanes: each lane's sum stays inside it). */
-static inline uint64_t lanes_equal(uint64_t bucket, uint32_t fp, uint32_t w)
-{
-	uint64_t ones = lane_ones(w), high = ones << (w - 1), low = high - ones;
-	uint64_t x = bucket ^ (fp * ones);
-	return ~(((x & low) + low) | x) & high;
-}
-
 static inline unsigned lane_of(uint64_t mask, uint32_t w)
 {
 	return (unsigned)__builtin_ctzll(mask) / w;
@@ -92,15 +70,6 @@ static inline uint64_t lane_mask(unsigned lane, uint32_t w)
 static inline uint32_t slot_value(uint64_t bucket, unsigned lane, uint32_t w)
 {
 	return (uint32_t)((bucket >> (lane * w)) & ((UINT64_C(1) << w) - 1));
-}
-
-/* relaxed: a bucket word is read whole; ordering against moves comes from
- * the version fences around the reads. */
-static inline uint64_t bucket_load(const struct shmf_cuckoo_geom *g, uint64_t i)
-{
-	if (g->fp_bits == 16)
-		return atomic_load_explicit((_Atomic uint64_t *)g->buckets + i, memory_order_relaxed);
-	return atomic_load_explicit((_Atomic uint32_t *)g->buckets + i, memory_order_relaxed);
 }
 
 /* seq_cst CAS: on failure *expect holds the word seen. */
@@ -117,9 +86,9 @@ static inline int bucket_cas(const struct shmf_cuckoo_geom *g, uint64_t i, uint6
 /* Put @p fp in a free slot of bucket @p i. @return 1 placed, 0 full. */
 static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 {
-	uint64_t b = bucket_load(g, i);
+	uint64_t b = shmf_cuckoo_bucket_load(g, i);
 	for (;;) {
-		uint64_t empty = lanes_equal(b, 0, g->fp_bits);
+		uint64_t empty = shmf_cuckoo_lanes_equal(b, 0, g->fp_bits);
 		if (empty == 0)
 			return 0;
 		unsigned lane = lane_of(empty, g->fp_bits);
@@ -131,9 +100,9 @@ static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 /* Clear one slot of bucket @p i that holds @p fp. @return 1 or 0. */
 static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 {
-	uint64_t b = bucket_load(g, i);
+	uint64_t b = shmf_cuckoo_bucket_load(g, i);
 	for (;;) {
-		uint64_t m = lanes_equal(b, fp, g->fp_bits);
+		uint64_t m = shmf_cuckoo_lanes_equal(b, fp, g->fp_bits);
 		if (m == 0)
 			return 0;
 		if (bucket_cas(g, i, &b, b & ~lane_mask(lane_of(m, g->fp_bits), g->fp_bits)))
@@ -141,10 +110,23 @@ static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 	}
 }
 
+/* Place in the emptier of the two buckets (the power of two choices: at
+ * 75% load this halves how often both are full and an insert needs the
+ * relocation lock, compared with trying i1 first). */
+static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	uint32_t w = g->fp_bits;
+	unsigned e1 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, k->i1), 0, w), w);
+	unsigned e2 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, k->i2), 0, w), w);
+	if (e2 > e1)
+		return place(g, k->i2, k->fp) || place(g, k->i1, k->fp);
+	return place(g, k->i1, k->fp) || place(g, k->i2, k->fp);
+}
+
 static inline unsigned copies(const struct shmf_cuckoo_geom *g, uint64_t b1, uint64_t b2, uint32_t fp)
 {
-	return (unsigned)(__builtin_popcountll(lanes_equal(b1, fp, g->fp_bits)) +
-			  __builtin_popcountll(lanes_equal(b2, fp, g->fp_bits)));
+	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, fp, g->fp_bits), g->fp_bits) +
+	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, fp, g->fp_bits), g->fp_bits);
 }
 
 /* ---- The writer lock --------------------------------------------------- */
@@ -220,32 +202,19 @@ void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g)
 
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	_Atomic uint64_t *s1 = stripe(g, k->i1), *s2 = stripe(g, k->i2);
 	for (int t = 0; t < READ_TRIES; t++) {
-		/* acquire: pairs with the release that closes a move's window. */
-		uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
-		uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
-		if ((v1 | v2) & 1) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		uint64_t b1 = bucket_load(g, k->i1);
-		READ_HOOK();
-		uint64_t b2 = k->i2 != k->i1 ? bucket_load(g, k->i2) : 0;
-		/* acquire fence: the bucket reads above happen before the
-		 * version re-reads below (seqlock read side). */
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(s1, memory_order_relaxed) == v1 &&
-		    atomic_load_explicit(s2, memory_order_relaxed) == v2)
-			return (int)copies(g, b1, b2, k->fp);
+		int n = shmf_cuckoo_count_try(g, k);
+		if (n >= 0)
+			return n;
+		__builtin_ia32_pause();
 	}
 	/* A move keeps racing us (or its mover died with the window open):
 	 * read under the lock in shared mode, when no move can run. */
 	int r = lock_as(g, F_RDLCK);
 	if (r < 0)
 		return r;
-	uint64_t b1 = bucket_load(g, k->i1);
-	uint64_t b2 = k->i2 != k->i1 ? bucket_load(g, k->i2) : 0;
+	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
+	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
 	unlock_any(g);
 	return (int)copies(g, b1, b2, k->fp);
 }
@@ -295,7 +264,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 	if (place(g, m->to, m->fp)) {
 		if (shmf_cuckoo_move_hook != NULL)
 			shmf_cuckoo_move_hook();
-		uint64_t b = bucket_load(g, m->from);
+		uint64_t b = shmf_cuckoo_bucket_load(g, m->from);
 		for (;;) {
 			if (slot_value(b, m->lane, w) != m->fp) {
 				/* A delete took the old copy: the delete counts,
@@ -333,14 +302,14 @@ static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_c
 	for (;;) {
 		if (len == g->max_kicks)
 			return 0;
-		uint64_t word = bucket_load(g, b);
-		if (lanes_equal(word, 0, w) != 0)
+		uint64_t word = shmf_cuckoo_bucket_load(g, b);
+		if (shmf_cuckoo_lanes_equal(word, 0, w) != 0)
 			break; /* a slot came free here meanwhile */
 		unsigned lane = (unsigned)(next_random(rng) % SHMF_CUCKOO_SLOTS);
 		uint32_t fp = slot_value(word, lane, w);
 		uint64_t to = shmf_cuckoo_alt(g, b, fp);
 		path[len++] = (struct kick){ b, to, lane, fp };
-		if (lanes_equal(bucket_load(g, to), 0, w) != 0)
+		if (shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, to), 0, w) != 0)
 			break;
 		b = to;
 	}
@@ -358,7 +327,7 @@ static int add_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 	if (g->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return SHMF_E_INVAL;
 	for (int t = 0; t < PATH_TRIES; t++) {
-		if (place(g, k->i1, k->fp) || place(g, k->i2, k->fp))
+		if (place_balanced(g, k))
 			return 0;
 		int r = relocate_locked(g, k, &rng, path);
 		if (r >= 0)
@@ -371,7 +340,7 @@ static int add_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	if (place(g, k->i1, k->fp) || place(g, k->i2, k->fp))
+	if (place_balanced(g, k))
 		return 0;
 	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
@@ -387,8 +356,8 @@ int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_c
 	if (r < 0)
 		return r;
 	/* No move can run while we hold the lock: a plain read is consistent. */
-	uint64_t b1 = bucket_load(g, k->i1);
-	uint64_t b2 = k->i2 != k->i1 ? bucket_load(g, k->i2) : 0;
+	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
+	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
 	int before = (int)copies(g, b1, b2, k->fp);
 	if ((unsigned)before < cap && (r = add_locked(g, k)) < 0)
 		before = r;

@@ -100,8 +100,10 @@ struct shmf_cuckoo_key {
 
 static inline uint64_t shmf_cuckoo_alt(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 {
-	/* (H(fp) - i) mod n: an involution for any n, so alt(alt(i)) = i. */
-	uint64_t hf = shmf_block_index(shmf_mix64(fp), g->nbuckets);
+	/* (H(fp) - i) mod n: an involution for any n, so alt(alt(i)) = i.
+	 * H spreads the fingerprint with one odd multiply and maps it to
+	 * [0, n) by fast range. */
+	uint64_t hf = shmf_block_index((uint64_t)fp * UINT64_C(0x9e3779b97f4a7c15), g->nbuckets);
 	return hf >= i ? hf - i : hf + g->nbuckets - i;
 }
 
@@ -116,10 +118,81 @@ static inline struct shmf_cuckoo_key shmf_cuckoo_locate(const struct shmf_cuckoo
 	return k;
 }
 
+/* Slot width w = fp_bits: the lanes of a bucket word. */
+static inline uint64_t shmf_cuckoo_lane_ones(uint32_t w)
+{
+	return w == 16 ? UINT64_C(0x0001000100010001) : UINT64_C(0x01010101);
+}
+
+/* The high bit of each lane of @p bucket that holds @p fp, exactly (no
+ * borrow between lanes: each lane's sum stays inside it). */
+static inline uint64_t shmf_cuckoo_lanes_equal(uint64_t bucket, uint32_t fp, uint32_t w)
+{
+	uint64_t ones = shmf_cuckoo_lane_ones(w), high = ones << (w - 1), low = high - ones;
+	uint64_t x = bucket ^ (fp * ones);
+	return ~(((x & low) + low) | x) & high;
+}
+
+/* How many lanes a shmf_cuckoo_lanes_equal() mask marks: one multiply
+ * sums the lane flags into the top lane (no popcount instruction needed,
+ * which baseline x86-64 lacks). */
+static inline unsigned shmf_cuckoo_lanes_count(uint64_t mask, uint32_t w)
+{
+	uint64_t flags = mask >> (w - 1); /* 1 at the bottom of each marked lane */
+	return (unsigned)((flags * shmf_cuckoo_lane_ones(w)) >> (3 * w)) & ((1u << w) - 1);
+}
+
+/* relaxed: a bucket word is read whole; ordering against moves comes from
+ * the version fences around the reads. */
+static inline uint64_t shmf_cuckoo_bucket_load(const struct shmf_cuckoo_geom *g, uint64_t i)
+{
+	if (g->fp_bits == 16)
+		return atomic_load_explicit((_Atomic uint64_t *)g->buckets + i, memory_order_relaxed);
+	return atomic_load_explicit((_Atomic uint32_t *)g->buckets + i, memory_order_relaxed);
+}
+
+#ifdef SHMF_TEST_HOOKS
+/* Test builds only: called by a lookup between its two bucket loads. */
+extern void (*shmf_cuckoo_read_hook)(void);
+#define SHMF_CUCKOO_READ_HOOK()                                \
+	do {                                                   \
+		if (shmf_cuckoo_read_hook != NULL)             \
+			shmf_cuckoo_read_hook();               \
+	} while (0)
+#else
+#define SHMF_CUCKOO_READ_HOOK() ((void)0)
+#endif
+
+/*
+ * One try at a consistent count (the seqlock read side): the version
+ * stripes of both buckets, the buckets, the stripes again. @return the
+ * copies of the fingerprint in the two buckets, or -1 if a move was in
+ * progress or ran meanwhile. Inline: it is the whole lookup of a check.
+ */
+static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	_Atomic uint64_t *s1 = &g->meta->version[k->i1 % SHMF_CUCKOO_STRIPES];
+	_Atomic uint64_t *s2 = &g->meta->version[k->i2 % SHMF_CUCKOO_STRIPES];
+	/* acquire: pairs with the release that closes a move's window. */
+	uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
+	uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
+	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
+	SHMF_CUCKOO_READ_HOOK();
+	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
+	/* acquire fence: the bucket reads happen before the re-reads. */
+	atomic_thread_fence(memory_order_acquire);
+	if (((v1 | v2) & 1) || atomic_load_explicit(s1, memory_order_relaxed) != v1 ||
+	    atomic_load_explicit(s2, memory_order_relaxed) != v2)
+		return -1;
+	return (int)(shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
+		     shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits));
+}
+
 /**
  * Copies of the key's fingerprint in its two buckets (once if they are the
- * same bucket), read consistently with respect to relocation. Never
- * blocks unless a move keeps racing it (then it reads under the lock).
+ * same bucket), read consistently with respect to relocation: tries
+ * shmf_cuckoo_count_try() a bounded number of times, then reads under the
+ * lock in shared mode. Never blocks unless moves keep racing it.
  * @return the count (0..8), or -errno if the fallback lock failed.
  */
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
@@ -155,10 +228,5 @@ void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
 /* Test hook: when set, called by a relocation between writing a
  * fingerprint into its new bucket and clearing the old one. */
 extern void (*shmf_cuckoo_move_hook)(void);
-
-#ifdef SHMF_TEST_HOOKS
-/* Test builds only: called by a lookup between its two bucket loads. */
-extern void (*shmf_cuckoo_read_hook)(void);
-#endif
 
 #endif
