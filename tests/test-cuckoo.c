@@ -307,7 +307,7 @@ static void test_no_false_negatives_under_churn(void **state)
 				if (shmf_cuckoo_add(&t.g, &k) != 0)
 					_exit(2);
 			}
-			for (int round = 0; round < 100; round++) {
+			for (int round = 0; round < 300; round++) {
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
 					struct shmf_cuckoo_key k = key(&t, family, i);
 					if (shmf_cuckoo_del(&t.g, &k) != 1)
