@@ -22,14 +22,21 @@
  * -------
  * - fork(): a handle opened before fork() keeps working in the child (the
  *   mappings are shared, not copied). Close it in each process that no longer
- *   needs it; closing in one process does not affect the other.
+ *   needs it; closing in one process does not affect the other. For cuckoo
+ *   filters the child takes the relocation lock through a descriptor of its
+ *   own (reopened on its first locked call), so parent and child exclude
+ *   each other. Do not fork while another thread is inside a call on the
+ *   handle: the child would inherit that thread's handle mutex, held.
  * - Threads: all calls on one handle are safe from several threads at once,
  *   including the remap that follows a new generation. The old mapping is
  *   unmapped only after every thread has left the call that used it
  *   (liburcu-bp grace period). shmf_close() must not race with other calls
  *   on the same handle.
  * - A worker that crashes leaves nothing behind: no lock is held in shared
- *   memory, and adds are single atomic operations per 64-bit word. An add
+ *   memory (the cuckoo relocation lock is an open-file-description lock,
+ *   which the kernel drops with the process; a move cut short leaves a
+ *   duplicate fingerprint, never a lost one), and Bloom adds are single
+ *   atomic operations per 64-bit word. An add
  *   interrupted between words leaves some of the key's bits set; the key
  *   then reads as absent (it was never reported added) and the next add of
  *   it reports it new.

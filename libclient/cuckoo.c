@@ -147,7 +147,8 @@ static int lock_as(const struct shmf_cuckoo_geom *g, short type)
 {
 	if (g->local != NULL)
 		pthread_mutex_lock(g->local);
-	int r = ofd(g->lock_fd, type);
+	int fd = g->lock_fd_get != NULL ? g->lock_fd_get(g->lock_ctx) : g->lock_fd;
+	int r = fd < 0 ? fd : ofd(fd, type);
 	if (r < 0 && g->local != NULL)
 		pthread_mutex_unlock(g->local);
 	return r;
@@ -155,7 +156,7 @@ static int lock_as(const struct shmf_cuckoo_geom *g, short type)
 
 static void unlock_any(const struct shmf_cuckoo_geom *g)
 {
-	(void)ofd(g->lock_fd, F_UNLCK);
+	(void)ofd(g->lock_fd_get != NULL ? g->lock_fd_get(g->lock_ctx) : g->lock_fd, F_UNLCK);
 	if (g->local != NULL)
 		pthread_mutex_unlock(g->local);
 }

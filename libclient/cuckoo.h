@@ -72,6 +72,9 @@ struct shmf_cuckoo_geom {
 	uint32_t max_kicks;
 	struct shmf_cuckoo_meta *meta;
 	int lock_fd;                    /* the data file: OFD locks on byte 0 */
+	int (*lock_fd_get)(void *ctx);  /* or NULL: called (under local) for the descriptor
+	                                   to lock, so a handle can reopen its own after fork() */
+	void *lock_ctx;
 	pthread_mutex_t *local;         /* or NULL: serialises the threads of one process
 	                                   that share lock_fd (an OFD lock does not) */
 };

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cuckoo.h"
 #include "fixture.h"
 
 static struct fixture fx;
@@ -234,6 +236,62 @@ static void test_threads_share_a_handle(void **state)
 	shmf_close(f);
 }
 
+/*
+ * A handle opened before fork() and used by parent and child: while the
+ * parent holds the relocation lock (stopped mid-move by the test hook),
+ * the child's capped add through the inherited handle must wait for it.
+ * Without a lock descriptor of its own the child would share the parent's
+ * open file description, and with it the lock, and go straight through.
+ */
+static int go_fd = -1, done_fd = -1, child_overtook = -1;
+
+static void hold_lock_while_child_tries(void)
+{
+	if (child_overtook >= 0)
+		return; /* only the first move */
+	(void)!write(go_fd, "g", 1);
+	usleep(300000);
+	char c;
+	child_overtook = read(done_fd, &c, 1) == 1;
+}
+
+static void test_handle_shared_across_fork(void **state)
+{
+	(void)state;
+	fixture_filter(&fx, "forked", SHMF_TYPE_CUCKOO, 4000, 0.01);
+	shmf_t *f = open_filter("forked", SHMF_RDWR);
+	int go[2], done[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe2(done, O_NONBLOCK), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		if (shmf_add_capped(f, "child", 5, 1) != 0)
+			_exit(3);
+		_exit(write(done[1], "d", 1) == 1 ? 0 : 4);
+	}
+	go_fd = go[1];
+	done_fd = done[0];
+	shmf_cuckoo_move_hook = hold_lock_while_child_tries;
+	char key[17];
+	for (uint64_t i = 0; i < 4000 && child_overtook < 0; i++)
+		assert_int_equal(shmf_add(f, key, fixture_key(key, 31, i)), 1);
+	shmf_cuckoo_move_hook = NULL;
+	assert_int_equal(child_overtook, 0); /* a move happened, and the child waited */
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(shmf_count(f, "child", 5), 1);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	shmf_close(f);
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
@@ -242,8 +300,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_calls_by_type_and_mode),
 		cmocka_unit_test(test_batches_fill_up),
 		cmocka_unit_test(test_threads_share_a_handle),
+		cmocka_unit_test(test_handle_shared_across_fork),
 	};
-	const char *names[] = { "cap", "calls", "batches", "threads" };
+	const char *names[] = { "cap", "calls", "batches", "threads", "fork" };
 	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (!strcmp(which, names[i]))
 			return _cmocka_run_group_tests(names[i], &all[i], 1, setup, teardown);
