@@ -463,6 +463,39 @@ static inline struct shmf_bloom_geom view_geom(const struct view *v)
 	return (struct shmf_bloom_geom){ v->blocks, v->nblocks, v->seed, v->k };
 }
 
+/* Cuckoo batch check: keys located CUCKOO_AHEAD ahead and both their
+ * buckets prefetched, so that many misses are in flight. *err gets a
+ * negative code if the locked fallback of a lookup failed. */
+#define CUCKOO_AHEAD 16
+static size_t cuckoo_check_many(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
+{
+	const struct shmf_cuckoo_geom *g = &v->cuckoo;
+	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
+	const size_t width = g->fp_bits / 2; /* bytes per bucket: 4 slots */
+	size_t present = 0;
+	for (size_t i = 0; i < n + CUCKOO_AHEAD; i++) {
+		/* Test key i - AHEAD before key i takes its ring slot. */
+		if (i >= CUCKOO_AHEAD) {
+			size_t j = i - CUCKOO_AHEAD;
+			const struct shmf_cuckoo_key *k = &ring[j % CUCKOO_AHEAD];
+			int r = shmf_cuckoo_count_try(g, k);
+			if (__builtin_expect(r < 0, 0) && (r = shmf_cuckoo_count(g, k)) < 0) {
+				*err = r;
+				return 0;
+			}
+			out[j] = r > 0;
+			present += (size_t)(r > 0);
+		}
+		if (i < n) {
+			struct shmf_cuckoo_key *k = &ring[i % CUCKOO_AHEAD];
+			*k = cuckoo_key(v, keys[i].ptr, keys[i].len);
+			__builtin_prefetch((const char *)g->buckets + k->i1 * width);
+			__builtin_prefetch((const char *)g->buckets + k->i2 * width);
+		}
+	}
+	return present;
+}
+
 int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	struct view *v;
@@ -477,12 +510,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		struct shmf_bloom_geom g = view_geom(v);
 		present = shmf_bloom_check_batch(&g, keys, n, out, SHMF_BLOOM_AUTO);
 	} else {
-		for (size_t i = 0; i < n; i++) {
-			if ((r = cuckoo_check(v, keys[i].ptr, keys[i].len)) < 0)
-				break;
-			out[i] = (uint8_t)r;
-			present += (size_t)r;
-		}
+		present = cuckoo_check_many(v, keys, n, out, &r);
 	}
 	leave();
 	return r < 0 ? r : (int)present;

@@ -182,6 +182,16 @@ static void test_batches_fill_up(void **state)
 	for (unsigned i = stored; i < N; i++)
 		assert_int_equal(out[i], 0);
 	assert_int_equal(shmf_check_many(f, k, stored, out), (int)stored);
+	/* All N, stored and not: each answer is the one-key check's. */
+	int present = shmf_check_many(f, k, N, out);
+	int want = 0;
+	for (unsigned i = 0; i < N; i++) {
+		int one = shmf_check(f, k[i].ptr, k[i].len);
+		assert_int_equal(out[i], one);
+		want += one;
+	}
+	assert_int_equal(present, want);
+	assert_true(want >= (int)stored && want < N);
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
 	assert_int_equal(info.items, stored);
