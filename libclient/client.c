@@ -16,8 +16,6 @@
 #define _LGPL_SOURCE
 #endif
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,49 +40,9 @@ struct view {
 	_Atomic uint64_t *items; /* this handle's counter stripe */
 	_Atomic uint64_t *deletes;
 	struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
-	int lock_fd;                    /* cuckoo: the descriptor this process locks */
-	unsigned lock_generation;       /* fork_generation when lock_fd was opened */
+	struct shmf_cuckoo_lock lock;   /* type cuckoo: its relocation lock, this process's */
 	struct shmf_data_map data;
 };
-
-/*
- * An OFD lock belongs to an open file description, which fork() shares:
- * a child using its parent's handle would hold the parent's relocation
- * lock, not one of its own. The child side of fork bumps this generation,
- * and a view whose lock descriptor is from an older one reopens the data
- * file (through /proc/self/fd) before it locks.
- */
-static _Atomic unsigned fork_generation;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void on_fork_child(void)
-{
-	atomic_fetch_add_explicit(&fork_generation, 1, memory_order_relaxed);
-}
-
-static void register_atfork(void)
-{
-	pthread_atfork(NULL, NULL, on_fork_child);
-}
-
-/* The cuckoo geometry's lock_fd_get: called with the handle's cuckoo_lock held. */
-static int view_lock_fd(void *ctx)
-{
-	struct view *v = ctx;
-	unsigned gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
-	if (v->lock_generation != gen) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", v->data.fd);
-		int fd = open(path, ((fcntl(v->data.fd, F_GETFL) & O_ACCMODE) == O_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		if (v->lock_fd != v->data.fd)
-			close(v->lock_fd);
-		v->lock_fd = fd;
-		v->lock_generation = gen;
-	}
-	return v->lock_fd;
-}
 
 struct shmf {
 	struct view *view; /* rcu: readers rcu_dereference, remap publishes */
@@ -94,8 +52,6 @@ struct shmf {
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;
 	pthread_mutex_t remap_lock; /* serialises the slow path of one handle */
-	pthread_mutex_t cuckoo_lock; /* serialises this handle's threads around the
-	                                relocation lock (one OFD lock per descriptor) */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -103,8 +59,8 @@ static void view_free(struct view *v)
 {
 	if (v == NULL)
 		return;
-	if (v->type == SHMF_TYPE_CUCKOO && v->lock_fd != v->data.fd)
-		close(v->lock_fd);
+	if (v->type == SHMF_TYPE_CUCKOO)
+		shmf_cuckoo_lock_fini(&v->lock);
 	shmf_data_map_close(&v->data);
 	free(v);
 }
@@ -143,7 +99,8 @@ static int view_open(struct shmf *f, struct view **out)
 	v->type = v->data.hdr.type;
 	v->items = &v->data.counters[f->stripe].items;
 	v->deletes = &v->data.counters[f->stripe].deletes;
-	if (v->type == SHMF_TYPE_CUCKOO)
+	if (v->type == SHMF_TYPE_CUCKOO) {
+		shmf_cuckoo_lock_init(&v->lock, v->data.fd);
 		v->cuckoo = (struct shmf_cuckoo_geom){
 			.buckets = (char *)v->blocks + sizeof(struct shmf_cuckoo_meta),
 			.nbuckets = v->data.hdr.nbuckets,
@@ -151,13 +108,9 @@ static int view_open(struct shmf *f, struct view **out)
 			.fp_bits = v->k,
 			.max_kicks = v->data.hdr.max_kicks,
 			.meta = (struct shmf_cuckoo_meta *)v->blocks,
-			.lock_fd = v->data.fd,
-			.lock_fd_get = view_lock_fd,
-			.lock_ctx = v,
-			.local = &f->cuckoo_lock,
+			.lock = &v->lock,
 		};
-	v->lock_fd = v->data.fd;
-	v->lock_generation = atomic_load_explicit(&fork_generation, memory_order_relaxed);
+	}
 	*out = v;
 	return 0;
 }
@@ -167,7 +120,6 @@ static void handle_free(struct shmf *f)
 	shmf_ctl_map_close(&f->ctl);
 	shmf_dir_close(&f->dir);
 	pthread_mutex_destroy(&f->remap_lock);
-	pthread_mutex_destroy(&f->cuckoo_lock);
 	free(f);
 }
 
@@ -179,7 +131,6 @@ int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
 
 	if (out == NULL || (flags & ~SHMF_RDWR) != 0)
 		return SHMF_E_INVAL;
-	pthread_once(&atfork_once, register_atfork);
 	if ((r = shmf_name_check(filter)) < 0)
 		return r;
 	f = calloc(1, sizeof(*f));
@@ -189,7 +140,6 @@ int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
 	f->ctl.fd = -1;
 	f->flags = flags;
 	pthread_mutex_init(&f->remap_lock, NULL);
-	pthread_mutex_init(&f->cuckoo_lock, NULL);
 	strcpy(f->name, filter);
 	/* Spread adders over the counter stripes: one stripe per handle, so an
 	 * add that reports new increments a line this core usually owns. */

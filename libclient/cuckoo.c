@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "cuckoo.h"
 
@@ -140,25 +142,74 @@ static int ofd(int fd, short type)
 	return 0;
 }
 
-/* Take the OFD lock in @p type mode, after this process's other threads
- * on the same descriptor (an OFD lock is one lock per descriptor: a second
- * thread would share, or worse convert, it). */
+/* Bumped in the child of every fork(): a lock whose descriptor is from an
+ * older generation shares its open file description with the parent. */
+static _Atomic unsigned fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+	atomic_fetch_add_explicit(&fork_generation, 1, memory_order_relaxed);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, int file_fd)
+{
+	pthread_once(&atfork_once, register_atfork);
+	l->file_fd = file_fd;
+	l->fd = file_fd;
+	l->generation = atomic_load_explicit(&fork_generation, memory_order_relaxed);
+	pthread_mutex_init(&l->mutex, NULL);
+}
+
+void shmf_cuckoo_lock_fini(struct shmf_cuckoo_lock *l)
+{
+	if (l->fd != l->file_fd)
+		close(l->fd);
+	pthread_mutex_destroy(&l->mutex);
+}
+
+/* After a fork, open the data file again (through /proc/self/fd, which
+ * works for an unlinked file too) for a description of our own. */
+static int own_fd_locked(struct shmf_cuckoo_lock *l)
+{
+	unsigned gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
+	if (l->generation != gen) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", l->file_fd);
+		int mode = (fcntl(l->file_fd, F_GETFL) & O_ACCMODE) == O_RDWR ? O_RDWR : O_RDONLY;
+		int fd = open(path, mode | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (l->fd != l->file_fd)
+			close(l->fd);
+		l->fd = fd;
+		l->generation = gen;
+	}
+	return l->fd;
+}
+
+/* Take the OFD lock in @p type mode (F_WRLCK or F_RDLCK), after this
+ * process's other threads. */
 static int lock_as(const struct shmf_cuckoo_geom *g, short type)
 {
-	if (g->local != NULL)
-		pthread_mutex_lock(g->local);
-	int fd = g->lock_fd_get != NULL ? g->lock_fd_get(g->lock_ctx) : g->lock_fd;
+	struct shmf_cuckoo_lock *l = g->lock;
+	pthread_mutex_lock(&l->mutex);
+	int fd = own_fd_locked(l);
 	int r = fd < 0 ? fd : ofd(fd, type);
-	if (r < 0 && g->local != NULL)
-		pthread_mutex_unlock(g->local);
+	if (r < 0)
+		pthread_mutex_unlock(&l->mutex);
 	return r;
 }
 
 static void unlock_any(const struct shmf_cuckoo_geom *g)
 {
-	(void)ofd(g->lock_fd_get != NULL ? g->lock_fd_get(g->lock_ctx) : g->lock_fd, F_UNLCK);
-	if (g->local != NULL)
-		pthread_mutex_unlock(g->local);
+	(void)ofd(g->lock->fd, F_UNLCK);
+	pthread_mutex_unlock(&g->lock->mutex);
 }
 
 static inline _Atomic uint64_t *stripe(const struct shmf_cuckoo_geom *g, uint64_t bucket)

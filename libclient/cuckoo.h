@@ -63,6 +63,27 @@ struct shmf_cuckoo_params {
 	uint64_t table_bytes; /* nbuckets * bucket size, rounded up to 64 */
 };
 
+/*
+ * One process's way to the relocation lock of a mapped table: the OFD lock
+ * on byte 0 of the data file, taken through a descriptor of the process's
+ * own (fork() shares open file descriptions, and with them OFD locks, so a
+ * child reopens the file on its first locked call), under a mutex for the
+ * threads that share the descriptor (one OFD lock serves them all: a
+ * second thread would share, or convert, it).
+ */
+struct shmf_cuckoo_lock {
+	int file_fd;          /* the data file as mapped; not owned */
+	int fd;               /* the descriptor locked: file_fd, or a reopened one (owned) */
+	unsigned generation;  /* the fork generation fd belongs to */
+	pthread_mutex_t mutex;
+};
+
+/** Start using @p file_fd's lock in this process. */
+void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, int file_fd);
+
+/** Close what shmf_cuckoo_lock_init() and later reopens made (not file_fd). */
+void shmf_cuckoo_lock_fini(struct shmf_cuckoo_lock *l);
+
 /* A mapped cuckoo table. */
 struct shmf_cuckoo_geom {
 	void *buckets;                  /* nbuckets words of 4 * fp_bits bits */
@@ -71,12 +92,7 @@ struct shmf_cuckoo_geom {
 	uint32_t fp_bits;               /* 8 or 16 */
 	uint32_t max_kicks;
 	struct shmf_cuckoo_meta *meta;
-	int lock_fd;                    /* the data file: OFD locks on byte 0 */
-	int (*lock_fd_get)(void *ctx);  /* or NULL: called (under local) for the descriptor
-	                                   to lock, so a handle can reopen its own after fork() */
-	void *lock_ctx;
-	pthread_mutex_t *local;         /* or NULL: serialises the threads of one process
-	                                   that share lock_fd (an OFD lock does not) */
+	struct shmf_cuckoo_lock *lock;  /* this process's relocation lock of the table */
 };
 
 /**

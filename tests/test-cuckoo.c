@@ -5,8 +5,10 @@
  * atomicity across processes, and a relocation-lock holder that dies.
  *
  * The table lives in a file under /dev/shm mapped MAP_SHARED, as a data
- * segment does; every forked process opens the file again, because an OFD
- * lock belongs to one open file description.
+ * segment does. Forked processes use the table as they inherited it: the
+ * lock reopens the file in a child on its first locked call (an OFD lock
+ * belongs to one open file description, which fork() shares); the killed
+ * lock holder test fails if it does not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +31,7 @@ struct table {
 	char path[64];
 	size_t len;
 	void *base;
+	struct shmf_cuckoo_lock lock;
 	struct shmf_cuckoo_geom g;
 };
 
@@ -50,23 +53,16 @@ static void table_open(struct table *t, uint64_t capacity, double fpr)
 		.fp_bits = p.fp_bits,
 		.max_kicks = SHMF_CUCKOO_MAX_KICKS,
 		.meta = t->base,
-		.lock_fd = fd,
+		.lock = &t->lock,
 	};
-}
-
-/* In a forked child: a descriptor of its own, so the lock excludes. */
-static void table_reopen(struct table *t)
-{
-	close(t->g.lock_fd);
-	t->g.lock_fd = open(t->path, O_RDWR | O_CLOEXEC);
-	if (t->g.lock_fd < 0)
-		_exit(99);
+	shmf_cuckoo_lock_init(&t->lock, fd);
 }
 
 static void table_close(struct table *t)
 {
 	munmap(t->base, t->len);
-	close(t->g.lock_fd);
+	shmf_cuckoo_lock_fini(&t->lock);
+	close(t->lock.file_fd);
 	unlink(t->path);
 }
 
@@ -235,7 +231,6 @@ static void test_capped_across_processes(void **state)
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			table_reopen(&t);
 			unsigned char won = 0;
 			for (int i = 0; i < 10; i++) {
 				int before = shmf_cuckoo_add_capped(&t.g, &k, 4);
@@ -298,7 +293,6 @@ static void test_no_false_negatives_under_churn(void **state)
 		assert_true(pids[p] >= 0);
 		if (pids[p] != 0)
 			continue;
-		table_reopen(&t);
 		if (p < 4) {
 			/* Writer: fill its share, then rounds of delete-half/re-add. */
 			unsigned family = 100 + (unsigned)p;
@@ -386,7 +380,6 @@ static void test_lock_holder_killed(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		table_reopen(&t);
 		if (shmf_cuckoo_lock(&t.g) != 0)
 			_exit(2);
 		(void)!write(ready[1], "L", 1);
@@ -396,12 +389,12 @@ static void test_lock_holder_killed(void **state)
 	char c;
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), -1); /* held by the child */
+	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), -1); /* held by the child */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), 0); /* first attempt */
+	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), 0); /* first attempt */
 	fl.l_type = F_UNLCK;
-	assert_int_equal(fcntl(t.g.lock_fd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), 0);
 
 	/* 2. A writer killed between copying a fingerprint to its new bucket
 	 * and clearing the old one: the version window stays open, readers
@@ -410,7 +403,6 @@ static void test_lock_holder_killed(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		table_reopen(&t);
 		shmf_cuckoo_move_hook = die_mid_move;
 		for (uint64_t i = 0;; i++) {
 			struct shmf_cuckoo_key k = key(&t, 10, i);
