@@ -125,12 +125,6 @@ static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cu
 	return place(g, k->i1, k->fp) || place(g, k->i2, k->fp);
 }
 
-static inline unsigned copies(const struct shmf_cuckoo_geom *g, uint64_t b1, uint64_t b2, uint32_t fp)
-{
-	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, fp, g->fp_bits), g->fp_bits) +
-	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, fp, g->fp_bits), g->fp_bits);
-}
-
 /* ---- The writer lock --------------------------------------------------- */
 
 static int ofd(int fd, short type)
@@ -212,11 +206,6 @@ static void unlock_any(const struct shmf_cuckoo_geom *g)
 	pthread_mutex_unlock(&g->lock->mutex);
 }
 
-static inline _Atomic uint64_t *stripe(const struct shmf_cuckoo_geom *g, uint64_t bucket)
-{
-	return &g->meta->version[bucket % SHMF_CUCKOO_STRIPES];
-}
-
 /* Close the version window of a holder that died mid-move: its stripes
  * are odd, and nobody else can be moving now. The fingerprint it was
  * moving is in its old bucket, its new one, or both: never lost. */
@@ -265,10 +254,9 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 	int r = lock_as(g, F_RDLCK);
 	if (r < 0)
 		return r;
-	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
+	unsigned n = shmf_cuckoo_copies(g, k);
 	unlock_any(g);
-	return (int)copies(g, b1, b2, k->fp);
+	return (int)n;
 }
 
 /* ---- Relocation (writer lock held) ------------------------------------ */
@@ -281,7 +269,7 @@ struct kick {
 
 static void window_open_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
-	_Atomic uint64_t *sa = stripe(g, a), *sb = stripe(g, b);
+	_Atomic uint64_t *sa = shmf_cuckoo_stripe(g, a), *sb = shmf_cuckoo_stripe(g, b);
 	atomic_store_explicit(&g->meta->moving,
 			      (a % SHMF_CUCKOO_STRIPES + 1) | (b % SHMF_CUCKOO_STRIPES + 1) << 32,
 			      memory_order_relaxed);
@@ -295,7 +283,7 @@ static void window_open_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uin
 
 static void window_close_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
-	_Atomic uint64_t *sa = stripe(g, a), *sb = stripe(g, b);
+	_Atomic uint64_t *sa = shmf_cuckoo_stripe(g, a), *sb = shmf_cuckoo_stripe(g, b);
 	/* release: pairs with the readers' acquire loads of the version. */
 	atomic_store_explicit(sa, atomic_load_explicit(sa, memory_order_relaxed) + 1, memory_order_release);
 	if (sb != sa)
@@ -408,9 +396,7 @@ int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_c
 	if (r < 0)
 		return r;
 	/* No move can run while we hold the lock: a plain read is consistent. */
-	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
-	int before = (int)copies(g, b1, b2, k->fp);
+	int before = (int)shmf_cuckoo_copies(g, k);
 	if ((unsigned)before < cap && (r = add_locked(g, k)) < 0)
 		before = r;
 	shmf_cuckoo_unlock(g);
@@ -419,20 +405,16 @@ int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_c
 
 int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	_Atomic uint64_t *s1 = stripe(g, k->i1), *s2 = stripe(g, k->i2);
+	struct shmf_cuckoo_seen seen;
 	for (int t = 0; t < READ_TRIES; t++) {
-		uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
-		uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
-		if ((v1 | v2) & 1) {
+		if (!shmf_cuckoo_read_begin(g, k, &seen)) {
 			__builtin_ia32_pause();
 			continue;
 		}
 		if (unplace(g, k->i1, k->fp) || (k->i2 != k->i1 && unplace(g, k->i2, k->fp)))
 			return 1;
 		/* Not found: true only if no move ran while we looked. */
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(s1, memory_order_relaxed) == v1 &&
-		    atomic_load_explicit(s2, memory_order_relaxed) == v2)
+		if (shmf_cuckoo_read_valid(g, k, &seen))
 			return 0;
 	}
 	int r = shmf_cuckoo_lock(g);

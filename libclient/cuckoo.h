@@ -182,29 +182,63 @@ extern void (*shmf_cuckoo_read_hook)(void);
 #define SHMF_CUCKOO_READ_HOOK() ((void)0)
 #endif
 
-/*
- * One try at a consistent count (the seqlock read side): the version
- * stripes of both buckets, the buckets, the stripes again. @return the
- * copies of the fingerprint in the two buckets, or -1 if a move was in
- * progress or ran meanwhile. Inline: it is the whole lookup of a check.
- */
-static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+/* The version stripe of bucket @p i. */
+static inline _Atomic uint64_t *shmf_cuckoo_stripe(const struct shmf_cuckoo_geom *g, uint64_t i)
 {
-	_Atomic uint64_t *s1 = &g->meta->version[k->i1 % SHMF_CUCKOO_STRIPES];
-	_Atomic uint64_t *s2 = &g->meta->version[k->i2 % SHMF_CUCKOO_STRIPES];
+	return &g->meta->version[i % SHMF_CUCKOO_STRIPES];
+}
+
+/* The versions of a key's two stripes, as a lookup saw them before looking. */
+struct shmf_cuckoo_seen {
+	uint64_t v1, v2;
+};
+
+/* Seqlock read side, before: @return 0 if a move is in progress on either
+ * stripe (look again later), 1 if the lookup may go ahead. */
+static inline int shmf_cuckoo_read_begin(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k,
+					 struct shmf_cuckoo_seen *seen)
+{
 	/* acquire: pairs with the release that closes a move's window. */
-	uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
-	uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
+	seen->v1 = atomic_load_explicit(shmf_cuckoo_stripe(g, k->i1), memory_order_acquire);
+	seen->v2 = atomic_load_explicit(shmf_cuckoo_stripe(g, k->i2), memory_order_acquire);
+	return ((seen->v1 | seen->v2) & 1) == 0;
+}
+
+/* Seqlock read side, after: 1 if no move touched either stripe since
+ * shmf_cuckoo_read_begin(), so what was read in between is consistent. */
+static inline int shmf_cuckoo_read_valid(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k,
+					 const struct shmf_cuckoo_seen *seen)
+{
+	/* acquire fence: the bucket reads happen before the re-reads. */
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(shmf_cuckoo_stripe(g, k->i1), memory_order_relaxed) == seen->v1 &&
+	       atomic_load_explicit(shmf_cuckoo_stripe(g, k->i2), memory_order_relaxed) == seen->v2;
+}
+
+/* Copies of the key's fingerprint in its two buckets (a bucket counted
+ * once when both are the same), read now: consistent only between
+ * read_begin and read_valid, or under the lock. */
+static inline unsigned shmf_cuckoo_copies(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
 	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
 	SHMF_CUCKOO_READ_HOOK();
 	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
-	/* acquire fence: the bucket reads happen before the re-reads. */
-	atomic_thread_fence(memory_order_acquire);
-	if (((v1 | v2) & 1) || atomic_load_explicit(s1, memory_order_relaxed) != v1 ||
-	    atomic_load_explicit(s2, memory_order_relaxed) != v2)
+	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
+	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits);
+}
+
+/*
+ * One try at a consistent count. @return the copies of the fingerprint in
+ * the key's two buckets, or -1 if a move was in progress or ran meanwhile.
+ * Inline: it is the whole lookup of a check.
+ */
+static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	struct shmf_cuckoo_seen seen;
+	if (!shmf_cuckoo_read_begin(g, k, &seen))
 		return -1;
-	return (int)(shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
-		     shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits));
+	unsigned n = shmf_cuckoo_copies(g, k);
+	return shmf_cuckoo_read_valid(g, k, &seen) ? (int)n : -1;
 }
 
 /**
