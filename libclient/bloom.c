@@ -76,6 +76,5 @@ int shmf_bloom_size(uint64_t capacity, double fpr, struct shmf_bloom_params *out
 	out->k = best_k;
 	out->nblocks = best_blocks;
 	out->bits = best_blocks * SHMF_BLOCK_BITS;
-	out->data_bytes = SHMF_DATA_BLOCKS_OFF + best_blocks * SHMF_BLOCK_BYTES;
 	return 0;
 }

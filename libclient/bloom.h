@@ -14,7 +14,6 @@ struct shmf_bloom_params {
 	uint32_t k;         /* bits per key */
 	uint64_t nblocks;   /* 64-byte blocks */
 	uint64_t bits;      /* nblocks * 512 */
-	uint64_t data_bytes;/* size of the data segment, header included */
 };
 
 /**

@@ -32,14 +32,13 @@
 struct view {
 	const _Atomic uint64_t *published; /* &slot->generation in the control map */
 	uint64_t generation;
-	uint64_t *blocks;
-	uint64_t nblocks;
-	uint64_t seed;
-	uint32_t k;
 	uint32_t type;
-	_Atomic uint64_t *items; /* this handle's counter stripe */
-	_Atomic uint64_t *deletes;
-	struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
+	_Atomic uint64_t *items;   /* this handle's counter stripe */
+	_Atomic uint64_t *deletes; /* and its delete counter (cuckoo) */
+	union {
+		struct shmf_bloom_geom bloom;   /* type Bloom: the filter in this mapping */
+		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
+	};
 	struct shmf_cuckoo_lock lock;   /* type cuckoo: its relocation lock, this process's */
 	struct shmf_data_map data;
 };
@@ -92,24 +91,22 @@ static int view_open(struct shmf *f, struct view **out)
 	}
 	v->published = &f->ctl.slots[f->slot].generation;
 	v->generation = v->data.hdr.generation;
-	v->blocks = v->data.blocks;
-	v->nblocks = v->data.hdr.nblocks;
-	v->seed = v->data.hdr.seed;
-	v->k = v->data.hdr.k;
 	v->type = v->data.hdr.type;
 	v->items = &v->data.counters[f->stripe].items;
 	v->deletes = &v->data.counters[f->stripe].deletes;
 	if (v->type == SHMF_TYPE_CUCKOO) {
 		shmf_cuckoo_lock_init(&v->lock, v->data.fd);
 		v->cuckoo = (struct shmf_cuckoo_geom){
-			.buckets = (char *)v->blocks + sizeof(struct shmf_cuckoo_meta),
+			.buckets = (char *)v->data.blocks + sizeof(struct shmf_cuckoo_meta),
 			.nbuckets = v->data.hdr.nbuckets,
-			.seed = v->seed,
-			.fp_bits = v->k,
+			.seed = v->data.hdr.seed,
+			.fp_bits = v->data.hdr.k,
 			.max_kicks = v->data.hdr.max_kicks,
-			.meta = (struct shmf_cuckoo_meta *)v->blocks,
+			.meta = (struct shmf_cuckoo_meta *)v->data.blocks,
 			.lock = &v->lock,
 		};
+	} else {
+		v->bloom = (struct shmf_bloom_geom){ v->data.blocks, v->data.hdr.nblocks, v->data.hdr.seed, v->data.hdr.k };
 	}
 	*out = v;
 	return 0;
@@ -239,7 +236,7 @@ static inline void leave(void)
 
 static inline struct shmf_cuckoo_key cuckoo_key(const struct view *v, const void *key, size_t len)
 {
-	return shmf_cuckoo_locate(&v->cuckoo, shmf_hash(key, len, v->seed));
+	return shmf_cuckoo_locate(&v->cuckoo, shmf_hash(key, len, v->cuckoo.seed));
 }
 
 static inline int cuckoo_check(const struct view *v, const void *key, size_t len)
@@ -262,9 +259,10 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	if (__builtin_expect(v->type == SHMF_TYPE_BLOOM, 1)) {
-		uint64_t h = shmf_hash(key, len, v->seed);
-		const uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-		r = shmf_bloom_block_check_key(block, h, v->k);
+		const struct shmf_bloom_geom *g = &v->bloom;
+		uint64_t h = shmf_hash(key, len, g->seed);
+		const uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
+		r = shmf_bloom_block_check_key(block, h, g->k);
 	} else {
 		r = cuckoo_check(v, key, len);
 	}
@@ -275,9 +273,10 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 static int bloom_add(struct view *v, const void *key, size_t len)
 {
 	uint64_t mask[SHMF_BLOCK_WORDS];
-	uint64_t h = shmf_hash(key, len, v->seed);
-	uint64_t *block = v->blocks + shmf_block_index(h, v->nblocks) * SHMF_BLOCK_WORDS;
-	shmf_block_masks(h, v->k, mask);
+	const struct shmf_bloom_geom *g = &v->bloom;
+	uint64_t h = shmf_hash(key, len, g->seed);
+	uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
+	shmf_block_masks(h, g->k, mask);
 	int r = shmf_bloom_block_add(block, mask);
 	if (r)
 		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
@@ -408,11 +407,6 @@ static int keys_valid(const shmf_key_t *keys, size_t n)
 	return !bad;
 }
 
-static inline struct shmf_bloom_geom view_geom(const struct view *v)
-{
-	return (struct shmf_bloom_geom){ v->blocks, v->nblocks, v->seed, v->k };
-}
-
 /* Cuckoo batch check: keys located CUCKOO_AHEAD ahead and both their
  * buckets prefetched, so that many misses are in flight. *err gets a
  * negative code if the locked fallback of a lookup failed. */
@@ -457,8 +451,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return r;
 	size_t present = 0;
 	if (v->type == SHMF_TYPE_BLOOM) {
-		struct shmf_bloom_geom g = view_geom(v);
-		present = shmf_bloom_check_batch(&g, keys, n, out, SHMF_BLOOM_AUTO);
+		present = shmf_bloom_check_batch(&v->bloom, keys, n, out, SHMF_BLOOM_AUTO);
 	} else {
 		present = cuckoo_check_many(v, keys, n, out, &r);
 	}
@@ -479,8 +472,7 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return r;
 	size_t fresh = 0;
 	if (v->type == SHMF_TYPE_BLOOM) {
-		struct shmf_bloom_geom g = view_geom(v);
-		fresh = shmf_bloom_add_batch(&g, keys, n, out);
+		fresh = shmf_bloom_add_batch(&v->bloom, keys, n, out);
 		if (fresh)
 			atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
 	} else {
@@ -512,15 +504,16 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	memset(out, 0, sizeof(*out));
 	memcpy(out->name, v->data.hdr.name, sizeof(out->name));
 	out->type = (int)v->data.hdr.type;
-	out->k = v->k;
+	out->k = v->data.hdr.k;
 	out->capacity = v->data.hdr.capacity;
 	memcpy(&out->fpr_target, &v->data.hdr.fpr_bits, sizeof(double));
 	out->bytes = v->data.len;
 	out->items = shmf_data_items(&v->data);
 	if (v->type == SHMF_TYPE_BLOOM) {
-		out->bits = v->nblocks * SHMF_BLOCK_BITS;
-		out->fill_ratio = shmf_bloom_fill(out->items, v->nblocks, v->k);
-		out->fpr_estimate = shmf_bloom_fpr(out->items, v->nblocks, v->k);
+		const struct shmf_bloom_geom *g = &v->bloom;
+		out->bits = g->nblocks * SHMF_BLOCK_BITS;
+		out->fill_ratio = shmf_bloom_fill(out->items, g->nblocks, g->k);
+		out->fpr_estimate = shmf_bloom_fpr(out->items, g->nblocks, g->k);
 	} else {
 		const struct shmf_cuckoo_geom *g = &v->cuckoo;
 		uint64_t slots = g->nbuckets * SHMF_CUCKOO_SLOTS;
