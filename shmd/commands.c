@@ -126,6 +126,26 @@ static void cmd_reserve(struct registry *reg, const struct request *req, struct 
 		reply_status(out, "OK");
 }
 
+/* One field, value pair of a flat INFO reply. */
+static void field_int(struct reply *out, const char *name, long long v)
+{
+	reply_bulk_str(out, name);
+	reply_int(out, v);
+}
+
+static void field_str(struct reply *out, const char *name, const char *v)
+{
+	reply_bulk_str(out, name);
+	reply_bulk_str(out, v);
+}
+
+static void field_double(struct reply *out, const char *name, double v)
+{
+	char text[40];
+	snprintf(text, sizeof(text), "%.17g", v);
+	field_str(out, name, text);
+}
+
 static void reply_lib_error(struct reply *out, const struct request *req, int rc)
 {
 	reply_error(out, "ERR filter '%s': %s", req->argv[1], shmf_strerror(rc));
@@ -461,22 +481,15 @@ static void cmd_cf_info(struct registry *reg, const struct request *req, struct 
 	if (lib_info(reg, req, out, SHMF_TYPE_CUCKOO, &info) < 0)
 		return;
 	reply_array(out, 16);
-	reply_bulk_str(out, "Size");
-	reply_int(out, (long long)info.bytes);
-	reply_bulk_str(out, "Number of buckets");
-	reply_int(out, (long long)info.buckets);
-	reply_bulk_str(out, "Number of filters");
-	reply_int(out, 1);
-	reply_bulk_str(out, "Number of items inserted");
-	reply_int(out, (long long)(info.items + info.deletes));
-	reply_bulk_str(out, "Number of items deleted");
-	reply_int(out, (long long)info.deletes);
-	reply_bulk_str(out, "Bucket size");
-	reply_int(out, 4);
+	field_int(out, "Size", (long long)info.bytes);
+	field_int(out, "Number of buckets", (long long)info.buckets);
+	field_int(out, "Number of filters", 1);
+	field_int(out, "Number of items inserted", (long long)(info.items + info.deletes));
+	field_int(out, "Number of items deleted", (long long)info.deletes);
+	field_int(out, "Bucket size", 4);
 	reply_bulk_str(out, "Expansion rate");
 	reply_nil(out);
-	reply_bulk_str(out, "Max iterations");
-	reply_int(out, info.max_kicks);
+	field_int(out, "Max iterations", info.max_kicks);
 }
 
 /* SHMF.ADDCAPPED key item cap: add a copy only below cap copies, atomically;
@@ -510,13 +523,6 @@ static void cmd_list(struct registry *reg, const struct request *req, struct rep
 		reply_bulk_str(out, reg->ctl.slots[slots[i]].name);
 }
 
-static void bulk_double(struct reply *out, double v)
-{
-	char text[40];
-	snprintf(text, sizeof(text), "%.17g", v);
-	reply_bulk_str(out, text);
-}
-
 static void cmd_shmf_info(struct registry *reg, const struct request *req, struct reply *out)
 {
 	struct filter_info fi;
@@ -525,46 +531,27 @@ static void cmd_shmf_info(struct registry *reg, const struct request *req, struc
 		return;
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO;
-	reply_array(out, cuckoo ? 38 : 28);
-	reply_bulk_str(out, "name");
-	reply_bulk_str(out, fi.info.name);
-	reply_bulk_str(out, "type");
-	reply_bulk_str(out, spec_type_name(fi.info.type));
-	reply_bulk_str(out, "capacity");
-	reply_int(out, (long long)fi.info.capacity);
-	reply_bulk_str(out, "error_rate");
-	bulk_double(out, fi.info.fpr_target);
-	reply_bulk_str(out, "bits");
-	reply_int(out, (long long)fi.info.bits);
-	reply_bulk_str(out, "k");
-	reply_int(out, fi.info.k);
-	reply_bulk_str(out, "bytes");
-	reply_int(out, (long long)fi.info.bytes);
-	reply_bulk_str(out, "items");
-	reply_int(out, (long long)fi.info.items);
-	reply_bulk_str(out, "fill_ratio");
-	bulk_double(out, fi.info.fill_ratio);
-	reply_bulk_str(out, "fpr_estimate");
-	bulk_double(out, fi.info.fpr_estimate);
-	reply_bulk_str(out, "generation");
-	reply_int(out, (long long)fi.info.generation);
-	reply_bulk_str(out, "data_file");
-	reply_bulk_str(out, fi.data_file);
-	reply_bulk_str(out, "mode");
-	reply_bulk_str(out, mode);
-	reply_bulk_str(out, "huge_pages");
-	reply_int(out, fi.huge_pages);
+	reply_array(out, 2 * (14 + (cuckoo ? 5 : 0))); /* the field_* calls below */
+	field_str(out, "name", fi.info.name);
+	field_str(out, "type", spec_type_name(fi.info.type));
+	field_int(out, "capacity", (long long)fi.info.capacity);
+	field_double(out, "error_rate", fi.info.fpr_target);
+	field_int(out, "bits", (long long)fi.info.bits);
+	field_int(out, "k", fi.info.k);
+	field_int(out, "bytes", (long long)fi.info.bytes);
+	field_int(out, "items", (long long)fi.info.items);
+	field_double(out, "fill_ratio", fi.info.fill_ratio);
+	field_double(out, "fpr_estimate", fi.info.fpr_estimate);
+	field_int(out, "generation", (long long)fi.info.generation);
+	field_str(out, "data_file", fi.data_file);
+	field_str(out, "mode", mode);
+	field_int(out, "huge_pages", fi.huge_pages);
 	if (cuckoo) {
-		reply_bulk_str(out, "buckets");
-		reply_int(out, (long long)fi.info.buckets);
-		reply_bulk_str(out, "fingerprint_bits");
-		reply_int(out, fi.info.fingerprint_bits);
-		reply_bulk_str(out, "max_kicks");
-		reply_int(out, fi.info.max_kicks);
-		reply_bulk_str(out, "relocations");
-		reply_int(out, (long long)fi.info.relocations);
-		reply_bulk_str(out, "deletes");
-		reply_int(out, (long long)fi.info.deletes);
+		field_int(out, "buckets", (long long)fi.info.buckets);
+		field_int(out, "fingerprint_bits", fi.info.fingerprint_bits);
+		field_int(out, "max_kicks", fi.info.max_kicks);
+		field_int(out, "relocations", (long long)fi.info.relocations);
+		field_int(out, "deletes", (long long)fi.info.deletes);
 	}
 }
 
