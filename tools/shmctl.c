@@ -532,36 +532,6 @@ static int verb_simple(int argc, char **argv, const char *cmd, int nargs)
 	return 0;
 }
 
-static int verb_add(int argc, char **argv, int json)
-{
-	(void)json;
-	return verb_keys(argc, argv, OP_ADD);
-}
-
-static int verb_check(int argc, char **argv, int json)
-{
-	(void)json;
-	return verb_keys(argc, argv, OP_CHECK);
-}
-
-static int verb_del(int argc, char **argv, int json)
-{
-	(void)json;
-	return verb_keys(argc, argv, OP_DEL);
-}
-
-static int verb_count(int argc, char **argv, int json)
-{
-	(void)json;
-	return verb_keys(argc, argv, OP_COUNT);
-}
-
-static int verb_add_capped(int argc, char **argv, int json)
-{
-	(void)json;
-	return verb_keys(argc, argv, OP_CAPPED);
-}
-
 static int verb_drop(int argc, char **argv, int json)
 {
 	(void)json;
@@ -574,13 +544,16 @@ static int verb_ping(int argc, char **argv, int json)
 	return verb_simple(argc, argv, "PING", 0);
 }
 
+/* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
 static const struct verb {
 	const char *name;
 	int (*run)(int argc, char **argv, int json);
+	enum key_op op;
 } verbs[] = {
-	{ "create", verb_create }, { "list", verb_list }, { "info", verb_info }, { "add", verb_add },
-	{ "check", verb_check },    { "drop", verb_drop }, { "ping", verb_ping },
-	{ "del", verb_del },        { "count", verb_count }, { "add-capped", verb_add_capped },
+	{ "create", verb_create, 0 }, { "list", verb_list, 0 },    { "info", verb_info, 0 },
+	{ "drop", verb_drop, 0 },     { "ping", verb_ping, 0 },    { "add", NULL, OP_ADD },
+	{ "check", NULL, OP_CHECK },  { "del", NULL, OP_DEL },     { "count", NULL, OP_COUNT },
+	{ "add-capped", NULL, OP_CAPPED },
 };
 
 int main(int argc, char **argv)
@@ -627,7 +600,7 @@ int main(int argc, char **argv)
 	instance_name = instance;
 	socket_given = socket_path;
 	atexit(close_conn);
-	int rc = v->run(argc, argv, json);
+	int rc = v->run != NULL ? v->run(argc, argv, json) : verb_keys(argc, argv, v->op);
 	close_conn();
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "%s: writing output: %s\n", prog, strerror(errno));
