@@ -60,3 +60,25 @@ void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t 
 {
 	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
 }
+
+shmf_t *fixture_open(const char *name, int flags)
+{
+	shmf_t *f = NULL;
+	int r = shmf_open(FIXTURE_INSTANCE, name, flags, &f);
+	if (r < 0)
+		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
+	return f;
+}
+
+int fixture_run(int argc, char **argv, const struct CMUnitTest *tests, const char *const *names, size_t n,
+		CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	const char *which = argc > 1 ? argv[1] : "all";
+	if (!strcmp(which, "all"))
+		return _cmocka_run_group_tests(argv[0], tests, n, setup, teardown);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(which, names[i]))
+			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
+	fprintf(stderr, "unknown test '%s'\n", which);
+	return 2;
+}

@@ -8,8 +8,11 @@
 #ifndef SHMF_TEST_FIXTURE_H
 #define SHMF_TEST_FIXTURE_H
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
 
 #include "registry.h"
 
@@ -34,6 +37,18 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 
 /** Write key number i of a key family into buf (16 bytes, as the bench uses). */
 size_t fixture_key(char *buf, unsigned family, uint64_t i);
+
+/** Open filter @p name of the fixture's instance; fails the test on error. */
+shmf_t *fixture_open(const char *name, int flags);
+
+/**
+ * The main() of a test program whose tests are run by name: argv[1] names
+ * one of @p names (the test at the same index of @p tests runs alone), or
+ * is "all" or absent (every test runs). @return the cmocka result, or 2
+ * for an unknown name.
+ */
+int fixture_run(int argc, char **argv, const struct CMUnitTest *tests, const char *const *names, size_t n,
+		CMFixtureFunction setup, CMFixtureFunction teardown);
 
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);

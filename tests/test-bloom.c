@@ -34,22 +34,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-static shmf_t *open_rw(const char *name)
-{
-	shmf_t *f = NULL;
-	int r = shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &f);
-	if (r < 0)
-		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
-	return f;
-}
-
 static void test_no_false_negatives(void **state)
 {
 	(void)state;
 	char key[17];
 	const uint64_t n = 1000000;
 	fixture_bloom(&fx, "nofn", n, 0.01);
-	shmf_t *f = open_rw("nofn");
+	shmf_t *f = fixture_open("nofn", SHMF_RDWR);
 	uint64_t fresh = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		int r = shmf_add(f, key, fixture_key(key, 1, i));
@@ -75,7 +66,7 @@ static void measure_fpr(double target)
 	const uint64_t n = 1000000, probes = 1000000;
 	snprintf(name, sizeof(name), "fpr-%g", target);
 	fixture_bloom(&fx, name, n, target);
-	shmf_t *f = open_rw(name);
+	shmf_t *f = fixture_open(name, SHMF_RDWR);
 	for (uint64_t i = 0; i < n; i++)
 		assert_true(shmf_add(f, key, fixture_key(key, 2, i)) >= 0);
 	uint64_t fp = 0;
@@ -137,7 +128,7 @@ static void test_big(void **state)
 	/* 500 M keys at 1%: about 4.9e9 bits, past 2^32. */
 	const uint64_t cap = 500000000;
 	int slot = fixture_bloom(&fx, "big", cap, 0.01);
-	shmf_t *f = open_rw("big");
+	shmf_t *f = fixture_open("big", SHMF_RDWR);
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
 	assert_true(info.bits > (UINT64_C(1) << 32));
@@ -191,7 +182,7 @@ static void test_batch(void **state)
 	shmf_key_t k[N];
 	uint8_t out[N];
 	fixture_bloom(&fx, "batch", 100000, 0.001);
-	shmf_t *f = open_rw("batch");
+	shmf_t *f = fixture_open("batch", SHMF_RDWR);
 	for (unsigned i = 0; i < N; i++) {
 		k[i].ptr = keys[i];
 		k[i].len = fixture_key(keys[i], 6, i);
@@ -293,8 +284,7 @@ static void test_batch_impls(void **state)
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "all";
-	struct CMUnitTest all[] = {
+	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_no_false_negatives),
 		cmocka_unit_test(test_fpr),
 		cmocka_unit_test(test_sizing),
@@ -302,12 +292,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_batch_impls),
 	};
-	const char *names[] = { "no_false_negatives", "fpr", "sizing", "big", "batch", "batch_impls" };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &all[i], 1, setup, teardown);
-	if (!strcmp(which, "all"))
-		return cmocka_run_group_tests(all, setup, teardown);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	const char *const names[] = { "no_false_negatives", "fpr", "sizing", "big", "batch", "batch_impls" };
+	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), setup, teardown);
 }

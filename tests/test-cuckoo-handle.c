@@ -38,15 +38,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static shmf_t *open_filter(const char *name, int flags)
-{
-	shmf_t *f = NULL;
-	int r = shmf_open(FIXTURE_INSTANCE, name, flags, &f);
-	if (r < 0)
-		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
-	return f;
-}
-
 /* The issue's frequency cap: 8 processes each try to add the same key 10
  * times with cap 4; exactly 4 adds succeed in all, and shmf_count says 4. */
 static void test_frequency_cap(void **state)
@@ -86,7 +77,7 @@ static void test_frequency_cap(void **state)
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	assert_int_equal(total, 4);
-	shmf_t *f = open_filter("push", SHMF_RDONLY);
+	shmf_t *f = fixture_open("push", SHMF_RDONLY);
 	assert_int_equal(shmf_count(f, key, sizeof(key) - 1), 4);
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
@@ -103,8 +94,8 @@ static void test_calls_by_type_and_mode(void **state)
 	 * fingerprint collision about once in 10^6 runs (8-bit: once in 10^4). */
 	fixture_filter(&fx, "cf", SHMF_TYPE_CUCKOO, 1000, 0.01);
 	fixture_bloom(&fx, "bf", 1000, 0.01);
-	shmf_t *cf = open_filter("cf", SHMF_RDWR), *cro = open_filter("cf", SHMF_RDONLY);
-	shmf_t *bf = open_filter("bf", SHMF_RDWR);
+	shmf_t *cf = fixture_open("cf", SHMF_RDWR), *cro = fixture_open("cf", SHMF_RDONLY);
+	shmf_t *bf = fixture_open("bf", SHMF_RDWR);
 
 	assert_int_equal(shmf_add(cf, "a", 1), 1);
 	assert_int_equal(shmf_add(cf, "a", 1), 1); /* a second copy */
@@ -170,7 +161,7 @@ static void test_batches_fill_up(void **state)
 	shmf_key_t k[N];
 	uint8_t out[N];
 	fixture_filter(&fx, "small", SHMF_TYPE_CUCKOO, 100, 0.01);
-	shmf_t *f = open_filter("small", SHMF_RDWR);
+	shmf_t *f = fixture_open("small", SHMF_RDWR);
 	for (unsigned i = 0; i < N; i++)
 		k[i] = (shmf_key_t){ keys[i], fixture_key(keys[i], 12, i) };
 	memset(out, 7, sizeof(out));
@@ -222,7 +213,7 @@ static void test_threads_share_a_handle(void **state)
 {
 	(void)state;
 	fixture_filter(&fx, "threads", SHMF_TYPE_CUCKOO, 8400, 0.01); /* 2211 buckets, 8844 slots */
-	shmf_t *f = open_filter("threads", SHMF_RDWR);
+	shmf_t *f = fixture_open("threads", SHMF_RDWR);
 	pthread_t t[4];
 	struct worker w[4];
 	for (unsigned i = 0; i < 4; i++) {
@@ -269,7 +260,7 @@ static void test_handle_shared_across_fork(void **state)
 {
 	(void)state;
 	fixture_filter(&fx, "forked", SHMF_TYPE_CUCKOO, 4000, 0.01);
-	shmf_t *f = open_filter("forked", SHMF_RDWR);
+	shmf_t *f = fixture_open("forked", SHMF_RDWR);
 	int go[2], done[2];
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe2(done, O_NONBLOCK), 0);
@@ -304,20 +295,13 @@ static void test_handle_shared_across_fork(void **state)
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "all";
-	struct CMUnitTest all[] = {
+	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_frequency_cap),
 		cmocka_unit_test(test_calls_by_type_and_mode),
 		cmocka_unit_test(test_batches_fill_up),
 		cmocka_unit_test(test_threads_share_a_handle),
 		cmocka_unit_test(test_handle_shared_across_fork),
 	};
-	const char *names[] = { "cap", "calls", "batches", "threads", "fork" };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &all[i], 1, setup, teardown);
-	if (!strcmp(which, "all"))
-		return cmocka_run_group_tests(all, setup, teardown);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	const char *const names[] = { "cap", "calls", "batches", "threads", "fork" };
+	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), setup, teardown);
 }

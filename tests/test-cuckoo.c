@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cuckoo.h"
+#include "fixture.h"
 
 struct table {
 	char path[64];
@@ -439,8 +440,7 @@ static void test_lock_holder_killed(void **state)
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "all";
-	struct CMUnitTest all[] = {
+	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_sizing),
 		cmocka_unit_test(test_load_and_fpr),
 		cmocka_unit_test(test_full),
@@ -449,12 +449,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_no_false_negatives_under_churn),
 		cmocka_unit_test(test_lock_holder_killed),
 	};
-	const char *names[] = { "sizing", "load_fpr", "full", "delete", "capped", "churn", "killed" };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &all[i], 1, NULL, NULL);
-	if (!strcmp(which, "all"))
-		return cmocka_run_group_tests(all, NULL, NULL);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	const char *const names[] = { "sizing", "load_fpr", "full", "delete", "capped", "churn", "killed" };
+	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), NULL, NULL);
 }
