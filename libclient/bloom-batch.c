@@ -4,10 +4,10 @@
  * Keys go through in chunks: while one chunk is tested, the next one is
  * hashed and its blocks prefetched, so up to two chunks of cache misses are
  * in flight and the test loop never waits on a hash. The test of a chunk is
- * a function chosen once per process: AVX-512 where the CPU has it (the k
- * positions of a key in one multiply, its words fetched from the block in
- * one permute), the scalar SHMF_FOR_EACH_POS loop otherwise. Both answer
- * the same bits; test-bloom proves it.
+ * picked per call from k and the CPU (probed once): AVX-512 where the CPU
+ * has it (the k positions of a key in one multiply, its words fetched from
+ * the block in one permute), the scalar SHMF_FOR_EACH_POS loop otherwise.
+ * Both answer the same bits; test-bloom proves it.
  */
 #include <immintrin.h>
 #include <stdatomic.h>

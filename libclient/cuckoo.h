@@ -11,7 +11,8 @@
  * where alt is an involution that needs only the bucket and the
  * fingerprint, so a fingerprint can be moved without its key.
  *
- * Concurrency (see design.md): lookups never block and never write;
+ * Concurrency (see design.md): lookups never write and take no lock (one
+ * that keeps racing moves reads under the lock in shared mode at last);
  * placing a fingerprint in a free slot or clearing one is one CAS on the
  * bucket; only relocation ("kicks") takes the writer lock, an
  * open-file-description lock on byte 0 of the data file that the kernel
