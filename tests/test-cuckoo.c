@@ -1,8 +1,9 @@
 /*
  * test-cuckoo.c - the cuckoo filter's promises on a shared table: no false
  * negatives up to 95% load and under concurrent writers, the false-positive
- * bound, SHMF_E_FULL without loss, delete and counts, the capped add's
- * atomicity across processes, and a relocation-lock holder that dies.
+ * bound, SHMF_E_FULL without loss, delete and counts, and a relocation-lock
+ * holder that dies. (The capped add across processes is tested through the
+ * public calls, in test-cuckoo-handle.)
  *
  * The table lives in a file under /dev/shm mapped MAP_SHARED, as a data
  * segment does. Forked processes use the table as they inherited it: the
@@ -219,45 +220,6 @@ static void test_delete_and_count(void **state)
 	table_close(&t);
 }
 
-/* 8 processes each try 10 capped adds of one key with cap 4. */
-static void test_capped_across_processes(void **state)
-{
-	(void)state;
-	struct table t;
-	table_open(&t, 10000, 0.01);
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	struct shmf_cuckoo_key k = key(&t, 7, 42);
-	for (int p = 0; p < 8; p++) {
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			unsigned char won = 0;
-			for (int i = 0; i < 10; i++) {
-				int before = shmf_cuckoo_add_capped(&t.g, &k, 4);
-				if (before < 0)
-					_exit(2);
-				won += before < 4;
-			}
-			_exit(write(fds[1], &won, 1) == 1 ? 0 : 3);
-		}
-	}
-	close(fds[1]);
-	int total = 0;
-	unsigned char won;
-	while (read(fds[0], &won, 1) == 1)
-		total += won;
-	for (int p = 0; p < 8; p++) {
-		int st;
-		wait(&st);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	assert_int_equal(total, 4);
-	assert_int_equal(shmf_cuckoo_count(&t.g, &k), 4);
-	close(fds[0]);
-	table_close(&t);
-}
-
 /* Reader stall: every lookup waits a few microseconds between its two
  * bucket loads, long enough for whole moves to fit in between (without
  * the version check, this test then fails in most runs). */
@@ -445,10 +407,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_load_and_fpr),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_delete_and_count),
-		cmocka_unit_test(test_capped_across_processes),
 		cmocka_unit_test(test_no_false_negatives_under_churn),
 		cmocka_unit_test(test_lock_holder_killed),
 	};
-	const char *const names[] = { "sizing", "load_fpr", "full", "delete", "capped", "churn", "killed" };
+	const char *const names[] = { "sizing", "load_fpr", "full", "delete", "churn", "killed" };
 	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), NULL, NULL);
 }
