@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "cuckoo.h"
 #include "rundir.h"
+#include "snapshot.h"
 #include "spec.h"
 
 /* Keys per shmf_add_many/shmf_check_many call for BF.MADD and BF.MEXISTS. */
@@ -566,6 +567,65 @@ static void cmd_drop(struct registry *reg, const struct request *req, struct rep
 		reply_status(out, "OK");
 }
 
+/* A file path argument: absolute (the daemon's working directory is
+ * nobody's business), no NUL byte. */
+static const char *path_arg(const struct request *req, int i, struct reply *out)
+{
+	const char *p = req->argv[i];
+	if (strlen(p) != req->lens[i] || p[0] != '/' || req->lens[i] >= 4096) {
+		reply_error(out, "ERR path must be absolute, at most 4095 bytes, without NUL bytes");
+		return NULL;
+	}
+	return p;
+}
+
+static void cmd_snapshot(struct registry *reg, const struct request *req, struct reply *out)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (lookup(reg, req, 1, out) < 0 || (path = path_arg(req, 2, out)) == NULL)
+		return;
+	if (registry_snapshot(reg, req->argv[1], path, &req->peer, err, sizeof(err)) < 0)
+		reply_error(out, "ERR %s", err);
+	else
+		reply_status(out, "OK");
+}
+
+/* SWAP and RESTORE: validate the whole file (opened as the client), then
+ * replace. */
+static void replace(struct registry *reg, const struct request *req, struct reply *out, int how)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (valid_name(req, 1, out) < 0 || (path = path_arg(req, 2, out)) == NULL)
+		return;
+	struct snap_file sf;
+	struct fscred saved;
+	int rc = fscred_become(&req->peer, &saved, err, sizeof(err));
+	if (rc == 0) {
+		rc = snapshot_open(&sf, path, err, sizeof(err));
+		fscred_restore(&saved);
+	}
+	if (rc == 0) {
+		rc = registry_replace(reg, req->argv[1], &sf, how, err, sizeof(err));
+		snapshot_close(&sf);
+	}
+	if (rc < 0)
+		reply_error(out, "ERR %s", err);
+	else
+		reply_status(out, "OK");
+}
+
+static void cmd_swap(struct registry *reg, const struct request *req, struct reply *out)
+{
+	replace(reg, req, out, REGISTRY_SWAP);
+}
+
+static void cmd_restore(struct registry *reg, const struct request *req, struct reply *out)
+{
+	replace(reg, req, out, REGISTRY_RESTORE);
+}
+
 static const struct command commands[] = {
 	{ "PING", 1, 2, cmd_ping },
 	{ "BF.RESERVE", 4, -1, cmd_reserve },
@@ -589,6 +649,9 @@ static const struct command commands[] = {
 	{ "SHMF.LIST", 1, 1, cmd_list },
 	{ "SHMF.INFO", 2, 2, cmd_shmf_info },
 	{ "SHMF.DROP", 2, 2, cmd_drop },
+	{ "SHMF.SNAPSHOT", 3, 3, cmd_snapshot },
+	{ "SHMF.SWAP", 3, 3, cmd_swap },
+	{ "SHMF.RESTORE", 3, 3, cmd_restore },
 };
 
 void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out)

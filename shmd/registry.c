@@ -25,6 +25,7 @@
 #include "geometry.h"
 #include "hugepages.h"
 #include "log.h"
+#include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
 #include "spec.h"
@@ -270,8 +271,8 @@ int registry_find(struct registry *r, const char *name)
 }
 
 /* Create and fill the data segment of one generation. */
-static int data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
-		       uint64_t gen, char *err, size_t errlen)
+int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
+		       uint64_t gen, uint64_t seed, char *err, size_t errlen)
 {
 	char fname[128];
 	struct shmf_data_header h = { 0 };
@@ -302,7 +303,7 @@ static int data_create(struct registry *r, const struct filter_spec *spec, const
 	h.nblocks = p->nblocks;
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
-	arc4random_buf(&h.seed, sizeof(h.seed));
+	h.seed = seed;
 	h.generation = gen;
 	h.capacity = spec->capacity;
 	memcpy(&h.fpr_bits, &spec->fpr, sizeof(double));
@@ -319,6 +320,30 @@ bad:
 	close(fd);
 	unlinkat(r->dir.fd, fname, 0);
 	return rc;
+}
+
+/* Point @p slot at generation @p gen (its data file complete) of a filter
+ * shaped @p p: the one store that makes a new filter, a swap or a restore
+ * visible to every client at once. */
+void registry_publish(struct registry *r, int slot, const struct filter_spec *spec, const struct shmf_geometry *p,
+			 uint64_t gen, uint64_t created)
+{
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	shmf_slot_write_begin(s);
+	s->type = (uint32_t)spec->type;
+	s->k = p->k;
+	s->capacity = spec->capacity;
+	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
+	s->nblocks = p->nblocks;
+	s->nbuckets = p->nbuckets;
+	s->data_bytes = p->data_bytes;
+	s->created_epoch = created;
+	memset(s->name, 0, sizeof(s->name));
+	snprintf(s->name, sizeof(s->name), "%s", spec->name);
+	/* release: the data segment and the fields above are complete before
+	 * a client can see the generation (pairs with the acquire in enter()). */
+	atomic_store_explicit(&s->generation, gen, memory_order_release);
+	shmf_slot_write_end(s);
 }
 
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
@@ -365,27 +390,12 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (slot < 0)
 		return fail(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
 
-	uint64_t gen = r->ctl.hdr->last_generation + 1;
-	if ((rc = data_create(r, spec, &p, gen, err, errlen)) < 0)
+	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
+	arc4random_buf(&seed, sizeof(seed));
+	if ((rc = registry_data_create(r, spec, &p, gen, seed, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
-
-	struct shmf_slot *s = &r->ctl.slots[slot];
-	shmf_slot_write_begin(s);
-	s->type = (uint32_t)spec->type;
-	s->k = p.k;
-	s->capacity = spec->capacity;
-	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
-	s->nblocks = p.nblocks;
-	s->nbuckets = p.nbuckets;
-	s->data_bytes = p.data_bytes;
-	s->created_epoch = (uint64_t)time(NULL);
-	memset(s->name, 0, sizeof(s->name));
-	snprintf(s->name, sizeof(s->name), "%s", spec->name);
-	/* release: the data segment and the fields above are complete before
-	 * a client can see the generation (pairs with the acquire in enter()). */
-	atomic_store_explicit(&s->generation, gen, memory_order_release);
-	shmf_slot_write_end(s);
+	registry_publish(r, slot, spec, &p, gen, (uint64_t)time(NULL));
 	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
 		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
 		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);

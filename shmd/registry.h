@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "fscred.h"
 #include "segment.h"
 #include "shmf.h"
 
@@ -81,6 +82,30 @@ int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_
 
 /** Describe the filter in @p slot. */
 int registry_info(struct registry *r, int slot, struct filter_info *out, char *err, size_t errlen);
+
+struct snap_file;
+
+/**
+ * Write a snapshot of filter @p name to @p path (snapshot.h: crash-safe),
+ * the file opened with the identity @p as (NULL: the daemon's). A cuckoo
+ * filter is copied under its relocation lock.
+ * @return 0, SHMF_E_NOTFOUND, SHMF_E_NAME, or -errno; err says what failed.
+ */
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
+		      char *err, size_t errlen);
+
+enum { REGISTRY_SWAP, REGISTRY_RESTORE };
+
+/**
+ * Replace filter @p name with the contents of the validated snapshot
+ * @p sf: fill a new generation (checking every payload checksum), publish
+ * it, unlink the old one. REGISTRY_SWAP needs the filter to exist;
+ * REGISTRY_RESTORE creates it if it does not. On any error the live
+ * filter is untouched and the new generation's file is removed.
+ * @return the slot, or an error (SHMF_E_NOTFOUND, SHMF_E_FORMAT for a
+ *         damaged payload, SHMF_E_TOOBIG, SHMF_E_FULL, -errno).
+ */
+int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen);
 
 /** Fill @p slots with the live slots in slot order; returns how many. */
 int registry_list(struct registry *r, int slots[SHMF_SLOTS]);

@@ -28,6 +28,7 @@ struct conn {
 	int closing;  /* protocol error: flush the error reply, then close */
 	struct request_reader *rr;
 	struct reply out;
+	struct fscred peer; /* the client's uid and gid, for the files it names */
 };
 
 int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen)
@@ -121,8 +122,10 @@ static int conn_read(struct registry *reg, struct conn *c)
 		request_reader_feed(c->rr, buf, (size_t)n);
 		struct request req;
 		int rc;
-		while ((rc = request_reader_next(c->rr, &req)) == 1)
+		while ((rc = request_reader_next(c->rr, &req)) == 1) {
+			req.peer = c->peer;
 			commands_dispatch(reg, &req, &c->out);
+		}
 		if (rc < 0) {
 			reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
 			c->closing = 1;
@@ -157,6 +160,12 @@ static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
 		struct conn *c = &conns[*nconns];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		struct ucred uc;
+		socklen_t ul = sizeof(uc);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
+			c->peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
+		else /* no identity: file verbs act as nobody */
+			c->peer = (struct fscred){ .set = 1, .uid = 65534, .gid = 65534 };
 		c->rr = request_reader_new();
 		if (c->rr == NULL) {
 			log_msg(LOG_WARNING, "out of memory for a new client");

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include "offline.h"
 #include "rundir.h"
 #include "shmf.h"
 
@@ -62,6 +64,13 @@ static void usage(FILE *to)
 		"  add-capped [-q] --cap N FILTER KEY... | -          cuckoo: add a copy of each key below N copies;\n"
 		"                                                      exit 0 all added, 1 some at the cap\n"
 		"  drop FILTER                                         delete a filter and its segment\n"
+		"  snapshot FILTER FILE                                write a crash-safe snapshot file\n"
+		"  swap FILTER FILE                                    replace a live filter with a snapshot file\n"
+		"  restore FILTER FILE                                 the same, creating the filter if it is missing\n"
+		"  inspect FILE [--json]                               a snapshot's header and checksum verdict (offline)\n"
+		"  build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]\n"
+		"                                                      train a filter from a key list into a snapshot\n"
+		"                                                      file (offline; progress bar on a terminal)\n"
 		"  ping                                                is the daemon answering?\n"
 		"Options:\n"
 		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
@@ -544,6 +553,51 @@ static int verb_ping(int argc, char **argv, int json)
 	return verb_simple(argc, argv, "PING", 0);
 }
 
+/* snapshot, swap, restore: FILTER FILE, the file sent as an absolute
+ * path (shmd opens it with the caller's identity). */
+static int verb_file(int argc, char **argv, const char *cmd)
+{
+	char path[4096];
+	if (argc != 3)
+		die_usage("%s takes a filter name and a file", argv[0]);
+	if (argv[2][0] == '/') {
+		snprintf(path, sizeof(path), "%s", argv[2]);
+	} else {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)) == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
+			die_usage("%s: path too long", argv[2]);
+	}
+	const char *req[] = { cmd, argv[1], path };
+	redisReply *r = call(argv[0], 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
+static int verb_snapshot(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.SNAPSHOT");
+}
+
+static int verb_swap(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.SWAP");
+}
+
+static int verb_restore(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.RESTORE");
+}
+
+static int verb_build(int argc, char **argv, int json)
+{
+	(void)json;
+	return shmctl_build(argc, argv);
+}
+
 /* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
 static const struct verb {
 	const char *name;
@@ -553,7 +607,8 @@ static const struct verb {
 	{ "create", verb_create, 0 }, { "list", verb_list, 0 },    { "info", verb_info, 0 },
 	{ "drop", verb_drop, 0 },     { "ping", verb_ping, 0 },    { "add", NULL, OP_ADD },
 	{ "check", NULL, OP_CHECK },  { "del", NULL, OP_DEL },     { "count", NULL, OP_COUNT },
-	{ "add-capped", NULL, OP_CAPPED },
+	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
+	{ "restore", verb_restore, 0 },    { "build", verb_build, 0 },       { "inspect", shmctl_inspect, 0 },
 };
 
 int main(int argc, char **argv)
@@ -583,7 +638,7 @@ int main(int argc, char **argv)
 		die_usage("no verb given");
 	/* --json may also follow the verb's arguments (list --json, info X --json). */
 	if (argc > 1 && !strcmp(argv[argc - 1], "--json") &&
-	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info"))) {
+	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info") || !strcmp(argv[0], "inspect"))) {
 		json = 1;
 		argc--;
 	}
