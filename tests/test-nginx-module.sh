@@ -62,11 +62,21 @@ block)
 		location /late { shmf_filter notyet; if (\$shmf_hit) { return 403; } return 200 \"[\$shmf_hit]\n\"; }
 	}" "$LOAD"
 
+	# maps_per_worker: how many mappings of the filter's data file each
+	# worker has, one line per worker.
+	maps_per_worker() {
+		local w
+		for w in $(pgrep -P "$(cat "$ROOT/nginx.pid")"); do grep -c '/blocklist\.[0-9]*\.data$' "/proc/$w/maps"; done
+	}
+	check "each worker mapped the filter once at start, before any request: $(maps_per_worker | tr '\n' ' ')" \
+		[ "$(maps_per_worker | tr '\n' ' ')" = "1 1 " ]
 	urls=()
 	for i in $(seq 100); do
 		urls+=("$URL/fetch?url=http://bad.example/$i&want=403" "$URL/fetch?url=http://good.example/$i&want=200")
 	done
 	burst_codes "$ROOT/fetch" "${urls[@]}"
+	check "after 200 requests each worker still maps it once: $(maps_per_worker | tr '\n' ' ')" \
+		[ "$(maps_per_worker | tr '\n' ' ')" = "1 1 " ]
 	check "no url: the empty key is absent, 200" [ "$(code "$URL/fetch")" = 200 ]
 	check "\$remote_addr 127.0.0.2 in the filter: 403" [ "$(code "$URL/ip" --interface 127.0.0.2)" = 403 ]
 	check "\$remote_addr 127.0.0.1 not in it: 200" [ "$(code "$URL/ip")" = 200 ]
