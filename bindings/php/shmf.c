@@ -189,18 +189,20 @@ PHP_METHOD(Shmf_Filter, addCapped)
 typedef int (*batch_fn)(shmf_t *, const shmf_key_t *, size_t, uint8_t *);
 
 /* checkMany and addMany: the keys of an array (strings or ints) in one
- * batch call; the answer keeps the array's keys, each mapped to a bool. */
+ * batch call; the answer keeps the array's keys, each mapped to a bool.
+ * Strings are passed as they are; ints are converted into strs[], freed
+ * after the call. */
 static void batch_call(INTERNAL_FUNCTION_PARAMETERS, const char *what, batch_fn fn)
 {
 	HashTable *keys;
 	struct shmf_php_handle *h;
 	shmf_key_t *batch;
-	zend_string **strs;
+	zend_string **strs = NULL;
 	uint8_t *out;
 	zend_string *skey;
 	zend_ulong ikey;
 	zval *v;
-	size_t n, i = 0;
+	size_t n, i = 0, nints = 0;
 	int rc;
 
 	ZEND_PARSE_PARAMETERS_START(1, 1)
@@ -210,7 +212,9 @@ static void batch_call(INTERNAL_FUNCTION_PARAMETERS, const char *what, batch_fn 
 	n = zend_hash_num_elements(keys);
 	ZEND_HASH_FOREACH_VAL(keys, v) {
 		ZVAL_DEREF(v);
-		if (Z_TYPE_P(v) != IS_STRING && Z_TYPE_P(v) != IS_LONG) {
+		if (Z_TYPE_P(v) == IS_LONG) {
+			nints++;
+		} else if (Z_TYPE_P(v) != IS_STRING) {
 			zend_argument_type_error(1, "must contain only strings and ints, %s given", zend_zval_type_name(v));
 			RETURN_THROWS();
 		}
@@ -221,36 +225,59 @@ static void batch_call(INTERNAL_FUNCTION_PARAMETERS, const char *what, batch_fn 
 		RETURN_EMPTY_ARRAY();
 
 	batch = safe_emalloc(n, sizeof(*batch), 0);
-	strs = safe_emalloc(n, sizeof(*strs), 0);
+	if (nints)
+		strs = safe_emalloc(nints, sizeof(*strs), 0);
 	out = emalloc(n);
+	nints = 0;
 	ZEND_HASH_FOREACH_VAL(keys, v) {
 		ZVAL_DEREF(v);
-		strs[i] = zval_get_string(v); /* a reference for strings, a copy for ints */
-		batch[i].ptr = ZSTR_VAL(strs[i]);
-		batch[i].len = ZSTR_LEN(strs[i]);
+		if (Z_TYPE_P(v) == IS_STRING) {
+			batch[i].ptr = Z_STRVAL_P(v);
+			batch[i].len = Z_STRLEN_P(v);
+		} else {
+			zend_string *s = strs[nints++] = zend_long_to_str(Z_LVAL_P(v));
+			batch[i].ptr = ZSTR_VAL(s);
+			batch[i].len = ZSTR_LEN(s);
+		}
 		i++;
 	} ZEND_HASH_FOREACH_END();
 
 	rc = fn(h->f, batch, n, out);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < nints; i++)
 		zend_string_release(strs[i]);
-	efree(strs);
+	if (strs)
+		efree(strs);
 	efree(batch);
 	if (rc < 0) {
 		efree(out);
 		call_failed(h, what, rc);
 		RETURN_THROWS();
 	}
-	array_init_size(return_value, (uint32_t)n);
 	i = 0;
-	ZEND_HASH_FOREACH_KEY(keys, ikey, skey) {
-		zval b;
-		ZVAL_BOOL(&b, out[i++]);
-		if (skey)
-			zend_hash_add_new(Z_ARRVAL_P(return_value), skey, &b);
-		else
-			zend_hash_index_add_new(Z_ARRVAL_P(return_value), ikey, &b);
-	} ZEND_HASH_FOREACH_END();
+	if (HT_IS_PACKED(keys) && HT_IS_WITHOUT_HOLES(keys)) {
+		/* A list: the answer is a list too, filled in place. The two
+		 * zvals are zeroed whole: the fill copies the value field too. */
+		zval answer[2];
+		memset(answer, 0, sizeof(answer));
+		ZVAL_FALSE(&answer[0]);
+		ZVAL_TRUE(&answer[1]);
+		array_init_size(return_value, (uint32_t)n);
+		zend_hash_real_init_packed(Z_ARRVAL_P(return_value));
+		ZEND_HASH_FILL_PACKED(Z_ARRVAL_P(return_value)) {
+			for (i = 0; i < n; i++)
+				ZEND_HASH_FILL_ADD(&answer[out[i] != 0]);
+		} ZEND_HASH_FILL_END();
+	} else {
+		array_init_size(return_value, (uint32_t)n);
+		ZEND_HASH_FOREACH_KEY(keys, ikey, skey) {
+			zval b;
+			ZVAL_BOOL(&b, out[i++]);
+			if (skey)
+				zend_hash_add_new(Z_ARRVAL_P(return_value), skey, &b);
+			else
+				zend_hash_index_add_new(Z_ARRVAL_P(return_value), ikey, &b);
+		} ZEND_HASH_FOREACH_END();
+	}
 	efree(out);
 }
 
