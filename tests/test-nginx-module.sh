@@ -194,7 +194,8 @@ config)
 		nginx -t -p "$ROOT" -e "$ROOT/t.log" -c "$ROOT/t.conf" 2>&1
 	}
 	"$SHMCTL" create blocklist --capacity 100 --fpr 0.01 >/dev/null
-	check "a good configuration passes nginx -t" sh -c "$(declare -f nginx_t); LOAD='$LOAD' ROOT='$ROOT' PORT=$PORT nginx_t 'location / { shmf_filter blocklist instance=default; shmf_key \$arg_k; shmf_add on; }' | grep -q 'test is successful'"
+	out=$(nginx_t 'location / { shmf_filter blocklist instance=default; shmf_key $arg_k; shmf_add on; }')
+	check "a good configuration passes nginx -t: $out" grep -q 'test is successful' <<<"$out"
 	out=$(nginx_t 'location / { shmf_filter blocklist; return 200; }')
 	check "a filter without a key is refused: $out" grep -q '"shmf_filter blocklist" needs "shmf_key"' <<<"$out"
 	out=$(nginx_t 'location / { shmf_filter ../etc; shmf_key $arg_k; }')
