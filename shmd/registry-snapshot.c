@@ -146,7 +146,9 @@ static int free_slot(struct registry *r)
 /* Fill the new generation's mapping from the file; @return 0 or an error. */
 static int fill_from(struct snap_file *sf, struct shmf_data_map *dm, char *err, size_t errlen)
 {
-	int rc = snapshot_read_section(sf, 0, dm->blocks, err, errlen);
+	/* Through the descriptor: a kernel copy, no page fault per page of
+	 * the new mapping. */
+	int rc = snapshot_copy_section(sf, 0, dm->fd, SHMF_DATA_BLOCKS_OFF, err, errlen);
 	if (rc < 0)
 		return rc;
 	atomic_store_explicit(&dm->counters[0].items, sf->sec[0].items, memory_order_relaxed);

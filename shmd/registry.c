@@ -344,6 +344,9 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	 * a client can see the generation (pairs with the acquire in enter()). */
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
 	shmf_slot_write_end(s);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r->last_publish_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)

@@ -50,6 +50,7 @@ struct registry {
 	gid_t gid;                     /* group of files, or (gid_t)-1 to keep ours */
 	shmf_t *handles[SHMF_SLOTS];   /* the daemon's own read-write handles, opened lazily */
 	uint64_t max_bytes;            /* largest filter the daemon accepts (memory of the host) */
+	uint64_t last_publish_ns;      /* CLOCK_MONOTONIC of the last generation published */
 };
 
 /**

@@ -394,7 +394,10 @@ bad:
 	return rc;
 }
 
-int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
+/* Read section @p i chunk by chunk, checking each: into @p dst, or
+ * written to @p out_fd at @p out_off, or (both unset) only checked. */
+static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off, char *err,
+			size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
 	void *buf = NULL;
@@ -420,9 +423,41 @@ int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err
 				  sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
+		if (out_fd >= 0) {
+			const char *q = p;
+			uint64_t o = out_off + at;
+			size_t left = len;
+			while (left > 0) {
+				ssize_t k = pwrite(out_fd, q, left, (off_t)o);
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k <= 0) {
+					rc = k < 0 ? -errno : -EIO;
+					break;
+				}
+				q += k;
+				o += (uint64_t)k;
+				left -= (size_t)k;
+			}
+			if (rc < 0) {
+				rc = fail(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path,
+					  strerror(-rc));
+				break;
+			}
+		}
 	}
 	free(buf);
 	return rc;
+}
+
+int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
+{
+	return read_section(sf, i, dst, -1, 0, err, errlen);
+}
+
+int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen)
+{
+	return read_section(sf, i, NULL, out_fd, out_off, err, errlen);
 }
 
 void snapshot_close(struct snap_file *sf)
