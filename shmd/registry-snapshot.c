@@ -19,23 +19,12 @@
 #include <unistd.h>
 
 #include "cuckoo.h"
+#include "errmsg.h"
 #include "log.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
 #include "snapshot.h"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err != NULL && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 /* The data map of the live generation in @p slot, read-write (the cuckoo
  * writer lock needs a writable descriptor). */
@@ -47,7 +36,7 @@ static int map_live(struct registry *r, int slot, struct shmf_slot *copy, struct
 	if (rc == 0)
 		rc = shmf_data_map_open(&r->dir, copy, 1, dm);
 	if (rc < 0)
-		return fail(err, errlen, rc, "filter '%s': cannot map its data: %s", r->ctl.slots[slot].name,
+		return errmsg(err, errlen, rc, "filter '%s': cannot map its data: %s", r->ctl.slots[slot].name,
 			    shmf_strerror(rc));
 	return 0;
 }
@@ -70,7 +59,7 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
-		return fail(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
 	struct shmf_data_map dm;
 	int rc = map_live(r, slot, &copy, &dm, err, errlen);
@@ -104,7 +93,7 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 		if ((rc = shmf_cuckoo_lock(&g)) < 0) {
 			shmf_cuckoo_lock_fini(&lock);
 			shmf_data_map_close(&dm);
-			return fail(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", name, strerror(-rc));
+			return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", name, strerror(-rc));
 		}
 	}
 	src.sec[0] = (struct shmf_snap_section){
@@ -146,7 +135,9 @@ static int free_slot(struct registry *r)
 /* Fill the new generation's mapping from the file; @return 0 or an error. */
 static int fill_from(struct snap_file *sf, struct shmf_data_map *dm, char *err, size_t errlen)
 {
-	int rc = snapshot_read_section(sf, 0, dm->blocks, err, errlen);
+	/* Through the descriptor: a kernel copy, no page fault per page of
+	 * the new mapping. */
+	int rc = snapshot_copy_section(sf, 0, dm->fd, SHMF_DATA_BLOCKS_OFF, err, errlen);
 	if (rc < 0)
 		return rc;
 	atomic_store_explicit(&dm->counters[0].items, sf->sec[0].items, memory_order_relaxed);
@@ -168,13 +159,13 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	const struct shmf_snap_header *h = &sf->hdr;
 	int rc = shmf_name_check(name);
 	if (rc < 0)
-		return fail(err, errlen, rc, "invalid filter name '%s'", name);
+		return errmsg(err, errlen, rc, "invalid filter name '%s'", name);
 	int slot = registry_find(r, name);
 	if (slot < 0 && how == REGISTRY_SWAP)
-		return fail(err, errlen, SHMF_E_NOTFOUND, "filter '%s' not found (swap replaces a live filter; restore creates one)",
+		return errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' not found (swap replaces a live filter; restore creates one)",
 			    name);
 	if (h->nsections != 1 || h->window_gens != 0)
-		return fail(err, errlen, SHMF_E_INVAL, "snapshot %s: holds a windowed filter (%u generations); not supported yet",
+		return errmsg(err, errlen, SHMF_E_INVAL, "snapshot %s: holds a windowed filter (%u generations); not supported yet",
 			    sf->path, h->nsections);
 	struct filter_spec spec = { .type = (int)h->type, .capacity = h->capacity, .mode = 0640,
 				    .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0 };
@@ -189,13 +180,13 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		if (fstatat(r->dir.fd, oldfile, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			spec.mode = st.st_mode & 0777;
 	} else if ((slot = free_slot(r)) < 0) {
-		return fail(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
+		return errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
 	}
 	struct shmf_geometry g;
 	if ((rc = shmf_geometry_size(spec.type, spec.capacity, spec.fpr, spec.max_kicks, &g)) < 0)
-		return fail(err, errlen, rc, "snapshot %s: its parameters do not size a filter: %s", sf->path, shmf_strerror(rc));
+		return errmsg(err, errlen, rc, "snapshot %s: its parameters do not size a filter: %s", sf->path, shmf_strerror(rc));
 	if (g.data_bytes > r->max_bytes)
-		return fail(err, errlen, SHMF_E_TOOBIG, "snapshot %s: a filter of %" PRIu64 " bytes is more than this host has",
+		return errmsg(err, errlen, SHMF_E_TOOBIG, "snapshot %s: a filter of %" PRIu64 " bytes is more than this host has",
 			    sf->path, g.data_bytes);
 
 	uint64_t gen = r->ctl.hdr->last_generation + 1;
@@ -211,7 +202,7 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	struct shmf_data_map dm = { .fd = -1 };
 	rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
 	if (rc < 0)
-		fail(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name, shmf_strerror(rc));
+		errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name, shmf_strerror(rc));
 	else
 		rc = fill_from(sf, &dm, err, errlen);
 	shmf_data_map_close(&dm);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cuckoo.h"
+#include "errmsg.h"
 #include "geometry.h"
 #include "hugepages.h"
 #include "log.h"
@@ -33,18 +34,6 @@
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err != NULL && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 static const char *errtext(int code)
 {
@@ -97,7 +86,7 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	struct shmf_ctl_header h = { 0 };
 	int fd = openat(r->dir.fd, SHMF_CTL_FILE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
 	int rc = 0;
 	if (fchmod(fd, mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0))
 		rc = -errno;
@@ -109,7 +98,7 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	close(fd);
 	if (rc < 0) {
 		unlinkat(r->dir.fd, SHMF_CTL_FILE, 0);
-		return fail(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
 	}
 	return 0;
 }
@@ -199,36 +188,36 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	if (instance == NULL)
 		instance = SHMF_DEFAULT_INSTANCE;
 	if ((rc = shmf_name_check(instance)) < 0)
-		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
 	snprintf(r->instance, sizeof(r->instance), "%s", instance);
 	if ((rc = shmf_runtime_dir(root, sizeof(root))) < 0)
-		return fail(err, errlen, rc, "%s", errtext(rc));
+		return errmsg(err, errlen, rc, "%s", errtext(rc));
 	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
-		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
 	if ((rc = mkdir_parents(root)) < 0)
-		return fail(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
+		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
 
 	int created = 0;
 	if (mkdir(r->dir_path, dir_mode) == 0)
 		created = 1;
 	else if (errno != EEXIST)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
 	int fd = open(r->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
 	if (created && (fchmod(fd, dir_mode) < 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0))) {
 		rc = -errno;
 		close(fd);
-		return fail(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
 	}
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
-		return fail(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
+		return errmsg(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
 			    r->dir_path, errtext(rc));
 	}
 	if (r->dir.owner != geteuid()) {
 		shmf_dir_close(&r->dir);
-		return fail(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
+		return errmsg(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
 			    (unsigned)r->dir.owner, (unsigned)geteuid());
 	}
 	struct statfs sfs;
@@ -244,7 +233,7 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		ctl_recover(r);
 	}
 	if (rc < 0) {
-		fail(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
+		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
 		goto out;
 	}
 	r->ctl.hdr->daemon_pid = (uint64_t)getpid();
@@ -278,19 +267,19 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	struct shmf_data_header h = { 0 };
 	int rc = shmf_data_filename(spec->name, gen, fname, sizeof(fname));
 	if (rc < 0)
-		return fail(err, errlen, rc, "filter '%s': data file name too long", spec->name);
+		return errmsg(err, errlen, rc, "filter '%s': data file name too long", spec->name);
 	int fd = openat(r->dir.fd, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, spec->mode);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
 	if (fchmod(fd, spec->mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0)) {
-		rc = fail(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
+		rc = errmsg(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a
 	 * SIGBUS in a worker later. */
 	rc = posix_fallocate(fd, 0, (off_t)p->data_bytes);
 	if (rc != 0) {
-		rc = fail(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
+		rc = errmsg(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
 			  p->data_bytes, r->dir_path, strerror(rc));
 		goto bad;
 	}
@@ -311,7 +300,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	h.counters_offset = SHMF_DATA_COUNTERS_OFF;
 	snprintf(h.name, sizeof(h.name), "%s", spec->name);
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		rc = fail(err, errlen, -EIO, "%s/%s: cannot write header", r->dir_path, fname);
+		rc = errmsg(err, errlen, -EIO, "%s/%s: cannot write header", r->dir_path, fname);
 		goto bad;
 	}
 	close(fd);
@@ -344,6 +333,9 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	 * a client can see the generation (pairs with the acquire in enter()). */
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
 	shmf_slot_write_end(s);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r->last_publish_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
@@ -352,35 +344,35 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	int rc;
 
 	if ((rc = shmf_name_check(spec->name)) < 0)
-		return fail(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
+		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
+		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
 	if (spec->capacity == 0)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
 	if (!(spec->fpr > 0.0 && spec->fpr < 1.0))
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
 	if (spec->mode & ~(mode_t)0777 || spec->mode & S_IWOTH)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
 			    spec->name, (unsigned)spec->mode);
 	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
 			    spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
 	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
-		return fail(err, errlen, SHMF_E_TOOBIG,
+		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			    "filter '%s': capacity %" PRIu64 " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
 			    spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
 	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, rc,
+		return errmsg(err, errlen, rc,
 			    "filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
 			    spec->name, spec->fpr);
 	if (rc < 0)
-		return fail(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
+		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			    spec->name, spec->fpr);
 	if (registry_find(r, spec->name) >= 0)
-		return fail(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
+		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
 	int slot = -1;
 	for (unsigned i = 0; i < SHMF_SLOTS; i++)
 		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0) {
@@ -388,7 +380,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 			break;
 		}
 	if (slot < 0)
-		return fail(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
+		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
 
 	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
 	arc4random_buf(&seed, sizeof(seed));
@@ -406,7 +398,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
-		return fail(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot *s = &r->ctl.slots[slot];
 	uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
 	char fname[128], dropped[SHMF_NAME_MAX + 1];
@@ -432,11 +424,11 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_t errlen)
 {
 	if (slot < 0 || slot >= (int)SHMF_SLOTS)
-		return fail(err, errlen, SHMF_E_INVAL, "slot %d out of range", slot);
+		return errmsg(err, errlen, SHMF_E_INVAL, "slot %d out of range", slot);
 	if (r->handles[slot] == NULL) {
 		int rc = shmf_open(r->instance, r->ctl.slots[slot].name, SHMF_RDWR, &r->handles[slot]);
 		if (rc < 0)
-			return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+			return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
 	}
 	*out = r->handles[slot];
 	return 0;
@@ -451,7 +443,7 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	memset(out, 0, sizeof(*out));
 	out->slot = slot;
 	if ((rc = shmf_info(h, &out->info)) < 0)
-		return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
 	shmf_data_filename(out->info.name, out->info.generation, out->data_file, sizeof(out->data_file));
 	struct stat st;
 	if (fstatat(r->dir.fd, out->data_file, &st, AT_SYMLINK_NOFOLLOW) == 0)

@@ -27,6 +27,10 @@ struct filter_spec {
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
+	uint64_t snapshot_every;   /* seconds between snapshots */
+	uint32_t snapshot_keep;    /* newest files kept */
+	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
 };
 
 /* A snapshot of one filter, for LIST and INFO. */
@@ -46,6 +50,7 @@ struct registry {
 	gid_t gid;                     /* group of files, or (gid_t)-1 to keep ours */
 	shmf_t *handles[SHMF_SLOTS];   /* the daemon's own read-write handles, opened lazily */
 	uint64_t max_bytes;            /* largest filter the daemon accepts (memory of the host) */
+	uint64_t last_publish_ns;      /* CLOCK_MONOTONIC of the last generation published */
 };
 
 /**

@@ -176,7 +176,8 @@ static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
 	}
 }
 
-int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop)
+int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop,
+	       void (*tick)(struct registry *reg, void *arg), void *tick_arg)
 {
 	struct conn *conns = calloc(SERVER_MAX_CLIENTS, sizeof(*conns));
 	struct pollfd *pfds = calloc(SERVER_MAX_CLIENTS + 1, sizeof(*pfds));
@@ -201,6 +202,8 @@ int server_run(struct registry *reg, int listen_fd, const char *path, volatile s
 				ev |= POLLOUT;
 			pfds[i + 1] = (struct pollfd){ .fd = c->fd, .events = ev };
 		}
+		if (tick != NULL)
+			tick(reg, tick_arg);
 		int n = poll(pfds, (nfds_t)nconns + 1, 1000);
 		if (n < 0) {
 			if (errno != EINTR)

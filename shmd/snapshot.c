@@ -15,22 +15,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "errmsg.h"
 #include "geometry.h"
 #include "segment-format.h"
 #include "rundir.h"
 #include "snapshot.h"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err != NULL && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_t chunk_bytes)
 {
@@ -82,17 +71,17 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 {
 	char tmp[4096];
 	if (strlen(path) >= sizeof(tmp) || path[0] == '\0')
-		return fail(err, errlen, -ENAMETOOLONG, "snapshot path '%s' is empty or too long", path);
+		return errmsg(err, errlen, -ENAMETOOLONG, "snapshot path '%s' is empty or too long", path);
 	strcpy(tmp, path);
 	const char *b = basename(tmp);
 	if (strlen(b) >= baselen || !strcmp(b, "/") || !strcmp(b, ".") || !strcmp(b, ".."))
-		return fail(err, errlen, -EINVAL, "snapshot path '%s' does not name a file", path);
+		return errmsg(err, errlen, -EINVAL, "snapshot path '%s' does not name a file", path);
 	strcpy(base, b);
 	strcpy(tmp, path);
 	const char *d = dirname(tmp);
 	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "snapshot %s: cannot open directory %s: %s", path, d, strerror(errno));
+		return errmsg(err, errlen, -errno, "snapshot %s: cannot open directory %s: %s", path, d, strerror(errno));
 	return fd;
 }
 
@@ -103,7 +92,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	unsigned n = src->nsections;
 
 	if (n == 0 || n > SHMF_SNAP_SECTIONS)
-		return fail(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
+		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
 	memcpy(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic));
 	h->version = SHMF_SNAP_VERSION;
 	h->header_size = sizeof(*h);
@@ -122,7 +111,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	void *buf = NULL;
 	if (table == NULL || posix_memalign(&buf, 4096, h->chunk_bytes) != 0) {
 		free(table);
-		return fail(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
+		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 	}
 
 	int dfd = open_parent(path, base, sizeof(base), err, errlen);
@@ -138,7 +127,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		close(dfd);
 		free(table);
 		free(buf);
-		return fail(err, errlen, e, "snapshot %s: cannot create %s: %s", path, tmpname, strerror(-e));
+		return errmsg(err, errlen, e, "snapshot %s: cannot create %s: %s", path, tmpname, strerror(-e));
 	}
 	if (fchmod(w.fd, mode & 0666) < 0) {
 		w.err = -errno;
@@ -207,7 +196,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	free(table);
 	free(buf);
 	if (w.err != 0)
-		return fail(err, errlen, w.err, "snapshot %s: %s failed: %s (the previous file, if any, is unchanged)", path,
+		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (the previous file, if any, is unchanged)", path,
 			    w.step, strerror(-w.err));
 	return 0;
 }
@@ -242,47 +231,47 @@ static int header_check(const struct snap_file *sf, uint64_t file_size, char *er
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
 
 	if (h->header_size != sizeof(*h))
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: header size %u at byte 12, expected %zu", p,
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header size %u at byte 12, expected %zu", p,
 			    h->header_size, sizeof(*h));
 	if (memchr(h->name, '\0', sizeof(h->name)) == NULL || shmf_name_check(h->name) < 0)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter name at byte 120 is not a valid name", p);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter name at byte 120 is not a valid name", p);
 	for (size_t i = 0; i < sizeof(h->reserved); i++)
 		if (h->reserved[i] != 0)
-			return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: reserved byte %zu is not zero", p,
+			return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: reserved byte %zu is not zero", p,
 				    offsetof(struct shmf_snap_header, reserved) + i);
 	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter type %u at byte 16 is unknown", p, h->type);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter type %u at byte 16 is unknown", p, h->type);
 	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: %u sections at byte 60 (1 to %u)", p, h->nsections,
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: %u sections at byte 60 (1 to %u)", p, h->nsections,
 			    SHMF_SNAP_SECTIONS);
 	if ((h->window_secs == 0) != (h->window_gens == 0) || h->window_gens > SHMF_SNAP_SECTIONS ||
 	    (h->window_gens != 0 && h->nsections > h->window_gens) || (h->window_gens == 0 && h->nsections != 1))
-		return fail(err, errlen, SHMF_E_FORMAT,
+		return errmsg(err, errlen, SHMF_E_FORMAT,
 			    "snapshot %s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
 			    h->window_secs, h->window_gens, h->nsections);
 	if (h->chunk_bytes < 4096 || h->chunk_bytes > (1u << 30) || h->chunk_bytes % SHMF_BLOCK_BYTES != 0)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: chunk size %u at byte 100 is out of range", p,
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: chunk size %u at byte 100 is out of range", p,
 			    h->chunk_bytes);
 	if (shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0)
-		return fail(err, errlen, SHMF_E_FORMAT,
+		return errmsg(err, errlen, SHMF_E_FORMAT,
 			    "snapshot %s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
 			    p, h->k, h->nblocks, h->nbuckets);
 	struct shmf_geometry g;
 	int rc = shmf_geometry_size((int)h->type, h->capacity, fpr, h->max_kicks, &g);
 	if (rc < 0 || g.k != h->k || g.nblocks != h->nblocks || g.nbuckets != h->nbuckets ||
 	    (h->type == SHMF_TYPE_CUCKOO && g.max_kicks != h->max_kicks))
-		return fail(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
+		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
 			    "snapshot %s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
 			    h->capacity, fpr);
 	if (h->section_bytes != h->nblocks * SHMF_BLOCK_BYTES)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
 			    p, h->section_bytes, h->nblocks * SHMF_BLOCK_BYTES);
 	uint64_t want = snapshot_file_bytes(h->nsections, h->section_bytes, h->chunk_bytes);
 	if (h->file_bytes != want)
-		return fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
 			    p, h->file_bytes, want);
 	if (file_size != want)
-		return fail(err, errlen, SHMF_E_FORMAT,
+		return errmsg(err, errlen, SHMF_E_FORMAT,
 			    "snapshot %s: file is %" PRIu64 " bytes, its header says %" PRIu64 " (%s)", p, file_size, want,
 			    file_size < want ? "truncated" : "extra bytes at the end");
 	return 0;
@@ -297,37 +286,37 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	sf->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sf->fd < 0)
-		return fail(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
+		return errmsg(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
 	if (fstat(sf->fd, &st) < 0) {
-		rc = fail(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
+		rc = errmsg(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
 		goto bad;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: not a regular file", path);
+		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: not a regular file", path);
 		goto bad;
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	if (size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER) {
-		rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
+		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
 			  path, size);
 		goto bad;
 	}
 	if ((rc = read_at(sf->fd, &sf->hdr, sizeof(sf->hdr), 0)) < 0) {
-		rc = fail(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
+		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
 		goto bad;
 	}
 	const struct shmf_snap_header *h = &sf->hdr;
 	if (memcmp(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic)) != 0) {
-		rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: bytes 0-7 are not \"%s\": not a snapshot file", path,
+		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: bytes 0-7 are not \"%s\": not a snapshot file", path,
 			  SHMF_SNAP_MAGIC);
 		goto bad;
 	}
 	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3) {
-		rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: header checksum mismatch (bytes 0-255 are damaged)", path);
+		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header checksum mismatch (bytes 0-255 are damaged)", path);
 		goto bad;
 	}
 	if (h->version != SHMF_SNAP_VERSION) {
-		rc = fail(err, errlen, SHMF_E_VERSION, "snapshot %s: format version %u, this build reads version %u", path,
+		rc = errmsg(err, errlen, SHMF_E_VERSION, "snapshot %s: format version %u, this build reads version %u", path,
 			  h->version, SHMF_SNAP_VERSION);
 		goto bad;
 	}
@@ -335,20 +324,20 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 		goto bad;
 	unsigned n = h->nsections;
 	if ((rc = read_at(sf->fd, sf->sec, n * sizeof(sf->sec[0]), sizeof(*h))) < 0) {
-		rc = fail(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
+		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
 		goto bad;
 	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct shmf_snap_section *s = &sf->sec[i];
 		uint64_t at = sizeof(*h) + i * sizeof(*s);
 		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3) {
-			rc = fail(err, errlen, SHMF_E_FORMAT,
+			rc = errmsg(err, errlen, SHMF_E_FORMAT,
 				  "snapshot %s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)", path,
 				  i, at, at + sizeof(*s) - 1);
 			goto bad;
 		}
 		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2]) {
-			rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set",
+			rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set",
 				  path, i, at);
 			goto bad;
 		}
@@ -358,22 +347,22 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	uint64_t trailer[2];
 	sf->chunks = malloc(table_bytes);
 	if (sf->chunks == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
+		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
 		goto bad;
 	}
 	if ((rc = read_at(sf->fd, sf->chunks, table_bytes, table_off)) < 0 ||
 	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0) {
-		rc = fail(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
+		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
 		goto bad;
 	}
 	if (memcmp(&trailer[1], SHMF_SNAP_END_MAGIC, 8) != 0) {
-		rc = fail(err, errlen, SHMF_E_FORMAT, "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)",
+		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)",
 			  path, table_off + table_bytes + 8);
 		goto bad;
 	}
 	XXH3_state_t *xs = XXH3_createState();
 	if (xs == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
+		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 		goto bad;
 	}
 	XXH3_64bits_reset(xs);
@@ -383,7 +372,7 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	uint64_t sum = XXH3_64bits_digest(xs);
 	XXH3_freeState(xs);
 	if (sum != trailer[0]) {
-		rc = fail(err, errlen, SHMF_E_FORMAT,
+		rc = errmsg(err, errlen, SHMF_E_FORMAT,
 			  "snapshot %s: trailer checksum mismatch (the chunk table at bytes %" PRIu64 "-%" PRIu64 " or the trailer is damaged)",
 			  path, table_off, table_off + table_bytes + 7);
 		goto bad;
@@ -394,35 +383,70 @@ bad:
 	return rc;
 }
 
-int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
+/* Read section @p i chunk by chunk, checking each: into @p dst, or
+ * written to @p out_fd at @p out_off, or (both unset) only checked. */
+static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off, char *err,
+			size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
 	void *buf = NULL;
 	int rc = 0;
 
 	if (i >= h->nsections)
-		return fail(err, errlen, -EINVAL, "snapshot %s: no section %u", sf->path, i);
+		return errmsg(err, errlen, -EINVAL, "snapshot %s: no section %u", sf->path, i);
 	if (dst == NULL && posix_memalign(&buf, 4096, h->chunk_bytes) != 0)
-		return fail(err, errlen, -ENOMEM, "snapshot %s: out of memory", sf->path);
+		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", sf->path);
 	uint64_t base = SHMF_SNAP_PAYLOAD_OFF + i * h->section_bytes;
 	for (uint64_t c = 0; c < sf->nchunks; c++) {
 		uint64_t at = c * h->chunk_bytes;
 		size_t len = (size_t)(h->section_bytes - at < h->chunk_bytes ? h->section_bytes - at : h->chunk_bytes);
 		char *p = dst != NULL ? (char *)dst + at : buf;
 		if ((rc = read_at(sf->fd, p, len, base + at)) < 0) {
-			rc = fail(err, errlen, rc, "snapshot %s: cannot read bytes %" PRIu64 "-%" PRIu64 ": %s", sf->path, base + at,
+			rc = errmsg(err, errlen, rc, "snapshot %s: cannot read bytes %" PRIu64 "-%" PRIu64 ": %s", sf->path, base + at,
 				  base + at + len - 1, strerror(-rc));
 			break;
 		}
 		if (XXH3_64bits(p, len) != sf->chunks[i * sf->nchunks + c]) {
-			rc = fail(err, errlen, SHMF_E_FORMAT,
+			rc = errmsg(err, errlen, SHMF_E_FORMAT,
 				  "snapshot %s: checksum mismatch in section %u, bytes %" PRIu64 "-%" PRIu64 " (payload damaged)",
 				  sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
+		if (out_fd >= 0) {
+			const char *q = p;
+			uint64_t o = out_off + at;
+			size_t left = len;
+			while (left > 0) {
+				ssize_t k = pwrite(out_fd, q, left, (off_t)o);
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k <= 0) {
+					rc = k < 0 ? -errno : -EIO;
+					break;
+				}
+				q += k;
+				o += (uint64_t)k;
+				left -= (size_t)k;
+			}
+			if (rc < 0) {
+				rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path,
+					  strerror(-rc));
+				break;
+			}
+		}
 	}
 	free(buf);
 	return rc;
+}
+
+int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
+{
+	return read_section(sf, i, dst, -1, 0, err, errlen);
+}
+
+int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen)
+{
+	return read_section(sf, i, NULL, out_fd, out_off, err, errlen);
 }
 
 void snapshot_close(struct snap_file *sf)

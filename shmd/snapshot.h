@@ -66,6 +66,12 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
  */
 int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen);
 
+/**
+ * As snapshot_read_section(), but the payload is written to @p out_fd at
+ * @p out_off (pwrite: no page faults on a mapping of the target).
+ */
+int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen);
+
 /** Close what snapshot_open() opened. */
 void snapshot_close(struct snap_file *sf);
 

@@ -375,19 +375,17 @@ static void test_killed_writer(void **state)
 	shmf_t *f = fixture_open("kw", SHMF_RDWR);
 	file_path("kw", path, sizeof(path));
 	assert_int_equal(registry_snapshot(&fx.reg, "kw", path, NULL, err, sizeof(err)), 0);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(registry_snapshot(&fx.reg, "kw", path, NULL, err, sizeof(err)), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	long write_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	uint64_t total = sf.hdr.file_bytes;
+	snapshot_close(&sf);
 	srand((unsigned)getpid());
 	unsigned killed_mid = 0, completed = 0;
 	for (int run = 0; run < 50; run++) {
 		/* Each run adds a key, so a new snapshot holds run + 1 items and
-	 * differs from the previous one. */
+		 * differs from the previous one. */
 		char key[32];
 		assert_int_equal(shmf_add(f, key, fixture_key(key, 30, (uint64_t)run)), 1);
-		struct snap_file sf;
 		assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
 		uint64_t prev = sf.sec[0].items;
 		snapshot_close(&sf);
@@ -396,7 +394,20 @@ static void test_killed_writer(void **state)
 			char e[SNAPSHOT_ERR_MAX];
 			_exit(registry_snapshot(&fx.reg, "kw", path, NULL, e, sizeof(e)) == 0 ? 0 : 1);
 		}
-		usleep((useconds_t)(rand() % (write_us * 3 / 2 + 1)));
+		/* Kill it once its temporary file has reached a random size
+		 * (up to 110% of the whole: some runs end before the kill). */
+		uint64_t target = (uint64_t)rand() % (total + total / 10);
+		char tmp[600];
+		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", dir, (long)p);
+		for (;;) {
+			struct stat st;
+			if (stat(tmp, &st) == 0 && (uint64_t)st.st_size >= target)
+				break;
+			siginfo_t si = { 0 };
+			if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p)
+				break; /* finished first */
+			usleep(200);
+		}
 		kill(p, SIGKILL);
 		int st;
 		waitpid(p, &st, 0);
@@ -413,8 +424,7 @@ static void test_killed_writer(void **state)
 				 (unsigned long long)sf.sec[0].items, (unsigned long long)prev, (unsigned long long)now);
 		snapshot_close(&sf);
 	}
-	print_message("killed writer: %u runs killed, %u completed first (write takes ~%ld us)\n", killed_mid,
-		      completed, write_us);
+	print_message("killed writer: %u runs killed mid-write, %u completed first\n", killed_mid, completed);
 	assert_true(killed_mid >= 10);
 	shmf_close(f);
 }
