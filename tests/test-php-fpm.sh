@@ -8,8 +8,8 @@
 #   swap      a filter swapped in with shmctl build + shmctl swap is seen by
 #             the same workers (no FPM restart), through the same handles
 #   examples  examples/push-cap.php lets exactly 4 of 40 concurrent pushes
-#             to one device through; examples/seen-urls.php never shows a
-#             user a URL twice
+#             to one device through, and again after its daily reset (a
+#             swap); examples/seen-urls.php never shows a user a URL twice
 SRC=$1 BUILD=$2 MODE=$3
 NAME=php-fpm-$MODE
 . "$SRC/tests/bindings-fixture.sh"
@@ -136,6 +136,12 @@ examples)
 		[ "$(curl -s "http://127.0.0.1:$PORT/push-cap.php?device=dev-43")" = "sent" ]
 	check "push-cap: the filter holds 4 copies for dev-42" \
 		[ "$("$SHMCTL" count push "dev-42|$(date -u +%Y-%m-%d)" | cut -f1)" = "4" ]
+
+	# The daily reset push-cap.php describes: swap in an empty filter.
+	check "push-cap: the daily reset (shmctl build --from /dev/null, shmctl swap) lets dev-42 push again" \
+		sh -c "'$SHMCTL' build --type cuckoo --capacity 10000 --fpr 0.01 --from /dev/null -o '$ROOT/empty.snap' >/dev/null &&
+			'$SHMCTL' swap push '$ROOT/empty.snap' >/dev/null &&
+			[ \"\$(curl -s 'http://127.0.0.1:$PORT/push-cap.php?device=dev-42')\" = sent ]"
 
 	seen() { curl -s --globoff "http://127.0.0.1:$PORT/seen-urls.php?user=$1&n=3&url[]=/a&url[]=/b&url[]=/c&url[]=/d&url[]=/e" | tr '\n' ' '; }
 	check "seen-urls: a new user gets the first 3" [ "$(seen u1)" = "/a /b /c " ]
