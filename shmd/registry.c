@@ -26,6 +26,7 @@
 #include "geometry.h"
 #include "hugepages.h"
 #include "log.h"
+#include "mkdirs.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
@@ -38,28 +39,6 @@
 static const char *errtext(int code)
 {
 	return shmf_strerror(code);
-}
-
-/* mkdir -p for the runtime root (0755: the instance directory below it
- * carries the real permissions). */
-static int mkdir_parents(const char *path)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static uint64_t host_memory(void)
@@ -194,7 +173,7 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		return errmsg(err, errlen, rc, "%s", errtext(rc));
 	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
 		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
-	if ((rc = mkdir_parents(root)) < 0)
+	if ((rc = mkdirs(root, 0755)) < 0)
 		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
 
 	int created = 0;

@@ -237,6 +237,16 @@ checks=$((checks + 1))
 "$SHMCTL" build --capacity 50000 --fpr 0.01 --from "$ROOT/keys.txt" -o "$ROOT/pipe.snap" 2>"$ROOT/pipe.err" | cat >/dev/null
 [ -s "$ROOT/pipe.err" ] && fail "build on a pipe wrote to stderr: $(cat "$ROOT/pipe.err")"
 
+# A runtime root shmd creates is 0755 whatever its umask (077): workers of
+# other users must reach their instance directory.
+checks=$((checks + 1))
+SHMF_RUNTIME_DIR=$ROOT/fresh/run "$SHMD" -i modes || fail "shmd -i modes in a fresh runtime root exited $?"
+mode=$(stat -c %a "$ROOT/fresh/run" 2>/dev/null)
+[ "$mode" = 755 ] || fail "runtime root $ROOT/fresh/run created with mode '$mode', want 755"
+[ "$(stat -c %a "$ROOT/fresh")" = 755 ] || fail "its parent $ROOT/fresh is not 755"
+MPID=$(cat "$ROOT/fresh/run/modes.pid" 2>/dev/null)
+[ -n "$MPID" ] && kill "$MPID" && for _ in $(seq 100); do kill -0 "$MPID" 2>/dev/null || break; sleep 0.05; done
+
 # shmd -p prints the embedded default configuration.
 checks=$((checks + 1))
 "$SHMD" -p | grep -q '^capacity = 1000000$' || fail "shmd -p lacks 'capacity = 1000000'"
