@@ -48,6 +48,7 @@
 #define BATCH 100          /* keys per call in the batch rows */
 #define ABSENT_SET 2u      /* + key length: the absent probes */
 #define FRESH_SET 1000u    /* and up: keys added by the add rows */
+#define WARM_MS 50.0       /* untimed checks before each shmfilter row */
 #define MAX_REMOTES 5 /* shmd, GETBIT over tcp and unix, RedisBloom over tcp and unix */
 
 struct plan {
@@ -236,8 +237,10 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	struct samples s = { 0 };
 	char group[32];
 	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
+	local_warm(t->f, &pr, WARM_MS);
 	local_check_one(t->f, &pr, &s);
 	emit(b, &t->facts, len, "shmfilter", "in-process", "check", 1, &s, group);
+	local_warm(t->f, &pr, WARM_MS);
 	local_check_many(t->f, &pr, BATCH, &s, got);
 	for (size_t i = 0; i < pr.n / BATCH * BATCH; i++)
 		if (got[i] != ref[i])
@@ -246,6 +249,7 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 
 	for (int i = 0; i < nr; i++) {
 		struct keyset one = keyset_slice(&pr, 0, b->sz->remote_one < pr.n ? b->sz->remote_one : pr.n);
+		remote_warm(&rs[i], &pr, WARM_MS);
 		remote_calls(&rs[i], 0, &one, 1, &s, got);
 		verify_checks(t, &rs[i], &one, got, ref, 1);
 		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", 1, &s, "call");
@@ -270,6 +274,7 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
 
 	keyset_fresh(&ks, len, ad->local, (*set)++);
+	local_warm(t->f, &ks, WARM_MS);
 	local_add_one(t->f, &ks, &s);
 	emit(b, &t->facts, len, "shmfilter", "in-process", "add", 1, &s, group);
 	uint8_t *got = malloc(ks.n);
@@ -281,6 +286,7 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 	keyset_free(&ks);
 	free(got);
 	keyset_fresh(&ks, len, ad->local, (*set)++);
+	local_warm(t->f, &ks, WARM_MS);
 	local_add_many(t->f, &ks, BATCH, &s);
 	emit(b, &t->facts, len, "shmfilter", "in-process", "add", BATCH, &s, "call");
 	keyset_free(&ks);
@@ -289,6 +295,8 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 		const size_t counts[2] = { ad->one, ad->many }, per_call[2] = { 1, BATCH };
 		for (int j = 0; j < 2; j++) {
 			keyset_fresh(&ks, len, counts[j], (*set)++);
+			if (j == 0) /* checks of keys not added yet: they change nothing */
+				remote_warm(&rs[i], &ks, WARM_MS);
 			uint8_t *was_new = malloc(ks.n);
 			if (was_new == NULL)
 				die("out of memory");

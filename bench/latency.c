@@ -17,6 +17,17 @@ void local_answers(shmf_t *f, const struct keyset *ks, uint8_t *out)
 	}
 }
 
+void local_warm(shmf_t *f, const struct keyset *ks, double ms)
+{
+	uint64_t deadline = ticks_deadline(ms / 1e3);
+	int hits = 0;
+	do {
+		for (size_t i = 0; i < ks->n; i++)
+			hits += shmf_check(f, ks->keys[i].ptr, ks->keys[i].len);
+	} while (ticks_now() < deadline);
+	sink = hits;
+}
+
 void local_check_one(shmf_t *f, const struct keyset *ks, struct samples *s)
 {
 	int hits = 0, any = 0; /* any: the OR of the results, negative after an error */
@@ -77,6 +88,14 @@ void local_add_many(shmf_t *f, const struct keyset *ks, size_t per_call, struct 
 			die("shmf_add_many: %s", shmf_strerror(rc));
 		samples_add(s, ticks_ns(t1 - t0) / (double)per_call);
 	}
+}
+
+void remote_warm(struct remote *r, const struct keyset *ks, double ms)
+{
+	uint64_t deadline = ticks_deadline(ms / 1e3);
+	uint8_t out;
+	for (size_t i = 0; ticks_now() < deadline; i = (i + 1) % ks->n)
+		r->check(r, ks->keys + i, 1, &out);
 }
 
 void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s,

@@ -20,6 +20,10 @@
 /** shmf_check() of every key, untimed: the reference answers. Exits on an error. */
 void local_answers(shmf_t *f, const struct keyset *ks, uint8_t *out);
 
+/** shmf_check() over @p ks, untimed, again and again for @p ms milliseconds:
+ *  caches, TLB and a CPU that idled through round trips warm up first. */
+void local_warm(shmf_t *f, const struct keyset *ks, double ms);
+
 /** shmf_check() one key per call, timed in groups of LOCAL_GROUP. */
 void local_check_one(shmf_t *f, const struct keyset *ks, struct samples *s);
 
@@ -31,6 +35,10 @@ void local_check_many(shmf_t *f, const struct keyset *ks, size_t per_call, struc
 
 /** shmf_add_many() of @p per_call keys a call, each call timed. */
 void local_add_many(shmf_t *f, const struct keyset *ks, size_t per_call, struct samples *s);
+
+/** One-key checks of @p ks through @p r, untimed, for @p ms milliseconds:
+ *  the connection, the server and the CPUs get going first. */
+void remote_warm(struct remote *r, const struct keyset *ks, double ms);
 
 /** Calls of @p per_call keys over all of @p ks through @p r, each call
  *  timed; answers in @p out (ks->n bytes). */
