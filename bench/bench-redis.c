@@ -49,6 +49,7 @@
 #define ABSENT_SET 2u      /* + key length: the absent probes */
 #define FRESH_SET 1000u    /* and up: keys added by the add rows */
 #define WARM_MS 50.0       /* untimed checks before each shmfilter row */
+#define REMOTE_WARM_MS 20.0 /* untimed round trips before each baseline's rows */
 #define MAX_REMOTES 5 /* shmd, GETBIT over tcp and unix, RedisBloom over tcp and unix */
 
 struct plan {
@@ -84,11 +85,12 @@ struct sizes {
 	size_t probes;      /* keys checked by shmfilter, per filter and key length */
 	size_t remote_one;  /* one-key round trips per baseline */
 	size_t remote_many; /* 100-key round trips per baseline */
-	double seconds;     /* per throughput point */
+	double seconds;     /* per throughput point and round */
+	int rounds;         /* each row is measured in this many rounds, all systems in each */
 };
 
-static const struct sizes full_sizes = { 200000, 10000, 500, 1.0 };
-static const struct sizes quick_sizes = { 20000, 1000, 50, 0.2 };
+static const struct sizes full_sizes = { 240000, 12000, 600, 1.0, 3 };
+static const struct sizes quick_sizes = { 24000, 1200, 60, 0.1, 2 };
 
 static const int worker_counts[] = { 1, 2, 4 };
 
@@ -214,6 +216,23 @@ static void verify_added(const struct target *t, struct remote *r, const struct 
 	free(got);
 }
 
+/*
+ * Part @p round of @p rounds of ks[0, n): equal parts, each a whole number
+ * of @p unit keys (groups or batches). Each row is measured in rounds, every
+ * system once per round, so that a burst of other work on the machine falls
+ * on all of them rather than on whichever ran at that moment.
+ */
+static struct keyset round_part(const struct keyset *ks, size_t n, int round, int rounds, size_t unit)
+{
+	size_t part = n / (size_t)rounds / unit * unit;
+	return keyset_slice(ks, (size_t)round * part, part);
+}
+
+static size_t round_used(size_t n, int rounds, size_t unit)
+{
+	return n / (size_t)rounds / unit * unit * (size_t)rounds;
+}
+
 static void check_rows(struct bench *b, struct target *t, struct remote *rs, int nr, size_t len)
 {
 	struct keyset pr;
@@ -234,107 +253,169 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 		die("%s: %zu of %zu absent keys read as present, far above the expected %.3g", t->name, fp, absent,
 		    t->facts.fpr_target);
 
-	struct samples s = { 0 };
+	const int rounds = b->sz->rounds;
+	const size_t n1 = b->sz->remote_one < pr.n ? b->sz->remote_one : pr.n;
+	const size_t nm = b->sz->remote_many * BATCH < pr.n ? b->sz->remote_many * BATCH : pr.n;
+	struct samples one = { 0 }, many = { 0 }, r_one[MAX_REMOTES] = { 0 }, r_many[MAX_REMOTES] = { 0 };
+	for (int round = 0; round < rounds; round++) {
+		/* 800: whole groups of 32 and whole batches of 100 */
+		struct keyset part = round_part(&pr, pr.n, round, rounds, 800);
+		const size_t at = (size_t)(part.keys - pr.keys);
+		local_warm(t->f, &part, WARM_MS);
+		local_check_one(t->f, &part, &one);
+		local_check_many(t->f, &part, BATCH, &many, got + at);
+		if (memcmp(got + at, ref + at, part.n) != 0)
+			die("%s: shmf_check_many and shmf_check disagree on some of probes %zu to %zu", t->name, at,
+			    at + part.n);
+		for (int i = 0; i < nr; i++) {
+			struct keyset p1 = round_part(&pr, n1, round, rounds, 1);
+			struct keyset pm = round_part(&pr, nm, round, rounds, BATCH);
+			const size_t at1 = (size_t)(p1.keys - pr.keys), atm = (size_t)(pm.keys - pr.keys);
+			remote_warm(&rs[i], &p1, REMOTE_WARM_MS);
+			remote_calls(&rs[i], 0, &p1, 1, &r_one[i], got + at1);
+			verify_checks(t, &rs[i], &p1, got + at1, ref + at1, 1);
+			remote_calls(&rs[i], 0, &pm, BATCH, &r_many[i], got + atm);
+			verify_checks(t, &rs[i], &pm, got + atm, ref + atm, BATCH);
+		}
+	}
 	char group[32];
 	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
-	local_warm(t->f, &pr, WARM_MS);
-	local_check_one(t->f, &pr, &s);
-	emit(b, &t->facts, len, "shmfilter", "in-process", "check", 1, &s, group);
-	local_warm(t->f, &pr, WARM_MS);
-	local_check_many(t->f, &pr, BATCH, &s, got);
-	for (size_t i = 0; i < pr.n / BATCH * BATCH; i++)
-		if (got[i] != ref[i])
-			die("%s: shmf_check_many and shmf_check disagree on probe %zu", t->name, i);
-	emit(b, &t->facts, len, "shmfilter", "in-process", "check", BATCH, &s, "call");
-
+	emit(b, &t->facts, len, "shmfilter", "in-process", "check", 1, &one, group);
+	emit(b, &t->facts, len, "shmfilter", "in-process", "check", BATCH, &many, "call");
 	for (int i = 0; i < nr; i++) {
-		struct keyset one = keyset_slice(&pr, 0, b->sz->remote_one < pr.n ? b->sz->remote_one : pr.n);
-		remote_warm(&rs[i], &pr, WARM_MS);
-		remote_calls(&rs[i], 0, &one, 1, &s, got);
-		verify_checks(t, &rs[i], &one, got, ref, 1);
-		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", 1, &s, "call");
-		size_t nmany = b->sz->remote_many * BATCH < pr.n ? b->sz->remote_many * BATCH : pr.n;
-		struct keyset many = keyset_slice(&pr, 0, nmany);
-		remote_calls(&rs[i], 0, &many, BATCH, &s, got);
-		verify_checks(t, &rs[i], &many, got, ref, BATCH);
-		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", BATCH, &s, "call");
+		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", 1, &r_one[i], "call");
+		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", BATCH, &r_many[i], "call");
+		samples_free(&r_one[i]);
+		samples_free(&r_many[i]);
 	}
-	samples_free(&s);
+	samples_free(&one);
+	samples_free(&many);
 	free(ref);
 	free(got);
 	keyset_free(&pr);
 }
 
+/* Fresh keys for each add row (they never met the filter), and the
+ * answers the calls gave. */
+struct add_set {
+	struct keyset ks;
+	uint8_t *was_new;
+	struct samples s;
+};
+
+static void add_set_init(struct add_set *a, size_t len, size_t n, uint32_t set)
+{
+	keyset_fresh(&a->ks, len, n, set);
+	a->was_new = calloc(n ? n : 1, 1);
+	a->s = (struct samples){ 0 };
+	if (a->was_new == NULL)
+		die("out of memory");
+}
+
+static void add_set_free(struct add_set *a)
+{
+	keyset_free(&a->ks);
+	free(a->was_new);
+	samples_free(&a->s);
+}
+
 static void add_rows(struct bench *b, struct target *t, struct remote *rs, int nr, size_t len, const struct adds *ad,
 		     uint32_t *set)
 {
-	struct samples s = { 0 };
-	struct keyset ks;
-	char group[32];
-	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
-
-	keyset_fresh(&ks, len, ad->local, (*set)++);
-	local_warm(t->f, &ks, WARM_MS);
-	local_add_one(t->f, &ks, &s);
-	emit(b, &t->facts, len, "shmfilter", "in-process", "add", 1, &s, group);
-	uint8_t *got = malloc(ks.n);
-	if (got == NULL)
-		die("out of memory");
-	local_answers(t->f, &ks, got);
-	if (memchr(got, 0, ks.n) != NULL)
-		die("%s: a key added with shmf_add reads as absent", t->name);
-	keyset_free(&ks);
-	free(got);
-	keyset_fresh(&ks, len, ad->local, (*set)++);
-	local_warm(t->f, &ks, WARM_MS);
-	local_add_many(t->f, &ks, BATCH, &s);
-	emit(b, &t->facts, len, "shmfilter", "in-process", "add", BATCH, &s, "call");
-	keyset_free(&ks);
-
+	const int rounds = b->sz->rounds;
+	struct add_set one, many, r_one[MAX_REMOTES], r_many[MAX_REMOTES];
+	add_set_init(&one, len, ad->local, (*set)++);
+	add_set_init(&many, len, ad->local, (*set)++);
 	for (int i = 0; i < nr; i++) {
-		const size_t counts[2] = { ad->one, ad->many }, per_call[2] = { 1, BATCH };
-		for (int j = 0; j < 2; j++) {
-			keyset_fresh(&ks, len, counts[j], (*set)++);
-			if (j == 0) /* checks of keys not added yet: they change nothing */
-				remote_warm(&rs[i], &ks, WARM_MS);
-			uint8_t *was_new = malloc(ks.n);
-			if (was_new == NULL)
-				die("out of memory");
-			remote_calls(&rs[i], 1, &ks, per_call[j], &s, was_new);
-			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "add", per_call[j], &s, "call");
-			verify_added(t, &rs[i], &ks, was_new);
-			free(was_new);
-			keyset_free(&ks);
+		add_set_init(&r_one[i], len, ad->one, (*set)++);
+		add_set_init(&r_many[i], len, ad->many, (*set)++);
+	}
+	for (int round = 0; round < rounds; round++) {
+		struct keyset p1 = round_part(&one.ks, one.ks.n, round, rounds, LOCAL_GROUP);
+		struct keyset pm = round_part(&many.ks, many.ks.n, round, rounds, BATCH);
+		local_warm(t->f, &p1, WARM_MS); /* checks of keys not added yet: they change nothing */
+		local_add_one(t->f, &p1, &one.s);
+		local_add_many(t->f, &pm, BATCH, &many.s);
+		for (int i = 0; i < nr; i++) {
+			struct add_set *a1 = &r_one[i], *am = &r_many[i];
+			struct keyset q1 = round_part(&a1->ks, a1->ks.n, round, rounds, 1);
+			struct keyset qm = round_part(&am->ks, am->ks.n, round, rounds, BATCH);
+			remote_warm(&rs[i], &q1, REMOTE_WARM_MS);
+			remote_calls(&rs[i], 1, &q1, 1, &a1->s, a1->was_new + (q1.keys - a1->ks.keys));
+			remote_calls(&rs[i], 1, &qm, BATCH, &am->s, am->was_new + (qm.keys - am->ks.keys));
 		}
 	}
-	samples_free(&s);
+	char group[32];
+	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
+	emit(b, &t->facts, len, "shmfilter", "in-process", "add", 1, &one.s, group);
+	emit(b, &t->facts, len, "shmfilter", "in-process", "add", BATCH, &many.s, "call");
+	struct add_set *local[2] = { &one, &many };
+	for (int j = 0; j < 2; j++) {
+		struct keyset done = keyset_slice(&local[j]->ks, 0, round_used(local[j]->ks.n, rounds, j ? BATCH : LOCAL_GROUP));
+		uint8_t *got = malloc(done.n ? done.n : 1);
+		if (got == NULL)
+			die("out of memory");
+		local_answers(t->f, &done, got);
+		if (memchr(got, 0, done.n) != NULL)
+			die("%s: a key added with %s reads as absent", t->name, j ? "shmf_add_many" : "shmf_add");
+		free(got);
+	}
+	for (int i = 0; i < nr; i++) {
+		struct add_set *sets[2] = { &r_one[i], &r_many[i] };
+		for (int j = 0; j < 2; j++) {
+			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "add", j ? BATCH : 1, &sets[j]->s, "call");
+			struct keyset done = keyset_slice(&sets[j]->ks, 0, round_used(sets[j]->ks.n, rounds, j ? BATCH : 1));
+			verify_added(t, &rs[i], &done, sets[j]->was_new);
+			add_set_free(sets[j]);
+		}
+	}
+	add_set_free(&one);
+	add_set_free(&many);
+}
+
+/* Median of the rounds' rates. */
+static double median_rate(double *v, int n)
+{
+	struct samples s = { v, (size_t)n, (size_t)n };
+	return samples_quantile(&s, 0.5);
 }
 
 static void throughput_rows(struct bench *b, struct target *t, struct remote *rs, int nr)
 {
+	enum { NW = sizeof(worker_counts) / sizeof(worker_counts[0]), NJOBS = 2 * (1 + MAX_REMOTES), MAX_ROUNDS = 9 };
 	const size_t len = 16;
+	const int rounds = b->sz->rounds < MAX_ROUNDS ? b->sz->rounds : MAX_ROUNDS;
 	struct keyset pr;
 	keyset_probes(&pr, len, b->sz->probes, t->nfill, ABSENT_SET + (uint32_t)len, 4242);
-	char sample[32];
-	snprintf(sample, sizeof(sample), "%.1f s per worker", b->sz->seconds);
-	for (int j = -1; j < nr; j++) {
-		for (int m = 0; m < 2; m++) {
-			const size_t per_call = m == 0 ? 1 : BATCH;
-			struct job_args a = { .instance = b->instance, .filter = t->name, .probes = &pr,
-					      .per_call = per_call, .remote = j >= 0 ? &rs[j] : NULL };
-			struct worker_job job = j < 0 ? job_local_check(&a) : job_remote_check(&a);
-			for (size_t w = 0; w < sizeof(worker_counts) / sizeof(worker_counts[0]); w++) {
-				struct row r = {
-					.f = &t->facts, .key_bytes = len, .op = "check", .keys_per_call = per_call,
-					.system = j < 0 ? "shmfilter" : rs[j].system,
-					.transport = j < 0 ? "in-process" : rs[j].ep->transport,
-					.workers = worker_counts[w], .samples = (size_t)worker_counts[w], .sample = sample,
-				};
-				r.keys_per_s = workers_throughput(&job, worker_counts[w], b->sz->seconds);
-				results_row(&b->out, &r);
+	struct job_args args[NJOBS];
+	int njobs = 0;
+	for (int j = -1; j < nr; j++)
+		for (int m = 0; m < 2; m++)
+			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,
+							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL };
+	double rate[NJOBS][NW][MAX_ROUNDS], others[NJOBS][NW] = { { 0 } };
+	for (int round = 0; round < rounds; round++)
+		for (int j = 0; j < njobs; j++) {
+			struct worker_job job = args[j].remote ? job_remote_check(&args[j]) : job_local_check(&args[j]);
+			for (int w = 0; w < NW; w++) {
+				double o;
+				rate[j][w][round] = workers_throughput(&job, worker_counts[w], b->sz->seconds, &o);
+				others[j][w] += o / rounds;
 			}
 		}
-	}
+	char sample[48];
+	snprintf(sample, sizeof(sample), "median of %d runs of %.1f s", rounds, b->sz->seconds);
+	for (int j = 0; j < njobs; j++)
+		for (int w = 0; w < NW; w++) {
+			const struct remote *r = args[j].remote;
+			struct row row = {
+				.f = &t->facts, .key_bytes = len, .op = "check", .keys_per_call = args[j].per_call,
+				.system = r ? r->system : "shmfilter", .transport = r ? r->ep->transport : "in-process",
+				.workers = worker_counts[w], .samples = (size_t)rounds, .sample = sample,
+				.keys_per_s = median_rate(rate[j][w], rounds), .others_cpus = others[j][w],
+			};
+			results_row(&b->out, &row);
+		}
 	keyset_free(&pr);
 }
 

@@ -77,6 +77,7 @@ class Run:
         self.meta = meta
         self.lat = {}
         self.thr = {}
+        self.others = {}   # throughput key -> CPUs used by every other process meanwhile
         self.filters = {}  # name -> first row (facts), in run order
         self.fpr = {}      # (filter, key bytes) -> measured FPR
         for r in rows:
@@ -85,6 +86,7 @@ class Run:
             if r["keys_per_s"]:
                 key = (r["filter"], r["system"], r["transport"], int(r["keys_per_call"]), int(r["workers"]))
                 self.thr[key] = float(r["keys_per_s"])
+                self.others[key] = float(r["others_cpus"]) if r.get("others_cpus") else None
             else:
                 key = (r["filter"], kb, r["system"], r["transport"], r["op"], int(r["keys_per_call"]))
                 self.lat[key] = (float(r["median_ns"]), float(r["p99_ns"]))
@@ -115,7 +117,7 @@ def describe(r):
     return f"{keys} keys, 1%"
 
 
-def machine(meta):
+def machine(meta, run):
     lines = [
         f"Machine: {meta.get('cpu', '?')}, {meta.get('cores', '?')} cores, {meta.get('memory_gib', '?')} GiB; "
         f"Linux {meta.get('kernel', '?')}; gcc {meta.get('gcc', '?')}; redis-server {meta.get('redis', '?')}; "
@@ -124,6 +126,11 @@ def machine(meta):
         f"{meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after. Segments on 2 MiB pages: "
         f"{meta.get('huge_pages', '?')}; AVX-512 batch checks: {meta.get('avx512', '?')}.",
     ]
+    shmf_others = [v for k, v in run.others.items() if k[1] == "shmfilter" and v is not None]
+    if shmf_others and max(shmf_others) > 0.15:
+        lines.append(f"**Other work was running on the machine**: during the throughput runs of shmfilter, other "
+                     f"processes used up to {max(shmf_others):.2f} of the {meta.get('cores', '?')} CPUs "
+                     "(/proc/stat, less the workers' own time); every figure of this run is noisier for it.")
     rb = meta.get("redisbloom", "skipped")
     if rb == "skipped":
         lines.append("RedisBloom: skipped (`SHMF_BENCH_REDISBLOOM` did not name the module's .so; "
@@ -189,7 +196,7 @@ def throughput_table(run):
     tf = sorted({k[0] for k in run.thr}, key=list(run.filters).index)
     workers = sorted({k[4] for k in run.thr})
     out = ["| filter | system | keys per call | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in workers)
-           + " | 2 vs 1 |", "|" + " --- |" * (4 + len(workers))]
+           + " | 2 vs 1 | CPUs used by other processes meanwhile |", "|" + " --- |" * (5 + len(workers))]
     series = [("shmfilter", "in-process", "shmfilter (in process)")] + run.baselines
     for f in tf:
         first = True
@@ -199,8 +206,10 @@ def throughput_table(run):
                 if v[0] is None:
                     continue
                 scale = f"{v[1] / v[0]:.2f}×" if len(v) > 1 and v[1] else ""
+                o = [run.others.get((f, system, transport, per_call, w)) for w in workers]
+                others = " / ".join("?" if x is None else f"{x:.2f}" for x in o)
                 out.append(f"| {describe(run.filters[f]) + ' (' + f + ')' if first else ''} | {label} | {per_call} | "
-                           + " | ".join(rate(x) if x else "" for x in v) + f" | {scale} |")
+                           + " | ".join(rate(x) if x else "" for x in v) + f" | {scale} | {others} |")
                 first = False
     return out
 
@@ -223,7 +232,10 @@ def targets(run):
     for f in run.names():
         one, two = run.thr.get((f, "shmfilter", "in-process", 1, 1)), run.thr.get((f, "shmfilter", "in-process", 1, 2))
         if one and two:
-            res.append((f"throughput, 1 → 2 worker processes: ≥ {TARGETS['scaling']}×", f"shmf_check, {f}",
+            o1 = run.others.get((f, "shmfilter", "in-process", 1, 1))
+            o2 = run.others.get((f, "shmfilter", "in-process", 1, 2))
+            busy = f" (other processes used {o1:.2f} and {o2:.2f} CPUs meanwhile)" if o1 is not None and o2 is not None else ""
+            res.append((f"throughput, 1 → 2 worker processes: ≥ {TARGETS['scaling']}×", f"shmf_check, {f}{busy}",
                         two / one, TARGETS["scaling"]))
     return res
 
@@ -317,7 +329,7 @@ def main():
     run = Run(rows, meta)
 
     head = [f"Benchmark: shmfilter against networked Redis ({meta.get('mode', '?')} run)", ""]
-    head += machine(meta) + [""] + method(meta) + [""]
+    head += machine(meta, run) + [""] + method(meta) + [""]
     full = list(head)
     full += ["Targets (issue 5), from this run:", ""] + targets_table(run) + [""]
     full += ["Filters:", ""] + filters_table(run) + [""]
@@ -328,8 +340,9 @@ def main():
                 full += latency_table(run, run.names(kind), kb) + [""]
     if run.thr:
         full += [f"Throughput: checks per second of 1, 2 and 4 worker processes together (16-byte keys, "
-                 f"{meta.get('throughput_seconds', '?')} s per point, {meta.get('cores', '?')} cores; "
-                 "Redis and shmd run on the same cores):", ""] + throughput_table(run) + [""]
+                 f"median of rounds of {meta.get('throughput_seconds', '?')} s, {meta.get('cores', '?')} cores; "
+                 "Redis and shmd run on the same cores; the last column counts them among the other processes "
+                 "in the baselines' rows):", ""] + throughput_table(run) + [""]
     with open(os.path.join(d, "results.md"), "w") as f:
         f.write("\n".join(full))
 

@@ -32,6 +32,8 @@ struct row {
 	double median_ns;      /* per key; latency rows */
 	double p99_ns;
 	double keys_per_s;     /* throughput rows */
+	double others_cpus;    /* throughput rows: CPUs' worth of time every process but the workers
+	                          used meanwhile (the server under test included); see workers.h */
 	size_t samples;
 	const char *sample;    /* what one sample is: "group of 32 calls", "call", "1.0 s" */
 };
