@@ -11,13 +11,10 @@
 #include "keys.h"
 #include "remote.h"
 
-/* One request for n keys (n is at most a few thousand: the vectors live
- * on the stack); out[i] = 1 if answer i is 1. A -1 (a full cuckoo filter)
- * or anything else but 0 and 1 ends the run. */
-static size_t verb_call(struct remote *r, const char *one, const char *many, int items, const shmf_key_t *keys,
-			size_t n, uint8_t *out)
+/* Queue one request for n keys (n is at most a few thousand: the vectors
+ * live on the stack; hiredis copies them into its buffer here). */
+static void verb_append(struct remote *r, const char *verb, int items, const shmf_key_t *keys, size_t n)
 {
-	const char *verb = n == 1 ? one : many;
 	const char *argv[n + 4];
 	size_t lens[n + 4];
 	int argc = 0;
@@ -36,6 +33,12 @@ static size_t verb_call(struct remote *r, const char *one, const char *many, int
 		lens[argc++] = keys[i].len;
 	}
 	resp_append(r->c, r->ep, argc, argv, lens);
+}
+
+/* Read the reply of a request for n keys: out[i] = 1 if answer i is 1. A
+ * -1 (a full cuckoo filter) or anything else but 0 and 1 ends the run. */
+static size_t verb_read(struct remote *r, const char *verb, size_t n, uint8_t *out)
+{
 	if (n == 1) {
 		long long v = resp_int(r->c, r->ep, verb);
 		if (v != 0 && v != 1)
@@ -57,6 +60,15 @@ static size_t verb_call(struct remote *r, const char *one, const char *many, int
 	}
 	freeReplyObject(rep);
 	return ones;
+}
+
+/* One round trip: the one-key verb or the many-key one. */
+static size_t verb_call(struct remote *r, const char *one, const char *many, int items, const shmf_key_t *keys,
+			size_t n, uint8_t *out)
+{
+	const char *verb = n == 1 ? one : many;
+	verb_append(r, verb, items, keys, n);
+	return verb_read(r, verb, n, out);
 }
 
 static size_t bf_check(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out)
@@ -101,16 +113,26 @@ void verbs_reserve(struct remote *r, uint64_t capacity, double fpr)
 
 void verbs_fill(struct remote *r, uint64_t n)
 {
-	enum { BATCH = 1000 };
+	enum { BATCH = 1000, IN_FLIGHT = 8 }; /* 8 requests queued before the first reply is read */
+	const int cuckoo = r->type == SHMF_TYPE_CUCKOO;
+	const char *verb = cuckoo ? "CF.INSERT" : "BF.MADD";
 	char *buf = malloc((size_t)BATCH * KEYS_MAX_LEN);
 	shmf_key_t *keys = malloc(sizeof(*keys) * BATCH);
 	uint8_t *out = malloc(BATCH);
+	size_t sizes[IN_FLIGHT];
 	if (buf == NULL || keys == NULL || out == NULL)
 		die("out of memory for the fill of %s", r->target);
-	for (uint64_t at = 0; at < n; at += BATCH) {
-		size_t m = n - at < BATCH ? (size_t)(n - at) : BATCH;
-		keys_fill_batch(at, m, buf, keys);
-		r->add(r, keys, m, out);
+	for (uint64_t at = 0; at < n;) {
+		int queued = 0;
+		for (; queued < IN_FLIGHT && at < n; queued++) {
+			size_t m = n - at < BATCH ? (size_t)(n - at) : BATCH;
+			keys_fill_batch(at, m, buf, keys);
+			verb_append(r, m == 1 ? (cuckoo ? "CF.ADD" : "BF.ADD") : verb, cuckoo, keys, m);
+			sizes[queued] = m;
+			at += m;
+		}
+		for (int q = 0; q < queued; q++)
+			verb_read(r, sizes[q] == 1 ? (cuckoo ? "CF.ADD" : "BF.ADD") : verb, sizes[q], out);
 	}
 	free(buf);
 	free(keys);
