@@ -125,7 +125,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -S "$RUN/bench.sock" ] || { echo "$0: shmd did not start; its log:" >&2; cat "$TMP/shmd.log" >&2; exit 1; }
-echo "shmd: $RUN/bench.sock ($(grep -o 'segments on [^(]*' "$TMP/shmd.log" | head -1))"
+echo "shmd: $RUN/bench.sock ($(grep -o 'segments on [^(]*' "$TMP/shmd.log" | head -1 | sed 's/ *$//'))"
 
 # --- The machine and the versions, for the report. -------------------------
 {

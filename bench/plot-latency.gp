@@ -11,8 +11,8 @@ set grid xtics ytics mytics
 set xlabel "keys in the filter (1% filters, 16-byte keys, about half of the checked keys present)"
 set ylabel "time per check, median (ns, log scale)"
 set xtics ("100k" 1e5, "1M" 1e6, "10M" 1e7, "100M" 1e8)
-set offsets graph 0.05, graph 0.05, 0, 0
-set bmargin 12
+set autoscale xfix
+set offsets graph 0.08, graph 0.08, 0, 0
 set multiplot layout 1,2 title "shmfilter against networked Redis: time per check (solid: Bloom, dashed: cuckoo)" font ",13"
 set title "one key per call (a round trip per key for the baselines)"
 load dir."/latency-1.style"
