@@ -8,12 +8,12 @@ set datafile missing "?"
 set key autotitle columnhead below maxrows 5 width -8
 set logscale xy
 set grid xtics ytics mytics
-set xlabel "keys in the filter (1% filters, 16-byte keys, about half of the checked keys present)"
+set xlabel "keys in the filter" offset 0,0.5
 set ylabel "time per check, median (ns, log scale)"
 set xtics ("100k" 1e5, "1M" 1e6, "10M" 1e7, "100M" 1e8)
 set autoscale xfix
 set offsets graph 0.08, graph 0.08, 0, 0
-set multiplot layout 1,2 title "shmfilter against networked Redis: time per check (solid: Bloom, dashed: cuckoo)" font ",13"
+set multiplot layout 1,2 title "shmfilter against networked Redis: time per check (1% filters, 16-byte keys, about half present; solid: Bloom, dashed: cuckoo)" font ",13"
 set title "one key per call (a round trip per key for the baselines)"
 load dir."/latency-1.style"
 plot for [i=2:words(lcs) + 1] dir."/latency-1.dat" using 1:i with linespoints lw 2 pt 7 lc rgb word(lcs, i - 1) dt int(word(dts, i - 1))
