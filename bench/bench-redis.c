@@ -550,7 +550,8 @@ int main(int argc, char **argv)
 	/* The TCP port must be this Redis, not another one on the machine. */
 	redisContext *c = resp_connect(&b.redis_tcp);
 	redisReply *r1 = resp_run(c, &b.redis_tcp, "CONFIG", "GET", "unixsocket", (char *)NULL);
-	if (r1->type != REDIS_REPLY_ARRAY || r1->elements != 2 || strcmp(r1->element[1]->str, unix_path) != 0)
+	if (r1->type != REDIS_REPLY_ARRAY || r1->elements != 2 || r1->element[1]->type != REDIS_REPLY_STRING ||
+	    strcmp(r1->element[1]->str, unix_path) != 0)
 		die("%s is not the Redis of unix socket %s", endpoint_name(&b.redis_tcp), unix_path);
 	freeReplyObject(r1);
 	redisFree(c);
