@@ -4,15 +4,18 @@
  * they were not shown before, from one Bloom filter that every PHP-FPM
  * worker of the host shares through shmd (use case 1).
  *
- *   shmctl create seen --capacity 100000000 --fpr 0.001 --mode 0660
+ *   shmctl create seen --type cuckoo --capacity 100000000 --fpr 0.001 --mode 0660
  *   php -d extension=shmf.so seen-urls.php USER URL...     # CLI: prints what to show
  *   GET /seen-urls.php?user=USER&url[]=URL&url[]=URL&n=3   # under PHP-FPM
  *
  * Prints the URLs to show, in the candidates' order, at most n (default 10),
- * one per line. add() is add-if-absent in one call: it returns true only the
- * first time a (user, URL) pair is added, so two requests of one user racing
- * in two workers never both show the same URL. A URL never shown can be
- * skipped at the filter's false-positive rate (here 0.1%).
+ * one per line. addUnique() on a cuckoo filter is add-if-absent, atomic
+ * across processes: it returns true only the first time a (user, URL) pair
+ * is added, so two requests of one user racing in two workers never both
+ * show the same URL. (A Bloom filter's add() reports "new" exactly once
+ * only when adds of the same key do not race: two racing adds of one key
+ * may both report new.) A URL never shown can be skipped at the filter's
+ * false-positive rate (here 0.1%).
  */
 
 /** Up to $n of $candidates not shown to $user before, now marked as shown. */
@@ -22,7 +25,7 @@ function fresh_urls(Shmf\Filter $seen, string $user, array $candidates, int $n):
 	foreach ($candidates as $url) {
 		if (count($show) >= $n)
 			break;
-		if ($seen->add($user . "\0" . $url))
+		if ($seen->addUnique($user . "\0" . $url))
 			$show[] = $url;
 	}
 	return $show;

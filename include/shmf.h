@@ -191,7 +191,11 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  * RedisBloom's CF.ADD); see shmf_add_unique() for add-if-absent.
  *
  * @return Bloom: 1 if the key was not in the filter before this call (this
- *         call set at least one of its bits), 0 if it may have been.
+ *         call set at least one of its bits), 0 if it may have been. Two
+ *         adds of the same new key that race (in two processes or threads)
+ *         may both return 1, because a key's bits lie in several words;
+ *         for exactly-once under races use a cuckoo filter's
+ *         shmf_add_unique().
  *         Cuckoo: 1 (a copy was stored). Or SHMF_E_READONLY (the handle
  *         was opened for checks only), SHMF_E_INVAL, SHMF_E_FULL (cuckoo:
  *         no room even after relocating; the filter is unchanged),

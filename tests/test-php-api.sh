@@ -17,7 +17,7 @@ start_shmd
 	"$SHMCTL" create tiny --type cuckoo --capacity 8 --fpr 0.01 --max-kicks 10 >/dev/null &&
 	"$SHMCTL" create dropme --capacity 100 --fpr 0.01 >/dev/null &&
 	"$SHMCTL" create push --type cuckoo --capacity 1000 --fpr 0.01 >/dev/null &&
-	"$SHMCTL" create seen --capacity 1000 --fpr 0.000001 >/dev/null || { fail "shmctl create"; finish; }
+	"$SHMCTL" create seen --type cuckoo --capacity 1000 --fpr 0.001 >/dev/null || { fail "shmctl create"; finish; }
 checks=$((checks + 1))
 SHMCTL=$SHMCTL php -n -d "extension=$PHP_EXT" "$SRC/tests/php/api.php" || fail "tests/php/api.php"
 

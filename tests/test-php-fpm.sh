@@ -124,7 +124,7 @@ swap)
 	;;
 examples)
 	"$SHMCTL" create push --type cuckoo --capacity 10000 --fpr 0.01 --mode 0660 >/dev/null &&
-		"$SHMCTL" create seen --capacity 10000 --fpr 0.000001 --mode 0660 >/dev/null ||
+		"$SHMCTL" create seen --type cuckoo --capacity 10000 --fpr 0.001 --mode 0660 >/dev/null ||
 		{ fail "shmctl create push, seen"; finish; }
 	urls=()
 	for i in $(seq 40); do urls+=("http://127.0.0.1:$PORT/push-cap.php?device=dev-42&i=$i"); done
