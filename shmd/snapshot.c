@@ -285,6 +285,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		w.err = -errno;
 		w.step = "rename";
 	}
+	int renamed = w.err == 0;
 	if (w.err != 0) {
 		unlinkat(dfd, tmpname, 0);
 	} else if (io_fsync(dfd, SNAP_IO_DIRSYNC) < 0) {
@@ -297,8 +298,9 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	free(table);
 	free(buf);
 	if (w.err != 0)
-		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (the previous file, if any, is unchanged)", path,
-			    w.step, strerror(-w.err));
+		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (%s)", path, w.step, strerror(-w.err),
+			    renamed ? "the new file is complete under its name, but the rename may not survive a crash"
+				    : "the previous file, if any, is unchanged");
 	return 0;
 }
 
