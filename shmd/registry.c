@@ -539,6 +539,10 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
 	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	/* The ring is walked below: check it first (the control file is
+	 * shared memory; a writer other than us may have scribbled on it). */
+	if (rc == 0)
+		rc = shmf_slot_check(&copy);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': %s", name, errtext(rc));
 	if (copy.window_gens == 0)
