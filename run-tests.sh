@@ -1,7 +1,9 @@
 #!/bin/bash
 # run-tests.sh - set everything up on a fresh Debian machine and run the
 # whole test suite twice: a plain build (build/) and one under
-# AddressSanitizer + UndefinedBehaviorSanitizer (build-san/).
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-san/); then the
+# threaded tests (suite threads) under ThreadSanitizer (build-tsan/).
+# tests/run-long.sh is the long mode (README, "Adversarial tests").
 # The last line is "N passed, N failed"; the exit status is non-zero on any
 # failure (a build that fails counts as a failed test).
 set -u
@@ -32,7 +34,12 @@ suite() {
 	echo "=== $dir: tests"
 	rm -f "$dir/meson-logs/testlog.json"
 	meson test -C "$dir" --num-processes 2 --timeout-multiplier "$mult" --print-errorlogs
-	local counts
+	count "$dir"
+}
+
+# count DIR: add the results of DIR's last meson test to the totals.
+count() {
+	local dir=$1 counts
 	counts=$(python3 -c '
 import json, sys
 ok = bad = 0
@@ -49,10 +56,31 @@ print(ok, bad)' "$dir/meson-logs/testlog.json" 2>/dev/null) || counts="0 1"
 	echo "=== $dir: $1 passed, $2 failed"
 }
 
+# threads: the threaded code (libshmf handles shared by threads, the cuckoo
+# relocation lock) under ThreadSanitizer: only the tests of suite threads,
+# and only their programs built (keep the list in step with the suite).
+threads() {
+	local dir=build-tsan
+	echo "=== $dir: build (ThreadSanitizer, suite threads)"
+	if ! { if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" -Dtests=true -Db_sanitize=thread -Db_lundef=false; else
+		meson setup "$dir" -Dtests=true -Db_sanitize=thread -Db_lundef=false; fi; } >"$dir.setup.log" 2>&1 ||
+		! meson compile -C "$dir" tests/test-threads tests/test-handle tests/test-cuckoo-handle; then
+		cat "$dir.setup.log" 2>/dev/null
+		echo "=== $dir: build FAILED"
+		failed=$((failed + 1))
+		return
+	fi
+	rm -f "$dir.setup.log" "$dir/meson-logs/testlog.json"
+	TSAN_OPTIONS="halt_on_error=1" meson test -C "$dir" --no-rebuild --suite threads --num-processes 2 \
+		--timeout-multiplier 4 --print-errorlogs
+	count "$dir"
+}
+
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 suite build 1
 suite build-san 4 -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all
+threads
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

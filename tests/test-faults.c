@@ -194,6 +194,15 @@ struct fault_case {
 	const char *step; /* in the message */
 };
 
+static const struct fault_case long_write_cases[] = {
+	{ SNAP_IO_WRITE, EDQUOT, 1, "write failed" },
+	{ SNAP_IO_WRITE, EFBIG, 0, "write failed" },
+	{ SNAP_IO_WRITE, EROFS, 0, "write failed" },
+	{ SNAP_IO_OPEN, EROFS, 0, "cannot" },
+	{ SNAP_IO_RENAME, EXDEV, 0, "rename failed" },
+	{ SNAP_IO_FSYNC, EDQUOT, 0, "fsync failed" },
+};
+
 static const struct fault_case write_cases[] = {
 	{ SNAP_IO_OPEN, EMFILE, 0, "cannot" },
 	{ SNAP_IO_CHMOD, EPERM, 0, "chmod failed" },
@@ -331,11 +340,64 @@ static void test_write_faults(void **state)
 			total += points;
 		}
 	}
+	if (long_mode) {
+		for (size_t i = 0; i < sizeof(long_write_cases) / sizeof(long_write_cases[0]); i++) {
+			const struct fault_case *fc = &long_write_cases[i];
+			snprintf(path, sizeof(path), "%s/win.snap", dir);
+			unsigned points = fail_each_call("win", path, w, 40 + (unsigned)i, fc, 0);
+			print_message("win: %s failing with %s: %u fault points\n", kind_names[fc->kind], strerror(fc->err),
+				      points);
+			total += points;
+		}
+	}
 	print_message("snapshot writes: %u fault points in all\n", total);
 	/* The windowed snapshot: 2 sections of 2 chunks each, so its writes
 	 * are header, sections, padding, 4 chunks, table and trailer. */
 	shmf_close(w);
 	shmf_close(c);
+}
+
+/* An interrupted write, read or fill (EINTR) is retried, not reported:
+ * the snapshot and the swap go through whichever call is interrupted. */
+static void test_interrupted(void **state)
+{
+	(void)state;
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	shmf_t *w = make_window("win", 5);
+	snprintf(path, sizeof(path), "%s/win.snap", dir);
+	unsigned retried = 0;
+	static const unsigned kinds[] = { SNAP_IO_WRITE, SNAP_IO_READ, SNAP_IO_FILL };
+	for (size_t k = 0; k < 3; k++) {
+		for (unsigned long n = 1;; n++) {
+			assert_true(n < 1000);
+			plan(kinds[k], n, EINTR, 0);
+			int rc;
+			if (kinds[k] == SNAP_IO_WRITE) {
+				rc = registry_snapshot(&fx.reg, "win", path, NULL, err, sizeof(err));
+			} else {
+				struct snap_file sf;
+				rc = snapshot_open(&sf, path, err, sizeof(err));
+				if (rc == 0) {
+					rc = registry_replace(&fx.reg, "win", &sf, REGISTRY_SWAP, err, sizeof(err));
+					snapshot_close(&sf);
+				}
+			}
+			unsigned long injected = snapshot_fault.injected;
+			memset(&snapshot_fault, 0, sizeof(snapshot_fault));
+			if (rc < 0)
+				fail_msg("%s interrupted at call %lu: %s", kind_names[kinds[k]], n, err);
+			assert_snapshot_holds(path, snapshot_items(path));
+			if (injected == 0)
+				break;
+			retried++;
+		}
+	}
+	print_message("interrupted calls: %u, each retried, every snapshot and swap went through\n", retried);
+	assert_true(retried >= 3);
+	char key[32];
+	for (uint64_t i = 0; i < 6000; i++)
+		assert_int_equal(shmf_check(w, key, fixture_key(key, 5, i)), 1);
+	shmf_close(w);
 }
 
 /* ---- Reading: swap and restore ----------------------------------------- */
@@ -466,8 +528,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_write_faults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_faults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_periodic_faults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_interrupted, setup, teardown),
 	};
-	static const char *const names[] = { "write", "read", "periodic" };
-	(void)long_mode;
+	static const char *const names[] = { "write", "read", "periodic", "interrupted" };
 	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 }
