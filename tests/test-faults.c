@@ -298,10 +298,10 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 
 /* A windowed Bloom filter of two live generations of about 6 MB each (two
  * checksum chunks each), so that a snapshot makes many writes. */
-static shmf_t *make_window(const char *name, unsigned family)
+static shmf_t *make_window(const char *name, unsigned family, uint64_t capacity)
 {
 	char err[REGISTRY_ERR_MAX], key[32];
-	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = 5000000, .fpr = 0.01, .mode = 0640,
+	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640,
 				    .window_secs = 3600, .window_gens = 2 };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
@@ -318,7 +318,7 @@ static void test_write_faults(void **state)
 {
 	(void)state;
 	char path[512], err[SNAPSHOT_ERR_MAX];
-	shmf_t *w = make_window("win", 1);
+	shmf_t *w = make_window("win", 1, 5000000);
 	fixture_filter(&fx, "cuc", SHMF_TYPE_CUCKOO, 200000, 0.01);
 	shmf_t *c = fixture_open("cuc", SHMF_RDWR);
 	char key[32];
@@ -363,7 +363,7 @@ static void test_interrupted(void **state)
 {
 	(void)state;
 	char path[512], err[SNAPSHOT_ERR_MAX];
-	shmf_t *w = make_window("win", 5);
+	shmf_t *w = make_window("win", 5, 100000);
 	snprintf(path, sizeof(path), "%s/win.snap", dir);
 	unsigned retried = 0;
 	static const unsigned kinds[] = { SNAP_IO_WRITE, SNAP_IO_READ, SNAP_IO_FILL };
@@ -458,12 +458,12 @@ static void test_read_faults(void **state)
 {
 	(void)state;
 	char file[512], err[SNAPSHOT_ERR_MAX], key[32];
-	shmf_t *w = make_window("src", 3);
+	shmf_t *w = make_window("src", 3, 5000000);
 	snprintf(file, sizeof(file), "%s/src.snap", dir);
 	assert_int_equal(registry_snapshot(&fx.reg, "src", file, NULL, err, sizeof(err)), 0);
 	shmf_close(w);
 	/* The live filter a swap would replace, with keys of its own. */
-	shmf_t *live = make_window("live", 4);
+	shmf_t *live = make_window("live", 4, 5000000);
 	unsigned total = 0;
 	for (size_t i = 0; i < sizeof(read_cases) / sizeof(read_cases[0]); i++) {
 		const struct fault_case *fc = &read_cases[i];

@@ -16,6 +16,8 @@
  *   0x08 the slot's data_bytes agrees with its nblocks
  *   0x10 each data file is data_bytes long (else payload offset + payload)
  *   0x20 open read-write (else read-only)
+ *   0x40 the payload's first 4096 bytes are the item-counter page (the
+ *        shared counters any adder can write), the rest the blocks
  * A data file is written for each live generation the slot names (at most
  * 16, each at most 64 MiB, sparse). The slot's sequence is kept even: an
  * odd one only makes every open wait out shmf_slot_read()'s retries.
@@ -142,6 +144,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&dh, fixed + 1 + 64 + 512, sizeof(dh));
 	const uint8_t *payload = data + sizeof(fixed);
 	size_t plen = size > sizeof(fixed) ? size - sizeof(fixed) : 0;
+	const uint8_t *counters = NULL;
+	size_t clen = 0;
+	if (flags & 0x40) {
+		counters = payload;
+		clen = plen < 4096 ? plen : 4096;
+		payload += clen;
+		plen -= clen;
+	}
 
 	if (flags & 0x01) {
 		ch.magic = SHMF_CTL_MAGIC;
@@ -200,6 +210,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fsize > FILE_MAX)
 			fsize = SHMF_DATA_BLOCKS_OFF + plen;
 		write_file(fname, fsize, &dh, sizeof(dh), SHMF_DATA_BLOCKS_OFF, payload, plen);
+		if (clen > 0 && fsize >= SHMF_DATA_BLOCKS_OFF) {
+			int fd = openat(dir_fd, fname, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || pwrite(fd, counters, clen, SHMF_DATA_COUNTERS_OFF) != (ssize_t)clen)
+				fuzz_fail("counters");
+			close(fd);
+		}
 	}
 	int rdwr = (flags & 0x20) != 0;
 	shmf_t *f = NULL;

@@ -28,6 +28,7 @@ harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(snapshot segment request config)
 declare -A maxlen=([snapshot]=65536 [segment]=20000 [request]=4096 [config]=4096)
 
+command -v clang >/dev/null || apt-get install -y clang >/dev/null || { echo "run-fuzz: clang is needed"; exit 2; }
 b=build-fuzz
 if [ ! -f $b/build.ninja ]; then
 	CC=clang meson setup $b -Dfuzz=true -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false \
