@@ -429,6 +429,7 @@ static void test_lock_holder(void **state)
 				_exit(3);
 			(void)!write(ready[1], "w", 1);
 			int r = shmf_add_capped(w, key, len, 1);
+			shmf_close(w);
 			_exit(r == 0 ? 0 : r == SHMF_E_FULL ? 5 : 4);
 		}
 		char c;
