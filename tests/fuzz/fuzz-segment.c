@@ -23,8 +23,9 @@
  * odd one only makes every open wait out shmf_slot_read()'s retries.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,6 +53,26 @@ static void remove_dir(void)
 	snprintf(inst, sizeof(inst), "%s/" INSTANCE, dir);
 	rmdir(inst);
 	rmdir(dir);
+}
+
+/* Directories of harness processes that are gone (libFuzzer may end
+ * without running atexit handlers). */
+static void remove_stale(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		long pid;
+		char cmd[300];
+		if (sscanf(e->d_name, "shmf-fuzz-%ld", &pid) != 1 || pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno != ESRCH) ||
+		    kill((pid_t)pid, 0) == 0)
+			continue;
+		snprintf(cmd, sizeof(cmd), "rm -rf '/dev/shm/%s'", e->d_name);
+		if (system(cmd) != 0)
+			fuzz_fail("cannot remove /dev/shm/%s", e->d_name);
+	}
+	if (d != NULL)
+		closedir(d);
 }
 
 static void clear_dir(void)
@@ -123,9 +144,10 @@ static void use(shmf_t *f, const uint8_t *keys, size_t klen, int rdwr)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (dir_fd < 0) {
-		snprintf(dir, sizeof(dir), "/dev/shm/shmf-fuzz-XXXXXX");
-		if (mkdtemp(dir) == NULL)
-			fuzz_fail("mkdtemp");
+		remove_stale();
+		snprintf(dir, sizeof(dir), "/dev/shm/shmf-fuzz-%ld", (long)getpid());
+		if (mkdir(dir, 0700) < 0)
+			fuzz_fail("mkdir %s", dir);
 		setenv("SHMF_RUNTIME_DIR", dir, 1);
 		char inst[160];
 		snprintf(inst, sizeof(inst), "%s/" INSTANCE, dir);
