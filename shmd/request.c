@@ -37,8 +37,14 @@ struct request_reader {
 	size_t body_left;
 	size_t req_bytes;
 	int failed;
-	char err[160];
+	int stop_at_end;  /* guard(): stop after the request that completes */
+	char err[200];
+	struct request_limits lim;
 	struct reqobj *cur;
+};
+
+const struct request_limits request_limits_max = {
+	.max_bytes = REQUEST_MAX_BYTES, .max_args = REQUEST_MAX_ARGS, .max_arg = REQUEST_MAX_ARG, .why = "",
 };
 
 static void reqobj_free(void *p)
@@ -120,7 +126,21 @@ struct request_reader *request_reader_new(void)
 		free(rr);
 		return NULL;
 	}
+	rr->lim = request_limits_max;
 	return rr;
+}
+
+void request_reader_set_limits(struct request_reader *rr, const struct request_limits *l)
+{
+	rr->lim = *l;
+	if (rr->lim.max_bytes == 0 || rr->lim.max_bytes > REQUEST_MAX_BYTES)
+		rr->lim.max_bytes = REQUEST_MAX_BYTES;
+	if (rr->lim.max_args == 0 || rr->lim.max_args > REQUEST_MAX_ARGS)
+		rr->lim.max_args = REQUEST_MAX_ARGS;
+	if (rr->lim.max_arg > REQUEST_MAX_ARG)
+		rr->lim.max_arg = REQUEST_MAX_ARG;
+	if (rr->lim.why == NULL)
+		rr->lim.why = "";
 }
 
 void request_reader_free(struct request_reader *rr)
@@ -151,6 +171,18 @@ static const char *show(unsigned char c, char buf[8])
 	return buf;
 }
 
+/* A size for people: "64 MiB", "16 KiB", or "1000 bytes". */
+static const char *size_text(size_t n, char buf[32])
+{
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(buf, 32, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, 32, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, 32, "%zu bytes", n);
+	return buf;
+}
+
 /* Parse the digits of a header line "<type><digits>\r"; -1 if malformed. */
 static long parse_header(const char *line, size_t len)
 {
@@ -169,14 +201,16 @@ static long parse_header(const char *line, size_t len)
 static int header_done(struct request_reader *rr)
 {
 	long v = parse_header(rr->line, rr->line_len);
+	char size[32];
 	rr->line_len = 0;
 	if (rr->st == G_ARRAY) {
 		if (v < 1) {
 			fail(rr, "Protocol error: invalid multibulk length");
 			return -1;
 		}
-		if ((unsigned long)v > REQUEST_MAX_ARGS) {
-			fail(rr, "Protocol error: %lu arguments, more than %u in one request", (unsigned long)v, REQUEST_MAX_ARGS);
+		if ((unsigned long)v > rr->lim.max_args) {
+			fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s", (unsigned long)v,
+			     rr->lim.max_args, rr->lim.why);
 			return -1;
 		}
 		rr->args_left = (unsigned long)v;
@@ -187,8 +221,15 @@ static int header_done(struct request_reader *rr)
 		fail(rr, "Protocol error: invalid bulk length");
 		return -1;
 	}
-	if ((unsigned long)v > REQUEST_MAX_ARG) {
-		fail(rr, "Protocol error: argument of %lu bytes, larger than %u MiB", (unsigned long)v, REQUEST_MAX_ARG >> 20);
+	if ((unsigned long)v > rr->lim.max_arg) {
+		fail(rr, "Protocol error: argument of %lu bytes, larger than %s%s", (unsigned long)v,
+		     size_text(rr->lim.max_arg, size), rr->lim.why);
+		return -1;
+	}
+	/* Refuse a request that cannot fit at its header, not after its bytes
+	 * arrived: the client learns at once, and nothing is buffered for it. */
+	if (rr->req_bytes + 1 + (size_t)v + 2 > rr->lim.max_bytes) { /* this LF, the bytes, CR LF */
+		fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
 		return -1;
 	}
 	rr->body_left = (size_t)v;
@@ -246,13 +287,16 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 				rr->st = G_ARRAY;
 				rr->req_bytes = 0;
 				i += step;
+				if (rr->stop_at_end)
+					return i;
 				continue;
 			}
 			break;
 		}
 		rr->req_bytes += step;
-		if (rr->req_bytes > REQUEST_MAX_BYTES) {
-			fail(rr, "Protocol error: request larger than %u MiB", REQUEST_MAX_BYTES >> 20);
+		if (rr->req_bytes > rr->lim.max_bytes) {
+			char size[32];
+			fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
 			return i;
 		}
 		i += step;
@@ -260,8 +304,10 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 	return i;
 }
 
-int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
+/* Guard and hand to hiredis what the guard accepts; *used: bytes taken. */
+static int feed(struct request_reader *rr, const char *buf, size_t len, size_t *used)
 {
+	*used = 0;
 	if (rr->failed)
 		return -1;
 	size_t ok = guard(rr, buf, len);
@@ -269,7 +315,21 @@ int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
 		rr->failed = 1;
 		snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
 	}
+	*used = rr->failed ? len : ok;
 	return rr->failed ? -1 : 0;
+}
+
+int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
+{
+	size_t used;
+	rr->stop_at_end = 0;
+	return feed(rr, buf, len, &used);
+}
+
+int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t len, size_t *used)
+{
+	rr->stop_at_end = 1;
+	return feed(rr, buf, len, used);
 }
 
 int request_reader_next(struct request_reader *rr, struct request *req)
