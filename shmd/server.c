@@ -43,6 +43,10 @@
 #define DRAIN_BYTES (64u << 20)
 #define DRAIN_MS 2000
 #define EVENTS_PER_WAIT 256
+/* Redis' words exactly: redis-py, for one, turns this text (and only
+ * this) into a ConnectionError rather than a command's error. The limit
+ * itself is in INFO (maxclients) and the configuration. */
+#define MAXCLIENTS_ERROR "ERR max number of clients reached"
 
 /* Before AUTH a TCP client may send only small requests, as Redis allows
  * an unauthenticated client (since 6.2.6, CVE-2021-32675): enough for
@@ -368,10 +372,8 @@ static void accept_clients(struct server *s, struct listener *l)
 		if (full) {
 			s->view.rejected_connections++;
 			if (s->refusing >= SERVER_MAX_REFUSING) {
-				char msg[80];
-				int n = snprintf(msg, sizeof(msg), "-ERR max number of clients reached (%u)\r\n",
-						 s->view.maxclients[l->kind]);
-				ssize_t ignored = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+				static const char msg[] = "-" MAXCLIENTS_ERROR "\r\n";
+				ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 				(void)ignored;
 				close(fd);
 				continue;
@@ -394,7 +396,7 @@ static void accept_clients(struct server *s, struct listener *l)
 				c->sess.peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
 		}
 		if (full) {
-			reply_error(&c->out, "ERR max number of clients reached (%u)", s->view.maxclients[l->kind]);
+			reply_error(&c->out, "%s", MAXCLIENTS_ERROR);
 			c->state = C_CLOSING;
 			conn_settle(s, c);
 		}
