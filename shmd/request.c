@@ -38,6 +38,7 @@ struct request_reader {
 	size_t req_bytes;
 	int failed;
 	int stop_at_end;  /* guard(): stop after the request that completes */
+	int request_done; /* guard() stopped there */
 	char err[200];
 	struct request_limits lim;
 	struct reqobj *cur;
@@ -237,15 +238,27 @@ static int header_done(struct request_reader *rr)
 	return 0;
 }
 
-/* Walk @p n bytes; returns how many are acceptable (all of them unless the
- * guard failed, in which case the rest must not reach the reader). */
+/* A CR or LF where a request would start: an empty line, which carries
+ * no request and is skipped, as Redis skips an empty inline command
+ * (redis-cli --pipe sends one before its closing ECHO). */
+static int blank(const struct request_reader *rr, unsigned char c)
+{
+	return rr->st == G_ARRAY && rr->line_len == 0 && (c == '\r' || c == '\n');
+}
+
+/* Walk @p n bytes; returns how many are acceptable: all of them, or fewer
+ * when the guard failed (the rest must not reach the reader), stopped
+ * after a request (stop_at_end), or met a blank byte (not for hiredis). */
 static size_t guard(struct request_reader *rr, const char *p, size_t n)
 {
 	size_t i = 0;
 	char b[8];
+	rr->request_done = 0;
 	while (i < n) {
 		size_t step = 1;
 		unsigned char c = (unsigned char)p[i];
+		if (blank(rr, c))
+			return i;
 		switch (rr->st) {
 		case G_ARRAY:
 		case G_BULK:
@@ -287,8 +300,10 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 				rr->st = G_ARRAY;
 				rr->req_bytes = 0;
 				i += step;
-				if (rr->stop_at_end)
+				if (rr->stop_at_end) {
+					rr->request_done = 1;
 					return i;
+				}
 				continue;
 			}
 			break;
@@ -304,18 +319,24 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 	return i;
 }
 
-/* Guard and hand to hiredis what the guard accepts; *used: bytes taken. */
+/* Guard and hand to hiredis what the guard accepts, skipping blank bytes
+ * between requests; *used: bytes taken. */
 static int feed(struct request_reader *rr, const char *buf, size_t len, size_t *used)
 {
-	*used = 0;
-	if (rr->failed)
-		return -1;
-	size_t ok = guard(rr, buf, len);
-	if (ok > 0 && redisReaderFeed(rr->reader, buf, ok) != REDIS_OK) {
-		rr->failed = 1;
-		snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
+	size_t off = 0;
+	while (off < len && !rr->failed) {
+		size_t ok = guard(rr, buf + off, len - off);
+		if (ok > 0 && redisReaderFeed(rr->reader, buf + off, ok) != REDIS_OK) {
+			rr->failed = 1;
+			snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
+		}
+		off += ok;
+		if (rr->failed || rr->request_done)
+			break;
+		while (off < len && blank(rr, (unsigned char)buf[off]))
+			off++;
 	}
-	*used = rr->failed ? len : ok;
+	*used = rr->failed ? len : off;
 	return rr->failed ? -1 : 0;
 }
 
