@@ -7,6 +7,7 @@
  */
 #include <hiredis/read.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,18 @@ enum guard_state {
 	G_LF,     /* expecting the LF after a bulk string */
 };
 
-/* What hiredis builds: one request's arguments. */
+/* What hiredis builds: one request's arguments, in one allocation with
+ * room for the arguments themselves when they are small (a check's verb,
+ * filter name and key), so that a request costs one malloc, not one per
+ * argument and two for the vectors. */
+#define REQOBJ_POOL 256
+
 struct reqobj {
 	int argc;
 	char **argv;
 	size_t *lens;
+	char *pool;          /* small arguments, copied here */
+	size_t pool_used;
 };
 
 struct request_reader {
@@ -54,9 +62,8 @@ static void reqobj_free(void *p)
 	if (o == NULL)
 		return;
 	for (int i = 0; i < o->argc; i++)
-		free(o->argv[i]);
-	free(o->argv);
-	free(o->lens);
+		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool (NULL: free() ignores it) */
+			free(o->argv[i]);
 	free(o);
 }
 
@@ -65,16 +72,17 @@ static void *create_array(const redisReadTask *task, int elements)
 	/* The guard admits only top-level arrays of 1..REQUEST_MAX_ARGS. */
 	if (task->parent != NULL || elements < 1 || (unsigned)elements > REQUEST_MAX_ARGS)
 		return NULL;
-	struct reqobj *o = calloc(1, sizeof(*o));
+	size_t n = (size_t)elements;
+	struct reqobj *o = malloc(sizeof(*o) + n * (sizeof(*o->argv) + sizeof(*o->lens)) + REQOBJ_POOL);
 	if (o == NULL)
 		return NULL;
-	o->argv = calloc((size_t)elements, sizeof(*o->argv));
-	o->lens = calloc((size_t)elements, sizeof(*o->lens));
-	if (o->argv == NULL || o->lens == NULL) {
-		reqobj_free(o);
-		return NULL;
-	}
 	o->argc = elements;
+	o->argv = (char **)(o + 1);
+	o->lens = (size_t *)(o->argv + n);
+	o->pool = (char *)(o->lens + n);
+	o->pool_used = 0;
+	memset(o->argv, 0, n * sizeof(*o->argv));
+	memset(o->lens, 0, n * sizeof(*o->lens));
 	return o;
 }
 
@@ -85,9 +93,13 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
 	struct reqobj *o = task->parent->obj;
 	if (o == NULL || task->idx < 0 || task->idx >= o->argc)
 		return NULL;
-	char *copy = malloc(len + 1);
-	if (copy == NULL)
+	char *copy;
+	if (len < REQOBJ_POOL - o->pool_used) {
+		copy = o->pool + o->pool_used;
+		o->pool_used += len + 1;
+	} else if ((copy = malloc(len + 1)) == NULL) {
 		return NULL;
+	}
 	memcpy(copy, str, len);
 	copy[len] = '\0';
 	o->argv[task->idx] = copy;
@@ -269,6 +281,22 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 				else
 					fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
 				return i;
+			}
+			if (rr->line_len == 0) {
+				/* The whole line in this buffer (as it nearly always
+				 * is): take it in one step rather than byte by byte. */
+				size_t window = n - i < sizeof(rr->line) + 1 ? n - i : sizeof(rr->line) + 1;
+				const char *nl = memchr(p + i, '\n', window);
+				if (nl != NULL) {
+					size_t ll = (size_t)(nl - (p + i));
+					memcpy(rr->line, p + i, ll);
+					rr->line_len = ll;
+					rr->req_bytes += ll;
+					i += ll; /* at the LF, which the step below counts */
+					if (header_done(rr) < 0)
+						return i;
+					break;
+				}
 			}
 			if (c == '\n') {
 				if (header_done(rr) < 0)
