@@ -56,11 +56,8 @@ static const struct request_limits preauth_limits = {
 	.max_bytes = 64u << 10, .max_args = 10, .max_arg = 16u << 10, .why = " before AUTH",
 };
 
-/* What an epoll event points at: a listener or a connection. */
-enum { W_LISTENER, W_CONN };
-
+/* An epoll event points at a listener or a connection. */
 struct listener {
-	int what;       /* W_LISTENER */
 	int fd;         /* -1: none */
 	int kind;       /* SESSION_UNIX or SESSION_TCP */
 };
@@ -72,7 +69,6 @@ enum conn_state {
 };
 
 struct conn {
-	int what;       /* W_CONN */
 	int fd;
 	enum conn_state state;
 	int eof;        /* the peer closed its side: close once the replies are sent */
@@ -212,7 +208,7 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 		int rc = request_reader_feed_some(c->rr, buf + off, n - off, &used);
 		off += used;
 		struct request req;
-		int next;
+		int next = 0;
 		while (c->state == C_OPEN && (next = request_reader_next(c->rr, &req)) == 1) {
 			s->view.commands_processed++;
 			session_dispatch(&c->sess, s->reg, &req, &c->out);
@@ -332,7 +328,6 @@ static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
 		free(c);
 		return NULL;
 	}
-	c->what = W_CONN;
 	c->fd = fd;
 	c->counted = counted;
 	c->events = EPOLLIN;
@@ -426,7 +421,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 {
 	struct server s = {
 		.reg = reg,
-		.lis = { { W_LISTENER, o->unix_fd, SESSION_UNIX }, { W_LISTENER, o->tcp_fd, SESSION_TCP } },
+		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
 		.limits = { request_limits_max, request_limits_max },
 	};
 	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
@@ -461,14 +456,16 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));
 			continue;
 		}
-		/* Connections first, listeners last: a connection freed in this
-		 * batch is never one an event below still points at, since each
-		 * is freed only while its own event is handled. */
+		/* Connections first, listeners last, so that a connection freed
+		 * in this batch (only ever while its own event is handled) cannot
+		 * share its address with one accepted for a later event. A
+		 * listener is told by its address, never by reading through an
+		 * event's pointer, which may be a freed connection's by then. */
 		for (int i = 0; i < n; i++)
-			if (*(int *)evs[i].data.ptr == W_CONN)
+			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1])
 				conn_event(&s, evs[i].data.ptr, evs[i].events);
 		for (int i = 0; i < n; i++)
-			if (*(int *)evs[i].data.ptr == W_LISTENER)
+			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
 				accept_clients(&s, evs[i].data.ptr);
 		uint64_t now = now_ms();
 		if (now - last_sweep >= 250) {
