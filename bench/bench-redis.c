@@ -424,14 +424,16 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 		for (int m = 0; m < 2; m++)
 			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,
 							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL };
-	double rate[NJOBS][NW][MAX_ROUNDS], others[NJOBS][NW] = { { 0 } };
+	double rate[NJOBS][NW][MAX_ROUNDS];
+	struct workers_cpu cpu[NJOBS][NW] = { { { 0, 0 } } }; /* means over the rounds */
 	for (int round = 0; round < rounds; round++)
 		for (int j = 0; j < njobs; j++) {
 			struct worker_job job = args[j].remote ? job_remote_check(&args[j]) : job_local_check(&args[j]);
 			for (int w = 0; w < NW; w++) {
-				double o;
-				rate[j][w][round] = workers_throughput(&job, worker_counts[w], b->sz->seconds, &o);
-				others[j][w] += o / rounds;
+				struct workers_cpu c;
+				rate[j][w][round] = workers_throughput(&job, worker_counts[w], b->sz->seconds, &c);
+				cpu[j][w].workers += c.workers / rounds;
+				cpu[j][w].others += c.others / rounds;
 			}
 		}
 	char sample[48];
@@ -443,7 +445,8 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 				.f = &t->facts, .key_bytes = len, .op = "check", .keys_per_call = args[j].per_call,
 				.system = r ? r->system : "shmfilter", .transport = r ? r->ep->transport : "in-process",
 				.workers = worker_counts[w], .samples = (size_t)rounds, .sample = sample,
-				.keys_per_s = median_rate(rate[j][w], rounds), .others_cpus = others[j][w],
+				.keys_per_s = median_rate(rate[j][w], rounds), .workers_cpus = cpu[j][w].workers,
+				.others_cpus = cpu[j][w].others,
 			};
 			results_row(&b->out, &row);
 		}
