@@ -143,6 +143,11 @@ typedef struct {
 	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
 	uint64_t deletes;             /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
+	uint64_t window_secs;         /**< time window: seconds per generation; 0: not windowed */
+	uint32_t window_generations;  /**< time window: generations kept; 0: not windowed */
+	uint32_t live_generations;    /**< generations checked now (1 unless windowed); the
+	                                   fields above describe the newest, where adds go */
+	uint64_t items_live;          /**< items summed over the live generations */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */
@@ -191,7 +196,11 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  * RedisBloom's CF.ADD); see shmf_add_unique() for add-if-absent.
  *
  * @return Bloom: 1 if the key was not in the filter before this call (this
- *         call set at least one of its bits), 0 if it may have been.
+ *         call set at least one of its bits), 0 if it may have been. Two
+ *         adds of the same new key that race (in two processes or threads)
+ *         may both return 1, because a key's bits lie in several words;
+ *         for exactly-once under races use a cuckoo filter's
+ *         shmf_add_unique().
  *         Cuckoo: 1 (a copy was stored). Or SHMF_E_READONLY (the handle
  *         was opened for checks only), SHMF_E_INVAL, SHMF_E_FULL (cuckoo:
  *         no room even after relocating; the filter is unchanged),

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "fscred.h"
 #include "registry.h"
 #include "reply.h"
 
@@ -16,6 +17,7 @@ struct request {
 	int argc;
 	char **argv;
 	size_t *lens;
+	struct fscred peer; /* who sent it (SO_PEERCRED); unset: the daemon itself */
 };
 
 /**

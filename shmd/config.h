@@ -9,12 +9,22 @@
  *   group =                 ; group name or gid for directory, socket, files
  *   remove_on_exit = false  ; unlink the segments on clean shutdown
  *   huge_pages = auto       ; auto | off: mount a huge=within_size tmpfs (root)
+ *   snapshot_dir =          ; where periodic snapshots go (filters may override)
  *
  *   [filter NAME]           ; one section per filter
  *   type = bloom
  *   capacity = 1000000
  *   fpr = 0.01
  *   mode = 0640             ; data file: 0640 group may check, 0660 group may add
+ *   window =                ; e.g. 10m: adds go to a generation this long, then a
+ *                           ; new one starts; checks see every live generation
+ *   generations = 2         ; live generations of a window (1 to 16)
+ *   snapshot_every =        ; e.g. 5m: a snapshot that often (none when empty)
+ *   snapshot_keep = 3       ; newest snapshot files kept
+ *   snapshot_dir =          ; overrides the instance's
+ *
+ * A filter with snapshots that is missing at start (a reboot emptied the
+ * runtime directory) is restored from its newest valid snapshot.
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
@@ -32,6 +42,7 @@ struct config {
 	gid_t gid;          /* (gid_t)-1: none */
 	int remove_on_exit;
 	int huge_pages;     /* 1 auto, 0 off */
+	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hugepages.h"
+#include "mkdirs.h"
 #include "log.h"
 
 #ifndef TMPFS_MAGIC
@@ -36,23 +37,9 @@ static int dir_empty(const char *path)
 	return empty;
 }
 
-static void mkdir_p(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(buf, 0755);
-			*p = '/';
-		}
-	}
-	mkdir(buf, 0755);
-}
-
 void hugepages_prepare(const char *root, int want)
 {
-	mkdir_p(root);
+	(void)mkdirs(root, 0755); /* failures show at the mount or later, named */
 	if (is_tmpfs(root))
 		return;
 	if (geteuid() != 0) {

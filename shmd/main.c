@@ -14,11 +14,13 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "hugepages.h"
 #include "log.h"
+#include "periodic.h"
 #include "registry.h"
 #include "rundir.h"
 #include "server.h"
@@ -44,6 +46,13 @@ static void usage(FILE *to)
 		"Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
 }
 
+static void on_tick(struct registry *reg, void *arg)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	registry_rotate_due(reg, now);
+	periodic_tick(arg, reg, now);
+}
+
 /* Create the configured filters the instance does not hold yet. */
 static int ensure_filters(struct registry *reg, const struct config *cfg)
 {
@@ -62,6 +71,10 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 					f->name, s->capacity, fpr, f->capacity, f->fpr);
 			continue;
 		}
+		/* Missing (a first start, or a reboot emptied the runtime
+		 * directory): from its newest valid snapshot when it has any. */
+		if (f->snapshot_every != 0 && periodic_restore_newest(reg, f) >= 0)
+			continue;
 		if (registry_create(reg, f, err, sizeof(err)) < 0) {
 			log_msg(LOG_ERR, "%s", err);
 			return -1;
@@ -182,7 +195,10 @@ int main(int argc, char **argv)
 		config_path ? config_path : "embedded default configuration", (long)getpid());
 	hugepages_report(reg.dir.fd, reg.dir_path);
 
-	rc = server_run(&reg, listen_fd, sock_path, &stop_requested);
+	struct periodic periodic;
+	periodic_init(&periodic, &cfg, (uint64_t)time(NULL));
+	rc = server_run(&reg, listen_fd, sock_path, &stop_requested, on_tick, &periodic);
+	periodic_final(&periodic, &reg);
 	log_msg(LOG_INFO, "shutting down%s", cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
 	registry_close(&reg, cfg.remove_on_exit);
 	pidfile_remove(pfh);

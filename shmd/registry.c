@@ -22,9 +22,12 @@
 #include <unistd.h>
 
 #include "cuckoo.h"
+#include "errmsg.h"
 #include "geometry.h"
 #include "hugepages.h"
 #include "log.h"
+#include "mkdirs.h"
+#include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
 #include "spec.h"
@@ -33,43 +36,9 @@
 #define TMPFS_MAGIC 0x01021994
 #endif
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err != NULL && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
 static const char *errtext(int code)
 {
 	return shmf_strerror(code);
-}
-
-/* mkdir -p for the runtime root (0755: the instance directory below it
- * carries the real permissions). */
-static int mkdir_parents(const char *path)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static uint64_t host_memory(void)
@@ -96,7 +65,7 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	struct shmf_ctl_header h = { 0 };
 	int fd = openat(r->dir.fd, SHMF_CTL_FILE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
 	int rc = 0;
 	if (fchmod(fd, mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0))
 		rc = -errno;
@@ -108,7 +77,7 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	close(fd);
 	if (rc < 0) {
 		unlinkat(r->dir.fd, SHMF_CTL_FILE, 0);
-		return fail(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
 	}
 	return 0;
 }
@@ -122,8 +91,11 @@ static int data_file_live(struct registry *r, const char *fname)
 		uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
 		if (gen == 0)
 			continue;
-		if (shmf_data_filename(s->name, gen, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
-			return 1;
+		for (unsigned j = 0; j < s->nlive && j < SHMF_WINDOW_MAX; j++) {
+			uint64_t g = j == 0 ? gen : s->live[j];
+			if (shmf_data_filename(s->name, g, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+				return 1;
+		}
 	}
 	return 0;
 }
@@ -148,6 +120,10 @@ static void ctl_recover(struct registry *r)
 		int rc = shmf_slot_read(s, &copy);
 		if (rc == 0)
 			rc = shmf_slot_check(&copy);
+		for (unsigned j = 1; rc == 0 && j < copy.nlive; j++) {
+			rc = shmf_data_map_open_gen(&r->dir, &copy, copy.live[j], 0, &dm);
+			shmf_data_map_close(&dm);
+		}
 		if (rc == 0)
 			rc = shmf_data_map_open(&r->dir, &copy, 0, &dm);
 		if (rc < 0) {
@@ -198,36 +174,36 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	if (instance == NULL)
 		instance = SHMF_DEFAULT_INSTANCE;
 	if ((rc = shmf_name_check(instance)) < 0)
-		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
 	snprintf(r->instance, sizeof(r->instance), "%s", instance);
 	if ((rc = shmf_runtime_dir(root, sizeof(root))) < 0)
-		return fail(err, errlen, rc, "%s", errtext(rc));
+		return errmsg(err, errlen, rc, "%s", errtext(rc));
 	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
-		return fail(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
-	if ((rc = mkdir_parents(root)) < 0)
-		return fail(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+	if ((rc = mkdirs(root, 0755)) < 0)
+		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
 
 	int created = 0;
 	if (mkdir(r->dir_path, dir_mode) == 0)
 		created = 1;
 	else if (errno != EEXIST)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
 	int fd = open(r->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
 	if (created && (fchmod(fd, dir_mode) < 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0))) {
 		rc = -errno;
 		close(fd);
-		return fail(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
 	}
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
-		return fail(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
+		return errmsg(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
 			    r->dir_path, errtext(rc));
 	}
 	if (r->dir.owner != geteuid()) {
 		shmf_dir_close(&r->dir);
-		return fail(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
+		return errmsg(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
 			    (unsigned)r->dir.owner, (unsigned)geteuid());
 	}
 	struct statfs sfs;
@@ -243,7 +219,7 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		ctl_recover(r);
 	}
 	if (rc < 0) {
-		fail(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
+		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
 		goto out;
 	}
 	r->ctl.hdr->daemon_pid = (uint64_t)getpid();
@@ -270,26 +246,26 @@ int registry_find(struct registry *r, const char *name)
 }
 
 /* Create and fill the data segment of one generation. */
-static int data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
-		       uint64_t gen, char *err, size_t errlen)
+int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
+		       uint64_t gen, uint64_t seed, char *err, size_t errlen)
 {
 	char fname[128];
 	struct shmf_data_header h = { 0 };
 	int rc = shmf_data_filename(spec->name, gen, fname, sizeof(fname));
 	if (rc < 0)
-		return fail(err, errlen, rc, "filter '%s': data file name too long", spec->name);
+		return errmsg(err, errlen, rc, "filter '%s': data file name too long", spec->name);
 	int fd = openat(r->dir.fd, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, spec->mode);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
 	if (fchmod(fd, spec->mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0)) {
-		rc = fail(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
+		rc = errmsg(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a
 	 * SIGBUS in a worker later. */
 	rc = posix_fallocate(fd, 0, (off_t)p->data_bytes);
 	if (rc != 0) {
-		rc = fail(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
+		rc = errmsg(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
 			  p->data_bytes, r->dir_path, strerror(rc));
 		goto bad;
 	}
@@ -302,7 +278,7 @@ static int data_create(struct registry *r, const struct filter_spec *spec, const
 	h.nblocks = p->nblocks;
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
-	arc4random_buf(&h.seed, sizeof(h.seed));
+	h.seed = seed;
 	h.generation = gen;
 	h.capacity = spec->capacity;
 	memcpy(&h.fpr_bits, &spec->fpr, sizeof(double));
@@ -310,7 +286,7 @@ static int data_create(struct registry *r, const struct filter_spec *spec, const
 	h.counters_offset = SHMF_DATA_COUNTERS_OFF;
 	snprintf(h.name, sizeof(h.name), "%s", spec->name);
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		rc = fail(err, errlen, -EIO, "%s/%s: cannot write header", r->dir_path, fname);
+		rc = errmsg(err, errlen, -EIO, "%s/%s: cannot write header", r->dir_path, fname);
 		goto bad;
 	}
 	close(fd);
@@ -321,41 +297,80 @@ bad:
 	return rc;
 }
 
+/* Point @p slot at generation @p gen (its data file complete) of a filter
+ * shaped @p p: the one store that makes a new filter, a swap or a restore
+ * visible to every client at once. */
+void registry_publish(struct registry *r, int slot, const struct filter_spec *spec, const struct shmf_geometry *p,
+		      const struct live_ring *ring)
+{
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	uint64_t gen = ring->gen[0];
+	shmf_slot_write_begin(s);
+	s->type = (uint32_t)spec->type;
+	s->k = p->k;
+	s->capacity = spec->capacity;
+	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
+	s->nblocks = p->nblocks;
+	s->nbuckets = p->nbuckets;
+	s->data_bytes = p->data_bytes;
+	s->created_epoch = ring->created[ring->n - 1];
+	memset(s->name, 0, sizeof(s->name));
+	snprintf(s->name, sizeof(s->name), "%s", spec->name);
+	s->window_secs = spec->window_secs;
+	s->window_gens = spec->window_gens;
+	s->nlive = ring->n;
+	memset(s->live, 0, sizeof(s->live));
+	memset(s->live_created, 0, sizeof(s->live_created));
+	memcpy(s->live, ring->gen, ring->n * sizeof(s->live[0]));
+	memcpy(s->live_created, ring->created, ring->n * sizeof(s->live_created[0]));
+	/* release: the data segment and the fields above are complete before
+	 * a client can see the generation (pairs with the acquire in enter()). */
+	atomic_store_explicit(&s->generation, gen, memory_order_release);
+	shmf_slot_write_end(s);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r->last_publish_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
 {
 	struct shmf_geometry p;
 	int rc;
 
 	if ((rc = shmf_name_check(spec->name)) < 0)
-		return fail(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
+		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
+		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
 	if (spec->capacity == 0)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
 	if (!(spec->fpr > 0.0 && spec->fpr < 1.0))
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
 	if (spec->mode & ~(mode_t)0777 || spec->mode & S_IWOTH)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
 			    spec->name, (unsigned)spec->mode);
 	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+	if ((spec->window_secs == 0) != (spec->window_gens == 0) || spec->window_gens > SHMF_WINDOW_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64 " s, %u)",
+			      spec->name, SHMF_WINDOW_MAX, spec->window_secs, spec->window_gens);
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
-		return fail(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
 			    spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
 	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
-		return fail(err, errlen, SHMF_E_TOOBIG,
+		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			    "filter '%s': capacity %" PRIu64 " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
 			    spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
 	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO)
-		return fail(err, errlen, rc,
+		return errmsg(err, errlen, rc,
 			    "filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
 			    spec->name, spec->fpr);
 	if (rc < 0)
-		return fail(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
+		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			    spec->name, spec->fpr);
 	if (registry_find(r, spec->name) >= 0)
-		return fail(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
+		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
 	int slot = -1;
 	for (unsigned i = 0; i < SHMF_SLOTS; i++)
 		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0) {
@@ -363,29 +378,15 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 			break;
 		}
 	if (slot < 0)
-		return fail(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
+		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
 
-	uint64_t gen = r->ctl.hdr->last_generation + 1;
-	if ((rc = data_create(r, spec, &p, gen, err, errlen)) < 0)
+	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
+	arc4random_buf(&seed, sizeof(seed));
+	if ((rc = registry_data_create(r, spec, &p, gen, seed, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
-
-	struct shmf_slot *s = &r->ctl.slots[slot];
-	shmf_slot_write_begin(s);
-	s->type = (uint32_t)spec->type;
-	s->k = p.k;
-	s->capacity = spec->capacity;
-	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
-	s->nblocks = p.nblocks;
-	s->nbuckets = p.nbuckets;
-	s->data_bytes = p.data_bytes;
-	s->created_epoch = (uint64_t)time(NULL);
-	memset(s->name, 0, sizeof(s->name));
-	snprintf(s->name, sizeof(s->name), "%s", spec->name);
-	/* release: the data segment and the fields above are complete before
-	 * a client can see the generation (pairs with the acquire in enter()). */
-	atomic_store_explicit(&s->generation, gen, memory_order_release);
-	shmf_slot_write_end(s);
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } };
+	registry_publish(r, slot, spec, &p, &ring);
 	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
 		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
 		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
@@ -396,12 +397,12 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
-		return fail(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot *s = &r->ctl.slots[slot];
-	uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
-	char fname[128], dropped[SHMF_NAME_MAX + 1];
+	char dropped[SHMF_NAME_MAX + 1];
 	snprintf(dropped, sizeof(dropped), "%s", s->name);
-	shmf_data_filename(dropped, gen, fname, sizeof(fname));
+	struct live_ring ring = { .n = s->nlive };
+	memcpy(ring.gen, s->live, sizeof(ring.gen));
 
 	if (r->handles[slot] != NULL) {
 		shmf_close(r->handles[slot]);
@@ -413,8 +414,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	atomic_store_explicit(&s->generation, 0, memory_order_release);
 	memset(s->name, 0, sizeof(s->name));
 	shmf_slot_write_end(s);
-	if (unlinkat(r->dir.fd, fname, 0) < 0)
-		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+	registry_unlink_ring(r, dropped, &ring);
 	log_msg(LOG_INFO, "filter '%s': dropped", dropped);
 	return 0;
 }
@@ -422,11 +422,11 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_t errlen)
 {
 	if (slot < 0 || slot >= (int)SHMF_SLOTS)
-		return fail(err, errlen, SHMF_E_INVAL, "slot %d out of range", slot);
+		return errmsg(err, errlen, SHMF_E_INVAL, "slot %d out of range", slot);
 	if (r->handles[slot] == NULL) {
 		int rc = shmf_open(r->instance, r->ctl.slots[slot].name, SHMF_RDWR, &r->handles[slot]);
 		if (rc < 0)
-			return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+			return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
 	}
 	*out = r->handles[slot];
 	return 0;
@@ -441,12 +441,26 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	memset(out, 0, sizeof(*out));
 	out->slot = slot;
 	if ((rc = shmf_info(h, &out->info)) < 0)
-		return fail(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
 	shmf_data_filename(out->info.name, out->info.generation, out->data_file, sizeof(out->data_file));
 	struct stat st;
 	if (fstatat(r->dir.fd, out->data_file, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		out->mode = st.st_mode & 07777;
 	out->huge_pages = hugepages_dir_is_huge(r->dir.fd);
+	struct shmf_slot copy;
+	uint64_t now = (uint64_t)time(NULL);
+	if (shmf_slot_read(&r->ctl.slots[slot], &copy) == 0) {
+		out->nlive = copy.nlive <= SHMF_WINDOW_MAX ? copy.nlive : 0;
+		for (unsigned i = 0; i < out->nlive; i++) {
+			struct shmf_data_map dm = { .fd = -1 };
+			out->live_gen[i] = copy.live[i];
+			out->live_age[i] = now > copy.live_created[i] ? now - copy.live_created[i] : 0;
+			if (shmf_data_map_open_gen(&r->dir, &copy, copy.live[i], 0, &dm) == 0) {
+				out->live_items[i] = shmf_data_items(&dm);
+				shmf_data_map_close(&dm);
+			}
+		}
+	}
 	return 0;
 }
 
@@ -479,4 +493,90 @@ void registry_close(struct registry *r, int remove)
 	}
 	shmf_ctl_map_close(&r->ctl);
 	shmf_dir_close(&r->dir);
+}
+
+void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring)
+{
+	for (unsigned i = 0; i < ring->n && i < SHMF_WINDOW_MAX; i++) {
+		char fname[128];
+		if (shmf_data_filename(name, ring->gen[i], fname, sizeof(fname)) == 0 && unlinkat(r->dir.fd, fname, 0) < 0)
+			log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+	}
+}
+
+void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filter_spec *spec, struct shmf_geometry *g)
+{
+	memset(spec, 0, sizeof(*spec));
+	snprintf(spec->name, sizeof(spec->name), "%s", s->name);
+	spec->type = (int)s->type;
+	spec->capacity = s->capacity;
+	memcpy(&spec->fpr, &s->fpr_bits, sizeof(double));
+	spec->window_secs = s->window_secs;
+	spec->window_gens = s->window_gens;
+	spec->mode = 0640;
+	char fname[128];
+	struct stat st;
+	if (shmf_data_filename(s->name, s->live[0], fname, sizeof(fname)) == 0 &&
+	    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		spec->mode = st.st_mode & 0777;
+	*g = (struct shmf_geometry){ .type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets,
+				     .data_bytes = s->data_bytes };
+}
+
+int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen)
+{
+	int slot = registry_find(r, name);
+	if (slot < 0)
+		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+	struct shmf_slot copy;
+	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': %s", name, errtext(rc));
+	if (copy.window_gens == 0)
+		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' has no time window to rotate", name);
+	/* The newest generation's seed and relocation bound: every generation
+	 * of a window hashes keys the same way. */
+	struct shmf_data_map dm = { .fd = -1 };
+	if ((rc = shmf_data_map_open(&r->dir, &copy, 0, &dm)) < 0)
+		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name, errtext(rc));
+	uint64_t seed = dm.hdr.seed;
+	uint32_t kicks = dm.hdr.max_kicks;
+	shmf_data_map_close(&dm);
+	struct filter_spec spec;
+	struct shmf_geometry g;
+	registry_spec_of(r, &copy, &spec, &g);
+	g.max_kicks = kicks;
+	uint64_t gen = r->ctl.hdr->last_generation + 1, now = (uint64_t)time(NULL);
+	if ((rc = registry_data_create(r, &spec, &g, gen, seed, err, errlen)) < 0)
+		return rc;
+	r->ctl.hdr->last_generation = gen;
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { now } }, retired = { 0 };
+	for (unsigned i = 0; i < copy.nlive; i++) {
+		if (ring.n < copy.window_gens) {
+			ring.gen[ring.n] = copy.live[i];
+			ring.created[ring.n++] = copy.live_created[i];
+		} else {
+			retired.gen[retired.n++] = copy.live[i];
+		}
+	}
+	registry_publish(r, slot, &spec, &g, &ring);
+	registry_unlink_ring(r, name, &retired);
+	log_msg(LOG_INFO, "filter '%s': rotated; generation %" PRIu64 " is the newest of %u%s", name, gen, ring.n,
+		retired.n ? ", the oldest retired" : "");
+	return 0;
+}
+
+void registry_rotate_due(struct registry *r, uint64_t now)
+{
+	char err[REGISTRY_ERR_MAX];
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 || s->window_gens == 0 ||
+		    now < s->live_created[0] + s->window_secs)
+			continue;
+		char name[SHMF_NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%s", s->name);
+		if (registry_rotate(r, name, err, sizeof(err)) < 0)
+			log_msg(LOG_ERR, "%s", err);
+	}
 }

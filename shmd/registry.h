@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "fscred.h"
 #include "segment.h"
 #include "shmf.h"
 
@@ -26,6 +27,12 @@ struct filter_spec {
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	uint64_t window_secs; /* time window: seconds per generation, 0: none */
+	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
+	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
+	uint64_t snapshot_every;   /* seconds between snapshots */
+	uint32_t snapshot_keep;    /* newest files kept */
+	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
 };
 
 /* A snapshot of one filter, for LIST and INFO. */
@@ -35,6 +42,10 @@ struct filter_info {
 	char data_file[SHMF_NAME_MAX + 32];
 	mode_t mode;
 	int huge_pages;    /* 1 if the data segment is backed by huge pages */
+	unsigned nlive;    /* live generations, newest first: */
+	uint64_t live_gen[SHMF_WINDOW_MAX];
+	uint64_t live_age[SHMF_WINDOW_MAX];   /* seconds since it began */
+	uint64_t live_items[SHMF_WINDOW_MAX];
 };
 
 struct registry {
@@ -45,6 +56,7 @@ struct registry {
 	gid_t gid;                     /* group of files, or (gid_t)-1 to keep ours */
 	shmf_t *handles[SHMF_SLOTS];   /* the daemon's own read-write handles, opened lazily */
 	uint64_t max_bytes;            /* largest filter the daemon accepts (memory of the host) */
+	uint64_t last_publish_ns;      /* CLOCK_MONOTONIC of the last generation published */
 };
 
 /**
@@ -81,6 +93,43 @@ int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_
 
 /** Describe the filter in @p slot. */
 int registry_info(struct registry *r, int slot, struct filter_info *out, char *err, size_t errlen);
+
+struct snap_file;
+
+/**
+ * Write a snapshot of filter @p name to @p path (snapshot.h: crash-safe),
+ * the file opened with the identity @p as (NULL: the daemon's). A cuckoo
+ * filter is copied under its relocation lock.
+ * @return 0, SHMF_E_NOTFOUND, SHMF_E_NAME, or -errno; err says what failed.
+ */
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
+		      char *err, size_t errlen);
+
+enum { REGISTRY_SWAP, REGISTRY_RESTORE };
+
+/**
+ * Replace filter @p name with the contents of the validated snapshot
+ * @p sf: fill a new generation (checking every payload checksum), publish
+ * it, unlink the old one. REGISTRY_SWAP needs the filter to exist;
+ * REGISTRY_RESTORE creates it if it does not. On any error the live
+ * filter is untouched and the new generation's file is removed.
+ * @return the slot, or an error (SHMF_E_NOTFOUND, SHMF_E_FORMAT for a
+ *         damaged payload, SHMF_E_TOOBIG, SHMF_E_FULL, -errno).
+ */
+int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen);
+
+/**
+ * Rotate the time-windowed filter @p name: publish a new, empty newest
+ * generation (same shape and seed) and retire the oldest when the ring is
+ * full (its file unlinked). Checks see the keys of every live generation
+ * throughout.
+ * @return 0, SHMF_E_NOTFOUND, SHMF_E_TYPE (not windowed), or -errno.
+ */
+int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen);
+
+/** Rotate every windowed filter whose newest generation is @p now -
+ * window_secs old or older. */
+void registry_rotate_due(struct registry *r, uint64_t now);
 
 /** Fill @p slots with the live slots in slot order; returns how many. */
 int registry_list(struct registry *r, int slots[SHMF_SLOTS]);

@@ -28,6 +28,7 @@ struct conn {
 	int closing;  /* protocol error: flush the error reply, then close */
 	struct request_reader *rr;
 	struct reply out;
+	struct fscred peer; /* the client's uid and gid, for the files it names */
 };
 
 int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen)
@@ -121,8 +122,10 @@ static int conn_read(struct registry *reg, struct conn *c)
 		request_reader_feed(c->rr, buf, (size_t)n);
 		struct request req;
 		int rc;
-		while ((rc = request_reader_next(c->rr, &req)) == 1)
+		while ((rc = request_reader_next(c->rr, &req)) == 1) {
+			req.peer = c->peer;
 			commands_dispatch(reg, &req, &c->out);
+		}
 		if (rc < 0) {
 			reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
 			c->closing = 1;
@@ -157,6 +160,12 @@ static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
 		struct conn *c = &conns[*nconns];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		struct ucred uc;
+		socklen_t ul = sizeof(uc);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
+			c->peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
+		else /* no identity: file verbs act as nobody */
+			c->peer = (struct fscred){ .set = 1, .uid = 65534, .gid = 65534 };
 		c->rr = request_reader_new();
 		if (c->rr == NULL) {
 			log_msg(LOG_WARNING, "out of memory for a new client");
@@ -167,7 +176,8 @@ static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
 	}
 }
 
-int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop)
+int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop,
+	       void (*tick)(struct registry *reg, void *arg), void *tick_arg)
 {
 	struct conn *conns = calloc(SERVER_MAX_CLIENTS, sizeof(*conns));
 	struct pollfd *pfds = calloc(SERVER_MAX_CLIENTS + 1, sizeof(*pfds));
@@ -192,6 +202,8 @@ int server_run(struct registry *reg, int listen_fd, const char *path, volatile s
 				ev |= POLLOUT;
 			pfds[i + 1] = (struct pollfd){ .fd = c->fd, .events = ev };
 		}
+		if (tick != NULL)
+			tick(reg, tick_arg);
 		int n = poll(pfds, (nfds_t)nconns + 1, 1000);
 		if (n < 0) {
 			if (errno != EINTR)

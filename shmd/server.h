@@ -26,11 +26,14 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
  * Serve requests on @p listen_fd until *stop becomes non-zero, then close
  * every connection and the listening socket, and unlink @p path.
  * Single-threaded poll loop; a slow or hostile client stalls only itself.
+ * @p tick (if not NULL) runs between polls, at least once a second: the
+ * daemon's timed work (periodic.h).
  * A client whose replies pile up unread past 64 MiB is not read from until
  * it reads them.
  * @return 0, or -ENOMEM if the client table cannot be allocated (the
  *         listening socket is then closed and unlinked too).
  */
-int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop);
+int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop,
+	       void (*tick)(struct registry *reg, void *arg), void *tick_arg);
 
 #endif

@@ -76,3 +76,30 @@ int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out)
 	*out = (mode_t)v;
 	return 0;
 }
+
+int spec_parse_duration(const char *text, uint64_t *out)
+{
+	char *end;
+	if (*text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	uint64_t unit = 1;
+	if (errno != 0 || v == 0)
+		return -1;
+	if (*end != '\0') {
+		if (end[1] != '\0')
+			return -1;
+		switch (*end) {
+		case 's': unit = 1; break;
+		case 'm': unit = 60; break;
+		case 'h': unit = 3600; break;
+		case 'd': unit = 86400; break;
+		default: return -1;
+		}
+	}
+	if (v > UINT64_C(315360000) / unit) /* ten years */
+		return -1;
+	*out = (uint64_t)v * unit;
+	return 0;
+}

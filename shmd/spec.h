@@ -33,4 +33,8 @@ int spec_parse_fpr(const char *text, double *out);
 /** An octal permission mode (at most 0777) with none of @p forbidden set. 0 or -1. */
 int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out);
 
+/** A duration: a positive integer with an optional unit s, m, h or d
+ * ("90", "10m", "1d"), at most ten years, into seconds. 0 or -1. */
+int spec_parse_duration(const char *text, uint64_t *out);
+
 #endif

@@ -50,18 +50,25 @@ static void test_full_file(void **state)
 			    "group = root        ; inline comment\n"
 			    "remove_on_exit = yes\n"
 			    "huge_pages = off\n"
+			    "snapshot_dir = /var/lib/shmd\n"
 			    "\n"
 			    "[filter clicks]\n"
 			    "type = bloom\n"
 			    "capacity = 50000000\n"
 			    "fpr = 0.001\n"
 			    "mode = 0660\n"
+			    "snapshot_every = 5m\n"
+			    "snapshot_keep = 7\n"
+			    "window = 1d\n"
+			    "generations = 7\n"
 			    "[filter blocklist]\n"
 			    "capacity = 200000\n"
 			    "[filter push]\n"
 			    "type = cuckoo\n"
 			    "capacity = 1000\n"
 			    "max_kicks = 800\n"
+			    "snapshot_every = 1d\n"
+			    "snapshot_dir = /srv/snaps\n"
 			    "[filter empty]\n";
 	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
 	close(fd);
@@ -82,6 +89,16 @@ static void test_full_file(void **state)
 	assert_int_equal(c.filters[0].capacity, 50000000);
 	assert_true(c.filters[0].fpr == 0.001);
 	assert_int_equal(c.filters[0].mode, 0660);
+	assert_int_equal(c.filters[0].snapshot_every, 300);
+	assert_int_equal(c.filters[0].snapshot_keep, 7);
+	assert_int_equal(c.filters[0].window_secs, 86400);
+	assert_int_equal(c.filters[0].window_gens, 7);
+	assert_int_equal(c.filters[1].window_secs, 0);
+	assert_string_equal(c.filters[0].snapshot_dir, "/var/lib/shmd"); /* the instance's */
+	assert_int_equal(c.filters[1].snapshot_every, 0);
+	assert_int_equal(c.filters[1].snapshot_keep, 3);
+	assert_int_equal(c.filters[2].snapshot_every, 86400);
+	assert_string_equal(c.filters[2].snapshot_dir, "/srv/snaps");
 	assert_string_equal(c.filters[1].name, "blocklist");
 	assert_int_equal(c.filters[1].capacity, 200000);
 	assert_true(c.filters[1].fpr == 0.01); /* defaults for what is not said */
@@ -134,6 +151,15 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\nmode = 0646\n", "cfg: [filter x] mode '0646'" },
 		{ "[filter x]\nsize = 3\n", "cfg: [filter x] unknown key 'size' in a filter section" },
 		{ "[instance]\nthis line has no equals sign\n", "cfg:2: syntax error" },
+		{ "[instance]\nsnapshot_dir = relative/dir\n", "cfg: [instance] snapshot_dir 'relative/dir': must be an absolute path" },
+		{ "[filter x]\nsnapshot_every = 5\n", "cfg: [filter x] snapshot_every needs a snapshot_dir" },
+		{ "[filter x]\nsnapshot_every = 5w\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '5w': a duration" },
+		{ "[filter x]\nsnapshot_every = 0\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '0'" },
+		{ "[filter x]\nsnapshot_every = -1m\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '-1m'" },
+		{ "[filter x]\nsnapshot_keep = 0\n", "cfg: [filter x] snapshot_keep '0': an integer from 1 to 1000" },
+		{ "[filter x]\ngenerations = 3\n", "cfg: [filter x] generations needs a window length" },
+		{ "[filter x]\nwindow = 10m\ngenerations = 17\n", "cfg: [filter x] generations '17': an integer from 1 to 16" },
+		{ "[filter x]\nwindow = soon\n", "cfg: [filter x] window 'soon': a duration" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

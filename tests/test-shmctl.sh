@@ -189,6 +189,79 @@ else
 	fail "pidfile $ROOT/bg.pid does not name a running shmd"
 fi
 
+# Snapshot files: build offline, inspect, snapshot, swap, restore.
+seq 1 30000 | sed 's/^/built:/' >"$ROOT/keys.txt"
+expect 0 'built.snap: bloom filter, 30000 keys read, (29[0-9]{3}|30000) items' '' -- build --capacity 50000 --fpr 0.001 --from "$ROOT/keys.txt" -o "$ROOT/built.snap"
+STDIN=$ROOT/keys.txt expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 0.01 --from - -o "$ROOT/built-cf.snap" --name blocks
+expect 0 '^type +bloom$' '' -- inspect "$ROOT/built.snap"
+expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
+expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"
+expect 0 '"checksum":"ok"' '' -- inspect "$ROOT/built-cf.snap" --json
+expect 2 '' 'build: --capacity, --fpr, --from and -o are required' -- build --capacity 10 --fpr 0.01 --from "$ROOT/keys.txt"
+expect 2 '' "build: --type 'x': must be bloom or cuckoo" -- build --type x --capacity 10 --fpr 0.01 --from - -o "$ROOT/x"
+expect 2 '' "build: cannot open $ROOT/nope" -- build --capacity 10 --fpr 0.01 --from "$ROOT/nope" -o "$ROOT/x"
+STDIN=$ROOT/keys.txt expect 2 '' 'cuckoo filter is full after [0-9]+ keys' -- build --type cuckoo --capacity 1000 --fpr 0.01 --from - -o "$ROOT/x"
+[ -e "$ROOT/x" ] && fail "a failed build left its output file"
+# A damaged file: inspect says where, exits 2; swap refuses it and the
+# live filter keeps serving.
+cp "$ROOT/built.snap" "$ROOT/damaged.snap"
+printf '\x55' | dd of="$ROOT/damaged.snap" bs=1 seek=5000 conv=notrunc 2>/dev/null
+expect 2 '^checksum +DAMAGED' 'checksum mismatch in section 0, bytes 4096-' -- inspect "$ROOT/damaged.snap"
+head -c 3000 "$ROOT/built.snap" >"$ROOT/short.snap"
+expect 2 '' 'short.snap: file is 3000 bytes, too short for a snapshot' -- inspect "$ROOT/short.snap"
+expect 0 '' '' -- create live --capacity 1000 --fpr 0.01
+expect 0 '1 keys added, 1 new' '' -- add live before-swap
+expect 2 '' 'checksum mismatch in section 0' -- swap live "$ROOT/damaged.snap"
+expect 0 '^present	before-swap$' '' -- check live before-swap
+# Swap in the built filter: its keys are there, the old key is gone.
+expect 0 '^OK$' '' -- swap live "$ROOT/built.snap"
+expect 0 '^present	built:1\npresent	built:30000$|present' '' -- check live built:1 built:30000
+expect 1 '^absent	before-swap$' '' -- check live before-swap
+expect 2 '' "filter 'nosuch' not found \(swap replaces a live filter" -- swap nosuch "$ROOT/built.snap"
+expect 2 '' 'path must be absolute|cannot open' -- swap live /nonexistent/file
+# Snapshot (a relative path is taken from the current directory), restore
+# it under another name, as a new filter.
+( abs=$(realpath "$SHMCTL") && cd "$ROOT" && "$abs" snapshot live rel.snap >/dev/null ) || fail "snapshot to a relative path"
+checks=$((checks + 1))
+expect 0 '^checksum +ok' '' -- inspect "$ROOT/rel.snap"
+expect 0 '^OK$' '' -- restore copy "$ROOT/rel.snap"
+expect 0 '^present	built:777$' '' -- check copy built:777
+expect 0 '^OK$' '' -- restore cf "$ROOT/built-cf.snap"
+expect 0 '^1	built:5$' '' -- count cf built:5
+expect 2 '' 'cannot open directory' -- snapshot live /nonexistent-dir/x.snap
+# The progress bar: on a terminal only.
+checks=$((checks + 1))
+script -qec "$SHMCTL build --capacity 50000 --fpr 0.01 --from $ROOT/keys.txt -o $ROOT/tty.snap" /dev/null >"$ROOT/tty.out" 2>&1
+grep -aq 'M keys/s  ETA' "$ROOT/tty.out" || fail "build on a terminal shows no progress bar: $(cat -v "$ROOT/tty.out" | head -c 300)"
+checks=$((checks + 1))
+"$SHMCTL" build --capacity 50000 --fpr 0.01 --from "$ROOT/keys.txt" -o "$ROOT/pipe.snap" 2>"$ROOT/pipe.err" | cat >/dev/null
+[ -s "$ROOT/pipe.err" ] && fail "build on a pipe wrote to stderr: $(cat "$ROOT/pipe.err")"
+
+# Time windows: rotate by hand, keys of retired generations go.
+expect 0 '' '' -- create win --capacity 1000 --fpr 0.000001 --window 1h --generations 2
+expect 0 '2 keys added, 2 new' '' -- add win w1 w2
+expect 0 '^OK$' '' -- rotate win
+expect 0 '2 keys added, 1 new' '' -- add win w2 w3
+expect 0 '^live_generations +2$' '' -- info win
+expect 0 '^generations +[0-9]+:[0-9]+s:2 [0-9]+:[0-9]+s:2$' '' -- info win
+expect 0 '^OK$' '' -- rotate win
+expect 1 '^absent	w1$' '' -- check win w1
+expect 0 '^present	w3$' '' -- check win w3
+expect 2 '' "filter 'live' has no time window to rotate" -- rotate live
+expect 2 '' 'GENERATIONS needs WINDOW duration' -- create win2 --capacity 10 --fpr 0.01 --generations 3
+expect 2 '' "bad WINDOW '5w'" -- create win2 --capacity 10 --fpr 0.01 --window 5w
+expect 2 '' "bad GENERATIONS '17'" -- create win2 --capacity 10 --fpr 0.01 --window 1m --generations 17
+
+# A runtime root shmd creates is 0755 whatever its umask (077): workers of
+# other users must reach their instance directory.
+checks=$((checks + 1))
+SHMF_RUNTIME_DIR=$ROOT/fresh/run "$SHMD" -i modes || fail "shmd -i modes in a fresh runtime root exited $?"
+mode=$(stat -c %a "$ROOT/fresh/run" 2>/dev/null)
+[ "$mode" = 755 ] || fail "runtime root $ROOT/fresh/run created with mode '$mode', want 755"
+[ "$(stat -c %a "$ROOT/fresh")" = 755 ] || fail "its parent $ROOT/fresh is not 755"
+MPID=$(cat "$ROOT/fresh/run/modes.pid" 2>/dev/null)
+[ -n "$MPID" ] && kill "$MPID" && for _ in $(seq 100); do kill -0 "$MPID" 2>/dev/null || break; sleep 0.05; done
+
 # shmd -p prints the embedded default configuration.
 checks=$((checks + 1))
 "$SHMD" -p | grep -q '^capacity = 1000000$' || fail "shmd -p lacks 'capacity = 1000000'"

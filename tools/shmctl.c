@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include "offline.h"
 #include "rundir.h"
 #include "shmf.h"
 
@@ -51,6 +53,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
 		"  create FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
+		"         [--window 10m [--generations N]]                 a time window of N generations (default 2)\n"
 		"                                                      create a filter (Bloom unless --type)\n"
 		"  list [--json]                                       list the filters\n"
 		"  info FILTER [--json]                                describe a filter\n"
@@ -62,6 +65,14 @@ static void usage(FILE *to)
 		"  add-capped [-q] --cap N FILTER KEY... | -          cuckoo: add a copy of each key below N copies;\n"
 		"                                                      exit 0 all added, 1 some at the cap\n"
 		"  drop FILTER                                         delete a filter and its segment\n"
+		"  rotate FILTER                                       time window: start a new generation now\n"
+		"  snapshot FILTER FILE                                write a crash-safe snapshot file\n"
+		"  swap FILTER FILE                                    replace a live filter with a snapshot file\n"
+		"  restore FILTER FILE                                 the same, creating the filter if it is missing\n"
+		"  inspect FILE [--json]                               a snapshot's header and checksum verdict (offline)\n"
+		"  build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]\n"
+		"                                                      train a filter from a key list into a snapshot\n"
+		"                                                      file (offline; progress bar on a terminal)\n"
 		"  ping                                                is the daemon answering?\n"
 		"Options:\n"
 		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
@@ -243,6 +254,7 @@ static int verb_create(int argc, char **argv, int json)
 {
 	(void)json;
 	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL, *kicks = NULL;
+	const char *window = NULL, *gens = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
 		if (!strcmp(argv[i], "--capacity"))
@@ -255,6 +267,10 @@ static int verb_create(int argc, char **argv, int json)
 			slot = &type;
 		else if (!strcmp(argv[i], "--max-kicks"))
 			slot = &kicks;
+		else if (!strcmp(argv[i], "--window"))
+			slot = &window;
+		else if (!strcmp(argv[i], "--generations"))
+			slot = &gens;
 		if (slot != NULL) {
 			if (i + 1 >= argc)
 				die_usage("create: %s needs a value", argv[i]);
@@ -269,7 +285,7 @@ static int verb_create(int argc, char **argv, int json)
 	}
 	if (name == NULL || capacity == NULL || fpr == NULL)
 		die_usage("create needs FILTER, --capacity N and --fpr P");
-	const char *req[12];
+	const char *req[16];
 	int n = 0;
 	if (!strcmp(type, "bloom")) {
 		if (kicks != NULL)
@@ -294,6 +310,14 @@ static int verb_create(int argc, char **argv, int json)
 	if (mode != NULL) {
 		req[n++] = "MODE";
 		req[n++] = mode;
+	}
+	if (window != NULL) {
+		req[n++] = "WINDOW";
+		req[n++] = window;
+	}
+	if (gens != NULL) {
+		req[n++] = "GENERATIONS";
+		req[n++] = gens;
 	}
 	redisReply *r = call("create", n, req, NULL);
 	freeReplyObject(r);
@@ -538,10 +562,61 @@ static int verb_drop(int argc, char **argv, int json)
 	return verb_simple(argc, argv, "SHMF.DROP", 1);
 }
 
+static int verb_rotate(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_simple(argc, argv, "SHMF.ROTATE", 1);
+}
+
 static int verb_ping(int argc, char **argv, int json)
 {
 	(void)json;
 	return verb_simple(argc, argv, "PING", 0);
+}
+
+/* snapshot, swap, restore: FILTER FILE, the file sent as an absolute
+ * path (shmd opens it with the caller's identity). */
+static int verb_file(int argc, char **argv, const char *cmd)
+{
+	char path[4096];
+	if (argc != 3)
+		die_usage("%s takes a filter name and a file", argv[0]);
+	if (argv[2][0] == '/') {
+		snprintf(path, sizeof(path), "%s", argv[2]);
+	} else {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)) == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
+			die_usage("%s: path too long", argv[2]);
+	}
+	const char *req[] = { cmd, argv[1], path };
+	redisReply *r = call(argv[0], 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
+static int verb_snapshot(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.SNAPSHOT");
+}
+
+static int verb_swap(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.SWAP");
+}
+
+static int verb_restore(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.RESTORE");
+}
+
+static int verb_build(int argc, char **argv, int json)
+{
+	(void)json;
+	return shmctl_build(argc, argv);
 }
 
 /* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
@@ -553,7 +628,8 @@ static const struct verb {
 	{ "create", verb_create, 0 }, { "list", verb_list, 0 },    { "info", verb_info, 0 },
 	{ "drop", verb_drop, 0 },     { "ping", verb_ping, 0 },    { "add", NULL, OP_ADD },
 	{ "check", NULL, OP_CHECK },  { "del", NULL, OP_DEL },     { "count", NULL, OP_COUNT },
-	{ "add-capped", NULL, OP_CAPPED },
+	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
+	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },    { "build", verb_build, 0 },       { "inspect", shmctl_inspect, 0 },
 };
 
 int main(int argc, char **argv)
@@ -583,7 +659,7 @@ int main(int argc, char **argv)
 		die_usage("no verb given");
 	/* --json may also follow the verb's arguments (list --json, info X --json). */
 	if (argc > 1 && !strcmp(argv[argc - 1], "--json") &&
-	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info"))) {
+	    (!strcmp(argv[0], "list") || !strcmp(argv[0], "info") || !strcmp(argv[0], "inspect"))) {
 		json = 1;
 		argc--;
 	}

@@ -1,0 +1,36 @@
+#!/bin/bash
+# build.sh - build the shmf PHP extension out of tree with phpize, against a
+# libshmf build tree (not an installed one):
+#   bindings/php/build.sh OUTDIR INCLUDE-DIR LIBSHMF-DIR
+# gives OUTDIR/modules/shmf.so, linked with an rpath to LIBSHMF-DIR, to load
+# with  php -d extension=OUTDIR/modules/shmf.so.  Against an installed
+# libshmf (pkg-config shmf), the usual  phpize && ./configure --with-shmf &&
+# make && make install  in a copy of this folder does the same.
+# Several tests call this at once: a lock makes the later ones wait and
+# find the module built; make rebuilds only what changed.
+set -eu
+[ $# -eq 3 ] || { echo "usage: $0 OUTDIR INCLUDE-DIR LIBSHMF-DIR" >&2; exit 2; }
+src=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$1"
+out=$(cd "$1" && pwd) inc=$(cd "$2" && pwd) lib=$(cd "$3" && pwd)
+[ -f "$inc/shmf.h" ] || { echo "build.sh: no shmf.h in $inc" >&2; exit 2; }
+[ -e "$lib/libshmf.so" ] || { echo "build.sh: no libshmf.so in $lib" >&2; exit 2; }
+command -v phpize >/dev/null || { echo "build.sh: phpize not found (Debian: apt-get install php-dev)" >&2; exit 2; }
+
+exec 9>"$out/.build.lock"
+flock 9
+cd "$out"
+changed=""
+for f in config.m4 shmf.c handles.c handles.h php_shmf.h; do
+	cmp -s "$src/$f" "$f" || { cp "$src/$f" "$f"; changed="$changed $f"; }
+done
+flags="$inc|$lib|$(php-config --version)"
+if [ ! -f Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$flags" ] || [[ "$changed" == *config.m4* ]]; then
+	{ phpize --clean && phpize; } >phpize.log 2>&1 || { cat phpize.log >&2; exit 1; }
+	SHMF_CFLAGS="-I$inc" SHMF_LIBS="-L$lib -Wl,-rpath,$lib -lshmf" \
+		CFLAGS="-O2 -g" ./configure --with-shmf >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
+	echo "$flags" >.configured
+fi
+make -s >make.log 2>&1 || { cat make.log >&2; exit 1; }
+grep -E "warning:" make.log >&2 || true
+test -f modules/shmf.so

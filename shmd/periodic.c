@@ -1,0 +1,172 @@
+/* periodic.c - periodic snapshots and restore at start (periodic.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "periodic.h"
+#include "snapshot.h"
+
+#define SNAP_SUFFIX ".snap"
+#define LIST_MAX 1024
+
+void periodic_init(struct periodic *p, const struct config *cfg, uint64_t now)
+{
+	p->cfg = cfg;
+	for (unsigned i = 0; i < cfg->nfilters; i++)
+		p->next_snapshot[i] = cfg->filters[i].snapshot_every ? now + cfg->filters[i].snapshot_every : 0;
+}
+
+static int by_name_desc(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)b, *(char *const *)a);
+}
+
+/* The snapshot files of filter @p name in @p dir, newest first (names
+ * FILTER.<20 chars of UTC time>.snap). The caller frees each and the array. */
+static int list_snapshots(const char *dir, const char *name, char ***out)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return -errno;
+	char **v = calloc(LIST_MAX, sizeof(*v));
+	int n = 0;
+	size_t nl = strlen(name), sl = strlen(SNAP_SUFFIX);
+	struct dirent *e;
+	while (v != NULL && n < LIST_MAX && (e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (len == nl + 1 + 16 + sl && !strncmp(e->d_name, name, nl) && e->d_name[nl] == '.' &&
+		    !strcmp(e->d_name + len - sl, SNAP_SUFFIX) && (v[n] = strdup(e->d_name)) != NULL)
+			n++;
+	}
+	closedir(d);
+	if (v == NULL)
+		return -ENOMEM;
+	qsort(v, (size_t)n, sizeof(*v), by_name_desc);
+	*out = v;
+	return n;
+}
+
+static void free_list(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void remove_stale_temporaries(const struct filter_spec *f)
+{
+	DIR *d = opendir(f->snapshot_dir);
+	if (d == NULL)
+		return;
+	char prefix[SHMF_NAME_MAX + 3];
+	snprintf(prefix, sizeof(prefix), ".%s.", f->name);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strstr(e->d_name, SNAP_SUFFIX ".tmp-") == NULL)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			log_msg(LOG_WARNING, "filter '%s': removed %s/%s, left by a snapshot that did not finish", f->name,
+				f->snapshot_dir, e->d_name);
+	}
+	closedir(d);
+}
+
+int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t now)
+{
+	char path[512], stamp[32], err[SNAPSHOT_ERR_MAX];
+	time_t t = (time_t)now;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.%s%s", f->snapshot_dir, f->name, stamp, SNAP_SUFFIX) >=
+	    sizeof(path)) {
+		log_msg(LOG_ERR, "filter '%s': snapshot path in %s is too long", f->name, f->snapshot_dir);
+		return -ENAMETOOLONG;
+	}
+	int rc = registry_snapshot(r, f->name, path, NULL, err, sizeof(err));
+	if (rc < 0) {
+		log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
+		return rc;
+	}
+	/* A daemon killed while writing left its temporary file: this daemon
+	 * is the only writer of this filter's snapshots here, so any is stale. */
+	remove_stale_temporaries(f);
+	/* Keep the newest snapshot_keep files. */
+	char **v;
+	int n = list_snapshots(f->snapshot_dir, f->name, &v);
+	for (int i = (int)f->snapshot_keep; i < n; i++) {
+		char old[512];
+		snprintf(old, sizeof(old), "%s/%s", f->snapshot_dir, v[i]);
+		if (unlink(old) == 0)
+			log_msg(LOG_INFO, "filter '%s': removed old snapshot %s (keeping %u)", f->name, old, f->snapshot_keep);
+	}
+	if (n > 0)
+		free_list(v, n);
+	else if (n == 0)
+		free(v);
+	return 0;
+}
+
+void periodic_tick(struct periodic *p, struct registry *r, uint64_t now)
+{
+	for (unsigned i = 0; i < p->cfg->nfilters; i++) {
+		const struct filter_spec *f = &p->cfg->filters[i];
+		if (p->next_snapshot[i] == 0 || now < p->next_snapshot[i])
+			continue;
+		if (registry_find(r, f->name) >= 0)
+			periodic_snapshot(r, f, now);
+		/* The next one an interval after this one, not after when it was due. */
+		p->next_snapshot[i] = now + f->snapshot_every;
+	}
+}
+
+void periodic_final(struct periodic *p, struct registry *r)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	for (unsigned i = 0; i < p->cfg->nfilters; i++)
+		if (p->next_snapshot[i] != 0 && registry_find(r, p->cfg->filters[i].name) >= 0)
+			periodic_snapshot(r, &p->cfg->filters[i], now);
+}
+
+int periodic_restore_newest(struct registry *r, const struct filter_spec *f)
+{
+	char **v;
+	if (f->snapshot_dir[0] == '\0')
+		return SHMF_E_NOTFOUND;
+	int n = list_snapshots(f->snapshot_dir, f->name, &v);
+	if (n < 0) {
+		log_msg(LOG_WARNING, "filter '%s': snapshot directory %s: %s", f->name, f->snapshot_dir, strerror(-n));
+		return SHMF_E_NOTFOUND;
+	}
+	int slot = SHMF_E_NOTFOUND;
+	for (int i = 0; i < n && slot < 0; i++) {
+		char path[512], err[SNAPSHOT_ERR_MAX];
+		struct snap_file sf;
+		snprintf(path, sizeof(path), "%s/%s", f->snapshot_dir, v[i]);
+		int rc = snapshot_open(&sf, path, err, sizeof(err));
+		if (rc == 0) {
+			rc = registry_replace(r, f->name, &sf, REGISTRY_RESTORE, err, sizeof(err));
+			snapshot_close(&sf);
+		}
+		if (rc < 0) {
+			log_msg(LOG_WARNING, "filter '%s': not restoring from %s: %s%s", f->name, path, err,
+				i + 1 < n ? "; trying an older snapshot" : "");
+			continue;
+		}
+		slot = rc;
+		log_msg(LOG_NOTICE, "filter '%s': missing at start; restored from snapshot %s", f->name, path);
+	}
+	if (slot < 0)
+		log_msg(LOG_WARNING, "filter '%s': missing at start and no usable snapshot in %s", f->name, f->snapshot_dir);
+	if (n > 0)
+		free_list(v, n);
+	else
+		free(v);
+	return slot;
+}

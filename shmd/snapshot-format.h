@@ -1,0 +1,81 @@
+/*
+ * snapshot-format.h - the snapshot file format, in one place.
+ * docs/snapshot-format.md describes it byte by byte for other languages.
+ *
+ * Every integer is little-endian (the daemon refuses to build on a
+ * big-endian host rather than write another byte order). Layout:
+ *
+ *   0                      header, 256 bytes (struct shmf_snap_header)
+ *   256                    nsections section headers, 64 bytes each
+ *   4096                   nsections payloads of section_bytes each: the
+ *                          data segment's payload blocks, as mapped
+ *   4096 + n*section_bytes chunk table: per section, one XXH3-64 per
+ *                          chunk_bytes of its payload (the last chunk may
+ *                          be short)
+ *   file_bytes - 16        trailer: XXH3-64 of the header, the section
+ *                          headers and the chunk table; then "SHMFEND\0"
+ *
+ * A section is one generation of the filter: a plain filter has one, a
+ * time-windowed filter one per live generation, newest first.
+ */
+#ifndef SHMD_SNAPSHOT_FORMAT_H
+#define SHMD_SNAPSHOT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmf.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "snapshot files are little-endian; this host is not"
+#endif
+
+#define SHMF_SNAP_MAGIC       "SHMFSNAP"
+#define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
+#define SHMF_SNAP_VERSION     1u
+#define SHMF_SNAP_PAYLOAD_OFF 4096u
+#define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
+#define SHMF_SNAP_SECTIONS    16u        /* most generations in one file */
+#define SHMF_SNAP_TRAILER     16u
+
+struct shmf_snap_header {
+	char magic[8];           /*   0: "SHMFSNAP" */
+	uint32_t version;        /*   8: SHMF_SNAP_VERSION */
+	uint32_t header_size;    /*  12: 256 */
+	uint32_t type;           /*  16: 1 Bloom, 2 cuckoo (SHMF_TYPE_*) */
+	uint32_t k;              /*  20: Bloom: bits per key; cuckoo: fingerprint bits */
+	uint64_t capacity;       /*  24: keys the filter is sized for */
+	uint64_t fpr_bits;       /*  32: target FPR, IEEE-754 double */
+	uint64_t nblocks;        /*  40: 64-byte payload blocks per section */
+	uint64_t nbuckets;       /*  48: cuckoo: buckets; Bloom: 0 */
+	uint32_t max_kicks;      /*  56: cuckoo: relocation bound; Bloom: 0 */
+	uint32_t nsections;      /*  60: generations held, 1..SHMF_SNAP_SECTIONS */
+	uint64_t seed;           /*  64: the hash seed of every section */
+	uint64_t created_epoch;  /*  72: when the filter was created (unix seconds) */
+	uint64_t snapshot_epoch; /*  80: when this snapshot began (unix seconds) */
+	uint64_t window_secs;    /*  88: time window length; 0: not windowed */
+	uint32_t window_gens;    /*  96: generations in the window ring; 0: not windowed */
+	uint32_t chunk_bytes;    /* 100: checksum chunk size, SHMF_SNAP_CHUNK */
+	uint64_t section_bytes;  /* 104: payload bytes per section, nblocks * 64 */
+	uint64_t file_bytes;     /* 112: size of the whole file */
+	char name[SHMF_NAME_MAX + 1]; /* 120: filter name, NUL-padded */
+	uint8_t reserved[64];    /* 184: zero */
+	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
+};
+
+struct shmf_snap_section {
+	uint64_t generation;     /*  0: generation number in the daemon that wrote it */
+	uint64_t created_epoch;  /*  8: when this generation began (unix seconds) */
+	uint64_t items;          /* 16: item counter (Bloom: adds that were new; cuckoo: copies) */
+	uint64_t deletes;        /* 24: cuckoo: copies deleted; Bloom: 0 */
+	uint64_t reserved[3];    /* 32: zero */
+	uint64_t xxh3;           /* 56: XXH3-64 (seed 0) of bytes 0..55 */
+};
+
+_Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 bytes");
+_Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
+_Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
+_Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");
+_Static_assert(256 + SHMF_SNAP_SECTIONS * 64 <= SHMF_SNAP_PAYLOAD_OFF, "section headers fit before the payload");
+
+#endif

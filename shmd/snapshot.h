@@ -1,0 +1,81 @@
+/*
+ * snapshot.h - writing and reading snapshot files (snapshot-format.h).
+ *
+ * Shared by shmd (snapshot, restore, swap, restart) and shmctl (build,
+ * inspect); nothing here touches the registry. Errors are -errno or shmf
+ * codes, each with a sentence naming the file and the cause in err[].
+ */
+#ifndef SHMD_SNAPSHOT_H
+#define SHMD_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot-format.h"
+
+#define SNAPSHOT_ERR_MAX 512
+
+/* What to write: the header fields that describe the filter (magic,
+ * version, sizes, chunking and checksums are filled in by the writer),
+ * and one section header and payload per generation. */
+struct snap_source {
+	struct shmf_snap_header hdr;
+	unsigned nsections;
+	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
+	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each */
+};
+
+/**
+ * Write @p src to @p path crash-safely: a temporary file in the same
+ * directory, fsync, rename over @p path, fsync of the directory. A crash
+ * or an error at any point leaves @p path as it was (the previous
+ * snapshot, or nothing) and no temporary file behind on error. Payloads
+ * are copied a chunk at a time before they are checksummed, so a payload
+ * that concurrent adders keep changing is still written consistently
+ * with its checksums.
+ * @param mode  permission bits of the new file
+ * @return 0, or -errno (the failing step named in @p err).
+ */
+int snapshot_write(const char *path, struct snap_source *src, unsigned mode, char *err, size_t errlen);
+
+/* An open, validated snapshot file. */
+struct snap_file {
+	int fd;
+	struct shmf_snap_header hdr;
+	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
+	uint64_t nchunks;  /* per section */
+	uint64_t *chunks;  /* nsections * nchunks payload checksums */
+	char path[4096];
+};
+
+/**
+ * Open @p path and validate everything but the payloads: magic, version,
+ * header and section checksums, that the parameters describe a filter this
+ * build can hold (the geometry sizing gives exactly the stored shape), the
+ * file size, the chunk table and the trailer.
+ * @return 0, SHMF_E_FORMAT (damaged or not a snapshot), SHMF_E_VERSION,
+ *         SHMF_E_TOOBIG, or -errno; @p err says where and what.
+ */
+int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen);
+
+/**
+ * Read section @p i's payload into @p dst (hdr.nblocks * 64 bytes), or
+ * only verify it when @p dst is NULL, checking every chunk's checksum.
+ * @return 0, SHMF_E_FORMAT (a chunk is damaged: err names its bytes), or
+ *         -errno. On error @p dst holds partial data.
+ */
+int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen);
+
+/**
+ * As snapshot_read_section(), but the payload is written to @p out_fd at
+ * @p out_off (pwrite: no page faults on a mapping of the target).
+ */
+int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen);
+
+/** Close what snapshot_open() opened. */
+void snapshot_close(struct snap_file *sf);
+
+/** The file size of a snapshot of @p nsections sections of @p section_bytes. */
+uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_t chunk_bytes);
+
+#endif

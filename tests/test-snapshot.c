@@ -1,0 +1,541 @@
+/*
+ * test-snapshot.c - snapshot files, swap and restore, against a private
+ * registry: round trips for both types, damaged files refused with the
+ * live filter unchanged, snapshots taken while 4 processes add, a writer
+ * killed at random points 50 times, and 50 swaps under 4 checking
+ * processes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "fixture.h"
+#include "snapshot.h"
+
+static struct fixture fx;
+static char dir[256 + 8]; /* where the test writes snapshot files */
+
+static int setup(void **state)
+{
+	(void)state;
+	fixture_setup(&fx);
+	snprintf(dir, sizeof(dir), "%s/files", fx.root);
+	return mkdir(dir, 0700);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return -1;
+	fixture_teardown(&fx);
+	return 0;
+}
+
+static void file_path(const char *name, char *buf, size_t len)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+		fail_msg("path too long");
+}
+
+static void add_keys(shmf_t *f, unsigned family, uint64_t n)
+{
+	char key[32];
+	for (uint64_t i = 0; i < n; i++)
+		assert_true(shmf_add(f, key, fixture_key(key, family, i)) >= 0);
+}
+
+static uint64_t count_present(shmf_t *f, unsigned family, uint64_t n)
+{
+	char key[32];
+	uint64_t hits = 0;
+	for (uint64_t i = 0; i < n; i++)
+		hits += shmf_check(f, key, fixture_key(key, family, i)) == 1;
+	return hits;
+}
+
+static int restore(const char *name, const char *path, int how, char *err, size_t errlen)
+{
+	struct snap_file sf;
+	int rc = snapshot_open(&sf, path, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = registry_replace(&fx.reg, name, &sf, how, err, errlen);
+	snapshot_close(&sf);
+	return rc;
+}
+
+/* ---- Round trip -------------------------------------------------------- */
+
+static void roundtrip_type(int type, const char *name, const char *copy)
+{
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	fixture_filter(&fx, name, type, 20000, 0.01);
+	shmf_t *f = fixture_open(name, SHMF_RDWR);
+	add_keys(f, 1, 15000);
+	shmf_info_t before;
+	assert_int_equal(shmf_info(f, &before), 0);
+	file_path(name, path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
+
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(sf.hdr.type, type);
+	assert_int_equal(sf.hdr.capacity, 20000);
+	assert_string_equal(sf.hdr.name, name);
+	assert_int_equal(sf.sec[0].items, before.items);
+	assert_int_equal(sf.sec[0].generation, before.generation);
+	assert_int_equal(snapshot_read_section(&sf, 0, NULL, err, sizeof(err)), 0);
+	snapshot_close(&sf);
+
+	/* Restore as a new filter: the same keys, the same counts. */
+	assert_true(restore(copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	shmf_t *c = fixture_open(copy, SHMF_RDWR);
+	assert_int_equal(count_present(c, 1, 15000), 15000);
+	assert_true(count_present(c, 2, 10000) < 300); /* not a filter of everything */
+	shmf_info_t after;
+	assert_int_equal(shmf_info(c, &after), 0);
+	assert_int_equal(after.items, before.items);
+	assert_int_equal(after.type, type);
+	/* And it works: a cuckoo copy deletes, a Bloom copy adds. */
+	char key[32];
+	size_t len = fixture_key(key, 1, 7);
+	if (type == SHMF_TYPE_CUCKOO)
+		assert_int_equal(shmf_del(c, key, len), 1);
+	else
+		assert_int_equal(shmf_add(c, key, fixture_key(key, 3, 1)), 1);
+	shmf_close(c);
+	shmf_close(f);
+	/* Swap needs the filter to exist. */
+	assert_int_equal(restore("nosuch", path, REGISTRY_SWAP, err, sizeof(err)), SHMF_E_NOTFOUND);
+	assert_non_null(strstr(err, "not found"));
+}
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	roundtrip_type(SHMF_TYPE_BLOOM, "rtb", "rtb-copy");
+	roundtrip_type(SHMF_TYPE_CUCKOO, "rtc", "rtc-copy");
+}
+
+/* ---- Damaged files ----------------------------------------------------- */
+
+static void *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0 && fstat(fd, &st) == 0);
+	char *buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+/* The live filter "live" still answers as before: same generation, every key. */
+static void assert_live_unchanged(uint64_t gen)
+{
+	shmf_t *f = fixture_open("live", SHMF_RDONLY);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.generation, gen);
+	assert_int_equal(count_present(f, 5, 5000), 5000);
+	shmf_close(f);
+}
+
+/* Refused by open or by the payload check; then swapping it in is refused
+ * too and changes nothing. */
+static void assert_refused(const char *path, uint64_t gen, const char *what)
+{
+	char err[SNAPSHOT_ERR_MAX] = "";
+	struct snap_file sf;
+	int rc = snapshot_open(&sf, path, err, sizeof(err));
+	if (rc == 0) {
+		rc = snapshot_read_section(&sf, 0, NULL, err, sizeof(err));
+		snapshot_close(&sf);
+	}
+	if (rc >= 0)
+		fail_msg("%s: accepted", what);
+	if (strstr(err, "snapshot ") == NULL)
+		fail_msg("%s: error does not name the file: '%s'", what, err);
+	err[0] = '\0';
+	assert_true(restore("live", path, REGISTRY_SWAP, err, sizeof(err)) < 0);
+	assert_true(err[0] != '\0');
+	assert_live_unchanged(gen);
+	/* No new generation's file was left in the instance directory. */
+	char probe[512];
+	snprintf(probe, sizeof(probe), "%s/%s/live.%llu.data", fx.root, FIXTURE_INSTANCE, (unsigned long long)gen + 1);
+	assert_int_not_equal(access(probe, F_OK), 0);
+}
+
+static void reseal(void *buf)
+{
+	struct shmf_snap_header *h = buf;
+	h->header_xxh3 = XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3));
+}
+
+static void test_damaged(void **state)
+{
+	(void)state;
+	char good[512], bad[512], err[SNAPSHOT_ERR_MAX];
+	fixture_bloom(&fx, "live", 10000, 0.01);
+	shmf_t *f = fixture_open("live", SHMF_RDWR);
+	add_keys(f, 5, 5000);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	shmf_close(f);
+	/* A bigger file as the source, so that payloads span chunks. */
+	fixture_bloom(&fx, "src", 8000000, 0.01);
+	file_path("good", good, sizeof(good));
+	file_path("bad", bad, sizeof(bad));
+	assert_int_equal(registry_snapshot(&fx.reg, "src", good, NULL, err, sizeof(err)), 0);
+	size_t len;
+	unsigned char *orig = read_file(good, &len), *buf = malloc(len);
+	assert_true(len > 2 * SHMF_SNAP_CHUNK);
+
+	/* Every header byte flipped, one at a time: the header checksum. */
+	for (size_t i = 0; i < sizeof(struct shmf_snap_header); i += 7) {
+		memcpy(buf, orig, len);
+		buf[i] ^= 0x20;
+		write_file(bad, buf, len);
+		char what[64];
+		snprintf(what, sizeof(what), "header byte %zu flipped", i);
+		assert_refused(bad, info.generation, what);
+	}
+	/* Fields changed with the checksum recomputed (a buggy writer): the
+	 * checks of meaning. Offsets from snapshot-format.h. */
+	static const struct {
+		size_t off, size;
+		uint64_t value;
+		const char *what;
+	} fields[] = {
+		{ 8, 4, 2, "version" },           { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
+		{ 16, 4, 2, "type cuckoo" },      { 20, 4, 33, "k" },               { 20, 4, 3, "k other" },
+		{ 24, 8, 1ull << 62, "capacity absurd" }, { 24, 8, 0, "capacity 0" }, { 32, 8, 0, "fpr 0" },
+		{ 40, 8, 1ull << 60, "nblocks absurd" }, { 40, 8, 1, "nblocks small" }, { 48, 8, 5, "nbuckets" },
+		{ 56, 4, 9, "max_kicks on Bloom" }, { 60, 4, 0, "nsections 0" },   { 60, 4, 17, "nsections 17" },
+		{ 60, 4, 2, "nsections 2" },      { 88, 8, 60, "window without gens" }, { 96, 4, 3, "gens without window" },
+		{ 100, 4, 100, "chunk_bytes" },   { 104, 8, 4096, "section_bytes" }, { 112, 8, 1ull << 50, "file_bytes" },
+		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 200, 1, 1, "reserved" },
+	};
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		memcpy(buf, orig, len);
+		memcpy(buf + fields[i].off, &fields[i].value, fields[i].size);
+		reseal(buf);
+		write_file(bad, buf, len);
+		assert_refused(bad, info.generation, fields[i].what);
+	}
+	/* Section header, chunk table and trailer damage. */
+	size_t table = len - SHMF_SNAP_TRAILER - 8 * ((len - SHMF_SNAP_PAYLOAD_OFF) / SHMF_SNAP_CHUNK + 1);
+	size_t spots[] = { 256 + 3, 256 + 60, len - 1, len - 9, len - 20, table + 8 };
+	for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+		memcpy(buf, orig, len);
+		buf[spots[i]] ^= 1;
+		write_file(bad, buf, len);
+		assert_refused(bad, info.generation, "metadata bit flipped");
+	}
+	/* One payload bit, in the first chunk, a middle one and the last. */
+	size_t payload_bits[] = { SHMF_SNAP_PAYLOAD_OFF, SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_CHUNK + 12345,
+				  table - 1 };
+	for (size_t i = 0; i < 3; i++) {
+		memcpy(buf, orig, len);
+		buf[payload_bits[i]] ^= 0x80;
+		write_file(bad, buf, len);
+		assert_refused(bad, info.generation, "payload bit flipped");
+		struct snap_file sf;
+		assert_int_equal(snapshot_open(&sf, bad, err, sizeof(err)), 0);
+		assert_int_equal(snapshot_read_section(&sf, 0, NULL, err, sizeof(err)), SHMF_E_FORMAT);
+		assert_non_null(strstr(err, "checksum mismatch in section 0"));
+		snapshot_close(&sf);
+	}
+	/* Truncated at several offsets, and extended. */
+	size_t cuts[] = { 0, 100, 255, 256, 4095, 4096, SHMF_SNAP_PAYLOAD_OFF + 1000, table, len - 16, len - 1 };
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		write_file(bad, orig, cuts[i]);
+		assert_refused(bad, info.generation, "truncated");
+	}
+	memcpy(buf, orig, len);
+	unsigned char *longer = malloc(len + 10);
+	memcpy(longer, orig, len);
+	memset(longer + len, 0, 10);
+	write_file(bad, longer, len + 10);
+	assert_refused(bad, info.generation, "extended");
+	/* Not a snapshot at all. */
+	write_file(bad, "hello world, not a snapshot file at all", 40);
+	assert_refused(bad, info.generation, "text");
+	/* The good file still swaps in. */
+	assert_true(restore("live", good, REGISTRY_SWAP, err, sizeof(err)) >= 0);
+	free(longer);
+	free(buf);
+	free(orig);
+}
+
+/* ---- Snapshot while 4 processes add ------------------------------------ */
+
+#define ADDERS 4
+struct board {
+	_Atomic uint64_t progress[ADDERS]; /* adder i's adds [0, progress) have returned */
+	_Atomic int stop;
+};
+
+static void adder(struct board *b, const char *name, unsigned id)
+{
+	shmf_t *f;
+	if (shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &f) < 0)
+		_exit(3);
+	char key[32];
+	for (uint64_t i = 0; !atomic_load(&b->stop); i++) {
+		if (shmf_add(f, key, fixture_key(key, 20 + id, i)) < 0)
+			_exit(4);
+		atomic_store(&b->progress[id], i + 1);
+	}
+	shmf_close(f);
+	_exit(0);
+}
+
+static void concurrent_type(int type, const char *name, const char *copy)
+{
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	fixture_filter(&fx, name, type, 2000000, 0.01);
+	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(b != MAP_FAILED);
+	memset(b, 0, sizeof(*b));
+	pid_t pids[ADDERS];
+	for (unsigned i = 0; i < ADDERS; i++)
+		if ((pids[i] = fork()) == 0)
+			adder(b, name, i);
+	/* Let them get going, then note what has returned and snapshot. */
+	while (atomic_load(&b->progress[ADDERS - 1]) < 20000)
+		usleep(1000);
+	uint64_t before[ADDERS];
+	for (unsigned i = 0; i < ADDERS; i++)
+		before[i] = atomic_load(&b->progress[i]);
+	file_path(name, path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
+	uint64_t during[ADDERS];
+	for (unsigned i = 0; i < ADDERS; i++)
+		during[i] = atomic_load(&b->progress[i]);
+	atomic_store(&b->stop, 1);
+	for (unsigned i = 0; i < ADDERS; i++) {
+		int st;
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	assert_true(restore(copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	shmf_t *c = fixture_open(copy, SHMF_RDONLY);
+	for (unsigned i = 0; i < ADDERS; i++) {
+		assert_int_equal(count_present(c, 20 + i, before[i]), before[i]);
+		(void)during;
+	}
+	shmf_close(c);
+	munmap(b, sizeof(*b));
+}
+
+static void test_concurrent(void **state)
+{
+	(void)state;
+	concurrent_type(SHMF_TYPE_BLOOM, "cb", "cb-copy");
+	concurrent_type(SHMF_TYPE_CUCKOO, "cc", "cc-copy");
+}
+
+/* ---- A writer killed at random points ---------------------------------- */
+
+static void test_killed_writer(void **state)
+{
+	(void)state;
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	fixture_bloom(&fx, "kw", 20000000, 0.01); /* 24 MB: tens of ms to write */
+	shmf_t *f = fixture_open("kw", SHMF_RDWR);
+	file_path("kw", path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, "kw", path, NULL, err, sizeof(err)), 0);
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	uint64_t total = sf.hdr.file_bytes;
+	snapshot_close(&sf);
+	srand((unsigned)getpid());
+	unsigned killed_mid = 0, completed = 0;
+	for (int run = 0; run < 50; run++) {
+		/* Each run adds a key, so a new snapshot holds run + 1 items and
+		 * differs from the previous one. */
+		char key[32];
+		assert_int_equal(shmf_add(f, key, fixture_key(key, 30, (uint64_t)run)), 1);
+		assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+		uint64_t prev = sf.sec[0].items;
+		snapshot_close(&sf);
+		pid_t p = fork();
+		if (p == 0) {
+			char e[SNAPSHOT_ERR_MAX];
+			_exit(registry_snapshot(&fx.reg, "kw", path, NULL, e, sizeof(e)) == 0 ? 0 : 1);
+		}
+		/* Kill it once its temporary file has reached a random size
+		 * (up to 110% of the whole: some runs end before the kill). */
+		uint64_t target = (uint64_t)rand() % (total + total / 10);
+		char tmp[600];
+		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", dir, (long)p);
+		for (;;) {
+			struct stat st;
+			if (stat(tmp, &st) == 0 && (uint64_t)st.st_size >= target)
+				break;
+			siginfo_t si = { 0 };
+			if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p)
+				break; /* finished first */
+			usleep(200);
+		}
+		kill(p, SIGKILL);
+		int st;
+		waitpid(p, &st, 0);
+		if (WIFSIGNALED(st))
+			killed_mid++;
+		else
+			completed++;
+		/* The destination is the previous or the new snapshot, whole. */
+		assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+		assert_int_equal(snapshot_read_section(&sf, 0, NULL, err, sizeof(err)), 0);
+		uint64_t now = (uint64_t)run + 1; /* keys added so far */
+		if (sf.sec[0].items != prev && sf.sec[0].items != now)
+			fail_msg("run %d: snapshot holds %llu items, want %llu (previous) or %llu (new)", run,
+				 (unsigned long long)sf.sec[0].items, (unsigned long long)prev, (unsigned long long)now);
+		snapshot_close(&sf);
+	}
+	print_message("killed writer: %u runs killed mid-write, %u completed first\n", killed_mid, completed);
+	assert_true(killed_mid >= 10);
+	shmf_close(f);
+}
+
+/* ---- Swaps under load -------------------------------------------------- */
+
+#define CHECKERS 4
+#define COMMON 20000
+struct swapboard {
+	_Atomic int stop;
+	_Atomic uint64_t final_gen;
+	_Atomic uint64_t checks[CHECKERS];
+	_Atomic uint64_t misses[CHECKERS];
+	_Atomic uint64_t errors[CHECKERS];
+	_Atomic int saw_final[CHECKERS]; /* 1: the first call after the last swap saw it */
+	_Atomic int last_is_a;
+};
+
+static void checker(struct swapboard *b, unsigned id)
+{
+	shmf_t *f;
+	if (shmf_open(FIXTURE_INSTANCE, "sw", SHMF_RDONLY, &f) < 0)
+		_exit(3);
+	char key[32];
+	for (uint64_t i = 0; !atomic_load(&b->stop); i++) {
+		int r = shmf_check(f, key, fixture_key(key, 40, (i * 7 + id) % COMMON));
+		if (r < 0)
+			atomic_fetch_add(&b->errors[id], 1);
+		else if (r == 0)
+			atomic_fetch_add(&b->misses[id], 1);
+		atomic_fetch_add(&b->checks[id], 1);
+	}
+	/* The next call after the last swap: the last filter. */
+	shmf_info_t info;
+	int ok = shmf_info(f, &info) == 0 && info.generation == atomic_load(&b->final_gen);
+	/* Its own keys are there. */
+	unsigned fam = atomic_load(&b->last_is_a) ? 41 : 42;
+	for (uint64_t i = 0; i < 1000; i++)
+		ok &= shmf_check(f, key, fixture_key(key, fam, i)) == 1;
+	atomic_store(&b->saw_final[id], ok);
+	shmf_close(f);
+	_exit(0);
+}
+
+static void build_file(const char *name, unsigned own, char *path, size_t len)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	fixture_bloom(&fx, name, 100000, 0.01);
+	shmf_t *f = fixture_open(name, SHMF_RDWR);
+	add_keys(f, 40, COMMON);
+	add_keys(f, own, 1000);
+	shmf_close(f);
+	file_path(name, path, len);
+	assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
+	assert_int_equal(registry_drop(&fx.reg, name, err, sizeof(err)), 0);
+}
+
+static void test_swap_under_load(void **state)
+{
+	(void)state;
+	char a[512], b_[512], err[SNAPSHOT_ERR_MAX];
+	build_file("fa", 41, a, sizeof(a));
+	build_file("fb", 42, b_, sizeof(b_));
+	assert_true(restore("sw", a, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	struct swapboard *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(b != MAP_FAILED);
+	memset(b, 0, sizeof(*b));
+	pid_t pids[CHECKERS];
+	for (unsigned i = 0; i < CHECKERS; i++)
+		if ((pids[i] = fork()) == 0)
+			checker(b, i);
+	for (int s = 0; s < 50; s++) {
+		usleep(2000);
+		int to_a = s % 2 == 1;
+		assert_true(restore("sw", to_a ? a : b_, REGISTRY_SWAP, err, sizeof(err)) >= 0);
+		atomic_store(&b->last_is_a, to_a);
+	}
+	shmf_t *f = fixture_open("sw", SHMF_RDONLY);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	shmf_close(f);
+	atomic_store(&b->final_gen, info.generation);
+	atomic_store(&b->stop, 1);
+	uint64_t checks = 0;
+	for (unsigned i = 0; i < CHECKERS; i++) {
+		int st;
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		assert_int_equal(atomic_load(&b->misses[i]), 0);
+		assert_int_equal(atomic_load(&b->errors[i]), 0);
+		assert_int_equal(atomic_load(&b->saw_final[i]), 1);
+		checks += atomic_load(&b->checks[i]);
+	}
+	print_message("swap under load: 50 swaps, %llu checks, no miss, no error\n", (unsigned long long)checks);
+	/* The instance directory holds one data file for the filter: old
+	 * generations were unlinked at once. */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "test $(ls %s/%s | grep -c '^sw\\.') -eq 1", fx.root, FIXTURE_INSTANCE);
+	assert_int_equal(system(cmd), 0);
+	munmap(b, sizeof(*b));
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_swap_under_load, setup, teardown),
+	};
+	static const char *const names[] = { "roundtrip", "damaged", "concurrent", "killed_writer", "swap_under_load" };
+	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+}

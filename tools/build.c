@@ -1,0 +1,325 @@
+/*
+ * build.c - shmctl build: train a filter offline from a key list (one key
+ * per line) and write it as a snapshot file, ready for `shmctl swap` or
+ * `shmctl restore` on any host. No daemon is involved.
+ *
+ * Keys are read in large blocks and added in batches of 1024 (the batch
+ * add prefetches the blocks a batch touches). On a terminal, stderr shows
+ * a progress bar: keys per second, and the ETA when the input size is
+ * known (a regular file); on a pipe it stays quiet.
+ */
+#include <bsd/stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bloom.h"
+#include "cuckoo.h"
+#include "geometry.h"
+#include "offline.h"
+#include "rundir.h"
+#include "snapshot.h"
+#include "spec.h"
+
+#define READ_BLOCK (1u << 20)
+#define BATCH 1024
+
+/* The table being trained, in private memory (cuckoo: a memfd, because the
+ * relocation lock is a lock on a file). */
+struct table {
+	struct shmf_geometry g;
+	uint64_t seed;
+	void *payload;  /* g.nblocks * 64 bytes */
+	int memfd;
+	struct shmf_bloom_geom bloom;
+	struct shmf_cuckoo_geom cuckoo;
+	struct shmf_cuckoo_lock lock;
+	uint64_t items;
+	uint64_t keys;
+};
+
+struct progress {
+	int on;            /* stderr is a terminal */
+	uint64_t total;    /* input bytes, 0 when unknown */
+	uint64_t done;
+	double start, last;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void progress_show(struct progress *p, uint64_t keys, int final)
+{
+	double t = now_s();
+	if (!p->on || (!final && t - p->last < 0.2))
+		return;
+	p->last = t;
+	double rate = keys / (t - p->start > 1e-9 ? t - p->start : 1e-9);
+	if (p->total > 0) {
+		double frac = (double)p->done / (double)p->total;
+		int fill = (int)(frac * 30.0 + 0.5);
+		double eta = frac > 0 ? (t - p->start) * (1.0 - frac) / frac : 0;
+		fprintf(stderr, "\r[%-30.*s] %3.0f%%  %" PRIu64 " keys  %.2f M keys/s  ETA %.0f s   ", fill,
+			"##############################", frac * 100.0, keys, rate / 1e6, final ? 0.0 : eta);
+	} else {
+		fprintf(stderr, "\r%" PRIu64 " keys  %.2f M keys/s   ", keys, rate / 1e6);
+	}
+	if (final)
+		fputc('\n', stderr);
+}
+
+static int table_init(struct table *t, int type, uint64_t capacity, double fpr, uint32_t max_kicks)
+{
+	int rc = shmf_geometry_size(type, capacity, fpr, max_kicks, &t->g);
+	if (rc < 0)
+		return rc;
+	size_t len = (size_t)(t->g.nblocks * SHMF_BLOCK_BYTES);
+	arc4random_buf(&t->seed, sizeof(t->seed));
+	t->memfd = -1;
+	if (type == SHMF_TYPE_BLOOM) {
+		t->payload = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (t->payload == MAP_FAILED)
+			return -errno;
+		t->bloom = (struct shmf_bloom_geom){ t->payload, t->g.nblocks, t->seed, t->g.k };
+	} else {
+		t->memfd = memfd_create("shmctl-build", MFD_CLOEXEC);
+		if (t->memfd < 0 || ftruncate(t->memfd, (off_t)len) < 0)
+			return -errno;
+		t->payload = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->memfd, 0);
+		if (t->payload == MAP_FAILED)
+			return -errno;
+		shmf_cuckoo_lock_init(&t->lock, t->memfd);
+		t->cuckoo = (struct shmf_cuckoo_geom){
+			.buckets = (char *)t->payload + sizeof(struct shmf_cuckoo_meta),
+			.nbuckets = t->g.nbuckets,
+			.seed = t->seed,
+			.fp_bits = t->g.k,
+			.max_kicks = t->g.max_kicks,
+			.meta = t->payload,
+			.lock = &t->lock,
+		};
+	}
+	(void)madvise(t->payload, len, MADV_HUGEPAGE);
+	return 0;
+}
+
+/* Add a batch. @return 0, or SHMF_E_FULL (cuckoo) with t->keys counting
+ * the keys stored. */
+static int table_add(struct table *t, const shmf_key_t *keys, size_t n)
+{
+	if (t->g.type == SHMF_TYPE_BLOOM) {
+		t->items += shmf_bloom_add_batch(&t->bloom, keys, n, NULL);
+		t->keys += n;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&t->cuckoo, shmf_hash(keys[i].ptr, keys[i].len, t->seed));
+		int rc = shmf_cuckoo_add(&t->cuckoo, &k);
+		if (rc < 0)
+			return rc;
+		t->items++;
+		t->keys++;
+	}
+	return 0;
+}
+
+/* Read keys from @p fd, one per line (a trailing CR removed, blank lines
+ * skipped), into the table. @return 0 or an error code. */
+static int feed(struct table *t, int fd, struct progress *p, const char *from)
+{
+	char *buf = malloc(READ_BLOCK * 2);
+	shmf_key_t batch[BATCH];
+	size_t have = 0, nb = 0;
+	int rc = 0;
+	if (buf == NULL)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t got = read(fd, buf + have, READ_BLOCK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			fprintf(stderr, "shmctl: build: reading %s: %s\n", from, strerror(errno));
+			break;
+		}
+		p->done += (uint64_t)got;
+		size_t end = have + (size_t)got, at = 0;
+		int eof = got == 0;
+		/* Every complete line; at end of input the last one too. The
+		 * batch points into buf, so it is added before buf moves. */
+		for (;;) {
+			char *nl = memchr(buf + at, '\n', end - at);
+			if (nl == NULL && !(eof && at < end))
+				break;
+			size_t len = (nl ? (size_t)(nl - buf) : end) - at;
+			if (len > 0 && buf[at + len - 1] == '\r')
+				len--;
+			if (len > 0)
+				batch[nb++] = (shmf_key_t){ buf + at, len };
+			at = nl ? (size_t)(nl - buf) + 1 : end;
+			if (nb == BATCH) {
+				if ((rc = table_add(t, batch, nb)) < 0)
+					goto out;
+				nb = 0;
+			}
+		}
+		if (nb > 0 && (rc = table_add(t, batch, nb)) < 0)
+			goto out;
+		nb = 0;
+		if (eof)
+			break;
+		if (end - at > READ_BLOCK) {
+			fprintf(stderr, "shmctl: build: %s: a line is longer than %u bytes\n", from, READ_BLOCK);
+			rc = SHMF_E_INVAL;
+			break;
+		}
+		memmove(buf, buf + at, end - at);
+		have = end - at;
+		progress_show(p, t->keys, 0);
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+static void build_usage(const char *why)
+{
+	fprintf(stderr,
+		"shmctl: build: %s\n"
+		"usage: shmctl build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N]\n"
+		"                    [--name NAME]\n",
+		why);
+}
+
+int shmctl_build(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "type", required_argument, NULL, 't' },     { "capacity", required_argument, NULL, 'c' },
+		{ "fpr", required_argument, NULL, 'p' },      { "from", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },   { "max-kicks", required_argument, NULL, 'k' },
+		{ "name", required_argument, NULL, 'n' },     { NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL, *out = NULL, *name = "built";
+	int type = SHMF_TYPE_BLOOM, opt;
+	uint64_t capacity = 0;
+	double fpr = 0;
+	uint32_t kicks = 0;
+	char why[256];
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			if (spec_parse_type(optarg, &type) < 0) {
+				snprintf(why, sizeof(why), "--type '%s': must be bloom or cuckoo", optarg);
+				build_usage(why);
+				return 2;
+			}
+			break;
+		case 'c':
+			if (spec_parse_capacity(optarg, &capacity) < 0) {
+				snprintf(why, sizeof(why), "--capacity '%s': not a positive integer", optarg);
+				build_usage(why);
+				return 2;
+			}
+			break;
+		case 'p':
+			if (spec_parse_fpr(optarg, &fpr) < 0) {
+				snprintf(why, sizeof(why), "--fpr '%s': not a number in (0, 1)", optarg);
+				build_usage(why);
+				return 2;
+			}
+			break;
+		case 'k':
+			if (spec_parse_kicks(optarg, &kicks) < 0) {
+				snprintf(why, sizeof(why), "--max-kicks '%s': not an integer from 1 to %u", optarg,
+					 SHMF_CUCKOO_KICKS_LIMIT);
+				build_usage(why);
+				return 2;
+			}
+			break;
+		case 'f': from = optarg; break;
+		case 'o': out = optarg; break;
+		case 'n': name = optarg; break;
+		default: build_usage("unknown option"); return 2;
+		}
+	}
+	if (optind != argc || capacity == 0 || fpr == 0 || from == NULL || out == NULL) {
+		build_usage(optind != argc ? "unexpected argument" : "--capacity, --fpr, --from and -o are required");
+		return 2;
+	}
+	if (shmf_name_check(name) < 0) {
+		snprintf(why, sizeof(why), "--name '%s': not a valid filter name", name);
+		build_usage(why);
+		return 2;
+	}
+	if (kicks != 0 && type != SHMF_TYPE_CUCKOO) {
+		build_usage("--max-kicks applies to cuckoo filters only");
+		return 2;
+	}
+
+	struct table t = { 0 };
+	int rc = table_init(&t, type, capacity, fpr, kicks);
+	if (rc < 0) {
+		fprintf(stderr, "shmctl: build: capacity %" PRIu64 " at error rate %g: %s\n", capacity, fpr,
+			shmf_strerror(rc));
+		return 2;
+	}
+	int fd = strcmp(from, "-") == 0 ? STDIN_FILENO : open(from, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "shmctl: build: cannot open %s: %s\n", from, strerror(errno));
+		return 2;
+	}
+	struct progress p = { .on = isatty(STDERR_FILENO), .start = now_s() };
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		p.total = (uint64_t)st.st_size;
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	rc = feed(&t, fd, &p, from);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	progress_show(&p, t.keys, 1);
+	if (rc == SHMF_E_FULL) {
+		fprintf(stderr, "shmctl: build: the cuckoo filter is full after %" PRIu64 " keys: give a larger --capacity\n",
+			t.keys);
+		return 2;
+	}
+	if (rc < 0)
+		return 2;
+	double secs = now_s() - p.start;
+
+	struct snap_source src = { .nsections = 1 };
+	src.hdr.type = (uint32_t)type;
+	src.hdr.k = t.g.k;
+	src.hdr.capacity = capacity;
+	memcpy(&src.hdr.fpr_bits, &fpr, sizeof(fpr));
+	src.hdr.nblocks = t.g.nblocks;
+	src.hdr.nbuckets = t.g.nbuckets;
+	src.hdr.max_kicks = t.g.max_kicks;
+	src.hdr.seed = t.seed;
+	src.hdr.created_epoch = src.hdr.snapshot_epoch = (uint64_t)time(NULL);
+	snprintf(src.hdr.name, sizeof(src.hdr.name), "%s", name);
+	src.sec[0] = (struct shmf_snap_section){ .generation = 1, .created_epoch = src.hdr.created_epoch, .items = t.items };
+	src.payload[0] = t.payload;
+	char err[SNAPSHOT_ERR_MAX];
+	mode_t um = umask(0);
+	umask(um);
+	if (snapshot_write(out, &src, 0666 & ~(unsigned)um, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmctl: build: %s\n", err);
+		return 2;
+	}
+	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", out, spec_type_name(type),
+	       t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
+	return 0;
+}
