@@ -147,7 +147,9 @@ int main(int argc, char **argv)
 	registry_drop(&reg, "big", NULL, 0);
 	unlink(path);
 
-	/* 2. Publish-to-use latency of a swap under 4 checking processes. */
+	/* 2. Publish-to-use latency of a swap under 1 checking process (the
+	 * machine has a core to spare for it) and under 4 (more than cores:
+	 * a checker that is not running sees the swap when it runs next). */
 	struct filter_spec small = { .name = "sw", .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640 };
 	if (registry_create(&reg, &small, err, sizeof(err)) < 0)
 		die("create", err);
@@ -155,40 +157,48 @@ int main(int argc, char **argv)
 	if (registry_snapshot(&reg, "sw", path, NULL, err, sizeof(err)) < 0)
 		die("snapshot", err);
 	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	memset(b, 0, sizeof(*b));
-	pid_t pids[CHECKERS];
-	for (unsigned i = 0; i < CHECKERS; i++)
-		if ((pids[i] = fork()) == 0)
-			checker(b, "lc", i);
-	for (unsigned i = 0; i < CHECKERS; i++)
-		while (!atomic_load(&b->ready[i]))
-			usleep(1000);
-	int nswaps = quick ? 5 : 41;
-	double worst[64], all[64 * CHECKERS];
-	int nall = 0;
-	for (int s = 0; s < nswaps; s++) {
-		for (unsigned i = 0; i < CHECKERS; i++)
-			atomic_store(&b->seen_ns[i], 0);
-		atomic_store(&b->want_gen, reg.ctl.hdr->last_generation + 1);
-		replace(&reg, "sw", path, REGISTRY_SWAP);
-		uint64_t pub = reg.last_publish_ns;
-		double w = 0;
-		for (unsigned i = 0; i < CHECKERS; i++) {
-			uint64_t seen;
-			while ((seen = atomic_load(&b->seen_ns[i])) == 0)
-				usleep(50);
-			double us = seen > pub ? (double)(seen - pub) / 1000.0 : 0.0;
-			all[nall++] = us;
-			w = us > w ? us : w;
+	const unsigned counts[2] = { 1, CHECKERS };
+	for (int c = 0; c < 2; c++) {
+		unsigned nck = counts[c];
+		memset(b, 0, sizeof(*b));
+		pid_t pids[CHECKERS];
+		for (unsigned i = 0; i < nck; i++)
+			if ((pids[i] = fork()) == 0)
+				checker(b, "lc", i);
+		for (unsigned i = 0; i < nck; i++)
+			while (!atomic_load(&b->ready[i]))
+				usleep(1000);
+		int nswaps = quick ? 5 : 41;
+		double worst[64], all[64 * CHECKERS];
+		int nall = 0;
+		for (int s = 0; s < nswaps; s++) {
+			for (unsigned i = 0; i < nck; i++)
+				atomic_store(&b->seen_ns[i], 0);
+			atomic_store(&b->want_gen, reg.ctl.hdr->last_generation + 1);
+			replace(&reg, "sw", path, REGISTRY_SWAP);
+			uint64_t pub = reg.last_publish_ns;
+			double w = 0;
+			for (unsigned i = 0; i < nck; i++) {
+				uint64_t seen;
+				while ((seen = atomic_load(&b->seen_ns[i])) == 0)
+					usleep(50);
+				double us = seen > pub ? (double)(seen - pub) / 1000.0 : 0.0;
+				all[nall++] = us;
+				w = us > w ? us : w;
+			}
+			worst[s] = w;
+			usleep(5000);
 		}
-		worst[s] = w;
-		usleep(5000);
+		atomic_store(&b->stop, 1);
+		for (unsigned i = 0; i < nck; i++)
+			waitpid(pids[i], NULL, 0);
+		char what[64];
+		snprintf(what, sizeof(what), "swap: publish until %u client%s use%s it", nck, nck > 1 ? "s" : "",
+			 nck > 1 ? "" : "s");
+		printf("%-44s %8.1f us  (median of %d swaps of the slowest client; median client %.1f us)\n", what,
+		       median(worst, nswaps), nswaps, median(all, nall));
 	}
-	atomic_store(&b->stop, 1);
-	for (unsigned i = 0; i < CHECKERS; i++)
-		waitpid(pids[i], NULL, 0);
-	printf("%-44s %8.1f us  (median over clients %.1f us; %d swaps, 4 processes checking)\n",
-	       "swap: publish until every client uses it", median(worst, nswaps), median(all, nall), nswaps);
+	munmap(b, sizeof(*b));
 	registry_close(&reg, 1);
 	rmdir(root);
 	return 0;

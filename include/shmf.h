@@ -143,6 +143,11 @@ typedef struct {
 	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
 	uint64_t deletes;             /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
+	uint64_t window_secs;         /**< time window: seconds per generation; 0: not windowed */
+	uint32_t window_generations;  /**< time window: generations kept; 0: not windowed */
+	uint32_t live_generations;    /**< generations checked now (1 unless windowed); the
+	                                   fields above describe the newest, where adds go */
+	uint64_t items_live;          /**< items summed over the live generations */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */

@@ -28,11 +28,8 @@
 #include "segment.h"
 #include "shmf.h"
 
-/* One mapped generation. Immutable once published in a handle. */
-struct view {
-	const _Atomic uint64_t *published; /* &slot->generation in the control map */
-	uint64_t generation;
-	uint32_t type;
+/* One mapped generation of a filter. */
+struct part {
 	_Atomic uint64_t *items;   /* this handle's counter stripe */
 	_Atomic uint64_t *deletes; /* and its delete counter (cuckoo) */
 	union {
@@ -41,6 +38,21 @@ struct view {
 	};
 	struct shmf_cuckoo_lock lock;   /* type cuckoo: its relocation lock, this process's */
 	struct shmf_data_map data;
+};
+
+/* What a handle uses: the generations the slot published, mapped.
+ * Immutable once published in a handle. A plain filter has one part; a
+ * time-windowed filter one per live generation, p[0] the newest (adds go
+ * there) and the older ones looked at only when p[0] does not hold a key
+ * (a branch on nparts that the plain filter's hot path never takes). */
+struct view {
+	const _Atomic uint64_t *published; /* &slot->generation in the control map */
+	uint64_t generation;
+	uint32_t type;
+	unsigned nparts;
+	uint64_t window_secs;
+	uint32_t window_gens;
+	struct part p[];
 };
 
 struct shmf {
@@ -58,10 +70,41 @@ static void view_free(struct view *v)
 {
 	if (v == NULL)
 		return;
-	if (v->type == SHMF_TYPE_CUCKOO)
-		shmf_cuckoo_lock_fini(&v->lock);
-	shmf_data_map_close(&v->data);
+	for (unsigned i = 0; i < v->nparts; i++) {
+		if (v->type == SHMF_TYPE_CUCKOO)
+			shmf_cuckoo_lock_fini(&v->p[i].lock);
+		shmf_data_map_close(&v->p[i].data);
+	}
 	free(v);
+}
+
+/* Map generation @p gen of the slot @p copy describes into @p part. */
+static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen, struct part *pt)
+{
+	pt->data.fd = -1;
+	int r = shmf_data_map_open_gen(&f->dir, copy, gen, (f->flags & SHMF_RDWR) != 0, &pt->data);
+	if (r < 0)
+		/* The file vanished between the slot read and the open: the
+		 * daemon replaced, rotated or dropped it meanwhile. */
+		return r == SHMF_E_NOTFOUND ? -EAGAIN : r;
+	pt->items = &pt->data.counters[f->stripe].items;
+	pt->deletes = &pt->data.counters[f->stripe].deletes;
+	if (pt->data.hdr.type == SHMF_TYPE_CUCKOO) {
+		shmf_cuckoo_lock_init(&pt->lock, pt->data.fd);
+		pt->cuckoo = (struct shmf_cuckoo_geom){
+			.buckets = (char *)pt->data.blocks + sizeof(struct shmf_cuckoo_meta),
+			.nbuckets = pt->data.hdr.nbuckets,
+			.seed = pt->data.hdr.seed,
+			.fp_bits = pt->data.hdr.k,
+			.max_kicks = pt->data.hdr.max_kicks,
+			.meta = (struct shmf_cuckoo_meta *)pt->data.blocks,
+			.lock = &pt->lock,
+		};
+	} else {
+		pt->bloom = (struct shmf_bloom_geom){ pt->data.blocks, pt->data.hdr.nblocks, pt->data.hdr.seed,
+						      pt->data.hdr.k };
+	}
+	return 0;
 }
 
 /* Map the generation the slot publishes now. */
@@ -78,36 +121,26 @@ static int view_open(struct shmf *f, struct view **out)
 		return SHMF_E_DROPPED;
 	if ((r = shmf_slot_check(&copy)) < 0)
 		return r;
-	v = calloc(1, sizeof(*v));
+	v = calloc(1, sizeof(*v) + copy.nlive * sizeof(v->p[0]));
 	if (v == NULL)
 		return -ENOMEM;
-	v->data.fd = -1;
-	r = shmf_data_map_open(&f->dir, &copy, (f->flags & SHMF_RDWR) != 0, &v->data);
-	if (r < 0) {
-		free(v);
-		/* The file vanished between the slot read and the open: the
-		 * daemon replaced or dropped it meanwhile. */
-		return r == SHMF_E_NOTFOUND ? -EAGAIN : r;
+	for (unsigned i = 0; i < copy.nlive; i++) {
+		if ((r = part_open(f, &copy, copy.live[i], &v->p[i])) < 0) {
+			view_free(v);
+			return r;
+		}
+		v->nparts = i + 1;
+		/* Every generation of a window hashes with the newest's seed. */
+		if (v->p[i].data.hdr.seed != v->p[0].data.hdr.seed || v->p[i].data.hdr.type != v->p[0].data.hdr.type) {
+			view_free(v);
+			return SHMF_E_FORMAT;
+		}
 	}
 	v->published = &f->ctl.slots[f->slot].generation;
-	v->generation = v->data.hdr.generation;
-	v->type = v->data.hdr.type;
-	v->items = &v->data.counters[f->stripe].items;
-	v->deletes = &v->data.counters[f->stripe].deletes;
-	if (v->type == SHMF_TYPE_CUCKOO) {
-		shmf_cuckoo_lock_init(&v->lock, v->data.fd);
-		v->cuckoo = (struct shmf_cuckoo_geom){
-			.buckets = (char *)v->data.blocks + sizeof(struct shmf_cuckoo_meta),
-			.nbuckets = v->data.hdr.nbuckets,
-			.seed = v->data.hdr.seed,
-			.fp_bits = v->data.hdr.k,
-			.max_kicks = v->data.hdr.max_kicks,
-			.meta = (struct shmf_cuckoo_meta *)v->data.blocks,
-			.lock = &v->lock,
-		};
-	} else {
-		v->bloom = (struct shmf_bloom_geom){ v->data.blocks, v->data.hdr.nblocks, v->data.hdr.seed, v->data.hdr.k };
-	}
+	v->generation = v->p[0].data.hdr.generation;
+	v->type = v->p[0].data.hdr.type;
+	v->window_secs = copy.window_secs;
+	v->window_gens = copy.window_gens;
 	*out = v;
 	return 0;
 }
@@ -234,18 +267,59 @@ static inline void leave(void)
 	rcu_read_unlock();
 }
 
-static inline struct shmf_cuckoo_key cuckoo_key(const struct view *v, const void *key, size_t len)
+static inline struct shmf_cuckoo_key cuckoo_key(const struct part *p, const void *key, size_t len)
 {
-	return shmf_cuckoo_locate(&v->cuckoo, shmf_hash(key, len, v->cuckoo.seed));
+	return shmf_cuckoo_locate(&p->cuckoo, shmf_hash(key, len, p->cuckoo.seed));
 }
 
-static inline int cuckoo_check(const struct view *v, const void *key, size_t len)
+/* Copies of the key in part @p p (cuckoo), or an error from the fallback lock. */
+static int cuckoo_count_in(const struct part *p, const struct shmf_cuckoo_key *k)
 {
-	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-	int r = shmf_cuckoo_count_try(&v->cuckoo, &k);
+	int r = shmf_cuckoo_count_try(&p->cuckoo, k);
 	if (__builtin_expect(r < 0, 0))
-		r = shmf_cuckoo_count(&v->cuckoo, &k);
-	return r < 0 ? r : r > 0;
+		r = shmf_cuckoo_count(&p->cuckoo, k);
+	return r;
+}
+
+static inline int bloom_has(const struct shmf_bloom_geom *g, uint64_t h)
+{
+	const uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
+	return shmf_bloom_block_check_key(block, h, g->k);
+}
+
+/* Is the key in one of the older generations of a time window (parts
+ * 1..n-1)? Every generation shares the newest's seed, so one hash serves;
+ * a cuckoo key is located the same way in each (same shape too).
+ * @return 1, 0, or an error. */
+static __attribute__((noinline)) int in_older(const struct view *v, const void *key, size_t len)
+{
+	if (v->type == SHMF_TYPE_BLOOM) {
+		uint64_t h = shmf_hash(key, len, v->p[0].bloom.seed);
+		for (unsigned i = 1; i < v->nparts; i++)
+			if (bloom_has(&v->p[i].bloom, h))
+				return 1;
+		return 0;
+	}
+	struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+	for (unsigned i = 1; i < v->nparts; i++) {
+		int r = cuckoo_count_in(&v->p[i], &k);
+		if (r != 0)
+			return r < 0 ? r : 1;
+	}
+	return 0;
+}
+
+/* Copies of the key in the older generations (cuckoo windows). */
+static int count_older(const struct view *v, const struct shmf_cuckoo_key *k)
+{
+	int sum = 0;
+	for (unsigned i = 1; i < v->nparts; i++) {
+		int r = cuckoo_count_in(&v->p[i], k);
+		if (r < 0)
+			return r;
+		sum += r;
+	}
+	return sum;
 }
 
 /* flatten: XXH3 inlined, as in the batch loop. */
@@ -259,38 +333,50 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	if (__builtin_expect(v->type == SHMF_TYPE_BLOOM, 1)) {
-		const struct shmf_bloom_geom *g = &v->bloom;
-		uint64_t h = shmf_hash(key, len, g->seed);
-		const uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
-		r = shmf_bloom_block_check_key(block, h, g->k);
+		const struct shmf_bloom_geom *g = &v->p[0].bloom;
+		r = bloom_has(g, shmf_hash(key, len, g->seed));
 	} else {
-		r = cuckoo_check(v, key, len);
+		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+		r = cuckoo_count_in(&v->p[0], &k);
+		r = r < 0 ? r : r > 0;
 	}
+	if (__builtin_expect(r == 0 && v->nparts > 1, 0))
+		r = in_older(v, key, len);
 	leave();
 	return r;
 }
 
-static int bloom_add(struct view *v, const void *key, size_t len)
+static int bloom_add(struct part *p, const void *key, size_t len)
 {
 	uint64_t mask[SHMF_BLOCK_WORDS];
-	const struct shmf_bloom_geom *g = &v->bloom;
+	const struct shmf_bloom_geom *g = &p->bloom;
 	uint64_t h = shmf_hash(key, len, g->seed);
 	uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
 	shmf_block_masks(h, g->k, mask);
 	int r = shmf_bloom_block_add(block, mask);
 	if (r)
-		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	return r;
+}
+
+/* A Bloom add into the newest generation (always: the key then lives a
+ * whole window more), new only if no live generation held it. */
+static int bloom_add_view(struct view *v, const void *key, size_t len)
+{
+	int r = bloom_add(&v->p[0], key, len);
+	if (__builtin_expect(r == 1 && v->nparts > 1, 0) && in_older(v, key, len) == 1)
+		r = 0;
 	return r;
 }
 
 /* A cuckoo add of one copy: 1 stored, or an error. */
-static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key, size_t len)
+static __attribute__((noinline)) int cuckoo_add(struct part *p, const void *key, size_t len)
 {
-	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-	int r = shmf_cuckoo_add(&v->cuckoo, &k);
+	struct shmf_cuckoo_key k = cuckoo_key(p, key, len);
+	int r = shmf_cuckoo_add(&p->cuckoo, &k);
 	if (r < 0)
 		return r;
-	atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
 	return 1;
 }
 
@@ -311,20 +397,28 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
-	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add(v, key, len) : cuckoo_add(v, key, len);
+	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len) : cuckoo_add(&v->p[0], key, len);
 	leave();
 	return r;
 }
 
 /* The capped add behind shmf_add_capped and, with cap 1, shmf_add_unique:
- * the count before the call, or an error. */
+ * the count before the call (over every live generation), or an error.
+ * Copies in older generations count against the cap; the add goes to the
+ * newest, atomically against other capped adds there. */
 static int cuckoo_add_capped(struct view *v, const void *key, size_t len, unsigned cap)
 {
-	struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-	int before = shmf_cuckoo_add_capped(&v->cuckoo, &k, cap);
-	if (before >= 0 && (unsigned)before < cap)
-		atomic_fetch_add_explicit(v->items, 1, memory_order_relaxed);
-	return before;
+	struct part *p = &v->p[0];
+	struct shmf_cuckoo_key k = cuckoo_key(p, key, len);
+	int older = v->nparts > 1 ? count_older(v, &k) : 0;
+	if (older < 0 || (unsigned)older >= cap)
+		return older;
+	int before = shmf_cuckoo_add_capped(&p->cuckoo, &k, cap - (unsigned)older);
+	if (before < 0)
+		return before;
+	if ((unsigned)before < cap - (unsigned)older)
+		atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	return older + before;
 }
 
 int shmf_add_unique(shmf_t *f, const void *key, size_t len)
@@ -335,7 +429,7 @@ int shmf_add_unique(shmf_t *f, const void *key, size_t len)
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_BLOOM) {
-		r = bloom_add(v, key, len);
+		r = bloom_add_view(v, key, len);
 	} else {
 		r = cuckoo_add_capped(v, key, len, 1);
 		if (r >= 0)
@@ -365,11 +459,16 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO) {
-		struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-		r = shmf_cuckoo_del(&v->cuckoo, &k);
-		if (r == 1) {
-			atomic_fetch_sub_explicit(v->items, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(v->deletes, 1, memory_order_relaxed);
+		/* The newest copy first: the one that would live longest. */
+		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+		r = 0;
+		for (unsigned i = 0; i < v->nparts && r == 0; i++) {
+			struct part *p = &v->p[i];
+			r = shmf_cuckoo_del(&p->cuckoo, &k);
+			if (r == 1) {
+				atomic_fetch_sub_explicit(p->items, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(p->deletes, 1, memory_order_relaxed);
+			}
 		}
 	} else {
 		r = SHMF_E_TYPE;
@@ -388,8 +487,12 @@ int shmf_count(shmf_t *f, const void *key, size_t len)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO) {
-		struct shmf_cuckoo_key k = cuckoo_key(v, key, len);
-		r = shmf_cuckoo_count(&v->cuckoo, &k);
+		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+		r = shmf_cuckoo_count(&v->p[0].cuckoo, &k);
+		if (r >= 0 && v->nparts > 1) {
+			int older = count_older(v, &k);
+			r = older < 0 ? older : r + older;
+		}
 	} else {
 		r = SHMF_E_TYPE;
 	}
@@ -411,9 +514,9 @@ static int keys_valid(const shmf_key_t *keys, size_t n)
  * buckets prefetched, so that many misses are in flight. *err gets a
  * negative code if the locked fallback of a lookup failed. */
 #define CUCKOO_AHEAD 16
-static size_t cuckoo_check_many(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
+static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
 {
-	const struct shmf_cuckoo_geom *g = &v->cuckoo;
+	const struct shmf_cuckoo_geom *g = &p->cuckoo;
 	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
 	const size_t width = g->fp_bits / 2; /* bytes per bucket: 4 slots */
 	size_t present = 0;
@@ -432,12 +535,31 @@ static size_t cuckoo_check_many(const struct view *v, const shmf_key_t *keys, si
 		}
 		if (i < n) {
 			struct shmf_cuckoo_key *k = &ring[i % CUCKOO_AHEAD];
-			*k = cuckoo_key(v, keys[i].ptr, keys[i].len);
+			*k = cuckoo_key(p, keys[i].ptr, keys[i].len);
 			__builtin_prefetch((const char *)g->buckets + k->i1 * width);
 			__builtin_prefetch((const char *)g->buckets + k->i2 * width);
 		}
 	}
 	return present;
+}
+
+/* Time windows: the keys the newest generation lacks, asked of the older
+ * ones. */
+static size_t check_many_older(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
+{
+	size_t found = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (out[i])
+			continue;
+		int r = in_older(v, keys[i].ptr, keys[i].len);
+		if (r < 0) {
+			*err = r;
+			return 0;
+		}
+		out[i] = (uint8_t)r;
+		found += (size_t)r;
+	}
+	return found;
 }
 
 int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
@@ -451,10 +573,12 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return r;
 	size_t present = 0;
 	if (v->type == SHMF_TYPE_BLOOM) {
-		present = shmf_bloom_check_batch(&v->bloom, keys, n, out, SHMF_BLOOM_AUTO);
+		present = shmf_bloom_check_batch(&v->p[0].bloom, keys, n, out, SHMF_BLOOM_AUTO);
 	} else {
-		present = cuckoo_check_many(v, keys, n, out, &r);
+		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
 	}
+	if (r >= 0 && v->nparts > 1 && present < n)
+		present += check_many_older(v, keys, n, out, &r);
 	leave();
 	return r < 0 ? r : (int)present;
 }
@@ -471,17 +595,25 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	size_t fresh = 0;
-	if (v->type == SHMF_TYPE_BLOOM) {
-		fresh = shmf_bloom_add_batch(&v->bloom, keys, n, out);
+	if (v->type == SHMF_TYPE_BLOOM && v->nparts == 1) {
+		fresh = shmf_bloom_add_batch(&v->p[0].bloom, keys, n, out);
 		if (fresh)
-			atomic_fetch_add_explicit(v->items, fresh, memory_order_relaxed);
+			atomic_fetch_add_explicit(v->p[0].items, fresh, memory_order_relaxed);
+	} else if (v->type == SHMF_TYPE_BLOOM) {
+		/* A window: new only if no live generation held the key. */
+		for (size_t i = 0; i < n; i++) {
+			int one = bloom_add_view(v, keys[i].ptr, keys[i].len);
+			if (out != NULL)
+				out[i] = (uint8_t)one;
+			fresh += (size_t)one;
+		}
 	} else {
 		/* Stops at the first key that does not fit: the keys before it
 		 * are stored (out[i] = 1), the rest are not (out[i] = 0). */
 		if (out != NULL)
 			memset(out, 0, n);
 		for (size_t i = 0; i < n; i++) {
-			if ((r = cuckoo_add(v, keys[i].ptr, keys[i].len)) < 0)
+			if ((r = cuckoo_add(&v->p[0], keys[i].ptr, keys[i].len)) < 0)
 				break;
 			if (out != NULL)
 				out[i] = 1;
@@ -501,28 +633,36 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
+	const struct part *p = &v->p[0];
 	memset(out, 0, sizeof(*out));
-	memcpy(out->name, v->data.hdr.name, sizeof(out->name));
-	out->type = (int)v->data.hdr.type;
-	out->k = v->data.hdr.k;
-	out->capacity = v->data.hdr.capacity;
-	memcpy(&out->fpr_target, &v->data.hdr.fpr_bits, sizeof(double));
-	out->bytes = v->data.len;
-	out->items = shmf_data_items(&v->data);
+	memcpy(out->name, p->data.hdr.name, sizeof(out->name));
+	out->type = (int)p->data.hdr.type;
+	out->k = p->data.hdr.k;
+	out->capacity = p->data.hdr.capacity;
+	memcpy(&out->fpr_target, &p->data.hdr.fpr_bits, sizeof(double));
+	out->window_secs = v->window_secs;
+	out->window_generations = v->window_gens;
+	out->live_generations = v->nparts;
+	/* Sizes, items and the estimates are the newest generation's, the one
+	 * adds fill; items_live sums every live generation. */
+	out->bytes = p->data.len;
+	out->items = shmf_data_items(&p->data);
+	for (unsigned i = 0; i < v->nparts; i++)
+		out->items_live += shmf_data_items(&v->p[i].data);
 	if (v->type == SHMF_TYPE_BLOOM) {
-		const struct shmf_bloom_geom *g = &v->bloom;
+		const struct shmf_bloom_geom *g = &p->bloom;
 		out->bits = g->nblocks * SHMF_BLOCK_BITS;
 		out->fill_ratio = shmf_bloom_fill(out->items, g->nblocks, g->k);
 		out->fpr_estimate = shmf_bloom_fpr(out->items, g->nblocks, g->k);
 	} else {
-		const struct shmf_cuckoo_geom *g = &v->cuckoo;
+		const struct shmf_cuckoo_geom *g = &p->cuckoo;
 		uint64_t slots = g->nbuckets * SHMF_CUCKOO_SLOTS;
 		out->bits = slots * g->fp_bits;
 		out->buckets = g->nbuckets;
 		out->fingerprint_bits = g->fp_bits;
 		out->max_kicks = g->max_kicks;
 		out->relocations = atomic_load_explicit(&g->meta->moves, memory_order_relaxed);
-		out->deletes = shmf_data_deletes(&v->data);
+		out->deletes = shmf_data_deletes(&p->data);
 		/* The counter sums modulo 2^64; a transient negative (a delete
 		 * counted before its add) reads as 0. */
 		uint64_t items = out->items > slots * 2 ? 0 : out->items;
@@ -530,6 +670,8 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->fill_ratio = (double)items / (double)slots;
 		out->fpr_estimate = shmf_cuckoo_fpr(items, g->nbuckets, g->fp_bits);
 	}
+	if (out->items_live > out->items && v->nparts == 1)
+		out->items_live = out->items;
 	out->generation = v->generation;
 	leave();
 	return 0;

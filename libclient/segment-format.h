@@ -24,7 +24,8 @@
 
 #include "shmf.h"
 
-#define SHMF_FORMAT_VERSION 3u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters */
+#define SHMF_FORMAT_VERSION 4u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters;
+                                  4: time windows (slot of 512 bytes) */
 
 #define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -38,6 +39,7 @@
 #define SHMF_BLOCK_WORDS  8u
 #define SHMF_ITEM_STRIPES 64u   /* item counters, one cache line each */
 #define SHMF_K_MAX        32u
+#define SHMF_WINDOW_MAX   16u   /* generations in a time window's ring */
 
 /* Data segment: header page, counter page, blocks. */
 #define SHMF_DATA_HDR_BYTES      4096u
@@ -62,9 +64,15 @@ struct shmf_ctl_header {
 	uint64_t last_generation; /* shmd only: generations are never reused in an instance */
 };
 
-/* A filter slot: four cache lines. The daemon rewrites the fields under the
- * sequence counter (odd while writing); clients copy them with the seqlock
- * read protocol and then use only their copy. */
+/* A filter slot: eight cache lines. The daemon rewrites the fields under
+ * the sequence counter (odd while writing); clients copy them with the
+ * seqlock read protocol and then use only their copy.
+ *
+ * A time-windowed filter (window_gens > 0) is a ring of generations, each
+ * its own data file of the same shape and seed: live[0] is the newest
+ * (adds go there; it equals generation), live[1..nlive-1] older ones that
+ * checks also look at. A rotation publishes a new newest and drops the
+ * oldest. A plain filter has window_gens 0, nlive 1, live[0] = generation. */
 struct shmf_slot {
 	_Atomic uint64_t generation; /* shmd stores (release, inside the seq window);
 	                                clients load on every call; 0 = slot empty */
@@ -79,7 +87,12 @@ struct shmf_slot {
 	uint64_t created_epoch;      /* shmd writes; unix seconds */
 	uint64_t nbuckets;           /* shmd writes; cuckoo: buckets; Bloom: 0 */
 	char name[SHMF_NAME_MAX + 1];/* shmd writes; NUL-terminated filter name */
-	uint8_t pad[256 - 136];
+	uint64_t window_secs;        /* shmd writes; seconds per generation, 0: no window */
+	uint32_t window_gens;        /* shmd writes; generations in the ring, 0: no window */
+	uint32_t nlive;              /* shmd writes; live generations, 1..SHMF_WINDOW_MAX */
+	uint64_t live[SHMF_WINDOW_MAX];         /* shmd writes; generations, newest first */
+	uint64_t live_created[SHMF_WINDOW_MAX]; /* shmd writes; unix seconds each began */
+	uint8_t pad[512 - 408];
 };
 
 /* Data segment header page. Written by shmd before the generation is
@@ -115,7 +128,8 @@ struct shmf_counter {
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
 _Static_assert(sizeof(struct shmf_ctl_header) == 64, "control header is one cache line");
-_Static_assert(sizeof(struct shmf_slot) == 256, "slot is four cache lines");
+_Static_assert(sizeof(struct shmf_slot) == 512, "slot is eight cache lines");
+_Static_assert(offsetof(struct shmf_slot, live) == 152, "slot ring offset");
 _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
 _Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_HDR_BYTES, "data header fits its page");

@@ -38,6 +38,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_slot, nbuckets), sizeof(struct shmf_cuckoo_meta), SHMF_CUCKOO_STRIPES,
 		sizeof(struct shmf_counter), offsetof(struct shmf_counter, deletes),
 		sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
+		offsetof(struct shmf_slot, window_secs), offsetof(struct shmf_slot, nlive),
+		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX,
 	};
 	return XXH3_64bits(facts, sizeof(facts));
 }
@@ -226,6 +228,13 @@ int shmf_slot_check(const struct shmf_slot *s)
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0)
 		return SHMF_E_FORMAT;
+	/* The ring: newest first, all distinct and older than the newest. */
+	if (s->window_gens > SHMF_WINDOW_MAX || (s->window_gens == 0) != (s->window_secs == 0) || s->nlive == 0 ||
+	    s->nlive > (s->window_gens ? s->window_gens : 1) || s->live[0] != gen)
+		return SHMF_E_FORMAT;
+	for (unsigned i = 1; i < s->nlive; i++)
+		if (s->live[i] == 0 || s->live[i] >= s->live[i - 1])
+			return SHMF_E_FORMAT;
 	return 0;
 }
 
@@ -250,8 +259,18 @@ int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_s
 	return SHMF_E_NOTFOUND;
 }
 
+static int header_check_gen(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
+			    uint64_t file_size);
+
 int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
 			   uint64_t file_size)
+{
+	return header_check_gen(h, slot, atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed),
+				file_size);
+}
+
+static int header_check_gen(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
+			    uint64_t file_size)
 {
 	if (file_size < SHMF_DATA_BLOCKS_OFF || h->magic != SHMF_DATA_MAGIC)
 		return SHMF_E_FORMAT;
@@ -266,7 +285,7 @@ int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_s
 					 : h->max_kicks != 0) ||
 	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF ||
 	    h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
-	    h->generation != atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed) ||
+	    h->generation != gen ||
 	    memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;
 	if (h->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
@@ -278,9 +297,16 @@ int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_s
 int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
 		       struct shmf_data_map *out)
 {
+	return shmf_data_map_open_gen(dir, slot, atomic_load_explicit(&((struct shmf_slot *)slot)->generation,
+								     memory_order_relaxed),
+				      writable, out);
+}
+
+int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *slot, uint64_t gen, int writable,
+			   struct shmf_data_map *out)
+{
 	char fname[128];
 	struct stat st;
-	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed);
 	int r = shmf_data_filename(slot->name, gen, fname, sizeof(fname));
 	if (r < 0)
 		return r;
@@ -295,7 +321,7 @@ int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot,
 		close(fd);
 		return SHMF_E_FORMAT;
 	}
-	if ((r = shmf_data_header_check(&out->hdr, slot, (uint64_t)st.st_size)) < 0) {
+	if ((r = header_check_gen(&out->hdr, slot, gen, (uint64_t)st.st_size)) < 0) {
 		close(fd);
 		return r;
 	}

@@ -96,6 +96,11 @@ int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot,
 		       struct shmf_data_map *out);
 
 /** Validate a data header copy against the slot that names it and the file size. */
+/** As shmf_data_map_open(), for generation @p gen of the slot's filter (an
+ * older generation of a time window). */
+int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *slot, uint64_t gen, int writable,
+			   struct shmf_data_map *out);
+
 int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
 			   uint64_t file_size);
 

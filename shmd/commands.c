@@ -82,6 +82,46 @@ static void cmd_ping(struct registry *reg, const struct request *req, struct rep
 		reply_status(out, "PONG");
 }
 
+/* WINDOW duration / GENERATIONS n (shmfilter's time windows) at argv[*i]:
+ * 1 consumed (with its value), 0 not a window option, -1 replied an error. */
+static int window_option(const struct request *req, int *i, struct filter_spec *spec, struct reply *out)
+{
+	const char *opt = req->argv[*i];
+	int is_window = !strcasecmp(opt, "WINDOW"), is_gens = !strcasecmp(opt, "GENERATIONS");
+	if (!is_window && !is_gens)
+		return 0;
+	if (*i + 1 >= req->argc) {
+		reply_error(out, "ERR %s needs a value", is_window ? "WINDOW" : "GENERATIONS");
+		return -1;
+	}
+	const char *val = req->argv[++*i];
+	uint64_t n;
+	if (is_window && spec_parse_duration(val, &spec->window_secs) < 0) {
+		reply_error(out, "ERR bad WINDOW '%.*s': a duration such as 60, 10m, 1h or 1d", 40, val);
+		return -1;
+	}
+	if (is_gens) {
+		if (spec_parse_capacity(val, &n) < 0 || n > SHMF_WINDOW_MAX) {
+			reply_error(out, "ERR bad GENERATIONS '%.*s': an integer from 1 to %u", 40, val, SHMF_WINDOW_MAX);
+			return -1;
+		}
+		spec->window_gens = (uint32_t)n;
+	}
+	return 1;
+}
+
+/* A window needs both; GENERATIONS alone is an error, WINDOW alone means 2. */
+static int window_complete(struct filter_spec *spec, struct reply *out)
+{
+	if (spec->window_gens != 0 && spec->window_secs == 0) {
+		reply_error(out, "ERR GENERATIONS needs WINDOW duration");
+		return -1;
+	}
+	if (spec->window_secs != 0 && spec->window_gens == 0)
+		spec->window_gens = 2;
+	return 0;
+}
+
 static void cmd_reserve(struct registry *reg, const struct request *req, struct reply *out)
 {
 	struct filter_spec spec;
@@ -100,6 +140,11 @@ static void cmd_reserve(struct registry *reg, const struct request *req, struct 
 	for (int i = 4; i < req->argc; i++) {
 		if (!strcasecmp(req->argv[i], "NONSCALING"))
 			continue;
+		int w = window_option(req, &i, &spec, out);
+		if (w < 0)
+			return;
+		if (w > 0)
+			continue;
 		if (!strcasecmp(req->argv[i], "EXPANSION")) {
 			reply_error(out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
 					 "size the filter for its whole lifetime (NONSCALING is the only behaviour)");
@@ -114,10 +159,12 @@ static void cmd_reserve(struct registry *reg, const struct request *req, struct 
 			}
 			continue;
 		}
-		reply_error(out, "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING or MODE octal)", 40,
-			    req->argv[i]);
+		reply_error(out, "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING, MODE octal, WINDOW d, GENERATIONS n)",
+			    40, req->argv[i]);
 		return;
 	}
+	if (window_complete(&spec, out) < 0)
+		return;
 	int rc = registry_create(reg, &spec, err, sizeof(err));
 	if (rc == SHMF_E_EXISTS)
 		reply_error(out, "ERR item exists");
@@ -305,6 +352,11 @@ static void cmd_card(struct registry *reg, const struct request *req, struct rep
 static int cf_options(const struct request *req, int first, struct filter_spec *spec, struct reply *out)
 {
 	for (int i = first; i < req->argc; i++) {
+		int w = window_option(req, &i, spec, out);
+		if (w < 0)
+			return -1;
+		if (w > 0)
+			continue;
 		const char *opt = req->argv[i];
 		const char *val = i + 1 < req->argc ? req->argv[i + 1] : NULL;
 		if (!strcasecmp(opt, "EXPANSION")) {
@@ -341,12 +393,12 @@ static int cf_options(const struct request *req, int first, struct filter_spec *
 				return -1;
 			}
 		} else {
-			reply_error(out, "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
+			reply_error(out, "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n)",
 				    40, opt);
 			return -1;
 		}
 	}
-	return 0;
+	return window_complete(spec, out);
 }
 
 static int cf_create(struct registry *reg, struct filter_spec *spec, struct reply *out)
@@ -538,8 +590,8 @@ static void cmd_shmf_info(struct registry *reg, const struct request *req, struc
 	if (get_info(reg, req, out, &fi) < 0)
 		return;
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
-	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO;
-	reply_array(out, 2 * (14 + (cuckoo ? 5 : 0))); /* the field_* calls below */
+	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
+	reply_array(out, 2 * (14 + (cuckoo ? 5 : 0) + (window ? 5 : 0))); /* the field_* calls below */
 	field_str(out, "name", fi.info.name);
 	field_str(out, "type", spec_type_name(fi.info.type));
 	field_int(out, "capacity", (long long)fi.info.capacity);
@@ -560,6 +612,20 @@ static void cmd_shmf_info(struct registry *reg, const struct request *req, struc
 		field_int(out, "max_kicks", fi.info.max_kicks);
 		field_int(out, "relocations", (long long)fi.info.relocations);
 		field_int(out, "deletes", (long long)fi.info.deletes);
+	}
+	if (window) {
+		/* Each live generation, newest first: "generation:age_s:items". */
+		char gens[SHMF_WINDOW_MAX * 64] = "";
+		size_t at = 0;
+		for (unsigned i = 0; i < fi.nlive && at < sizeof(gens); i++)
+			at += (size_t)snprintf(gens + at, sizeof(gens) - at, "%s%llu:%llus:%llu", i ? " " : "",
+					       (unsigned long long)fi.live_gen[i], (unsigned long long)fi.live_age[i],
+					       (unsigned long long)fi.live_items[i]);
+		field_int(out, "window_secs", (long long)fi.info.window_secs);
+		field_int(out, "window_generations", fi.info.window_generations);
+		field_int(out, "live_generations", fi.info.live_generations);
+		field_int(out, "items_live", (long long)fi.info.items_live);
+		field_str(out, "generations", gens);
 	}
 }
 
@@ -618,6 +684,17 @@ static void replace(struct registry *reg, const struct request *req, struct repl
 		snapshot_close(&sf);
 	}
 	if (rc < 0)
+		reply_error(out, "ERR %s", err);
+	else
+		reply_status(out, "OK");
+}
+
+static void cmd_rotate(struct registry *reg, const struct request *req, struct reply *out)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (lookup(reg, req, 1, out) < 0)
+		return;
+	if (registry_rotate(reg, req->argv[1], err, sizeof(err)) < 0)
 		reply_error(out, "ERR %s", err);
 	else
 		reply_status(out, "OK");
@@ -751,6 +828,7 @@ static const struct command commands[] = {
 	{ "SHMF.SNAPSHOT", 3, 3, cmd_snapshot },
 	{ "SHMF.SWAP", 3, 3, cmd_swap },
 	{ "SHMF.RESTORE", 3, 3, cmd_restore },
+	{ "SHMF.ROTATE", 2, 2, cmd_rotate },
 };
 
 void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out)

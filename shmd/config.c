@@ -204,6 +204,14 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 	} else if (!strcmp(name, "mode")) {
 		if (spec_parse_mode(value, 02, &f->mode) < 0)
 			return bad(ps, "mode '%s': octal mode without other-write bit", value);
+	} else if (!strcmp(name, "window")) {
+		if (spec_parse_duration(value, &f->window_secs) < 0)
+			return bad(ps, "window '%s': a duration such as 60s, 10m, 1h or 1d", value);
+	} else if (!strcmp(name, "generations")) {
+		uint64_t n;
+		if (spec_parse_capacity(value, &n) < 0 || n > SHMF_WINDOW_MAX)
+			return bad(ps, "generations '%s': an integer from 1 to %u", value, SHMF_WINDOW_MAX);
+		f->window_gens = (uint32_t)n;
 	} else if (!strcmp(name, "snapshot_every")) {
 		if (spec_parse_duration(value, &f->snapshot_every) < 0)
 			return bad(ps, "snapshot_every '%s': a duration such as 30s, 5m, 1h or 1d", value);
@@ -315,6 +323,12 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 		struct filter_spec *f = &c->filters[i];
 		if (f->snapshot_keep == 0)
 			f->snapshot_keep = 3;
+		if (f->window_gens != 0 && f->window_secs == 0) {
+			snprintf(err, errlen, "%s: [filter %s] generations needs a window length (window = 10m)", origin, f->name);
+			return SHMF_E_INVAL;
+		}
+		if (f->window_secs != 0 && f->window_gens == 0)
+			f->window_gens = 2;
 		if (f->snapshot_dir[0] == '\0')
 			memcpy(f->snapshot_dir, c->snapshot_dir, sizeof(f->snapshot_dir));
 		if (f->snapshot_every != 0 && f->snapshot_dir[0] == '\0') {

@@ -16,6 +16,9 @@
  *   capacity = 1000000
  *   fpr = 0.01
  *   mode = 0640             ; data file: 0640 group may check, 0660 group may add
+ *   window =                ; e.g. 10m: adds go to a generation this long, then a
+ *                           ; new one starts; checks see every live generation
+ *   generations = 2         ; live generations of a window (1 to 16)
  *   snapshot_every =        ; e.g. 5m: a snapshot that often (none when empty)
  *   snapshot_keep = 3       ; newest snapshot files kept
  *   snapshot_dir =          ; overrides the instance's

@@ -49,7 +49,9 @@ static void usage(FILE *to)
 
 static void on_tick(struct registry *reg, void *arg)
 {
-	periodic_tick(arg, reg, (uint64_t)time(NULL));
+	uint64_t now = (uint64_t)time(NULL);
+	registry_rotate_due(reg, now);
+	periodic_tick(arg, reg, now);
 }
 
 /* Create the configured filters the instance does not hold yet. */

@@ -1,6 +1,7 @@
 /* periodic.c - periodic snapshots and restore at start (periodic.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,24 @@ static void free_list(char **v, int n)
 	free(v);
 }
 
+static void remove_stale_temporaries(const struct filter_spec *f)
+{
+	DIR *d = opendir(f->snapshot_dir);
+	if (d == NULL)
+		return;
+	char prefix[SHMF_NAME_MAX + 3];
+	snprintf(prefix, sizeof(prefix), ".%s.", f->name);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strstr(e->d_name, SNAP_SUFFIX ".tmp-") == NULL)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			log_msg(LOG_WARNING, "filter '%s': removed %s/%s, left by a snapshot that did not finish", f->name,
+				f->snapshot_dir, e->d_name);
+	}
+	closedir(d);
+}
+
 int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t now)
 {
 	char path[512], stamp[32], err[SNAPSHOT_ERR_MAX];
@@ -75,6 +94,9 @@ int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t 
 		log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
 		return rc;
 	}
+	/* A daemon killed while writing left its temporary file: this daemon
+	 * is the only writer of this filter's snapshots here, so any is stale. */
+	remove_stale_temporaries(f);
 	/* Keep the newest snapshot_keep files. */
 	char **v;
 	int n = list_snapshots(f->snapshot_dir, f->name, &v);

@@ -26,21 +26,6 @@
 #include "rundir.h"
 #include "snapshot.h"
 
-/* The data map of the live generation in @p slot, read-write (the cuckoo
- * writer lock needs a writable descriptor). */
-static int map_live(struct registry *r, int slot, struct shmf_slot *copy, struct shmf_data_map *dm, char *err,
-		    size_t errlen)
-{
-	dm->fd = -1;
-	int rc = shmf_slot_read(&r->ctl.slots[slot], copy);
-	if (rc == 0)
-		rc = shmf_data_map_open(&r->dir, copy, 1, dm);
-	if (rc < 0)
-		return errmsg(err, errlen, rc, "filter '%s': cannot map its data: %s", r->ctl.slots[slot].name,
-			    shmf_strerror(rc));
-	return 0;
-}
-
 static struct shmf_cuckoo_geom cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
 {
 	return (struct shmf_cuckoo_geom){
@@ -54,6 +39,55 @@ static struct shmf_cuckoo_geom cuckoo_geom(const struct shmf_data_map *dm, struc
 	};
 }
 
+/* The live generations of a filter, mapped read-write (the cuckoo writer
+ * lock needs a writable descriptor), cuckoo ones locked. */
+struct ring_maps {
+	unsigned n;
+	struct shmf_data_map dm[SHMF_WINDOW_MAX];
+	struct shmf_cuckoo_lock lock[SHMF_WINDOW_MAX];
+	struct shmf_cuckoo_geom g[SHMF_WINDOW_MAX];
+};
+
+static void ring_release(struct ring_maps *m)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO) {
+			shmf_cuckoo_unlock(&m->g[i]);
+			shmf_cuckoo_lock_fini(&m->lock[i]);
+		}
+		shmf_data_map_close(&m->dm[i]);
+	}
+	m->n = 0;
+}
+
+static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
+{
+	m->n = 0;
+	for (unsigned i = 0; i < copy->nlive; i++) {
+		struct shmf_data_map *dm = &m->dm[i];
+		dm->fd = -1;
+		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[i], 1, dm);
+		if (rc < 0) {
+			ring_release(m);
+			return errmsg(err, errlen, rc, "filter '%s': cannot map generation %" PRIu64 ": %s", copy->name,
+				      copy->live[i], shmf_strerror(rc));
+		}
+		if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
+			shmf_cuckoo_lock_init(&m->lock[i], dm->fd);
+			m->g[i] = cuckoo_geom(dm, &m->lock[i]);
+			if ((rc = shmf_cuckoo_lock(&m->g[i])) < 0) {
+				shmf_cuckoo_lock_fini(&m->lock[i]);
+				shmf_data_map_close(dm);
+				ring_release(m);
+				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", copy->name,
+					      strerror(-rc));
+			}
+		}
+		m->n = i + 1;
+	}
+	return 0;
+}
+
 int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
 		      char *err, size_t errlen)
 {
@@ -61,65 +95,57 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	if (slot < 0)
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
-	struct shmf_data_map dm;
-	int rc = map_live(r, slot, &copy, &dm, err, errlen);
+	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
 	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': %s", name, shmf_strerror(rc));
+	/* Cuckoo: no fingerprint moves while the copy is taken (the writer
+	 * lock of every generation is held), so every key stored before it
+	 * began is in one of its buckets in the copy. Bloom bits only ever get
+	 * set, so a copy taken while adds go on holds every key whose add
+	 * returned before it began. */
+	struct ring_maps m;
+	if ((rc = ring_take(r, &copy, &m, err, errlen)) < 0)
 		return rc;
 
-	struct snap_source src = { .nsections = 1 };
+	struct snap_source src = { .nsections = m.n };
 	struct shmf_snap_header *h = &src.hdr;
-	h->type = dm.hdr.type;
-	h->k = dm.hdr.k;
-	h->capacity = dm.hdr.capacity;
-	h->fpr_bits = dm.hdr.fpr_bits;
-	h->nblocks = dm.hdr.nblocks;
-	h->nbuckets = dm.hdr.nbuckets;
-	h->max_kicks = dm.hdr.max_kicks;
-	h->seed = dm.hdr.seed;
+	const struct shmf_data_header *dh = &m.dm[0].hdr;
+	h->type = dh->type;
+	h->k = dh->k;
+	h->capacity = dh->capacity;
+	h->fpr_bits = dh->fpr_bits;
+	h->nblocks = dh->nblocks;
+	h->nbuckets = dh->nbuckets;
+	h->max_kicks = dh->max_kicks;
+	h->seed = dh->seed;
 	h->created_epoch = copy.created_epoch;
 	h->snapshot_epoch = (uint64_t)time(NULL);
+	h->window_secs = copy.window_secs;
+	h->window_gens = copy.window_gens;
 	memcpy(h->name, copy.name, sizeof(h->name));
-	src.payload[0] = dm.blocks;
-
-	/* Cuckoo: no fingerprint moves while the copy is taken, so every key
-	 * stored before it began is in one of its buckets in the copy. Bloom
-	 * bits only ever get set, so a copy taken while adds go on holds every
-	 * key whose add returned before it began. */
-	struct shmf_cuckoo_lock lock;
-	struct shmf_cuckoo_geom g;
-	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
-		shmf_cuckoo_lock_init(&lock, dm.fd);
-		g = cuckoo_geom(&dm, &lock);
-		if ((rc = shmf_cuckoo_lock(&g)) < 0) {
-			shmf_cuckoo_lock_fini(&lock);
-			shmf_data_map_close(&dm);
-			return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", name, strerror(-rc));
-		}
+	for (unsigned i = 0; i < m.n; i++) {
+		src.payload[i] = m.dm[i].blocks;
+		src.sec[i] = (struct shmf_snap_section){
+			.generation = m.dm[i].hdr.generation,
+			.created_epoch = copy.live_created[i],
+			.items = shmf_data_items(&m.dm[i]),
+			.deletes = shmf_data_deletes(&m.dm[i]),
+		};
 	}
-	src.sec[0] = (struct shmf_snap_section){
-		.generation = dm.hdr.generation,
-		.created_epoch = copy.created_epoch,
-		.items = shmf_data_items(&dm),
-		.deletes = shmf_data_deletes(&dm),
-	};
 	struct fscred saved;
 	rc = fscred_become(as, &saved, err, errlen);
 	if (rc == 0) {
 		struct stat st;
 		/* The file gets the data file's mode less execute bits: who may
 		 * read the filter may read its snapshot. */
-		unsigned mode = fstat(dm.fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
+		unsigned mode = fstat(m.dm[0].fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
 		rc = snapshot_write(path, &src, mode, err, errlen);
 		fscred_restore(&saved);
 	}
-	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
-		shmf_cuckoo_unlock(&g);
-		shmf_cuckoo_lock_fini(&lock);
-	}
-	shmf_data_map_close(&dm);
+	ring_release(&m);
 	if (rc == 0)
-		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 " written to %s", name, src.sec[0].generation,
-			path);
+		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name, src.sec[0].generation,
+			src.nsections > 1 ? " and older live ones" : "", path);
 	return rc;
 }
 
@@ -133,15 +159,15 @@ static int free_slot(struct registry *r)
 }
 
 /* Fill the new generation's mapping from the file; @return 0 or an error. */
-static int fill_from(struct snap_file *sf, struct shmf_data_map *dm, char *err, size_t errlen)
+static int fill_from(struct snap_file *sf, unsigned sec, struct shmf_data_map *dm, char *err, size_t errlen)
 {
 	/* Through the descriptor: a kernel copy, no page fault per page of
 	 * the new mapping. */
-	int rc = snapshot_copy_section(sf, 0, dm->fd, SHMF_DATA_BLOCKS_OFF, err, errlen);
+	int rc = snapshot_copy_section(sf, sec, dm->fd, SHMF_DATA_BLOCKS_OFF, err, errlen);
 	if (rc < 0)
 		return rc;
-	atomic_store_explicit(&dm->counters[0].items, sf->sec[0].items, memory_order_relaxed);
-	atomic_store_explicit(&dm->counters[0].deletes, sf->sec[0].deletes, memory_order_relaxed);
+	atomic_store_explicit(&dm->counters[0].items, sf->sec[sec].items, memory_order_relaxed);
+	atomic_store_explicit(&dm->counters[0].deletes, sf->sec[sec].deletes, memory_order_relaxed);
 	if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
 		/* The copy was taken under the writer lock, so no move was open;
 		 * make sure of it rather than trust the file (an odd version
@@ -164,57 +190,68 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	if (slot < 0 && how == REGISTRY_SWAP)
 		return errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' not found (swap replaces a live filter; restore creates one)",
 			    name);
-	if (h->nsections != 1 || h->window_gens != 0)
-		return errmsg(err, errlen, SHMF_E_INVAL, "snapshot %s: holds a windowed filter (%u generations); not supported yet",
-			    sf->path, h->nsections);
+	/* The file decides the shape and the window (a plain snapshot swapped
+	 * into a windowed filter makes it plain). */
 	struct filter_spec spec = { .type = (int)h->type, .capacity = h->capacity, .mode = 0640,
-				    .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0 };
+				    .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
+				    .window_secs = h->window_secs, .window_gens = h->window_gens };
 	memcpy(&spec.fpr, &h->fpr_bits, sizeof(double));
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	char oldfile[128] = "";
-	uint64_t oldgen = 0;
+	struct live_ring old = { 0 };
 	if (slot >= 0) {
-		struct stat st;
-		oldgen = atomic_load_explicit(&r->ctl.slots[slot].generation, memory_order_relaxed);
-		shmf_data_filename(name, oldgen, oldfile, sizeof(oldfile));
-		if (fstatat(r->dir.fd, oldfile, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			spec.mode = st.st_mode & 0777;
+		struct shmf_slot *s = &r->ctl.slots[slot];
+		struct filter_spec cur;
+		struct shmf_geometry cg;
+		registry_spec_of(r, s, &cur, &cg);
+		spec.mode = cur.mode;
+		old.n = s->nlive;
+		memcpy(old.gen, s->live, sizeof(old.gen));
 	} else if ((slot = free_slot(r)) < 0) {
 		return errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
 	}
 	struct shmf_geometry g;
 	if ((rc = shmf_geometry_size(spec.type, spec.capacity, spec.fpr, spec.max_kicks, &g)) < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: its parameters do not size a filter: %s", sf->path, shmf_strerror(rc));
-	if (g.data_bytes > r->max_bytes)
-		return errmsg(err, errlen, SHMF_E_TOOBIG, "snapshot %s: a filter of %" PRIu64 " bytes is more than this host has",
-			    sf->path, g.data_bytes);
+	if (g.data_bytes * h->nsections > r->max_bytes)
+		return errmsg(err, errlen, SHMF_E_TOOBIG, "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has",
+			    sf->path, h->nsections, g.data_bytes);
 
-	uint64_t gen = r->ctl.hdr->last_generation + 1;
-	if ((rc = registry_data_create(r, &spec, &g, gen, h->seed, err, errlen)) < 0)
-		return rc;
-	r->ctl.hdr->last_generation = gen;
-	char newfile[128];
-	shmf_data_filename(name, gen, newfile, sizeof(newfile));
-	struct shmf_slot copy = { .type = h->type, .k = g.k, .capacity = h->capacity, .fpr_bits = h->fpr_bits,
-				  .nblocks = g.nblocks, .nbuckets = g.nbuckets, .data_bytes = g.data_bytes };
-	atomic_store_explicit(&copy.generation, gen, memory_order_relaxed);
-	snprintf(copy.name, sizeof(copy.name), "%s", name);
-	struct shmf_data_map dm = { .fd = -1 };
-	rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
-	if (rc < 0)
-		errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name, shmf_strerror(rc));
-	else
-		rc = fill_from(sf, &dm, err, errlen);
-	shmf_data_map_close(&dm);
+	/* New generations, numbered so that the newest (section 0) is the
+	 * highest, each filled and checked before anything is published. */
+	unsigned n = h->nsections;
+	struct live_ring ring = { .n = n };
+	uint64_t base = r->ctl.hdr->last_generation + 1;
+	for (unsigned i = 0; i < n; i++) {
+		ring.gen[i] = base + (n - 1 - i);
+		ring.created[i] = sf->sec[i].created_epoch;
+	}
+	struct live_ring made = { 0 };
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		if ((rc = registry_data_create(r, &spec, &g, ring.gen[i], h->seed, 1, err, errlen)) < 0)
+			break;
+		made.gen[made.n++] = ring.gen[i];
+		struct shmf_slot copy = { .type = h->type, .k = g.k, .capacity = h->capacity, .fpr_bits = h->fpr_bits,
+					  .nblocks = g.nblocks, .nbuckets = g.nbuckets, .data_bytes = g.data_bytes };
+		atomic_store_explicit(&copy.generation, ring.gen[i], memory_order_relaxed);
+		snprintf(copy.name, sizeof(copy.name), "%s", name);
+		struct shmf_data_map dm = { .fd = -1 };
+		rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
+		if (rc < 0)
+			errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name, shmf_strerror(rc));
+		else
+			rc = fill_from(sf, i, &dm, err, errlen);
+		shmf_data_map_close(&dm);
+	}
+	r->ctl.hdr->last_generation = base + n - 1;
 	if (rc < 0) {
-		unlinkat(r->dir.fd, newfile, 0);
+		registry_unlink_ring(r, name, &made);
 		return rc;
 	}
-	registry_publish(r, slot, &spec, &g, gen, sf->sec[0].created_epoch);
-	if (oldfile[0] != '\0' && unlinkat(r->dir.fd, oldfile, 0) < 0)
-		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, oldfile, strerror(errno));
-	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 " (%" PRIu64 " items)%s", name,
-		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, gen, sf->sec[0].items,
-		oldgen ? "; the previous generation is unlinked" : "");
+	registry_publish(r, slot, &spec, &g, &ring);
+	registry_unlink_ring(r, name, &old);
+	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s", name,
+		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, ring.gen[0],
+		n > 1 ? " and older live ones" : "", sf->sec[0].items,
+		old.n ? "; the previous generations are unlinked" : "");
 	return slot;
 }

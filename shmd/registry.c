@@ -91,8 +91,11 @@ static int data_file_live(struct registry *r, const char *fname)
 		uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
 		if (gen == 0)
 			continue;
-		if (shmf_data_filename(s->name, gen, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
-			return 1;
+		for (unsigned j = 0; j < s->nlive && j < SHMF_WINDOW_MAX; j++) {
+			uint64_t g = j == 0 ? gen : s->live[j];
+			if (shmf_data_filename(s->name, g, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+				return 1;
+		}
 	}
 	return 0;
 }
@@ -117,6 +120,10 @@ static void ctl_recover(struct registry *r)
 		int rc = shmf_slot_read(s, &copy);
 		if (rc == 0)
 			rc = shmf_slot_check(&copy);
+		for (unsigned j = 1; rc == 0 && j < copy.nlive; j++) {
+			rc = shmf_data_map_open_gen(&r->dir, &copy, copy.live[j], 0, &dm);
+			shmf_data_map_close(&dm);
+		}
 		if (rc == 0)
 			rc = shmf_data_map_open(&r->dir, &copy, 0, &dm);
 		if (rc < 0) {
@@ -240,7 +247,7 @@ int registry_find(struct registry *r, const char *name)
 
 /* Create and fill the data segment of one generation. */
 int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
-		       uint64_t gen, uint64_t seed, char *err, size_t errlen)
+			 uint64_t gen, uint64_t seed, int fill_later, char *err, size_t errlen)
 {
 	char fname[128];
 	struct shmf_data_header h = { 0 };
@@ -255,8 +262,11 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a
-	 * SIGBUS in a worker later. */
-	rc = posix_fallocate(fd, 0, (off_t)p->data_bytes);
+	 * SIGBUS in a worker later. A restore writes every payload byte
+	 * itself (and allocates the pages as it goes), so it allocates only
+	 * the header and counter pages here: one pass over the memory, not two. */
+	off_t alloc = fill_later ? (off_t)SHMF_DATA_BLOCKS_OFF : (off_t)p->data_bytes;
+	rc = ftruncate(fd, (off_t)p->data_bytes) < 0 ? errno : posix_fallocate(fd, 0, alloc);
 	if (rc != 0) {
 		rc = errmsg(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
 			  p->data_bytes, r->dir_path, strerror(rc));
@@ -294,9 +304,10 @@ bad:
  * shaped @p p: the one store that makes a new filter, a swap or a restore
  * visible to every client at once. */
 void registry_publish(struct registry *r, int slot, const struct filter_spec *spec, const struct shmf_geometry *p,
-			 uint64_t gen, uint64_t created)
+		      const struct live_ring *ring)
 {
 	struct shmf_slot *s = &r->ctl.slots[slot];
+	uint64_t gen = ring->gen[0];
 	shmf_slot_write_begin(s);
 	s->type = (uint32_t)spec->type;
 	s->k = p->k;
@@ -305,9 +316,16 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	s->nblocks = p->nblocks;
 	s->nbuckets = p->nbuckets;
 	s->data_bytes = p->data_bytes;
-	s->created_epoch = created;
+	s->created_epoch = ring->created[ring->n - 1];
 	memset(s->name, 0, sizeof(s->name));
 	snprintf(s->name, sizeof(s->name), "%s", spec->name);
+	s->window_secs = spec->window_secs;
+	s->window_gens = spec->window_gens;
+	s->nlive = ring->n;
+	memset(s->live, 0, sizeof(s->live));
+	memset(s->live_created, 0, sizeof(s->live_created));
+	memcpy(s->live, ring->gen, ring->n * sizeof(s->live[0]));
+	memcpy(s->live_created, ring->created, ring->n * sizeof(s->live_created[0]));
 	/* release: the data segment and the fields above are complete before
 	 * a client can see the generation (pairs with the acquire in enter()). */
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
@@ -335,6 +353,10 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 			    spec->name, (unsigned)spec->mode);
 	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+	if ((spec->window_secs == 0) != (spec->window_gens == 0) || spec->window_gens > SHMF_WINDOW_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64 " s, %u)",
+			      spec->name, SHMF_WINDOW_MAX, spec->window_secs, spec->window_gens);
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
 			    spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
@@ -363,10 +385,11 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 
 	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
 	arc4random_buf(&seed, sizeof(seed));
-	if ((rc = registry_data_create(r, spec, &p, gen, seed, err, errlen)) < 0)
+	if ((rc = registry_data_create(r, spec, &p, gen, seed, 0, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
-	registry_publish(r, slot, spec, &p, gen, (uint64_t)time(NULL));
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } };
+	registry_publish(r, slot, spec, &p, &ring);
 	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
 		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
 		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
@@ -379,10 +402,10 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	if (slot < 0)
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot *s = &r->ctl.slots[slot];
-	uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
-	char fname[128], dropped[SHMF_NAME_MAX + 1];
+	char dropped[SHMF_NAME_MAX + 1];
 	snprintf(dropped, sizeof(dropped), "%s", s->name);
-	shmf_data_filename(dropped, gen, fname, sizeof(fname));
+	struct live_ring ring = { .n = s->nlive };
+	memcpy(ring.gen, s->live, sizeof(ring.gen));
 
 	if (r->handles[slot] != NULL) {
 		shmf_close(r->handles[slot]);
@@ -394,8 +417,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	atomic_store_explicit(&s->generation, 0, memory_order_release);
 	memset(s->name, 0, sizeof(s->name));
 	shmf_slot_write_end(s);
-	if (unlinkat(r->dir.fd, fname, 0) < 0)
-		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+	registry_unlink_ring(r, dropped, &ring);
 	log_msg(LOG_INFO, "filter '%s': dropped", dropped);
 	return 0;
 }
@@ -428,6 +450,20 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	if (fstatat(r->dir.fd, out->data_file, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		out->mode = st.st_mode & 07777;
 	out->huge_pages = hugepages_dir_is_huge(r->dir.fd);
+	struct shmf_slot copy;
+	uint64_t now = (uint64_t)time(NULL);
+	if (shmf_slot_read(&r->ctl.slots[slot], &copy) == 0) {
+		out->nlive = copy.nlive <= SHMF_WINDOW_MAX ? copy.nlive : 0;
+		for (unsigned i = 0; i < out->nlive; i++) {
+			struct shmf_data_map dm = { .fd = -1 };
+			out->live_gen[i] = copy.live[i];
+			out->live_age[i] = now > copy.live_created[i] ? now - copy.live_created[i] : 0;
+			if (shmf_data_map_open_gen(&r->dir, &copy, copy.live[i], 0, &dm) == 0) {
+				out->live_items[i] = shmf_data_items(&dm);
+				shmf_data_map_close(&dm);
+			}
+		}
+	}
 	return 0;
 }
 
@@ -460,4 +496,90 @@ void registry_close(struct registry *r, int remove)
 	}
 	shmf_ctl_map_close(&r->ctl);
 	shmf_dir_close(&r->dir);
+}
+
+void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring)
+{
+	for (unsigned i = 0; i < ring->n && i < SHMF_WINDOW_MAX; i++) {
+		char fname[128];
+		if (shmf_data_filename(name, ring->gen[i], fname, sizeof(fname)) == 0 && unlinkat(r->dir.fd, fname, 0) < 0)
+			log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+	}
+}
+
+void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filter_spec *spec, struct shmf_geometry *g)
+{
+	memset(spec, 0, sizeof(*spec));
+	snprintf(spec->name, sizeof(spec->name), "%s", s->name);
+	spec->type = (int)s->type;
+	spec->capacity = s->capacity;
+	memcpy(&spec->fpr, &s->fpr_bits, sizeof(double));
+	spec->window_secs = s->window_secs;
+	spec->window_gens = s->window_gens;
+	spec->mode = 0640;
+	char fname[128];
+	struct stat st;
+	if (shmf_data_filename(s->name, s->live[0], fname, sizeof(fname)) == 0 &&
+	    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		spec->mode = st.st_mode & 0777;
+	*g = (struct shmf_geometry){ .type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets,
+				     .data_bytes = s->data_bytes };
+}
+
+int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen)
+{
+	int slot = registry_find(r, name);
+	if (slot < 0)
+		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+	struct shmf_slot copy;
+	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': %s", name, errtext(rc));
+	if (copy.window_gens == 0)
+		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' has no time window to rotate", name);
+	/* The newest generation's seed and relocation bound: every generation
+	 * of a window hashes keys the same way. */
+	struct shmf_data_map dm = { .fd = -1 };
+	if ((rc = shmf_data_map_open(&r->dir, &copy, 0, &dm)) < 0)
+		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name, errtext(rc));
+	uint64_t seed = dm.hdr.seed;
+	uint32_t kicks = dm.hdr.max_kicks;
+	shmf_data_map_close(&dm);
+	struct filter_spec spec;
+	struct shmf_geometry g;
+	registry_spec_of(r, &copy, &spec, &g);
+	g.max_kicks = kicks;
+	uint64_t gen = r->ctl.hdr->last_generation + 1, now = (uint64_t)time(NULL);
+	if ((rc = registry_data_create(r, &spec, &g, gen, seed, 0, err, errlen)) < 0)
+		return rc;
+	r->ctl.hdr->last_generation = gen;
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { now } }, retired = { 0 };
+	for (unsigned i = 0; i < copy.nlive; i++) {
+		if (ring.n < copy.window_gens) {
+			ring.gen[ring.n] = copy.live[i];
+			ring.created[ring.n++] = copy.live_created[i];
+		} else {
+			retired.gen[retired.n++] = copy.live[i];
+		}
+	}
+	registry_publish(r, slot, &spec, &g, &ring);
+	registry_unlink_ring(r, name, &retired);
+	log_msg(LOG_INFO, "filter '%s': rotated; generation %" PRIu64 " is the newest of %u%s", name, gen, ring.n,
+		retired.n ? ", the oldest retired" : "");
+	return 0;
+}
+
+void registry_rotate_due(struct registry *r, uint64_t now)
+{
+	char err[REGISTRY_ERR_MAX];
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 || s->window_gens == 0 ||
+		    now < s->live_created[0] + s->window_secs)
+			continue;
+		char name[SHMF_NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%s", s->name);
+		if (registry_rotate(r, name, err, sizeof(err)) < 0)
+			log_msg(LOG_ERR, "%s", err);
+	}
 }

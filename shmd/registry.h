@@ -27,6 +27,8 @@ struct filter_spec {
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	uint64_t window_secs; /* time window: seconds per generation, 0: none */
+	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
 	uint64_t snapshot_every;   /* seconds between snapshots */
 	uint32_t snapshot_keep;    /* newest files kept */
@@ -40,6 +42,10 @@ struct filter_info {
 	char data_file[SHMF_NAME_MAX + 32];
 	mode_t mode;
 	int huge_pages;    /* 1 if the data segment is backed by huge pages */
+	unsigned nlive;    /* live generations, newest first: */
+	uint64_t live_gen[SHMF_WINDOW_MAX];
+	uint64_t live_age[SHMF_WINDOW_MAX];   /* seconds since it began */
+	uint64_t live_items[SHMF_WINDOW_MAX];
 };
 
 struct registry {
@@ -111,6 +117,19 @@ enum { REGISTRY_SWAP, REGISTRY_RESTORE };
  *         damaged payload, SHMF_E_TOOBIG, SHMF_E_FULL, -errno).
  */
 int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen);
+
+/**
+ * Rotate the time-windowed filter @p name: publish a new, empty newest
+ * generation (same shape and seed) and retire the oldest when the ring is
+ * full (its file unlinked). Checks see the keys of every live generation
+ * throughout.
+ * @return 0, SHMF_E_NOTFOUND, SHMF_E_TYPE (not windowed), or -errno.
+ */
+int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen);
+
+/** Rotate every windowed filter whose newest generation is @p now -
+ * window_secs old or older. */
+void registry_rotate_due(struct registry *r, uint64_t now);
 
 /** Fill @p slots with the live slots in slot order; returns how many. */
 int registry_list(struct registry *r, int slots[SHMF_SLOTS]);

@@ -59,6 +59,8 @@ static void test_full_file(void **state)
 			    "mode = 0660\n"
 			    "snapshot_every = 5m\n"
 			    "snapshot_keep = 7\n"
+			    "window = 1d\n"
+			    "generations = 7\n"
 			    "[filter blocklist]\n"
 			    "capacity = 200000\n"
 			    "[filter push]\n"
@@ -89,6 +91,9 @@ static void test_full_file(void **state)
 	assert_int_equal(c.filters[0].mode, 0660);
 	assert_int_equal(c.filters[0].snapshot_every, 300);
 	assert_int_equal(c.filters[0].snapshot_keep, 7);
+	assert_int_equal(c.filters[0].window_secs, 86400);
+	assert_int_equal(c.filters[0].window_gens, 7);
+	assert_int_equal(c.filters[1].window_secs, 0);
 	assert_string_equal(c.filters[0].snapshot_dir, "/var/lib/shmd"); /* the instance's */
 	assert_int_equal(c.filters[1].snapshot_every, 0);
 	assert_int_equal(c.filters[1].snapshot_keep, 3);
@@ -152,6 +157,9 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\nsnapshot_every = 0\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '0'" },
 		{ "[filter x]\nsnapshot_every = -1m\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '-1m'" },
 		{ "[filter x]\nsnapshot_keep = 0\n", "cfg: [filter x] snapshot_keep '0': an integer from 1 to 1000" },
+		{ "[filter x]\ngenerations = 3\n", "cfg: [filter x] generations needs a window length" },
+		{ "[filter x]\nwindow = 10m\ngenerations = 17\n", "cfg: [filter x] generations '17': an integer from 1 to 16" },
+		{ "[filter x]\nwindow = soon\n", "cfg: [filter x] window 'soon': a duration" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

@@ -204,9 +204,19 @@ static void test_restart(void **state)
 	assert_non_null(fp);
 	fputs("not a snapshot", fp);
 	fclose(fp);
+	/* And a temporary file that a killed snapshot writer left. */
+	char stale[256];
+	snprintf(stale, sizeof(stale), "%s/.rb.20200101T000000Z.snap.tmp-99999", snaps);
+	fp = fopen(stale, "w");
+	assert_non_null(fp);
+	fclose(fp);
 	d = start_shmd();
 	assert_true(log_has("rc.29991231T235959Z.snap: snapshot ") && log_has("trying an older snapshot"));
 	assert_keys(2, upto);
+	for (int i = 0; i < 50 && access(stale, F_OK) == 0; i++)
+		usleep(100000); /* the next periodic snapshot removes it */
+	assert_int_not_equal(access(stale, F_OK), 0);
+	assert_true(log_has("left by a snapshot that did not finish"));
 	kill(d, SIGTERM);
 	waitpid(d, NULL, 0);
 	munmap(b, sizeof(*b));

@@ -237,6 +237,21 @@ checks=$((checks + 1))
 "$SHMCTL" build --capacity 50000 --fpr 0.01 --from "$ROOT/keys.txt" -o "$ROOT/pipe.snap" 2>"$ROOT/pipe.err" | cat >/dev/null
 [ -s "$ROOT/pipe.err" ] && fail "build on a pipe wrote to stderr: $(cat "$ROOT/pipe.err")"
 
+# Time windows: rotate by hand, keys of retired generations go.
+expect 0 '' '' -- create win --capacity 1000 --fpr 0.000001 --window 1h --generations 2
+expect 0 '2 keys added, 2 new' '' -- add win w1 w2
+expect 0 '^OK$' '' -- rotate win
+expect 0 '2 keys added, 1 new' '' -- add win w2 w3
+expect 0 '^live_generations +2$' '' -- info win
+expect 0 '^generations +[0-9]+:[0-9]+s:2 [0-9]+:[0-9]+s:2$' '' -- info win
+expect 0 '^OK$' '' -- rotate win
+expect 1 '^absent	w1$' '' -- check win w1
+expect 0 '^present	w3$' '' -- check win w3
+expect 2 '' "filter 'live' has no time window to rotate" -- rotate live
+expect 2 '' 'GENERATIONS needs WINDOW duration' -- create win2 --capacity 10 --fpr 0.01 --generations 3
+expect 2 '' "bad WINDOW '5w'" -- create win2 --capacity 10 --fpr 0.01 --window 5w
+expect 2 '' "bad GENERATIONS '17'" -- create win2 --capacity 10 --fpr 0.01 --window 1m --generations 17
+
 # A runtime root shmd creates is 0755 whatever its umask (077): workers of
 # other users must reach their instance directory.
 checks=$((checks + 1))

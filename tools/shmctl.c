@@ -53,6 +53,7 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
 		"  create FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
+		"         [--window 10m [--generations N]]                 a time window of N generations (default 2)\n"
 		"                                                      create a filter (Bloom unless --type)\n"
 		"  list [--json]                                       list the filters\n"
 		"  info FILTER [--json]                                describe a filter\n"
@@ -64,6 +65,7 @@ static void usage(FILE *to)
 		"  add-capped [-q] --cap N FILTER KEY... | -          cuckoo: add a copy of each key below N copies;\n"
 		"                                                      exit 0 all added, 1 some at the cap\n"
 		"  drop FILTER                                         delete a filter and its segment\n"
+		"  rotate FILTER                                       time window: start a new generation now\n"
 		"  snapshot FILTER FILE                                write a crash-safe snapshot file\n"
 		"  swap FILTER FILE                                    replace a live filter with a snapshot file\n"
 		"  restore FILTER FILE                                 the same, creating the filter if it is missing\n"
@@ -252,6 +254,7 @@ static int verb_create(int argc, char **argv, int json)
 {
 	(void)json;
 	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL, *kicks = NULL;
+	const char *window = NULL, *gens = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
 		if (!strcmp(argv[i], "--capacity"))
@@ -264,6 +267,10 @@ static int verb_create(int argc, char **argv, int json)
 			slot = &type;
 		else if (!strcmp(argv[i], "--max-kicks"))
 			slot = &kicks;
+		else if (!strcmp(argv[i], "--window"))
+			slot = &window;
+		else if (!strcmp(argv[i], "--generations"))
+			slot = &gens;
 		if (slot != NULL) {
 			if (i + 1 >= argc)
 				die_usage("create: %s needs a value", argv[i]);
@@ -278,7 +285,7 @@ static int verb_create(int argc, char **argv, int json)
 	}
 	if (name == NULL || capacity == NULL || fpr == NULL)
 		die_usage("create needs FILTER, --capacity N and --fpr P");
-	const char *req[12];
+	const char *req[16];
 	int n = 0;
 	if (!strcmp(type, "bloom")) {
 		if (kicks != NULL)
@@ -303,6 +310,14 @@ static int verb_create(int argc, char **argv, int json)
 	if (mode != NULL) {
 		req[n++] = "MODE";
 		req[n++] = mode;
+	}
+	if (window != NULL) {
+		req[n++] = "WINDOW";
+		req[n++] = window;
+	}
+	if (gens != NULL) {
+		req[n++] = "GENERATIONS";
+		req[n++] = gens;
 	}
 	redisReply *r = call("create", n, req, NULL);
 	freeReplyObject(r);
@@ -547,6 +562,12 @@ static int verb_drop(int argc, char **argv, int json)
 	return verb_simple(argc, argv, "SHMF.DROP", 1);
 }
 
+static int verb_rotate(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_simple(argc, argv, "SHMF.ROTATE", 1);
+}
+
 static int verb_ping(int argc, char **argv, int json)
 {
 	(void)json;
@@ -608,7 +629,7 @@ static const struct verb {
 	{ "drop", verb_drop, 0 },     { "ping", verb_ping, 0 },    { "add", NULL, OP_ADD },
 	{ "check", NULL, OP_CHECK },  { "del", NULL, OP_DEL },     { "count", NULL, OP_COUNT },
 	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
-	{ "restore", verb_restore, 0 },    { "build", verb_build, 0 },       { "inspect", shmctl_inspect, 0 },
+	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },    { "build", verb_build, 0 },       { "inspect", shmctl_inspect, 0 },
 };
 
 int main(int argc, char **argv)
