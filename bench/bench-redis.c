@@ -3,7 +3,7 @@
  *
  *   bench-redis --shmd SOCKET --instance NAME --redis-tcp HOST:PORT
  *               --redis-unix PATH --csv FILE [--meta FILE] [--quick]
- *               [--redisbloom | --redisbloom-standin]
+ *               [--shmd-tcp HOST:PORT] [--redisbloom | --redisbloom-standin]
  *
  * bench/bench-redis.sh starts the private Redis and shmd this talks to and
  * turns the CSV into the table and the plots; run-bench.sh is the one
@@ -17,8 +17,10 @@
  *     shmf_check_many / shmf_add_many 100 keys per call;
  *   - each baseline, one key and 100 keys per round trip: the classic Redis
  *     Bloom (k GETBITs or SETBITs in one pipeline, same k and m) over TCP
- *     loopback and over the unix socket; shmd's socket (BF.* / CF.*); the
- *     RedisBloom module when Redis has it loaded;
+ *     loopback and over the unix socket; shmd's socket (BF.* / CF.*), and
+ *     shmd over TCP when given its port (issue 8); the RedisBloom module
+ *     when Redis has it loaded; the servers that speak BF.* / CF.* also with
+ *     100 one-key EXISTS in one pipeline ("check-pipelined");
  *   - on some filters, the throughput of 1, 2 and 4 worker processes.
  *
  * Every answer a baseline gives is checked: GETBIT's and shmd's against
@@ -52,7 +54,7 @@
 #define FRESH_SET 1000u    /* and up: keys added by the add rows */
 #define WARM_MS 50.0       /* untimed checks before each shmfilter row */
 #define REMOTE_WARM_MS 20.0 /* untimed round trips before each baseline's rows */
-#define MAX_REMOTES 5 /* shmd, GETBIT over tcp and unix, RedisBloom over tcp and unix */
+#define MAX_REMOTES 6 /* shmd over unix and tcp, GETBIT over tcp and unix, RedisBloom over tcp and unix */
 
 struct plan {
 	const char *name;
@@ -113,6 +115,8 @@ enum redisbloom_mode { RB_SKIPPED, RB_MODULE, RB_STANDIN };
 struct bench {
 	const char *instance;
 	struct endpoint shmd_ep, redis_tcp, redis_unix;
+	struct endpoint shmd_tcp;  /* shmd's TCP listener (issue 8), when have_shmd_tcp */
+	int have_shmd_tcp;
 	redisContext *redis;     /* for uploads and DEL */
 	enum redisbloom_mode rb;
 	int quick;
@@ -126,7 +130,9 @@ static size_t clamp(uint64_t v, size_t lo, size_t hi)
 	return v < lo ? lo : v > hi ? hi : (size_t)v;
 }
 
-static struct adds adds_for(uint64_t keys)
+/* @p shmd_remotes: how many shmd connections (unix socket, TCP) add into
+ * the shmfilter filter itself. */
+static struct adds adds_for(uint64_t keys, int shmd_remotes)
 {
 	struct adds a;
 	/* Multiples of 800: whole groups of 32 and whole batches of 100. */
@@ -135,7 +141,7 @@ static struct adds adds_for(uint64_t keys)
 	a.many = clamp(keys / 400 / BATCH * BATCH, 500, 10000);
 	/* shmd adds into the shmfilter filter; GETBIT and RedisBloom (two
 	 * transports each) into filters of their own. */
-	uint64_t into_shmf = 2 * a.local + a.one + a.many, into_other = 2 * (a.one + a.many);
+	uint64_t into_shmf = 2 * a.local + (uint64_t)shmd_remotes * (a.one + a.many), into_other = 2 * (a.one + a.many);
 	a.budget = 2 * (into_shmf > into_other ? into_shmf : into_other);
 	return a;
 }
@@ -263,6 +269,7 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	local_answers(t->f, &remote_keys, ref + n_local);
 
 	struct samples one = { 0 }, many = { 0 }, r_one[MAX_REMOTES] = { 0 }, r_many[MAX_REMOTES] = { 0 };
+	struct samples r_pipe[MAX_REMOTES] = { 0 };
 	for (int round = 0; round < rounds; round++) {
 		/* 800: whole groups of 32 and whole batches of 100 */
 		struct keyset p1 = round_part(&one_keys, one_keys.n, round, rounds, 800);
@@ -279,6 +286,11 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 			verify_checks(t, &rs[i], &q1, got + at1, ref + at1, 1);
 			remote_calls(&rs[i], 0, &qm, BATCH, &r_many[i], got + atm);
 			verify_checks(t, &rs[i], &qm, got + atm, ref + atm, BATCH);
+			if (rs[i].check_pipelined != NULL) {
+				memset(got + atm, 0xff, qm.n); /* answers must come again */
+				remote_calls_pipelined(&rs[i], &qm, BATCH, &r_pipe[i], got + atm);
+				verify_checks(t, &rs[i], &qm, got + atm, ref + atm, BATCH);
+			}
 		}
 	}
 
@@ -314,8 +326,12 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	for (int i = 0; i < nr; i++) {
 		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", 1, &r_one[i], "call");
 		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", BATCH, &r_many[i], "call");
+		if (rs[i].check_pipelined != NULL)
+			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check-pipelined", BATCH, &r_pipe[i],
+			     "round trip");
 		samples_free(&r_one[i]);
 		samples_free(&r_many[i]);
+		samples_free(&r_pipe[i]);
 	}
 	samples_free(&one);
 	samples_free(&many);
@@ -411,7 +427,7 @@ static double median_rate(double *v, int n)
 
 static void throughput_rows(struct bench *b, struct target *t, struct remote *rs, int nr)
 {
-	enum { NW = sizeof(worker_counts) / sizeof(worker_counts[0]), NJOBS = 2 * (1 + MAX_REMOTES), MAX_ROUNDS = 9 };
+	enum { NW = sizeof(worker_counts) / sizeof(worker_counts[0]), NJOBS = 3 * (1 + MAX_REMOTES), MAX_ROUNDS = 9 };
 	const size_t len = 16;
 	const int rounds = b->sz->rounds < MAX_ROUNDS ? b->sz->rounds : MAX_ROUNDS;
 	struct keyset pr;
@@ -421,9 +437,15 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 	struct job_args args[NJOBS];
 	int njobs = 0;
 	for (int j = -1; j < nr; j++)
-		for (int m = 0; m < 2; m++)
+		for (int m = 0; m < 3; m++) {
+			/* m 2: 100 one-key requests in one pipeline, for the servers
+			 * compared over TCP (shmd, RedisBloom; issue 8). */
+			if (m == 2 && (j < 0 || rs[j].check_pipelined == NULL || strcmp(rs[j].ep->transport, "tcp") != 0))
+				continue;
 			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,
-							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL };
+							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL,
+							   .pipelined = m == 2 };
+		}
 	double rate[NJOBS][NW][MAX_ROUNDS];
 	struct workers_cpu cpu[NJOBS][NW] = { { { 0, 0 } } }; /* means over the rounds */
 	for (int round = 0; round < rounds; round++)
@@ -442,7 +464,8 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 		for (int w = 0; w < NW; w++) {
 			const struct remote *r = args[j].remote;
 			struct row row = {
-				.f = &t->facts, .key_bytes = len, .op = "check", .keys_per_call = args[j].per_call,
+				.f = &t->facts, .key_bytes = len, .op = args[j].pipelined ? "check-pipelined" : "check",
+				.keys_per_call = args[j].per_call,
 				.system = r ? r->system : "shmfilter", .transport = r ? r->ep->transport : "in-process",
 				.workers = worker_counts[w], .samples = (size_t)rounds, .sample = sample,
 				.keys_per_s = median_rate(rate[j][w], rounds), .workers_cpus = cpu[j][w].workers,
@@ -471,7 +494,9 @@ static void run_filter(struct bench *b, const struct plan *p)
 		b->huge_yes++;
 	else
 		b->huge_no++;
-	struct adds ad = adds_for(t.keys);
+	if (b->have_shmd_tcp) /* the same filter, through shmd's TCP listener */
+		verbs_remote(&rs[nr++], "shmd", &b->shmd_tcp, t.name, t.type);
+	struct adds ad = adds_for(t.keys, nr);
 	target_fill(&t, t.keys - ad.budget);
 
 	if (t.type == SHMF_TYPE_BLOOM) {
@@ -523,7 +548,9 @@ static void run_filter(struct bench *b, const struct plan *p)
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: bench-redis --shmd SOCKET --instance NAME --redis-tcp HOST:PORT --redis-unix PATH\n"
-		    "                   --csv FILE [--meta FILE] [--quick] [--redisbloom | --redisbloom-standin]\n"
+		    "                   --csv FILE [--meta FILE] [--quick] [--shmd-tcp HOST:PORT]\n"
+		    "                   [--redisbloom | --redisbloom-standin]\n"
+		    "  --shmd-tcp            shmd's TCP listener: measure BF.* / CF.* over TCP too\n"
 		    "  --redisbloom          Redis has the RedisBloom module loaded: measure BF.* / CF.* on it\n"
 		    "  --redisbloom-standin  (tests) run the RedisBloom code against shmd's socket instead\n"
 		    "Normally run through bench/bench-redis.sh or ./run-bench.sh, which start Redis and shmd.\n");
@@ -536,6 +563,7 @@ int main(int argc, char **argv)
 		{ "instance", required_argument, NULL, 'i' },
 		{ "redis-tcp", required_argument, NULL, 't' },
 		{ "redis-unix", required_argument, NULL, 'u' },
+		{ "shmd-tcp", required_argument, NULL, 'T' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "meta", required_argument, NULL, 'm' },
 		{ "quick", no_argument, NULL, 'q' },
@@ -545,7 +573,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench b = { .rb = RB_SKIPPED };
-	const char *shmd = NULL, *tcp = NULL, *unix_path = NULL, *csv = NULL, *meta = NULL;
+	const char *shmd = NULL, *tcp = NULL, *unix_path = NULL, *csv = NULL, *meta = NULL, *shmd_tcp = NULL;
 	char err[256];
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -554,6 +582,7 @@ int main(int argc, char **argv)
 		case 'i': b.instance = optarg; break;
 		case 't': tcp = optarg; break;
 		case 'u': unix_path = optarg; break;
+		case 'T': shmd_tcp = optarg; break;
 		case 'c': csv = optarg; break;
 		case 'm': meta = optarg; break;
 		case 'q': b.quick = 1; break;
@@ -576,10 +605,12 @@ int main(int argc, char **argv)
 	}
 	if (endpoint_parse(&b.shmd_ep, "shmd", "unix", shmd, err, sizeof(err)) < 0 ||
 	    endpoint_parse(&b.redis_tcp, "redis", "tcp", tcp, err, sizeof(err)) < 0 ||
-	    endpoint_parse(&b.redis_unix, "redis", "unix", unix_path, err, sizeof(err)) < 0) {
+	    endpoint_parse(&b.redis_unix, "redis", "unix", unix_path, err, sizeof(err)) < 0 ||
+	    (shmd_tcp != NULL && endpoint_parse(&b.shmd_tcp, "shmd", "tcp", shmd_tcp, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "bench-redis: %s\n", err);
 		return 2;
 	}
+	b.have_shmd_tcp = shmd_tcp != NULL;
 	if (results_open(&b.out, csv) < 0) {
 		fprintf(stderr, "bench-redis: cannot create %s: %m\n", csv);
 		return 2;
@@ -612,6 +643,7 @@ int main(int argc, char **argv)
 		fprintf(fp, "huge_pages=%s\n", b.huge_no == 0 ? "yes" : b.huge_yes == 0 ? "no" : "some");
 		fprintf(fp, "avx512=%s\n", shmf_bloom_have_avx512() ? "yes" : "no");
 		fprintf(fp, "redisbloom=%s\n", b.rb == RB_MODULE ? "module" : b.rb == RB_STANDIN ? "standin" : "skipped");
+		fprintf(fp, "shmd_tcp=%s\n", b.have_shmd_tcp ? endpoint_name(&b.shmd_tcp) : "none");
 		if (fclose(fp) != 0)
 			die("writing %s: %m", meta);
 	}

@@ -110,3 +110,14 @@ void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per
 		samples_add(s, ticks_ns(t1 - t0) / (double)per_call);
 	}
 }
+
+void remote_calls_pipelined(struct remote *r, const struct keyset *ks, size_t per_call, struct samples *s,
+			    uint8_t *out)
+{
+	for (size_t i = 0; i + per_call <= ks->n; i += per_call) {
+		uint64_t t0 = ticks_now();
+		r->check_pipelined(r, ks->keys + i, per_call, out + i);
+		uint64_t t1 = ticks_now();
+		samples_add(s, ticks_ns(t1 - t0) / (double)per_call);
+	}
+}

@@ -49,4 +49,9 @@ void remote_warm(struct remote *r, const struct keyset *ks, double ms);
 void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s,
 		  uint8_t *out);
 
+/** As remote_calls() for checks, each call @p per_call one-key requests in
+ *  one pipeline (r->check_pipelined). */
+void remote_calls_pipelined(struct remote *r, const struct keyset *ks, size_t per_call, struct samples *s,
+			    uint8_t *out);
+
 #endif
