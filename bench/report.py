@@ -322,7 +322,7 @@ def tcp_table(run, kb=16):
             mine = shape_ns(run, f, shape, "shmd", "tcp", kb)
             if mine is None:
                 continue
-            cells = [describe(run.filters[f]) if first else "", f"{shape[0]} ({shape[1]})",
+            cells = [f"{describe(run.filters[f])} ({f})" if first else "", f"{shape[0]} ({shape[1]})",
                      f"{rate(1e9 / mine)} ({ns(mine)} a key)"]
             first = False
             for system, transport, _ in cols + ref:

@@ -51,6 +51,10 @@ struct daemon {
 
 static struct daemon main_d; /* started for every test */
 
+/* Every daemon started, so that teardown kills those a failed test left. */
+static pid_t spawned[32];
+static int nspawned;
+
 /* A port nothing listens on now (the kernel's pick; shmd may still lose
  * a race for it, which start_daemon() retries). */
 static int free_port(void)
@@ -123,6 +127,8 @@ static int start_daemon(struct daemon *d, const char *inst, const char *tcp_sect
 		fputs(text, f);
 		fclose(f);
 		d->pid = fork();
+		if (d->pid > 0 && nspawned < 32)
+			spawned[nspawned++] = d->pid;
 		if (d->pid == 0) {
 			int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			dup2(fd, 2);
@@ -194,10 +200,11 @@ static int teardown(void **state)
 {
 	(void)state;
 	char cmd[160];
-	if (main_d.pid > 0) {
-		kill(main_d.pid, SIGKILL);
-		waitpid(main_d.pid, NULL, 0);
-	}
+	for (int i = 0; i < nspawned; i++)
+		if (waitpid(spawned[i], NULL, WNOHANG) == 0) {
+			kill(spawned[i], SIGKILL);
+			waitpid(spawned[i], NULL, 0);
+		}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	return system(cmd) == 0 ? 0 : -1;
 }
