@@ -15,6 +15,14 @@ double shmf_bloom_fpr(uint64_t n, uint64_t nblocks, uint32_t k)
 	if (n == 0)
 		return 0.0;
 	double lambda = (double)n / (double)nblocks;
+	/* Past 65,536 keys a block, every term of the sum below is 1 to double
+	 * precision (a block holding 62,000 keys or more has each bit set but
+	 * with probability below e^-121). Answer at once: the sum would take
+	 * about 24 sqrt(lambda) steps, billions for the item count that a
+	 * writer scribbling over the shared counters can leave (shmf_info,
+	 * and the daemon's INFO with it, would hang). */
+	if (!(lambda <= 65536.0))
+		return 1.0;
 	double miss_one = log1p(-1.0 / SHMF_BLOCK_BITS);
 	/* Sum the Poisson terms around the mean until they vanish. */
 	uint64_t lo = lambda > 12.0 * sqrt(lambda) + 20.0 ? (uint64_t)(lambda - 12.0 * sqrt(lambda) - 20.0) : 0;

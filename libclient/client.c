@@ -28,6 +28,28 @@
 #include "segment.h"
 #include "shmf.h"
 
+/* ThreadSanitizer builds only: liburcu is not instrumented, so tell the
+ * sanitizer what a grace period means. A thread leaving its read-side
+ * section releases; the remapper acquires after synchronize_rcu(), before
+ * it frees the old view: what readers did with it happens before the free. */
+#if defined(__SANITIZE_THREAD__)
+#define SHMF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMF_TSAN 1
+#endif
+#endif
+#ifdef SHMF_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_grace;
+#define GRACE_RELEASE() __tsan_release(&tsan_grace)
+#define GRACE_ACQUIRE() __tsan_acquire(&tsan_grace)
+#else
+#define GRACE_RELEASE() ((void)0)
+#define GRACE_ACQUIRE() ((void)0)
+#endif
+
 /* One mapped generation of a filter. */
 struct part {
 	_Atomic uint64_t *items;   /* this handle's counter stripe */
@@ -56,7 +78,7 @@ struct view {
 };
 
 struct shmf {
-	struct view *view; /* rcu: readers rcu_dereference, remap publishes */
+	struct view *view; /* rcu: readers load it (acquire) inside a read-side section; remap publishes (release) */
 	int flags;
 	int slot;
 	unsigned stripe;
@@ -229,9 +251,14 @@ static __attribute__((noinline, cold)) int refresh(struct shmf *f)
 		if (r == -EAGAIN)
 			r = SHMF_E_NOTFOUND;
 		if (r == 0) {
-			rcu_assign_pointer(f->view, nv);
+			/* release: pairs with the acquire load in enter(). A C11
+			 * atomic store, not rcu_assign_pointer()'s volatile one:
+			 * it races with the readers' loads, and only an atomic
+			 * store makes that race defined (ThreadSanitizer agrees). */
+			__atomic_store_n(&f->view, nv, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&f->remap_lock);
 			synchronize_rcu();
+			GRACE_ACQUIRE();
 			view_free(old);
 			return 0;
 		}
@@ -248,13 +275,16 @@ static inline int enter(struct shmf *f, struct view **out)
 {
 	for (;;) {
 		rcu_read_lock();
-		struct view *v = rcu_dereference(f->view);
+		/* acquire: pairs with the release store in refresh() (free on x86,
+		 * where every load is an acquire). */
+		struct view *v = __atomic_load_n(&f->view, __ATOMIC_ACQUIRE);
 		/* acquire: pairs with the daemon's release store of a new
 		 * generation, which follows the complete new data segment. */
 		if (__builtin_expect(atomic_load_explicit(v->published, memory_order_acquire) == v->generation, 1)) {
 			*out = v;
 			return 0;
 		}
+		GRACE_RELEASE();
 		rcu_read_unlock();
 		int r = refresh(f);
 		if (r < 0)
@@ -264,6 +294,7 @@ static inline int enter(struct shmf *f, struct view **out)
 
 static inline void leave(void)
 {
+	GRACE_RELEASE();
 	rcu_read_unlock();
 }
 

@@ -96,6 +96,9 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
 	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	/* The ring is walked below: check it first. */
+	if (rc == 0)
+		rc = shmf_slot_check(&copy);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': %s", name, shmf_strerror(rc));
 	/* Cuckoo: no fingerprint moves while the copy is taken (the writer

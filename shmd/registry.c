@@ -82,18 +82,25 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	return 0;
 }
 
-/* Is fname a data file that a live slot names? */
-static int data_file_live(struct registry *r, const char *fname)
+/* Is fname a data file that a live slot names, or one that a slot refused
+ * at this start named (@p refused[i]: the generation slot i had, 0 if none;
+ * NULL: no slot refused)? Those are left for an operator. */
+static int data_file_live(struct registry *r, const char *fname, const uint64_t *refused)
 {
-	char want[128];
+	char want[128], name[SHMF_NAME_MAX + 1];
 	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
 		struct shmf_slot *s = &r->ctl.slots[i];
 		uint64_t gen = atomic_load_explicit(&s->generation, memory_order_relaxed);
+		if (gen == 0 && refused != NULL)
+			gen = refused[i];
 		if (gen == 0)
 			continue;
+		/* A refused slot's fields are not trusted: a terminated copy of its name. */
+		memcpy(name, s->name, SHMF_NAME_MAX);
+		name[SHMF_NAME_MAX] = '\0';
 		for (unsigned j = 0; j < s->nlive && j < SHMF_WINDOW_MAX; j++) {
 			uint64_t g = j == 0 ? gen : s->live[j];
-			if (shmf_data_filename(s->name, g, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+			if (shmf_data_filename(name, g, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
 				return 1;
 		}
 	}
@@ -103,6 +110,7 @@ static int data_file_live(struct registry *r, const char *fname)
 /* Re-attach after a restart: repair and validate every live slot. */
 static void ctl_recover(struct registry *r)
 {
+	uint64_t refused[SHMF_SLOTS] = { 0 };
 	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
 		struct shmf_slot *s = &r->ctl.slots[i];
 		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
@@ -133,6 +141,7 @@ static void ctl_recover(struct registry *r)
 			shmf_slot_write_begin(s);
 			atomic_store_explicit(&s->generation, 0, memory_order_release);
 			shmf_slot_write_end(s);
+			refused[i] = gen;
 			continue;
 		}
 		log_msg(LOG_INFO, "filter '%s': attached generation %" PRIu64 " (%" PRIu64 " items)", copy.name, gen,
@@ -152,7 +161,7 @@ static void ctl_recover(struct registry *r)
 	size_t sl = strlen(SHMF_DATA_SUFFIX);
 	while ((e = readdir(d)) != NULL) {
 		size_t n = strlen(e->d_name);
-		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_DATA_SUFFIX) != 0 || data_file_live(r, e->d_name))
+		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_DATA_SUFFIX) != 0 || data_file_live(r, e->d_name, refused))
 			continue;
 		log_msg(LOG_WARNING, "%s/%s: no filter names this data file; removing it", r->dir_path, e->d_name);
 		unlinkat(r->dir.fd, e->d_name, 0);
@@ -533,6 +542,10 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
 	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	/* The ring is walked below: check it first (the control file is
+	 * shared memory; a writer other than us may have scribbled on it). */
+	if (rc == 0)
+		rc = shmf_slot_check(&copy);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': %s", name, errtext(rc));
 	if (copy.window_gens == 0)

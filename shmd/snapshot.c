@@ -21,6 +21,107 @@
 #include "rundir.h"
 #include "snapshot.h"
 
+/* ---- File operations -------------------------------------------------- */
+
+/* Every file operation and allocation of this file goes through these
+ * wrappers. In test builds (SHMF_TEST_HOOKS) each consults the fault plan
+ * of snapshot.h first; in other builds they are the plain calls. */
+#ifdef SHMF_TEST_HOOKS
+struct snapshot_fault snapshot_fault;
+
+/* Count a call of kind @p io. @return 0 to go ahead, the errno to fail
+ * with, or -1 for a short write (the next counted call then fails). */
+static int fault(int io)
+{
+	struct snapshot_fault *f = &snapshot_fault;
+	if (f->fail_at == 0 || !(f->kinds & (1u << io)) || ++f->calls != f->fail_at)
+		return 0;
+	if (f->partial && (io == SNAP_IO_WRITE || io == SNAP_IO_FILL)) {
+		f->partial = 0;
+		f->fail_at++;
+		return -1;
+	}
+	f->injected++;
+	return f->err;
+}
+#else
+static inline int fault(int io)
+{
+	(void)io;
+	return 0;
+}
+#endif
+
+/* 1 (errno set) if the test plan fails this call. */
+static int failed(int io)
+{
+	int e = fault(io);
+	if (e > 0) {
+		errno = e;
+		return 1;
+	}
+	return 0;
+}
+
+static int io_open(int dfd, const char *path, int flags, unsigned mode)
+{
+	return failed(SNAP_IO_OPEN) ? -1 : openat(dfd, path, flags, mode);
+}
+
+static int io_fchmod(int fd, unsigned mode)
+{
+	return failed(SNAP_IO_CHMOD) ? -1 : fchmod(fd, mode);
+}
+
+static ssize_t io_pwrite(int fd, const void *buf, size_t n, uint64_t off, int io)
+{
+	int e = fault(io);
+	if (e > 0) {
+		errno = e;
+		return -1;
+	}
+	if (e < 0 && n > 1)
+		n /= 2;
+	return pwrite(fd, buf, n, (off_t)off);
+}
+
+static ssize_t io_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	return failed(SNAP_IO_READ) ? -1 : pread(fd, buf, n, (off_t)off);
+}
+
+static int io_fsync(int fd, int io)
+{
+	return failed(io) ? -1 : fsync(fd);
+}
+
+/* The descriptor is closed whatever the outcome, as close(2) does. */
+static int io_close(int fd)
+{
+	int rc = close(fd);
+	return failed(SNAP_IO_CLOSE) ? -1 : rc;
+}
+
+static int io_rename(int dfd, const char *from, const char *to)
+{
+	return failed(SNAP_IO_RENAME) ? -1 : renameat(dfd, from, dfd, to);
+}
+
+static void *io_malloc(size_t n)
+{
+	return failed(SNAP_IO_ALLOC) ? NULL : malloc(n);
+}
+
+static int io_memalign(void **p, size_t align, size_t n)
+{
+	return failed(SNAP_IO_ALLOC) ? ENOMEM : posix_memalign(p, align, n);
+}
+
+static XXH3_state_t *io_xxh3_state(void)
+{
+	return failed(SNAP_IO_ALLOC) ? NULL : XXH3_createState();
+}
+
 uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_t chunk_bytes)
 {
 	uint64_t nchunks = (section_bytes + chunk_bytes - 1) / chunk_bytes;
@@ -42,7 +143,7 @@ static void put(struct writer *w, const void *buf, size_t n)
 {
 	const char *p = buf;
 	while (w->err == 0 && n > 0) {
-		ssize_t k = pwrite(w->fd, p, n, (off_t)w->off);
+		ssize_t k = io_pwrite(w->fd, p, n, w->off, SNAP_IO_WRITE);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -79,7 +180,7 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	strcpy(base, b);
 	strcpy(tmp, path);
 	const char *d = dirname(tmp);
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = io_open(AT_FDCWD, d, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot open directory %s: %s", path, d, strerror(errno));
 	return fd;
@@ -107,9 +208,9 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		seal_section(&src->sec[i]);
 	}
 	uint64_t nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
-	uint64_t *table = malloc(n * nchunks * 8);
+	uint64_t *table = io_malloc(n * nchunks * 8);
 	void *buf = NULL;
-	if (table == NULL || posix_memalign(&buf, 4096, h->chunk_bytes) != 0) {
+	if (table == NULL || io_memalign(&buf, 4096, h->chunk_bytes) != 0) {
 		free(table);
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 	}
@@ -121,7 +222,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		return dfd;
 	}
 	snprintf(tmpname, sizeof(tmpname), ".%s.tmp-%ld", base, (long)getpid());
-	struct writer w = { .fd = openat(dfd, tmpname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0666) };
+	struct writer w = { .fd = io_open(dfd, tmpname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0666) };
 	if (w.fd < 0) {
 		int e = -errno;
 		close(dfd);
@@ -129,7 +230,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		free(buf);
 		return errmsg(err, errlen, e, "snapshot %s: cannot create %s: %s", path, tmpname, strerror(-e));
 	}
-	if (fchmod(w.fd, mode & 0666) < 0) {
+	if (io_fchmod(w.fd, mode & 0666) < 0) {
 		w.err = -errno;
 		w.step = "chmod";
 	}
@@ -151,7 +252,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	}
 	put(&w, table, n * nchunks * 8);
 	/* Trailer: the checksum of all the metadata. */
-	XXH3_state_t *st = XXH3_createState();
+	XXH3_state_t *st = io_xxh3_state();
 	uint64_t trailer[2] = { 0, 0 };
 	if (st == NULL) {
 		if (w.err == 0) {
@@ -172,21 +273,22 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 		w.err = -EIO;
 		w.step = "size check";
 	}
-	if (w.err == 0 && fsync(w.fd) < 0) {
+	if (w.err == 0 && io_fsync(w.fd, SNAP_IO_FSYNC) < 0) {
 		w.err = -errno;
 		w.step = "fsync";
 	}
-	if (close(w.fd) < 0 && w.err == 0) {
+	if (io_close(w.fd) < 0 && w.err == 0) {
 		w.err = -errno;
 		w.step = "close";
 	}
-	if (w.err == 0 && renameat(dfd, tmpname, dfd, base) < 0) {
+	if (w.err == 0 && io_rename(dfd, tmpname, base) < 0) {
 		w.err = -errno;
 		w.step = "rename";
 	}
+	int renamed = w.err == 0;
 	if (w.err != 0) {
 		unlinkat(dfd, tmpname, 0);
-	} else if (fsync(dfd) < 0) {
+	} else if (io_fsync(dfd, SNAP_IO_DIRSYNC) < 0) {
 		/* The file is complete under its name; only the directory entry
 		 * may not be durable yet. Report it: the caller asked for both. */
 		w.err = -errno;
@@ -196,8 +298,9 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	free(table);
 	free(buf);
 	if (w.err != 0)
-		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (the previous file, if any, is unchanged)", path,
-			    w.step, strerror(-w.err));
+		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (%s)", path, w.step, strerror(-w.err),
+			    renamed ? "the new file is complete under its name, but the rename may not survive a crash"
+				    : "the previous file, if any, is unchanged");
 	return 0;
 }
 
@@ -207,7 +310,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
 	char *p = buf;
 	while (n > 0) {
-		ssize_t k = pread(fd, p, n, (off_t)off);
+		ssize_t k = io_pread(fd, p, n, off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
@@ -284,7 +387,7 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 
 	memset(sf, 0, sizeof(*sf));
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
-	sf->fd = open(path, O_RDONLY | O_CLOEXEC);
+	sf->fd = io_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	if (sf->fd < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
 	if (fstat(sf->fd, &st) < 0) {
@@ -345,7 +448,7 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	sf->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
 	uint64_t table_bytes = n * sf->nchunks * 8, table_off = SHMF_SNAP_PAYLOAD_OFF + n * h->section_bytes;
 	uint64_t trailer[2];
-	sf->chunks = malloc(table_bytes);
+	sf->chunks = io_malloc(table_bytes);
 	if (sf->chunks == NULL) {
 		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
 		goto bad;
@@ -360,7 +463,7 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 			  path, table_off + table_bytes + 8);
 		goto bad;
 	}
-	XXH3_state_t *xs = XXH3_createState();
+	XXH3_state_t *xs = io_xxh3_state();
 	if (xs == NULL) {
 		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 		goto bad;
@@ -394,7 +497,7 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 
 	if (i >= h->nsections)
 		return errmsg(err, errlen, -EINVAL, "snapshot %s: no section %u", sf->path, i);
-	if (dst == NULL && posix_memalign(&buf, 4096, h->chunk_bytes) != 0)
+	if (dst == NULL && io_memalign(&buf, 4096, h->chunk_bytes) != 0)
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", sf->path);
 	uint64_t base = SHMF_SNAP_PAYLOAD_OFF + i * h->section_bytes;
 	for (uint64_t c = 0; c < sf->nchunks; c++) {
@@ -417,7 +520,7 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 			uint64_t o = out_off + at;
 			size_t left = len;
 			while (left > 0) {
-				ssize_t k = pwrite(out_fd, q, left, (off_t)o);
+				ssize_t k = io_pwrite(out_fd, q, left, o, SNAP_IO_FILL);
 				if (k < 0 && errno == EINTR)
 					continue;
 				if (k <= 0) {

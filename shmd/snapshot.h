@@ -78,4 +78,39 @@ void snapshot_close(struct snap_file *sf);
 /** The file size of a snapshot of @p nsections sections of @p section_bytes. */
 uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_t chunk_bytes);
 
+/*
+ * The file operations a snapshot makes, by kind. Test builds
+ * (tests/meson.build compiles snapshot.c again with SHMF_TEST_HOOKS) route
+ * each through snapshot_fault: the calls of the kinds in @p kinds are
+ * counted and the @p fail_at-th fails with @p err, so that a test can fail
+ * each step of a snapshot in turn. With @p partial, that call (a write)
+ * first writes half its buffer and returns the short count (a file system
+ * filling up), and the next counted call fails.
+ */
+enum snapshot_io {
+	SNAP_IO_OPEN,     /* open of the directory, the temporary file or a snapshot to read */
+	SNAP_IO_CHMOD,    /* fchmod of the temporary file */
+	SNAP_IO_WRITE,    /* pwrite into the temporary file */
+	SNAP_IO_FSYNC,    /* fsync of the temporary file */
+	SNAP_IO_CLOSE,    /* close of the temporary file (the descriptor is closed anyway) */
+	SNAP_IO_RENAME,   /* rename over the target */
+	SNAP_IO_DIRSYNC,  /* fsync of the directory */
+	SNAP_IO_ALLOC,    /* a buffer or checksum state */
+	SNAP_IO_READ,     /* pread of a snapshot */
+	SNAP_IO_FILL,     /* pwrite of a payload into a new generation */
+	SNAP_IO_KINDS
+};
+
+#ifdef SHMF_TEST_HOOKS
+struct snapshot_fault {
+	unsigned kinds;         /* 1 << SNAP_IO_* of the calls that count */
+	unsigned long fail_at;  /* the counted call that fails, from 1; 0: none */
+	int err;                /* its errno */
+	int partial;            /* a write: short first, then the next call fails */
+	unsigned long calls;    /* counted calls so far */
+	unsigned long injected; /* faults injected so far */
+};
+extern struct snapshot_fault snapshot_fault;
+#endif
+
 #endif
