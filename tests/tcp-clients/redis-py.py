@@ -132,6 +132,11 @@ raises(redis.exceptions.ResponseError, "DB index is out of range", lambda: conne
 raises(redis.exceptions.ResponseError, f"request larger than {max_request // 1024} KiB",
        lambda: r.execute_command("BF.MADD", "py-bf", *["k" * 1000 + str(i) for i in range(max_request // 1000 + 2)]),
        "a request over max_request")
+# shmd answers a request over the limit and then closes the connection (as
+# Redis does after a protocol error); the pooled connection may not know it
+# yet when the next command goes out, so drop it here: whether redis-py
+# notices the close in time is a race, not part of what is tested.
+r.connection_pool.disconnect()
 c.check(r.execute_command("BF.EXISTS", "py-bf", "k" * 1000 + "0") == 0, "the refused request added nothing")
 c.check(r.ping() is True, "the pool reconnects after the refused request")
 # Fill every connection slot (r's pooled one is one of them) with raw sockets.
