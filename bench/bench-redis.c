@@ -3,7 +3,7 @@
  *
  *   bench-redis --shmd SOCKET --instance NAME --redis-tcp HOST:PORT
  *               --redis-unix PATH --csv FILE [--meta FILE] [--quick]
- *               [--redisbloom | --redisbloom-standin]
+ *               [--shmd-tcp HOST:PORT] [--redisbloom | --redisbloom-standin]
  *
  * bench/bench-redis.sh starts the private Redis and shmd this talks to and
  * turns the CSV into the table and the plots; run-bench.sh is the one
@@ -17,8 +17,10 @@
  *     shmf_check_many / shmf_add_many 100 keys per call;
  *   - each baseline, one key and 100 keys per round trip: the classic Redis
  *     Bloom (k GETBITs or SETBITs in one pipeline, same k and m) over TCP
- *     loopback and over the unix socket; shmd's socket (BF.* / CF.*); the
- *     RedisBloom module when Redis has it loaded;
+ *     loopback and over the unix socket; shmd's socket (BF.* / CF.*), and
+ *     shmd over TCP when given its port (issue 8); the RedisBloom module
+ *     when Redis has it loaded; the servers that speak BF.* / CF.* also with
+ *     100 one-key EXISTS in one pipeline ("check-pipelined");
  *   - on some filters, the throughput of 1, 2 and 4 worker processes.
  *
  * Every answer a baseline gives is checked: GETBIT's and shmd's against
@@ -47,10 +49,12 @@
 
 #define BATCH 100          /* keys per call in the batch rows */
 #define ABSENT_SET 2u      /* + key length: the absent probes */
+#define WARM_SET 100u      /* keys the warm-ups check */
+#define WARM_KEYS 20000
 #define FRESH_SET 1000u    /* and up: keys added by the add rows */
 #define WARM_MS 50.0       /* untimed checks before each shmfilter row */
 #define REMOTE_WARM_MS 20.0 /* untimed round trips before each baseline's rows */
-#define MAX_REMOTES 5 /* shmd, GETBIT over tcp and unix, RedisBloom over tcp and unix */
+#define MAX_REMOTES 6 /* shmd over unix and tcp, GETBIT over tcp and unix, RedisBloom over tcp and unix */
 
 struct plan {
 	const char *name;
@@ -82,15 +86,17 @@ static const struct plan quick_plan[] = {
 
 /* How much of everything a mode measures. */
 struct sizes {
-	size_t probes;      /* keys checked by shmfilter, per filter and key length */
+	size_t probes;      /* keys checked by shmfilter, per filter and key length (half one
+	                       per call, half in batches; a multiple of 2 * rounds * 800) */
 	size_t remote_one;  /* one-key round trips per baseline */
 	size_t remote_many; /* 100-key round trips per baseline */
 	double seconds;     /* per throughput point and round */
 	int rounds;         /* each row is measured in this many rounds, all systems in each */
+	size_t throughput_probes; /* keys the workers cycle through */
 };
 
-static const struct sizes full_sizes = { 240000, 12000, 600, 1.0, 3 };
-static const struct sizes quick_sizes = { 24000, 1200, 60, 0.1, 2 };
+static const struct sizes full_sizes = { 240000, 12000, 600, 1.0, 3, 2000000 };
+static const struct sizes quick_sizes = { 25600, 1200, 60, 0.1, 2, 50000 };
 
 static const int worker_counts[] = { 1, 2, 4 };
 
@@ -109,6 +115,8 @@ enum redisbloom_mode { RB_SKIPPED, RB_MODULE, RB_STANDIN };
 struct bench {
 	const char *instance;
 	struct endpoint shmd_ep, redis_tcp, redis_unix;
+	struct endpoint shmd_tcp;  /* shmd's TCP listener (issue 8), when have_shmd_tcp */
+	int have_shmd_tcp;
 	redisContext *redis;     /* for uploads and DEL */
 	enum redisbloom_mode rb;
 	int quick;
@@ -122,7 +130,9 @@ static size_t clamp(uint64_t v, size_t lo, size_t hi)
 	return v < lo ? lo : v > hi ? hi : (size_t)v;
 }
 
-static struct adds adds_for(uint64_t keys)
+/* @p shmd_remotes: how many shmd connections (unix socket, TCP) add into
+ * the shmfilter filter itself. */
+static struct adds adds_for(uint64_t keys, int shmd_remotes)
 {
 	struct adds a;
 	/* Multiples of 800: whole groups of 32 and whole batches of 100. */
@@ -131,7 +141,7 @@ static struct adds adds_for(uint64_t keys)
 	a.many = clamp(keys / 400 / BATCH * BATCH, 500, 10000);
 	/* shmd adds into the shmfilter filter; GETBIT and RedisBloom (two
 	 * transports each) into filters of their own. */
-	uint64_t into_shmf = 2 * a.local + a.one + a.many, into_other = 2 * (a.one + a.many);
+	uint64_t into_shmf = 2 * a.local + (uint64_t)shmd_remotes * (a.one + a.many), into_other = 2 * (a.one + a.many);
 	a.budget = 2 * (into_shmf > into_other ? into_shmf : into_other);
 	return a;
 }
@@ -233,14 +243,60 @@ static size_t round_used(size_t n, int rounds, size_t unit)
 	return n / (size_t)rounds / unit * unit * (size_t)rounds;
 }
 
-static void check_rows(struct bench *b, struct target *t, struct remote *rs, int nr, size_t len)
+/*
+ * The check rows of one key length. The probes are laid out so that no
+ * timed shmfilter call finds its block in the cache because an earlier
+ * pass touched it (on a filter larger than the cache that would time the
+ * cache, not the filter): the first half of the local region is checked
+ * one key per call, the second half in batches, each key once; warm-ups
+ * use other keys; shmf_check's reference answers for the local region are
+ * taken after the timing. The baselines get a region of their own, whose
+ * reference answers are taken first (their timing happens in the server).
+ */
+static void check_rows(struct bench *b, struct target *t, struct remote *rs, int nr, size_t len,
+		       const struct keyset *warm)
 {
+	const int rounds = b->sz->rounds;
+	const size_t n_local = b->sz->probes; /* a multiple of 2 * rounds * 800 */
+	const size_t n1 = b->sz->remote_one, nm = b->sz->remote_many * BATCH, n_remote = n1 > nm ? n1 : nm;
 	struct keyset pr;
-	keyset_probes(&pr, len, b->sz->probes, t->nfill, ABSENT_SET + (uint32_t)len, 42 + len);
+	keyset_probes(&pr, len, n_local + n_remote, t->nfill, ABSENT_SET + (uint32_t)len, 42 + len);
+	struct keyset one_keys = keyset_slice(&pr, 0, n_local / 2), many_keys = keyset_slice(&pr, n_local / 2, n_local / 2);
+	struct keyset remote_keys = keyset_slice(&pr, n_local, n_remote);
 	uint8_t *ref = malloc(pr.n), *got = malloc(pr.n);
 	if (ref == NULL || got == NULL)
 		die("out of memory");
-	local_answers(t->f, &pr, ref);
+	local_answers(t->f, &remote_keys, ref + n_local);
+
+	struct samples one = { 0 }, many = { 0 }, r_one[MAX_REMOTES] = { 0 }, r_many[MAX_REMOTES] = { 0 };
+	struct samples r_pipe[MAX_REMOTES] = { 0 };
+	for (int round = 0; round < rounds; round++) {
+		/* 800: whole groups of 32 and whole batches of 100 */
+		struct keyset p1 = round_part(&one_keys, one_keys.n, round, rounds, 800);
+		struct keyset pm = round_part(&many_keys, many_keys.n, round, rounds, 800);
+		local_warm(t->f, warm, WARM_MS);
+		local_check_one(t->f, &p1, &one, got + (p1.keys - pr.keys));
+		local_check_many(t->f, &pm, BATCH, &many, got + (pm.keys - pr.keys));
+		for (int i = 0; i < nr; i++) {
+			struct keyset q1 = round_part(&remote_keys, n1, round, rounds, 1);
+			struct keyset qm = round_part(&remote_keys, nm, round, rounds, BATCH);
+			const size_t at1 = (size_t)(q1.keys - pr.keys), atm = (size_t)(qm.keys - pr.keys);
+			remote_warm(&rs[i], warm, REMOTE_WARM_MS);
+			remote_calls(&rs[i], 0, &q1, 1, &r_one[i], got + at1);
+			verify_checks(t, &rs[i], &q1, got + at1, ref + at1, 1);
+			remote_calls(&rs[i], 0, &qm, BATCH, &r_many[i], got + atm);
+			verify_checks(t, &rs[i], &qm, got + atm, ref + atm, BATCH);
+			if (rs[i].check_pipelined != NULL) {
+				memset(got + atm, 0xff, qm.n); /* answers must come again */
+				remote_calls_pipelined(&rs[i], &qm, BATCH, &r_pipe[i], got + atm);
+				verify_checks(t, &rs[i], &qm, got + atm, ref + atm, BATCH);
+			}
+		}
+	}
+
+	/* The local region's reference, now that its timing is done. */
+	struct keyset local_keys = keyset_slice(&pr, 0, n_local);
+	local_answers(t->f, &local_keys, ref);
 	size_t absent = 0, fp = 0;
 	for (size_t i = 0; i < pr.n; i++) {
 		if (pr.present[i] && !ref[i])
@@ -248,36 +304,21 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 		absent += !pr.present[i];
 		fp += !pr.present[i] && ref[i];
 	}
+	for (int round = 0; round < rounds; round++) {
+		struct keyset p[2] = { round_part(&one_keys, one_keys.n, round, rounds, 800),
+				       round_part(&many_keys, many_keys.n, round, rounds, 800) };
+		for (int j = 0; j < 2; j++) {
+			size_t at = (size_t)(p[j].keys - pr.keys);
+			if (memcmp(got + at, ref + at, p[j].n) != 0)
+				die("%s: %s and a later shmf_check disagree on some of probes %zu to %zu", t->name,
+				    j ? "shmf_check_many" : "shmf_check", at, at + p[j].n);
+		}
+	}
 	t->facts.fpr_measured = absent ? (double)fp / (double)absent : -1;
 	if (absent >= 200 && t->facts.fpr_measured > fp_limit(t))
 		die("%s: %zu of %zu absent keys read as present, far above the expected %.3g", t->name, fp, absent,
 		    t->facts.fpr_target);
 
-	const int rounds = b->sz->rounds;
-	const size_t n1 = b->sz->remote_one < pr.n ? b->sz->remote_one : pr.n;
-	const size_t nm = b->sz->remote_many * BATCH < pr.n ? b->sz->remote_many * BATCH : pr.n;
-	struct samples one = { 0 }, many = { 0 }, r_one[MAX_REMOTES] = { 0 }, r_many[MAX_REMOTES] = { 0 };
-	for (int round = 0; round < rounds; round++) {
-		/* 800: whole groups of 32 and whole batches of 100 */
-		struct keyset part = round_part(&pr, pr.n, round, rounds, 800);
-		const size_t at = (size_t)(part.keys - pr.keys);
-		local_warm(t->f, &part, WARM_MS);
-		local_check_one(t->f, &part, &one);
-		local_check_many(t->f, &part, BATCH, &many, got + at);
-		if (memcmp(got + at, ref + at, part.n) != 0)
-			die("%s: shmf_check_many and shmf_check disagree on some of probes %zu to %zu", t->name, at,
-			    at + part.n);
-		for (int i = 0; i < nr; i++) {
-			struct keyset p1 = round_part(&pr, n1, round, rounds, 1);
-			struct keyset pm = round_part(&pr, nm, round, rounds, BATCH);
-			const size_t at1 = (size_t)(p1.keys - pr.keys), atm = (size_t)(pm.keys - pr.keys);
-			remote_warm(&rs[i], &p1, REMOTE_WARM_MS);
-			remote_calls(&rs[i], 0, &p1, 1, &r_one[i], got + at1);
-			verify_checks(t, &rs[i], &p1, got + at1, ref + at1, 1);
-			remote_calls(&rs[i], 0, &pm, BATCH, &r_many[i], got + atm);
-			verify_checks(t, &rs[i], &pm, got + atm, ref + atm, BATCH);
-		}
-	}
 	char group[32];
 	snprintf(group, sizeof(group), "group of %d calls", LOCAL_GROUP);
 	emit(b, &t->facts, len, "shmfilter", "in-process", "check", 1, &one, group);
@@ -285,8 +326,12 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	for (int i = 0; i < nr; i++) {
 		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", 1, &r_one[i], "call");
 		emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check", BATCH, &r_many[i], "call");
+		if (rs[i].check_pipelined != NULL)
+			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "check-pipelined", BATCH, &r_pipe[i],
+			     "round trip");
 		samples_free(&r_one[i]);
 		samples_free(&r_many[i]);
+		samples_free(&r_pipe[i]);
 	}
 	samples_free(&one);
 	samples_free(&many);
@@ -320,7 +365,7 @@ static void add_set_free(struct add_set *a)
 }
 
 static void add_rows(struct bench *b, struct target *t, struct remote *rs, int nr, size_t len, const struct adds *ad,
-		     uint32_t *set)
+		     uint32_t *set, const struct keyset *warm)
 {
 	const int rounds = b->sz->rounds;
 	struct add_set one, many, r_one[MAX_REMOTES], r_many[MAX_REMOTES];
@@ -333,14 +378,14 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 	for (int round = 0; round < rounds; round++) {
 		struct keyset p1 = round_part(&one.ks, one.ks.n, round, rounds, LOCAL_GROUP);
 		struct keyset pm = round_part(&many.ks, many.ks.n, round, rounds, BATCH);
-		local_warm(t->f, &p1, WARM_MS); /* checks of keys not added yet: they change nothing */
+		local_warm(t->f, warm, WARM_MS);
 		local_add_one(t->f, &p1, &one.s);
 		local_add_many(t->f, &pm, BATCH, &many.s);
 		for (int i = 0; i < nr; i++) {
 			struct add_set *a1 = &r_one[i], *am = &r_many[i];
 			struct keyset q1 = round_part(&a1->ks, a1->ks.n, round, rounds, 1);
 			struct keyset qm = round_part(&am->ks, am->ks.n, round, rounds, BATCH);
-			remote_warm(&rs[i], &q1, REMOTE_WARM_MS);
+			remote_warm(&rs[i], warm, REMOTE_WARM_MS);
 			remote_calls(&rs[i], 1, &q1, 1, &a1->s, a1->was_new + (q1.keys - a1->ks.keys));
 			remote_calls(&rs[i], 1, &qm, BATCH, &am->s, am->was_new + (qm.keys - am->ks.keys));
 		}
@@ -382,25 +427,35 @@ static double median_rate(double *v, int n)
 
 static void throughput_rows(struct bench *b, struct target *t, struct remote *rs, int nr)
 {
-	enum { NW = sizeof(worker_counts) / sizeof(worker_counts[0]), NJOBS = 2 * (1 + MAX_REMOTES), MAX_ROUNDS = 9 };
+	enum { NW = sizeof(worker_counts) / sizeof(worker_counts[0]), NJOBS = 3 * (1 + MAX_REMOTES), MAX_ROUNDS = 9 };
 	const size_t len = 16;
 	const int rounds = b->sz->rounds < MAX_ROUNDS ? b->sz->rounds : MAX_ROUNDS;
 	struct keyset pr;
-	keyset_probes(&pr, len, b->sz->probes, t->nfill, ABSENT_SET + (uint32_t)len, 4242);
+	/* Enough probes that their blocks do not all fit in the cache: on a
+	 * large filter the workers' checks miss it, as real ones do. */
+	keyset_probes(&pr, len, b->sz->throughput_probes, t->nfill, ABSENT_SET + (uint32_t)len, 4242);
 	struct job_args args[NJOBS];
 	int njobs = 0;
 	for (int j = -1; j < nr; j++)
-		for (int m = 0; m < 2; m++)
+		for (int m = 0; m < 3; m++) {
+			/* m 2: 100 one-key requests in one pipeline, for the servers
+			 * compared over TCP (shmd, RedisBloom; issue 8). */
+			if (m == 2 && (j < 0 || rs[j].check_pipelined == NULL || strcmp(rs[j].ep->transport, "tcp") != 0))
+				continue;
 			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,
-							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL };
-	double rate[NJOBS][NW][MAX_ROUNDS], others[NJOBS][NW] = { { 0 } };
+							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL,
+							   .pipelined = m == 2 };
+		}
+	double rate[NJOBS][NW][MAX_ROUNDS];
+	struct workers_cpu cpu[NJOBS][NW] = { { { 0, 0 } } }; /* means over the rounds */
 	for (int round = 0; round < rounds; round++)
 		for (int j = 0; j < njobs; j++) {
 			struct worker_job job = args[j].remote ? job_remote_check(&args[j]) : job_local_check(&args[j]);
 			for (int w = 0; w < NW; w++) {
-				double o;
-				rate[j][w][round] = workers_throughput(&job, worker_counts[w], b->sz->seconds, &o);
-				others[j][w] += o / rounds;
+				struct workers_cpu c;
+				rate[j][w][round] = workers_throughput(&job, worker_counts[w], b->sz->seconds, &c);
+				cpu[j][w].workers += c.workers / rounds;
+				cpu[j][w].others += c.others / rounds;
 			}
 		}
 	char sample[48];
@@ -409,10 +464,12 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 		for (int w = 0; w < NW; w++) {
 			const struct remote *r = args[j].remote;
 			struct row row = {
-				.f = &t->facts, .key_bytes = len, .op = "check", .keys_per_call = args[j].per_call,
+				.f = &t->facts, .key_bytes = len, .op = args[j].pipelined ? "check-pipelined" : "check",
+				.keys_per_call = args[j].per_call,
 				.system = r ? r->system : "shmfilter", .transport = r ? r->ep->transport : "in-process",
 				.workers = worker_counts[w], .samples = (size_t)rounds, .sample = sample,
-				.keys_per_s = median_rate(rate[j][w], rounds), .others_cpus = others[j][w],
+				.keys_per_s = median_rate(rate[j][w], rounds), .workers_cpus = cpu[j][w].workers,
+				.others_cpus = cpu[j][w].others,
 			};
 			results_row(&b->out, &row);
 		}
@@ -437,7 +494,9 @@ static void run_filter(struct bench *b, const struct plan *p)
 		b->huge_yes++;
 	else
 		b->huge_no++;
-	struct adds ad = adds_for(t.keys);
+	if (b->have_shmd_tcp) /* the same filter, through shmd's TCP listener */
+		verbs_remote(&rs[nr++], "shmd", &b->shmd_tcp, t.name, t.type);
+	struct adds ad = adds_for(t.keys, nr);
 	target_fill(&t, t.keys - ad.budget);
 
 	if (t.type == SHMF_TYPE_BLOOM) {
@@ -463,11 +522,17 @@ static void run_filter(struct bench *b, const struct plan *p)
 			ticks_ns(ticks_now() - t0) / 1e9);
 	}
 
-	for (size_t len = 16; len <= 64; len += 48)
-		check_rows(b, &t, rs, nr, len);
+	/* Warm-ups check keys never added and never timed. */
+	struct keyset warm[2];
+	keyset_fresh(&warm[0], 16, WARM_KEYS, WARM_SET);
+	keyset_fresh(&warm[1], 64, WARM_KEYS, WARM_SET);
+	for (int l = 0; l < 2; l++)
+		check_rows(b, &t, rs, nr, warm[l].len, &warm[l]);
 	uint32_t set = FRESH_SET;
-	for (size_t len = 16; len <= 64; len += 48)
-		add_rows(b, &t, rs, nr, len, &ad, &set);
+	for (int l = 0; l < 2; l++)
+		add_rows(b, &t, rs, nr, warm[l].len, &ad, &set, &warm[l]);
+	keyset_free(&warm[0]);
+	keyset_free(&warm[1]);
 	if (p->throughput)
 		throughput_rows(b, &t, rs, nr);
 
@@ -483,7 +548,9 @@ static void run_filter(struct bench *b, const struct plan *p)
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: bench-redis --shmd SOCKET --instance NAME --redis-tcp HOST:PORT --redis-unix PATH\n"
-		    "                   --csv FILE [--meta FILE] [--quick] [--redisbloom | --redisbloom-standin]\n"
+		    "                   --csv FILE [--meta FILE] [--quick] [--shmd-tcp HOST:PORT]\n"
+		    "                   [--redisbloom | --redisbloom-standin]\n"
+		    "  --shmd-tcp            shmd's TCP listener: measure BF.* / CF.* over TCP too\n"
 		    "  --redisbloom          Redis has the RedisBloom module loaded: measure BF.* / CF.* on it\n"
 		    "  --redisbloom-standin  (tests) run the RedisBloom code against shmd's socket instead\n"
 		    "Normally run through bench/bench-redis.sh or ./run-bench.sh, which start Redis and shmd.\n");
@@ -496,6 +563,7 @@ int main(int argc, char **argv)
 		{ "instance", required_argument, NULL, 'i' },
 		{ "redis-tcp", required_argument, NULL, 't' },
 		{ "redis-unix", required_argument, NULL, 'u' },
+		{ "shmd-tcp", required_argument, NULL, 'T' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "meta", required_argument, NULL, 'm' },
 		{ "quick", no_argument, NULL, 'q' },
@@ -505,7 +573,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench b = { .rb = RB_SKIPPED };
-	const char *shmd = NULL, *tcp = NULL, *unix_path = NULL, *csv = NULL, *meta = NULL;
+	const char *shmd = NULL, *tcp = NULL, *unix_path = NULL, *csv = NULL, *meta = NULL, *shmd_tcp = NULL;
 	char err[256];
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -514,6 +582,7 @@ int main(int argc, char **argv)
 		case 'i': b.instance = optarg; break;
 		case 't': tcp = optarg; break;
 		case 'u': unix_path = optarg; break;
+		case 'T': shmd_tcp = optarg; break;
 		case 'c': csv = optarg; break;
 		case 'm': meta = optarg; break;
 		case 'q': b.quick = 1; break;
@@ -536,10 +605,12 @@ int main(int argc, char **argv)
 	}
 	if (endpoint_parse(&b.shmd_ep, "shmd", "unix", shmd, err, sizeof(err)) < 0 ||
 	    endpoint_parse(&b.redis_tcp, "redis", "tcp", tcp, err, sizeof(err)) < 0 ||
-	    endpoint_parse(&b.redis_unix, "redis", "unix", unix_path, err, sizeof(err)) < 0) {
+	    endpoint_parse(&b.redis_unix, "redis", "unix", unix_path, err, sizeof(err)) < 0 ||
+	    (shmd_tcp != NULL && endpoint_parse(&b.shmd_tcp, "shmd", "tcp", shmd_tcp, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "bench-redis: %s\n", err);
 		return 2;
 	}
+	b.have_shmd_tcp = shmd_tcp != NULL;
 	if (results_open(&b.out, csv) < 0) {
 		fprintf(stderr, "bench-redis: cannot create %s: %m\n", csv);
 		return 2;
@@ -572,6 +643,7 @@ int main(int argc, char **argv)
 		fprintf(fp, "huge_pages=%s\n", b.huge_no == 0 ? "yes" : b.huge_yes == 0 ? "no" : "some");
 		fprintf(fp, "avx512=%s\n", shmf_bloom_have_avx512() ? "yes" : "no");
 		fprintf(fp, "redisbloom=%s\n", b.rb == RB_MODULE ? "module" : b.rb == RB_STANDIN ? "standin" : "skipped");
+		fprintf(fp, "shmd_tcp=%s\n", b.have_shmd_tcp ? endpoint_name(&b.shmd_tcp) : "none");
 		if (fclose(fp) != 0)
 			die("writing %s: %m", meta);
 	}

@@ -8,7 +8,8 @@
 # off (--save '' --appendonly no), in a directory of its own under /tmp; with
 # SHMF_BENCH_REDISBLOOM=/path/to/redisbloom.so it loads that module.
 # shmd: the given binary, instance "bench", in a private runtime directory
-# (as root it mounts a huge-page tmpfs there, as it does on /run/shmd).
+# (as root it mounts a huge-page tmpfs there, as it does on /run/shmd), with
+# its TCP listener on a free loopback port.
 # Both are stopped, and the tmpfs unmounted, on exit, error or interrupt.
 # --standin runs the RedisBloom code against shmd's socket when the module
 # is not loaded (the test suite uses it, so that code is exercised).
@@ -115,17 +116,33 @@ else
 		echo "RedisBloom code path: run against shmd's socket as a stand-in (test mode)"
 fi
 
-# --- shmd: instance "bench", no filters of its own, segments removed on exit.
-printf '[instance]\nname = bench\nremove_on_exit = yes\nhuge_pages = auto\n' >"$TMP/shmd.ini"
-SHMF_RUNTIME_DIR=$RUN "$SHMD" -f -c "$TMP/shmd.ini" 2>"$TMP/shmd.log" &
-SHMD_PID=$!
-for _ in $(seq 100); do
-	[ -S "$RUN/bench.sock" ] && break
-	kill -0 "$SHMD_PID" 2>/dev/null || break
-	sleep 0.1
+# --- shmd: instance "bench", no filters of its own, segments removed on exit;
+# its TCP listener (issue 8) on a free loopback port (tried at random).
+start_shmd() {
+	printf '[instance]\nname = bench\nremove_on_exit = yes\nhuge_pages = auto\n\n[tcp]\nenabled = yes\nport = %d\n' \
+		"$1" >"$TMP/shmd.ini"
+	SHMF_RUNTIME_DIR=$RUN "$SHMD" -f -c "$TMP/shmd.ini" 2>"$TMP/shmd.log" &
+	SHMD_PID=$!
+	for _ in $(seq 100); do
+		[ -S "$RUN/bench.sock" ] && grep -q "listening on tcp" "$TMP/shmd.log" && return 0
+		kill -0 "$SHMD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	stop "$SHMD_PID"
+	SHMD_PID=""
+	return 1
+}
+SHMD_PORT=""
+for _ in $(seq 20); do
+	try=$((20000 + RANDOM % 30000))
+	if start_shmd "$try"; then SHMD_PORT=$try; break; fi
+	grep -q "Address already in use" "$TMP/shmd.log" 2>/dev/null && continue
+	echo "$0: shmd did not start; its log:" >&2
+	cat "$TMP/shmd.log" >&2
+	exit 1
 done
-[ -S "$RUN/bench.sock" ] || { echo "$0: shmd did not start; its log:" >&2; cat "$TMP/shmd.log" >&2; exit 1; }
-echo "shmd: $RUN/bench.sock ($(grep -o 'segments on [^(]*' "$TMP/shmd.log" | head -1 | sed 's/ *$//'))"
+[ -n "$SHMD_PORT" ] || { echo "$0: no free loopback port for shmd's TCP listener after 20 tries" >&2; exit 1; }
+echo "shmd: $RUN/bench.sock and 127.0.0.1:$SHMD_PORT ($(grep -o 'segments on [^(]*' "$TMP/shmd.log" | head -1 | sed 's/ *$//'))"
 
 # --- The machine and the versions, for the report. -------------------------
 {
@@ -145,7 +162,8 @@ echo "shmd: $RUN/bench.sock ($(grep -o 'segments on [^(]*' "$TMP/shmd.log" | hea
 
 SECONDS=0
 SHMF_RUNTIME_DIR=$RUN "$BENCH" --shmd "$RUN/bench.sock" --instance bench --redis-tcp "127.0.0.1:$PORT" \
-	--redis-unix "$TMP/redis.sock" --csv "$OUT/results.csv" --meta "$OUT/meta.txt" $QUICK $RBFLAG
+	--redis-unix "$TMP/redis.sock" --shmd-tcp "127.0.0.1:$SHMD_PORT" --csv "$OUT/results.csv" --meta "$OUT/meta.txt" \
+	$QUICK $RBFLAG
 echo "seconds=$SECONDS" >>"$OUT/meta.txt"
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
 

@@ -83,7 +83,10 @@ static uint64_t remote_run(void *state, uint64_t deadline)
 	const size_t n = w->a->per_call;
 	uint64_t done = 0;
 	while (ticks_now() < deadline) {
-		w->r.check(&w->r, next_keys(w), n, w->out);
+		if (w->a->pipelined)
+			w->r.check_pipelined(&w->r, next_keys(w), n, w->out);
+		else
+			w->r.check(&w->r, next_keys(w), n, w->out);
 		done += n;
 	}
 	return done;

@@ -5,7 +5,7 @@
  * Two kinds: the classic Redis Bloom filter (getbit.c: k GETBITs per check,
  * k SETBITs per add, pipelined, on a Redis string holding the very bits of
  * the shmfilter filter) and the filter verbs (verbs.c: BF.* and CF.*, as
- * RedisBloom and shmd's socket speak them).
+ * RedisBloom and shmd speak them, on its unix socket and over TCP).
  */
 #ifndef BENCH_REMOTE_H
 #define BENCH_REMOTE_H
@@ -36,6 +36,10 @@ struct remote {
 	 * are 1. Exits on any failure. */
 	size_t (*check)(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out);
 	size_t (*add)(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out);
+	/* The same n checks as n one-key requests in one pipeline (BF.EXISTS
+	 * or CF.EXISTS n times, one round trip); NULL where that is what
+	 * check() does already (GETBIT). */
+	size_t (*check_pipelined)(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out);
 };
 
 /** A connected copy of @p proto, for a worker process (exits on failure). */

@@ -23,10 +23,26 @@ BASELINES = [
     ("redisbloom", "tcp", "RedisBloom, TCP"),
     ("redisbloom", "unix", "RedisBloom, unix socket"),
     ("redisbloom-standin", "unix", "RedisBloom verbs on shmd (test stand-in)"),
+    ("shmd", "tcp", "shmd over TCP (BF.*/CF.*)"),
     ("shmd", "unix", "shmd socket (BF.*/CF.*)"),
 ]
 # Redis round trips, what the targets are about (shmd's socket is shown, not targeted).
 REDIS = [b for b in BASELINES if b[0] in ("redis-getbit", "redisbloom")]
+
+# Throughput rows of 100 one-key requests in one pipeline ("check-pipelined")
+# are kept under this keys-per-call value, beside 1 and BATCH (one request).
+PIPELINED = -BATCH
+
+# Issue 8: shmd over TCP against the Redis baselines over TCP, per command
+# shape: what each system does for it, as (op, keys per call) of its rows.
+SHAPES = [
+    ("1 key a round trip", "BF.EXISTS / CF.EXISTS; GETBIT: the key's k GETBITs in one pipeline",
+     ("check", 1), ("check", 1)),
+    (f"{BATCH} keys a round trip, one request each", f"{BATCH} BF.EXISTS in one pipeline; GETBIT: {BATCH}·k GETBITs",
+     ("check-pipelined", BATCH), ("check", BATCH)),
+    (f"{BATCH} keys in one request", f"BF.MEXISTS / CF.MEXISTS of {BATCH}; GETBIT: {BATCH}·k GETBITs (no multi-key "
+     "form)", ("check", BATCH), ("check", BATCH)),
+]
 
 TARGETS = {"check_1M": 900, "check_100M": 100, "batch_1M": 100, "scaling": 1.8}
 
@@ -78,15 +94,18 @@ class Run:
         self.lat = {}
         self.thr = {}
         self.others = {}   # throughput key -> CPUs used by every other process meanwhile
+        self.wcpu = {}     # throughput key -> CPUs the workers got
         self.filters = {}  # name -> first row (facts), in run order
         self.fpr = {}      # (filter, key bytes) -> measured FPR
         for r in rows:
             self.filters.setdefault(r["filter"], r)
             kb = int(r["key_bytes"])
             if r["keys_per_s"]:
-                key = (r["filter"], r["system"], r["transport"], int(r["keys_per_call"]), int(r["workers"]))
+                per_call = PIPELINED if r["op"] == "check-pipelined" else int(r["keys_per_call"])
+                key = (r["filter"], r["system"], r["transport"], per_call, int(r["workers"]))
                 self.thr[key] = float(r["keys_per_s"])
                 self.others[key] = float(r["others_cpus"]) if r.get("others_cpus") else None
+                self.wcpu[key] = float(r["workers_cpus"]) if r.get("workers_cpus") else None
             else:
                 key = (r["filter"], kb, r["system"], r["transport"], r["op"], int(r["keys_per_call"]))
                 self.lat[key] = (float(r["median_ns"]), float(r["p99_ns"]))
@@ -141,6 +160,9 @@ def machine(meta, run):
     else:
         lines.append("RedisBloom: loaded; same capacity and error rate as the shmfilter filter "
                      "(its cuckoo filter has no error rate: buckets of 4, its own fingerprints).")
+    if meta.get("shmd_tcp", "none") != "none":
+        lines.append(f"shmd over TCP: {meta['shmd_tcp']} (its TCP listener on loopback, no password), the same "
+                     "filters its unix socket serves.")
     return lines
 
 
@@ -192,24 +214,43 @@ def filters_table(run):
     return out
 
 
+def per_cpu_scaling(run, f, system, transport, per_call):
+    """What 2 workers would get over 1 with a free core each: 2 x (keys per worker
+    CPU-second with 2 workers) / (the same with 1). None if unknown."""
+    r1, r2 = run.thr.get((f, system, transport, per_call, 1)), run.thr.get((f, system, transport, per_call, 2))
+    c1, c2 = run.wcpu.get((f, system, transport, per_call, 1)), run.wcpu.get((f, system, transport, per_call, 2))
+    if not (r1 and r2 and c1 and c2):
+        return None
+    return 2 * (r2 / c2) / (r1 / c1)
+
+
 def throughput_table(run):
     tf = sorted({k[0] for k in run.thr}, key=list(run.filters).index)
     workers = sorted({k[4] for k in run.thr})
+    ws = " / ".join(str(w) for w in workers)
     out = ["| filter | system | keys per call | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in workers)
-           + " | 2 vs 1 | CPUs used by other processes meanwhile |", "|" + " --- |" * (5 + len(workers))]
+           + f" | 2 vs 1 | 2 vs 1, per worker CPU-second × 2 | CPUs the workers got ({ws}) | "
+           f"CPUs other processes used ({ws}) |", "|" + " --- |" * (7 + len(workers))]
     series = [("shmfilter", "in-process", "shmfilter (in process)")] + run.baselines
+
+    def cpus(table, key):
+        return " / ".join("?" if table.get(key + (w,)) is None else f"{table[key + (w,)]:.2f}" for w in workers)
+
     for f in tf:
         first = True
         for system, transport, label in series:
-            for per_call in (1, BATCH):
+            for per_call in (1, BATCH, PIPELINED):
                 v = [run.thr.get((f, system, transport, per_call, w)) for w in workers]
                 if v[0] is None:
                     continue
                 scale = f"{v[1] / v[0]:.2f}×" if len(v) > 1 and v[1] else ""
-                o = [run.others.get((f, system, transport, per_call, w)) for w in workers]
-                others = " / ".join("?" if x is None else f"{x:.2f}" for x in o)
-                out.append(f"| {describe(run.filters[f]) + ' (' + f + ')' if first else ''} | {label} | {per_call} | "
-                           + " | ".join(rate(x) if x else "" for x in v) + f" | {scale} | {others} |")
+                proj = per_cpu_scaling(run, f, system, transport, per_call) if system == "shmfilter" else None
+                key = (f, system, transport, per_call)
+                calls = f"{BATCH}, pipelined" if per_call == PIPELINED else str(per_call)
+                out.append(f"| {describe(run.filters[f]) + ' (' + f + ')' if first else ''} | {label} | {calls} | "
+                           + " | ".join(rate(x) if x else "" for x in v)
+                           + f" | {scale} | {'' if proj is None else f'{proj:.2f}×'} | {cpus(run.wcpu, key)} | "
+                           f"{cpus(run.others, key)} |")
                 first = False
     return out
 
@@ -237,13 +278,70 @@ def targets(run):
             busy = f" (other processes used {o1:.2f} and {o2:.2f} CPUs meanwhile)" if o1 is not None and o2 is not None else ""
             res.append((f"throughput, 1 → 2 worker processes: ≥ {TARGETS['scaling']}×", f"shmf_check, {f}{busy}",
                         two / one, TARGETS["scaling"]))
+            proj = per_cpu_scaling(run, f, "shmfilter", "in-process", 1)
+            if proj is not None:
+                res.append((f"the same, projected to a free core per worker (2 × keys per worker CPU-second, "
+                             f"2 workers over 1)", f"shmf_check, {f}", proj, None))
     return res
+
+
+def shape_ns(run, f, shape, system, transport, kb=16):
+    """Median ns per key of @p system doing command shape @p shape, or None."""
+    _, _, verbs, getbit = shape
+    op, per_call = getbit if system == "redis-getbit" else verbs
+    v = run.lat.get((f, kb, system, transport, op, per_call))
+    return v[0] if v else None
+
+
+def tcp_targets(run):
+    """Issue 8: shmd over TCP serves at least as many keys per second as each
+    Redis baseline over TCP, for the same command shape (one connection)."""
+    res = []
+    for f in run.names("bloom"):
+        for shape in SHAPES:
+            mine = shape_ns(run, f, shape, "shmd", "tcp")
+            for system, transport, name in REDIS:
+                if transport != "tcp":
+                    continue
+                base = shape_ns(run, f, shape, system, transport)
+                if mine and base:
+                    res.append((f"shmd over TCP ≥ Redis, {shape[0]}, {f}", name, base / mine, 1.0))
+    return res
+
+
+def tcp_table(run, kb=16):
+    """Keys per second of one connection, per command shape: shmd over TCP
+    beside the Redis baselines over TCP (and shmd's unix socket)."""
+    cols = [b for b in run.baselines if b[1] == "tcp" and b[0] != "shmd"]
+    ref = [b for b in run.baselines if b[0] == "shmd" and b[1] == "unix"]
+    head = ["filter", "command shape", "shmd over TCP"] + [c[2] for c in cols] + [r[2] for r in ref]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for f in run.names():
+        first = True
+        for shape in SHAPES:
+            mine = shape_ns(run, f, shape, "shmd", "tcp", kb)
+            if mine is None:
+                continue
+            cells = [f"{describe(run.filters[f])} ({f})" if first else "", f"{shape[0]} ({shape[1]})",
+                     f"{rate(1e9 / mine)} ({ns(mine)} a key)"]
+            first = False
+            for system, transport, _ in cols + ref:
+                base = shape_ns(run, f, shape, system, transport, kb)
+                if base is None:
+                    cells.append("n/a" if system == "redis-getbit" else "")
+                elif system == "shmd":
+                    cells.append(f"{rate(1e9 / base)}")
+                else:
+                    cells.append(f"{rate(1e9 / base)}; shmd over TCP: **{times(base / mine)}**")
+            out.append("| " + " | ".join(cells) + " |")
+    return out
 
 
 def targets_table(run):
     out = ["| target (16-byte keys) | against | measured | met |", "| --- | --- | --- | --- |"]
-    for what, against, r, t in targets(run):
-        out.append(f"| {what} | {against} | {times(r)} | {'yes' if r >= t else '**no**'} |")
+    for what, against, r, t in targets(run) + tcp_targets(run):
+        met = "(a projection)" if t is None else "yes" if r >= t else "**no**"
+        out.append(f"| {what} | {against} | {times(r)} | {met} |")
     return out
 
 
@@ -256,6 +354,7 @@ COLORS = {
     ("redisbloom", "unix"): "#8fd175",
     ("redisbloom-standin", "unix"): "#9467bd",
     ("shmd", "unix"): "#ff7f0e",
+    ("shmd", "tcp"): "#8c564b",
 }
 
 
@@ -331,7 +430,13 @@ def main():
     head = [f"Benchmark: shmfilter against networked Redis ({meta.get('mode', '?')} run)", ""]
     head += machine(meta, run) + [""] + method(meta) + [""]
     full = list(head)
-    full += ["Targets (issue 5), from this run:", ""] + targets_table(run) + [""]
+    full += ["Targets (issues 5 and 8), from this run:", ""] + targets_table(run) + [""]
+    tcp = tcp_table(run)
+    tcp_head = ["shmd over TCP against Redis over TCP, same command shapes (issue 8): keys per second of one "
+                "connection (1e9 / median ns per key), 16-byte keys; the ratio is shmd's keys per second over the "
+                "baseline's:", ""]
+    if len(tcp) > 2:
+        full += tcp_head + tcp + [""]
     full += ["Filters:", ""] + filters_table(run) + [""]
     for kind in ("bloom", "cuckoo"):
         for kb in (16, 64):
@@ -342,12 +447,15 @@ def main():
         full += [f"Throughput: checks per second of 1, 2 and 4 worker processes together (16-byte keys, "
                  f"median of rounds of {meta.get('throughput_seconds', '?')} s, {meta.get('cores', '?')} cores; "
                  "Redis and shmd run on the same cores; the last column counts them among the other processes "
-                 "in the baselines' rows):", ""] + throughput_table(run) + [""]
+                 "in the baselines' rows; the CPU columns come from /proc/stat and the workers' rusage; "
+                 "'per worker CPU-second × 2' is what two workers would get over one with a free core each):", ""] + throughput_table(run) + [""]
     with open(os.path.join(d, "results.md"), "w") as f:
         f.write("\n".join(full))
 
     summary = list(head)
     summary += targets_table(run) + [""]
+    if len(tcp) > 2:
+        summary += tcp_head + tcp + [""]
     for kind in ("bloom", "cuckoo"):
         if run.names(kind):
             summary += [f"{kind.capitalize()} filters, 16-byte keys, time per key, median (p99):", ""]

@@ -32,6 +32,7 @@ struct row {
 	double median_ns;      /* per key; latency rows */
 	double p99_ns;
 	double keys_per_s;     /* throughput rows */
+	double workers_cpus;   /* throughput rows: CPUs' worth of time the workers got */
 	double others_cpus;    /* throughput rows: CPUs' worth of time every process but the workers
 	                          used meanwhile (the server under test included); see workers.h */
 	size_t samples;

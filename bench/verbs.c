@@ -1,7 +1,8 @@
 /*
  * verbs.c - a filter behind the BF.* and CF.* verbs, as RedisBloom and
- * shmd's socket both speak them: EXISTS / MEXISTS for checks, ADD / MADD
- * (Bloom) or ADD / INSERT (cuckoo) for adds; one request per call.
+ * shmd (unix socket or TCP) both speak them: EXISTS / MEXISTS for checks,
+ * ADD / MADD (Bloom) or ADD / INSERT (cuckoo) for adds; one request per
+ * call, or for checks also n EXISTS in one pipeline.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,27 @@ static size_t verb_call(struct remote *r, const char *one, const char *many, int
 	return verb_read(r, verb, n, out);
 }
 
+/* n one-key requests queued, then their n replies read: one round trip. */
+static size_t verb_pipelined(struct remote *r, const char *verb, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++)
+		verb_append(r, verb, 0, keys + i, 1);
+	size_t ones = 0;
+	for (size_t i = 0; i < n; i++)
+		ones += verb_read(r, verb, 1, out + i);
+	return ones;
+}
+
+static size_t bf_check_pipelined(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	return verb_pipelined(r, "BF.EXISTS", keys, n, out);
+}
+
+static size_t cf_check_pipelined(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	return verb_pipelined(r, "CF.EXISTS", keys, n, out);
+}
+
 static size_t bf_check(struct remote *r, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	return verb_call(r, "BF.EXISTS", "BF.MEXISTS", 0, keys, n, out);
@@ -97,6 +119,7 @@ void verbs_remote(struct remote *r, const char *system, const struct endpoint *e
 	snprintf(r->target, sizeof(r->target), "%s", name);
 	r->check = type == SHMF_TYPE_CUCKOO ? cf_check : bf_check;
 	r->add = type == SHMF_TYPE_CUCKOO ? cf_add : bf_add;
+	r->check_pipelined = type == SHMF_TYPE_CUCKOO ? cf_check_pipelined : bf_check_pipelined;
 	r->c = resp_connect(ep);
 }
 

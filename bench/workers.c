@@ -74,7 +74,7 @@ static size_t read_full(int fd, void *buf, size_t n)
 	return got;
 }
 
-double workers_throughput(const struct worker_job *job, int nworkers, double seconds, double *others)
+double workers_throughput(const struct worker_job *job, int nworkers, double seconds, struct workers_cpu *cpu)
 {
 	unsigned long long busy0, total0, busy1, total1;
 	int ready[2], start[2], result[2];
@@ -137,6 +137,7 @@ double workers_throughput(const struct worker_job *job, int nworkers, double sec
 	double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN), wall = ticks_ns(ticks_now() - t0) / 1e9;
 	double busy = total1 > total0 ? (double)(busy1 - busy0) / (double)(total1 - total0) * ncpu : 0;
 	double ours = (children_cpu_seconds() - ours0) / wall;
-	*others = busy > ours ? busy - ours : 0;
+	cpu->workers = ours;
+	cpu->others = busy > ours ? busy - ours : 0;
 	return rate;
 }

@@ -20,11 +20,15 @@ struct worker_job {
  * Keys per second of @p nworkers processes together: the sum over workers
  * of the keys each did divided by its own running time (they start within
  * microseconds of each other). Exits if a worker fails.
- * @p others receives how many CPUs' worth of time every other process
- * (a server under test included, and other work on the machine, and time
- * the hypervisor stole) used meanwhile: /proc/stat's busy time less the
- * workers' own.
+ * @p cpu receives how many CPUs' worth of time the workers got, and how
+ * many every other process used meanwhile (a server under test included,
+ * other work on the machine, time the hypervisor stole): /proc/stat's
+ * busy time less the workers' own.
  */
-double workers_throughput(const struct worker_job *job, int nworkers, double seconds, double *others);
+struct workers_cpu {
+	double workers;
+	double others;
+};
+double workers_throughput(const struct worker_job *job, int nworkers, double seconds, struct workers_cpu *cpu);
 
 #endif

@@ -223,13 +223,15 @@ static void cmd_exists(struct registry *reg, const struct request *req, struct r
 	single(reg, req, out, SHMF_TYPE_BLOOM, shmf_check);
 }
 
-/* BF.MADD, BF.MEXISTS, CF.MEXISTS: the batch calls over argv[2..], in chunks. */
-static void many(struct registry *reg, const struct request *req, struct reply *out, int type, int add)
+/* BF.MADD, BF.MEXISTS, CF.MEXISTS, BF.INSERT: the batch calls over
+ * argv[first..], in chunks. */
+static void many_from(struct registry *reg, const struct request *req, struct reply *out, int type, int add,
+		      int first)
 {
 	shmf_t *h = typed_handle(reg, req, 1, type, out);
 	if (h == NULL)
 		return;
-	size_t n = (size_t)req->argc - 2;
+	size_t n = (size_t)(req->argc - first);
 	uint8_t *res = malloc(n);
 	if (res == NULL) {
 		reply_error(out, "ERR out of memory for %zu items", n);
@@ -239,8 +241,8 @@ static void many(struct registry *reg, const struct request *req, struct reply *
 	for (size_t done = 0; done < n;) {
 		size_t m = n - done < BATCH ? n - done : BATCH;
 		for (size_t i = 0; i < m; i++) {
-			keys[i].ptr = req->argv[2 + done + i];
-			keys[i].len = req->lens[2 + done + i];
+			keys[i].ptr = req->argv[(size_t)first + done + i];
+			keys[i].len = req->lens[(size_t)first + done + i];
 		}
 		int rc = add ? shmf_add_many(h, keys, m, res + done) : shmf_check_many(h, keys, m, res + done);
 		if (rc < 0) {
@@ -257,6 +259,11 @@ static void many(struct registry *reg, const struct request *req, struct reply *
 	for (size_t i = 0; i < n; i++)
 		reply_int(out, res[i]);
 	free(res);
+}
+
+static void many(struct registry *reg, const struct request *req, struct reply *out, int type, int add)
+{
+	many_from(reg, req, out, type, add, 2);
 }
 
 static void cmd_madd(struct registry *reg, const struct request *req, struct reply *out)
@@ -703,6 +710,96 @@ static void cmd_restore(struct registry *reg, const struct request *req, struct 
 	replace(reg, req, out, REGISTRY_RESTORE);
 }
 
+/* ---- Verbs added for RedisBloom clients over TCP (issue 8) ------------- */
+
+/*
+ * BF.INSERT key [CAPACITY c] [ERROR rate] [NOCREATE] [NONSCALING] [MODE octal]
+ * ITEMS item...: BF.RESERVE (unless the filter exists, or NOCREATE) and
+ * BF.MADD in one request, as in RedisBloom. A filter it creates gets
+ * CF.INSERT's defaults (1,000,000 keys, 0.01) unless CAPACITY or ERROR
+ * say otherwise; on an existing filter they are ignored, as RedisBloom
+ * ignores them. EXPANSION is refused (filters never grow), and so is
+ * NOCREATE with CAPACITY or ERROR, which RedisBloom documents as an error.
+ * Every option is checked before anything is created or added.
+ */
+static void cmd_bf_insert(struct registry *reg, const struct request *req, struct reply *out)
+{
+	struct filter_spec spec;
+	int nocreate = 0, sized = 0, items = -1;
+	if (valid_name(req, 1, out) < 0)
+		return;
+	spec_defaults(&spec, req->argv[1]);
+	for (int i = 2; i < req->argc && items < 0; i++) {
+		const char *opt = req->argv[i];
+		const char *val = i + 1 < req->argc ? req->argv[i + 1] : NULL;
+		if (!strcasecmp(opt, "ITEMS")) {
+			items = i + 1;
+		} else if (!strcasecmp(opt, "NOCREATE")) {
+			nocreate = 1;
+		} else if (!strcasecmp(opt, "NONSCALING")) {
+			continue; /* the only behaviour */
+		} else if (!strcasecmp(opt, "EXPANSION")) {
+			reply_error(out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
+					 "size the filter for its whole lifetime (NONSCALING is the only behaviour)");
+			return;
+		} else if (val == NULL) {
+			reply_error(out, "ERR option '%.*s' needs a value, or is unknown "
+					 "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)", 40, opt);
+			return;
+		} else if (!strcasecmp(opt, "CAPACITY")) {
+			if (spec_parse_capacity(val, &spec.capacity) < 0) {
+				reply_error(out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40, val);
+				return;
+			}
+			sized = 1;
+			i++;
+		} else if (!strcasecmp(opt, "ERROR")) {
+			if (spec_parse_fpr(val, &spec.fpr) < 0) {
+				reply_error(out, "ERR bad ERROR '%.*s': must be a number in (0, 1)", 40, val);
+				return;
+			}
+			sized = 1;
+			i++;
+		} else if (!strcasecmp(opt, "MODE")) {
+			if (spec_parse_mode(val, 02, &spec.mode) < 0) {
+				reply_error(out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit",
+					    40, val);
+				return;
+			}
+			i++;
+		} else {
+			reply_error(out, "ERR unknown option '%.*s' for 'bf.insert' "
+					 "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)", 40, opt);
+			return;
+		}
+	}
+	if (items < 0 || items >= req->argc) {
+		reply_error(out, "ERR ITEMS and at least one item are required");
+		return;
+	}
+	if (nocreate && sized) {
+		reply_error(out, "ERR NOCREATE cannot be combined with CAPACITY or ERROR (they size a filter to create)");
+		return;
+	}
+	if (registry_find(reg, req->argv[1]) < 0) {
+		if (nocreate) {
+			reply_error(out, "ERR not found");
+			return;
+		}
+		if (cf_create(reg, &spec, out) < 0)
+			return;
+	}
+	many_from(reg, req, out, SHMF_TYPE_BLOOM, 1, items);
+}
+
+/* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters.
+ * A shmfilter cuckoo filter is one table, with nothing to compact. */
+static void cmd_cf_compact(struct registry *reg, const struct request *req, struct reply *out)
+{
+	if (typed_handle(reg, req, 1, SHMF_TYPE_CUCKOO, out) != NULL)
+		reply_status(out, "OK");
+}
+
 static const struct command commands[] = {
 	{ "PING", 1, 2, cmd_ping },
 	{ "BF.RESERVE", 4, -1, cmd_reserve },
@@ -712,6 +809,7 @@ static const struct command commands[] = {
 	{ "BF.MEXISTS", 3, -1, cmd_mexists },
 	{ "BF.INFO", 2, 3, cmd_bf_info },
 	{ "BF.CARD", 2, 2, cmd_card },
+	{ "BF.INSERT", 4, -1, cmd_bf_insert },
 	{ "CF.RESERVE", 3, -1, cmd_cf_reserve },
 	{ "CF.ADD", 3, 3, cmd_cf_add },
 	{ "CF.ADDNX", 3, 3, cmd_cf_addnx },
@@ -722,6 +820,7 @@ static const struct command commands[] = {
 	{ "CF.DEL", 3, 3, cmd_cf_del },
 	{ "CF.COUNT", 3, 3, cmd_cf_count },
 	{ "CF.INFO", 2, 2, cmd_cf_info },
+	{ "CF.COMPACT", 2, 2, cmd_cf_compact },
 	{ "SHMF.ADDCAPPED", 4, 4, cmd_addcapped },
 	{ "SHMF.LIST", 1, 1, cmd_list },
 	{ "SHMF.INFO", 2, 2, cmd_shmf_info },
@@ -755,4 +854,13 @@ void commands_dispatch(struct registry *reg, const struct request *req, struct r
 		return;
 	}
 	reply_error(out, "ERR unknown command '%.*s'", 64, verb);
+}
+
+const char *commands_verb(size_t i, int *min_args, int *max_args)
+{
+	if (i >= sizeof(commands) / sizeof(commands[0]))
+		return NULL;
+	*min_args = commands[i].min_args;
+	*max_args = commands[i].max_args;
+	return commands[i].name;
 }

@@ -27,4 +27,11 @@ struct request {
  */
 void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out);
 
+/**
+ * The verbs commands_dispatch() serves, for COMMAND: entry @p i's name and
+ * its argument counts (the verb included; max -1 for no limit), or NULL
+ * past the end.
+ */
+const char *commands_verb(size_t i, int *min_args, int *max_args);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "cuckoo.h"
+#include "request.h"
 #include "rundir.h"
 #include "spec.h"
 
@@ -122,6 +123,69 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 	return 1;
 }
 
+/* Bytes: decimal digits, then nothing, b, k, kb, kib, m, mb or mib (any
+ * case; k and m are binary, 1024 and 1048576). 0 or -1. */
+static int parse_size(const char *v, uint64_t *out)
+{
+	uint64_t n = 0;
+	const char *p = v;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	uint64_t unit;
+	if (*p == '\0' || !strcasecmp(p, "b"))
+		unit = 1;
+	else if (!strcasecmp(p, "k") || !strcasecmp(p, "kb") || !strcasecmp(p, "kib"))
+		unit = 1024;
+	else if (!strcasecmp(p, "m") || !strcasecmp(p, "mb") || !strcasecmp(p, "mib"))
+		unit = 1024 * 1024;
+	else
+		return -1;
+	if (n > UINT64_MAX / unit)
+		return -1;
+	*out = n * unit;
+	return 0;
+}
+
+static int tcp_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct tcp_config *t = &ps->c->tcp;
+	if (!strcmp(name, "enabled")) {
+		if (parse_bool(value, &t->enabled) < 0)
+			return bad(ps, "enabled '%s': expected yes or no", value);
+	} else if (!strcmp(name, "bind")) {
+		if (value[0] == '\0' || strlen(value) >= sizeof(t->bind) || strpbrk(value, " \t") != NULL)
+			return bad(ps, "bind '%s': one address, such as 127.0.0.1, ::1 or 0.0.0.0", value);
+		snprintf(t->bind, sizeof(t->bind), "%s", value);
+	} else if (!strcmp(name, "port")) {
+		uint64_t port;
+		if (spec_parse_capacity(value, &port) < 0 || port > 65535)
+			return bad(ps, "port '%s': an integer from 1 to 65535", value);
+		t->port = (int)port;
+	} else if (!strcmp(name, "requirepass")) {
+		if (strlen(value) > TCP_PASSWORD_MAX)
+			return bad(ps, "requirepass: longer than %d bytes", TCP_PASSWORD_MAX);
+		snprintf(t->requirepass, sizeof(t->requirepass), "%s", value);
+	} else if (!strcmp(name, "maxclients")) {
+		uint64_t n;
+		if (spec_parse_capacity(value, &n) < 0 || n > TCP_MAXCLIENTS_LIMIT)
+			return bad(ps, "maxclients '%s': an integer from 1 to %d", value, TCP_MAXCLIENTS_LIMIT);
+		t->maxclients = (unsigned)n;
+	} else if (!strcmp(name, "max_request")) {
+		uint64_t n;
+		if (parse_size(value, &n) < 0 || n < TCP_MAX_REQUEST_MIN || n > REQUEST_MAX_BYTES)
+			return bad(ps, "max_request '%s': bytes from 1k to 64m (a number, or with k, kb, m or mb)", value);
+		t->max_request = (size_t)n;
+	} else {
+		return bad(ps, "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, max_request)", name);
+	}
+	return 1;
+}
+
 static int filter_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct filter_spec *f = ps->cur;
@@ -184,6 +248,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	}
 	if (ps->cur != NULL)
 		return filter_key(ps, name, value);
+	if (!strcmp(section, "tcp"))
+		return tcp_key(ps, name, value);
 	return instance_key(ps, name, value);
 }
 
@@ -211,7 +277,7 @@ static int declare_sections(struct parse_state *ps, const char *text)
 				if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
 					return bad(ps, "too many filters (at most %u)", CONFIG_FILTERS_MAX);
 				spec_defaults(&ps->c->filters[ps->c->nfilters++], fname);
-			} else if (strcmp(section, "instance") != 0) {
+			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0) {
 				return bad(ps, "unknown section [%s]", section);
 			}
 		}
@@ -230,6 +296,10 @@ static void config_defaults(struct config *c)
 	c->gid = (gid_t)-1;
 	c->remove_on_exit = 0;
 	c->huge_pages = 1;
+	snprintf(c->tcp.bind, sizeof(c->tcp.bind), "127.0.0.1");
+	c->tcp.port = TCP_DEFAULT_PORT;
+	c->tcp.maxclients = TCP_DEFAULT_MAXCLIENTS;
+	c->tcp.max_request = REQUEST_MAX_BYTES;
 }
 
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)

@@ -25,6 +25,14 @@
  *
  * A filter with snapshots that is missing at start (a reboot emptied the
  * runtime directory) is restored from its newest valid snapshot.
+ *
+ *   [tcp]                   ; the optional TCP listener (docs/protocol.md)
+ *   enabled = no            ; off unless set
+ *   bind = 127.0.0.1        ; one address (IPv4 or IPv6 literal, or a host name)
+ *   port = 6379
+ *   requirepass =           ; clients must AUTH with it first (empty: no password)
+ *   maxclients = 1024       ; TCP connections at once (the unix socket has its own 1024)
+ *   max_request = 64m       ; bytes in one request: a number, or with k/kb/m/mb (KiB, MiB)
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
@@ -34,6 +42,21 @@
 #include "registry.h"
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
+
+#define TCP_DEFAULT_PORT 6379
+#define TCP_DEFAULT_MAXCLIENTS 1024
+#define TCP_MAXCLIENTS_LIMIT 65536
+#define TCP_MAX_REQUEST_MIN 1024u          /* a request smaller than this could not carry AUTH */
+#define TCP_PASSWORD_MAX 512
+
+struct tcp_config {
+	int enabled;
+	char bind[256];
+	int port;
+	char requirepass[TCP_PASSWORD_MAX + 1]; /* "": no password */
+	unsigned maxclients;
+	size_t max_request;                      /* bytes, TCP_MAX_REQUEST_MIN..REQUEST_MAX_BYTES */
+};
 
 struct config {
 	char instance[SHMF_NAME_MAX + 1];
@@ -45,6 +68,7 @@ struct config {
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
+	struct tcp_config tcp;
 };
 
 /** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */

@@ -24,6 +24,7 @@
 #include "registry.h"
 #include "rundir.h"
 #include "server.h"
+#include "tcp.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -143,13 +144,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "shmd: pidfile %s: %s\n", pid_path, strerror(errno));
 		return 1;
 	}
-	/* Room for SERVER_MAX_CLIENTS connections plus our own files. */
+	/* Room for every client the listeners admit, those being turned
+	 * away, and our own files. */
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < SERVER_MAX_CLIENTS + 64) {
-		rl.rlim_cur = rl.rlim_max < SERVER_MAX_CLIENTS + 64 ? rl.rlim_max : SERVER_MAX_CLIENTS + 64;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < SERVER_MAX_CLIENTS + 64)
-			log_msg(LOG_WARNING, "open-file limit %lu: fewer than %d clients can connect at once",
-				(unsigned long)rl.rlim_cur, SERVER_MAX_CLIENTS);
+	rlim_t want = SERVER_MAX_CLIENTS + SERVER_MAX_REFUSING + 64 + (cfg.tcp.enabled ? cfg.tcp.maxclients : 0);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+			log_msg(LOG_WARNING, "open-file limit %lu: fewer clients than configured can connect at once",
+				(unsigned long)rl.rlim_cur);
 	}
 
 	struct sigaction sa = { .sa_handler = on_stop };
@@ -179,10 +182,28 @@ int main(int argc, char **argv)
 		pidfile_remove(pfh);
 		return 1;
 	}
+	char tcp_name[128] = "";
+	int tcp_fd = -1;
+	if (cfg.tcp.enabled) {
+		tcp_fd = tcp_listen(cfg.tcp.bind, cfg.tcp.port, tcp_name, sizeof(tcp_name), err, sizeof(err));
+		if (tcp_fd < 0) {
+			fprintf(stderr, "shmd: %s\n", err);
+			close(listen_fd);
+			unlink(sock_path);
+			registry_close(&reg, 0);
+			pidfile_remove(pfh);
+			return 1;
+		}
+		if (!tcp_is_loopback(tcp_fd) && cfg.tcp.requirepass[0] == '\0')
+			log_msg(LOG_WARNING, "tcp listener %s is reachable beyond this host and has no requirepass: "
+					     "whoever reaches it may add to, create and drop filters", tcp_name);
+	}
 	if (!foreground) {
 		if (daemon(0, 0) < 0) {
 			fprintf(stderr, "shmd: cannot daemonize: %s\n", strerror(errno));
 			close(listen_fd);
+			if (tcp_fd >= 0)
+				close(tcp_fd);
 			unlink(sock_path);
 			registry_close(&reg, 0);
 			pidfile_remove(pfh);
@@ -197,7 +218,12 @@ int main(int argc, char **argv)
 
 	struct periodic periodic;
 	periodic_init(&periodic, &cfg, (uint64_t)time(NULL));
-	rc = server_run(&reg, listen_fd, sock_path, &stop_requested, on_tick, &periodic);
+	struct server_opts so = {
+		.unix_fd = listen_fd, .unix_path = sock_path, .tcp_fd = tcp_fd, .tcp_name = tcp_name,
+		.tcp_port = cfg.tcp.port, .requirepass = cfg.tcp.requirepass, .tcp_maxclients = cfg.tcp.maxclients,
+		.tcp_max_request = cfg.tcp.max_request,
+	};
+	rc = server_run(&reg, &so, &stop_requested, on_tick, &periodic);
 	periodic_final(&periodic, &reg);
 	log_msg(LOG_INFO, "shutting down%s", cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
 	registry_close(&reg, cfg.remove_on_exit);

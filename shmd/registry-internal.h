@@ -10,9 +10,11 @@
 #include "registry.h"
 
 /* Create generation @p gen's data file for @p spec, shaped @p p, with hash
- * seed @p seed: allocated, header written, not yet named by any slot. */
+ * seed @p seed: allocated, header written, not yet named by any slot.
+ * @p fill_later: the caller writes every payload byte through the file
+ * (a restore), so only the header and counter pages are allocated here. */
 int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
-			 uint64_t gen, uint64_t seed, char *err, size_t errlen);
+			 uint64_t gen, uint64_t seed, int fill_later, char *err, size_t errlen);
 
 /* The live generations of a filter, newest first. */
 struct live_ring {

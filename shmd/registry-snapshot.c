@@ -230,7 +230,7 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	}
 	struct live_ring made = { 0 };
 	for (unsigned i = 0; i < n && rc == 0; i++) {
-		if ((rc = registry_data_create(r, &spec, &g, ring.gen[i], h->seed, err, errlen)) < 0)
+		if ((rc = registry_data_create(r, &spec, &g, ring.gen[i], h->seed, 1, err, errlen)) < 0)
 			break;
 		made.gen[made.n++] = ring.gen[i];
 		struct shmf_slot copy = { .type = h->type, .k = g.k, .capacity = h->capacity, .fpr_bits = h->fpr_bits,

@@ -256,7 +256,7 @@ int registry_find(struct registry *r, const char *name)
 
 /* Create and fill the data segment of one generation. */
 int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
-		       uint64_t gen, uint64_t seed, char *err, size_t errlen)
+			 uint64_t gen, uint64_t seed, int fill_later, char *err, size_t errlen)
 {
 	char fname[128];
 	struct shmf_data_header h = { 0 };
@@ -271,8 +271,11 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a
-	 * SIGBUS in a worker later. */
-	rc = posix_fallocate(fd, 0, (off_t)p->data_bytes);
+	 * SIGBUS in a worker later. A restore writes every payload byte
+	 * itself (and allocates the pages as it goes), so it allocates only
+	 * the header and counter pages here: one pass over the memory, not two. */
+	off_t alloc = fill_later ? (off_t)SHMF_DATA_BLOCKS_OFF : (off_t)p->data_bytes;
+	rc = ftruncate(fd, (off_t)p->data_bytes) < 0 ? errno : posix_fallocate(fd, 0, alloc);
 	if (rc != 0) {
 		rc = errmsg(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
 			  p->data_bytes, r->dir_path, strerror(rc));
@@ -391,7 +394,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 
 	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
 	arc4random_buf(&seed, sizeof(seed));
-	if ((rc = registry_data_create(r, spec, &p, gen, seed, err, errlen)) < 0)
+	if ((rc = registry_data_create(r, spec, &p, gen, seed, 0, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
 	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } };
@@ -560,7 +563,7 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
 	registry_spec_of(r, &copy, &spec, &g);
 	g.max_kicks = kicks;
 	uint64_t gen = r->ctl.hdr->last_generation + 1, now = (uint64_t)time(NULL);
-	if ((rc = registry_data_create(r, &spec, &g, gen, seed, err, errlen)) < 0)
+	if ((rc = registry_data_create(r, &spec, &g, gen, seed, 0, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
 	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { now } }, retired = { 0 };

@@ -7,6 +7,7 @@
  */
 #include <hiredis/read.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,18 @@ enum guard_state {
 	G_LF,     /* expecting the LF after a bulk string */
 };
 
-/* What hiredis builds: one request's arguments. */
+/* What hiredis builds: one request's arguments, in one allocation with
+ * room for the arguments themselves when they are small (a check's verb,
+ * filter name and key), so that a request costs one malloc, not one per
+ * argument and two for the vectors. */
+#define REQOBJ_POOL 256
+
 struct reqobj {
 	int argc;
 	char **argv;
 	size_t *lens;
+	char *pool;          /* small arguments, copied here */
+	size_t pool_used;
 };
 
 struct request_reader {
@@ -37,8 +45,15 @@ struct request_reader {
 	size_t body_left;
 	size_t req_bytes;
 	int failed;
-	char err[160];
+	int stop_at_end;  /* guard(): stop after the request that completes */
+	int request_done; /* guard() stopped there */
+	char err[200];
+	struct request_limits lim;
 	struct reqobj *cur;
+};
+
+const struct request_limits request_limits_max = {
+	.max_bytes = REQUEST_MAX_BYTES, .max_args = REQUEST_MAX_ARGS, .max_arg = REQUEST_MAX_ARG, .why = "",
 };
 
 static void reqobj_free(void *p)
@@ -47,9 +62,8 @@ static void reqobj_free(void *p)
 	if (o == NULL)
 		return;
 	for (int i = 0; i < o->argc; i++)
-		free(o->argv[i]);
-	free(o->argv);
-	free(o->lens);
+		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool (NULL: free() ignores it) */
+			free(o->argv[i]);
 	free(o);
 }
 
@@ -58,16 +72,17 @@ static void *create_array(const redisReadTask *task, int elements)
 	/* The guard admits only top-level arrays of 1..REQUEST_MAX_ARGS. */
 	if (task->parent != NULL || elements < 1 || (unsigned)elements > REQUEST_MAX_ARGS)
 		return NULL;
-	struct reqobj *o = calloc(1, sizeof(*o));
+	size_t n = (size_t)elements;
+	struct reqobj *o = malloc(sizeof(*o) + n * (sizeof(*o->argv) + sizeof(*o->lens)) + REQOBJ_POOL);
 	if (o == NULL)
 		return NULL;
-	o->argv = calloc((size_t)elements, sizeof(*o->argv));
-	o->lens = calloc((size_t)elements, sizeof(*o->lens));
-	if (o->argv == NULL || o->lens == NULL) {
-		reqobj_free(o);
-		return NULL;
-	}
 	o->argc = elements;
+	o->argv = (char **)(o + 1);
+	o->lens = (size_t *)(o->argv + n);
+	o->pool = (char *)(o->lens + n);
+	o->pool_used = 0;
+	memset(o->argv, 0, n * sizeof(*o->argv));
+	memset(o->lens, 0, n * sizeof(*o->lens));
 	return o;
 }
 
@@ -78,9 +93,13 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
 	struct reqobj *o = task->parent->obj;
 	if (o == NULL || task->idx < 0 || task->idx >= o->argc)
 		return NULL;
-	char *copy = malloc(len + 1);
-	if (copy == NULL)
+	char *copy;
+	if (len < REQOBJ_POOL - o->pool_used) {
+		copy = o->pool + o->pool_used;
+		o->pool_used += len + 1;
+	} else if ((copy = malloc(len + 1)) == NULL) {
 		return NULL;
+	}
 	memcpy(copy, str, len);
 	copy[len] = '\0';
 	o->argv[task->idx] = copy;
@@ -120,7 +139,21 @@ struct request_reader *request_reader_new(void)
 		free(rr);
 		return NULL;
 	}
+	rr->lim = request_limits_max;
 	return rr;
+}
+
+void request_reader_set_limits(struct request_reader *rr, const struct request_limits *l)
+{
+	rr->lim = *l;
+	if (rr->lim.max_bytes == 0 || rr->lim.max_bytes > REQUEST_MAX_BYTES)
+		rr->lim.max_bytes = REQUEST_MAX_BYTES;
+	if (rr->lim.max_args == 0 || rr->lim.max_args > REQUEST_MAX_ARGS)
+		rr->lim.max_args = REQUEST_MAX_ARGS;
+	if (rr->lim.max_arg > REQUEST_MAX_ARG)
+		rr->lim.max_arg = REQUEST_MAX_ARG;
+	if (rr->lim.why == NULL)
+		rr->lim.why = "";
 }
 
 void request_reader_free(struct request_reader *rr)
@@ -151,6 +184,18 @@ static const char *show(unsigned char c, char buf[8])
 	return buf;
 }
 
+/* A size for people: "64 MiB", "16 KiB", or "1000 bytes". */
+static const char *size_text(size_t n, char buf[32])
+{
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(buf, 32, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, 32, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, 32, "%zu bytes", n);
+	return buf;
+}
+
 /* Parse the digits of a header line "<type><digits>\r"; -1 if malformed. */
 static long parse_header(const char *line, size_t len)
 {
@@ -169,14 +214,16 @@ static long parse_header(const char *line, size_t len)
 static int header_done(struct request_reader *rr)
 {
 	long v = parse_header(rr->line, rr->line_len);
+	char size[32];
 	rr->line_len = 0;
 	if (rr->st == G_ARRAY) {
 		if (v < 1) {
 			fail(rr, "Protocol error: invalid multibulk length");
 			return -1;
 		}
-		if ((unsigned long)v > REQUEST_MAX_ARGS) {
-			fail(rr, "Protocol error: %lu arguments, more than %u in one request", (unsigned long)v, REQUEST_MAX_ARGS);
+		if ((unsigned long)v > rr->lim.max_args) {
+			fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s", (unsigned long)v,
+			     rr->lim.max_args, rr->lim.why);
 			return -1;
 		}
 		rr->args_left = (unsigned long)v;
@@ -187,8 +234,15 @@ static int header_done(struct request_reader *rr)
 		fail(rr, "Protocol error: invalid bulk length");
 		return -1;
 	}
-	if ((unsigned long)v > REQUEST_MAX_ARG) {
-		fail(rr, "Protocol error: argument of %lu bytes, larger than %u MiB", (unsigned long)v, REQUEST_MAX_ARG >> 20);
+	if ((unsigned long)v > rr->lim.max_arg) {
+		fail(rr, "Protocol error: argument of %lu bytes, larger than %s%s", (unsigned long)v,
+		     size_text(rr->lim.max_arg, size), rr->lim.why);
+		return -1;
+	}
+	/* Refuse a request that cannot fit at its header, not after its bytes
+	 * arrived: the client learns at once, and nothing is buffered for it. */
+	if (rr->req_bytes + 1 + (size_t)v + 2 > rr->lim.max_bytes) { /* this LF, the bytes, CR LF */
+		fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
 		return -1;
 	}
 	rr->body_left = (size_t)v;
@@ -196,15 +250,27 @@ static int header_done(struct request_reader *rr)
 	return 0;
 }
 
-/* Walk @p n bytes; returns how many are acceptable (all of them unless the
- * guard failed, in which case the rest must not reach the reader). */
+/* A CR or LF where a request would start: an empty line, which carries
+ * no request and is skipped, as Redis skips an empty inline command
+ * (redis-cli --pipe sends one before its closing ECHO). */
+static int blank(const struct request_reader *rr, unsigned char c)
+{
+	return rr->st == G_ARRAY && rr->line_len == 0 && (c == '\r' || c == '\n');
+}
+
+/* Walk @p n bytes; returns how many are acceptable: all of them, or fewer
+ * when the guard failed (the rest must not reach the reader), stopped
+ * after a request (stop_at_end), or met a blank byte (not for hiredis). */
 static size_t guard(struct request_reader *rr, const char *p, size_t n)
 {
 	size_t i = 0;
 	char b[8];
+	rr->request_done = 0;
 	while (i < n) {
 		size_t step = 1;
 		unsigned char c = (unsigned char)p[i];
+		if (blank(rr, c))
+			return i;
 		switch (rr->st) {
 		case G_ARRAY:
 		case G_BULK:
@@ -215,6 +281,22 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 				else
 					fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
 				return i;
+			}
+			if (rr->line_len == 0) {
+				/* The whole line in this buffer (as it nearly always
+				 * is): take it in one step rather than byte by byte. */
+				size_t window = n - i < sizeof(rr->line) + 1 ? n - i : sizeof(rr->line) + 1;
+				const char *nl = memchr(p + i, '\n', window);
+				if (nl != NULL) {
+					size_t ll = (size_t)(nl - (p + i));
+					memcpy(rr->line, p + i, ll);
+					rr->line_len = ll;
+					rr->req_bytes += ll;
+					i += ll; /* at the LF, which the step below counts */
+					if (header_done(rr) < 0)
+						return i;
+					break;
+				}
 			}
 			if (c == '\n') {
 				if (header_done(rr) < 0)
@@ -246,13 +328,18 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 				rr->st = G_ARRAY;
 				rr->req_bytes = 0;
 				i += step;
+				if (rr->stop_at_end) {
+					rr->request_done = 1;
+					return i;
+				}
 				continue;
 			}
 			break;
 		}
 		rr->req_bytes += step;
-		if (rr->req_bytes > REQUEST_MAX_BYTES) {
-			fail(rr, "Protocol error: request larger than %u MiB", REQUEST_MAX_BYTES >> 20);
+		if (rr->req_bytes > rr->lim.max_bytes) {
+			char size[32];
+			fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
 			return i;
 		}
 		i += step;
@@ -260,16 +347,38 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 	return i;
 }
 
+/* Guard and hand to hiredis what the guard accepts, skipping blank bytes
+ * between requests; *used: bytes taken. */
+static int feed(struct request_reader *rr, const char *buf, size_t len, size_t *used)
+{
+	size_t off = 0;
+	while (off < len && !rr->failed) {
+		size_t ok = guard(rr, buf + off, len - off);
+		if (ok > 0 && redisReaderFeed(rr->reader, buf + off, ok) != REDIS_OK) {
+			rr->failed = 1;
+			snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
+		}
+		off += ok;
+		if (rr->failed || rr->request_done)
+			break;
+		while (off < len && blank(rr, (unsigned char)buf[off]))
+			off++;
+	}
+	*used = rr->failed ? len : off;
+	return rr->failed ? -1 : 0;
+}
+
 int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
 {
-	if (rr->failed)
-		return -1;
-	size_t ok = guard(rr, buf, len);
-	if (ok > 0 && redisReaderFeed(rr->reader, buf, ok) != REDIS_OK) {
-		rr->failed = 1;
-		snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
-	}
-	return rr->failed ? -1 : 0;
+	size_t used;
+	rr->stop_at_end = 0;
+	return feed(rr, buf, len, &used);
+}
+
+int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t len, size_t *used)
+{
+	rr->stop_at_end = 1;
+	return feed(rr, buf, len, used);
 }
 
 int request_reader_next(struct request_reader *rr, struct request *req)

@@ -20,10 +20,30 @@
 #define REQUEST_MAX_ARGS  (1u << 20)
 #define REQUEST_MAX_ARG   (16u << 20)
 
+/* What one request may hold. A reader starts with the largest limits
+ * (the constants above); a connection may narrow them, for instance before
+ * a TCP client has authenticated. */
+struct request_limits {
+	size_t max_bytes;        /* the whole request, headers included: 1..REQUEST_MAX_BYTES */
+	unsigned long max_args;  /* 1..REQUEST_MAX_ARGS */
+	size_t max_arg;          /* one argument's bytes: 0..REQUEST_MAX_ARG */
+	const char *why;         /* appended to the error, such as " before AUTH" ("" or NULL: nothing) */
+};
+
+/** The largest limits: 64 MiB, 1,048,576 arguments, 16 MiB an argument. */
+extern const struct request_limits request_limits_max;
+
 struct request_reader;
 
 /** A reader for one connection, or NULL when out of memory. */
 struct request_reader *request_reader_new(void);
+
+/**
+ * Apply @p l from the next request on (values above the constants are
+ * lowered to them). Call it between requests: after request_reader_next()
+ * handed out a request and before more bytes are fed.
+ */
+void request_reader_set_limits(struct request_reader *rr, const struct request_limits *l);
 
 /** Free the reader and the last request it handed out. NULL is ignored. */
 void request_reader_free(struct request_reader *rr);
@@ -34,6 +54,16 @@ void request_reader_free(struct request_reader *rr);
  * @return 0, or -1 once the stream has a protocol error (see request_reader_error()).
  */
 int request_reader_feed(struct request_reader *rr, const char *buf, size_t len);
+
+/**
+ * Like request_reader_feed(), but stop after the first request that
+ * completes in @p buf, so that the caller can execute it (and change the
+ * limits, say after AUTH) before the next one is read: every byte is
+ * judged by the limits in force for its own request. *used says how many
+ * bytes were taken; feed the rest afterwards.
+ * @return 0, or -1 once the stream has a protocol error.
+ */
+int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t len, size_t *used);
 
 /**
  * The next complete request. @p req stays valid until the next call or

@@ -1,15 +1,30 @@
 /*
- * server.c - the control socket's poll loop (see server.h).
+ * server.c - the event loop (see server.h): one epoll set holding the unix
+ * socket, the TCP listener and every connection.
+ *
+ * A connection reads up to 1 MiB a turn, executes each request as soon as
+ * it is complete (one at a time, so that AUTH changes the limits for the
+ * very next request), and writes the replies of the turn at once: a
+ * pipeline of N requests costs one read and one write, not N.
+ *
+ * Closing after an error: the error reply is sent, then our side is shut
+ * down (the peer reads the reply and end-of-file) and what the peer still
+ * sends is read and discarded, for at most DRAIN_MS and DRAIN_BYTES,
+ * before the socket is closed. Closing at once would make TCP answer the
+ * peer's unread bytes with a reset, which can destroy the error reply
+ * before the client reads it; a client still writing an oversized request
+ * would see "connection reset" and never the reason.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -17,19 +32,75 @@
 #include "reply.h"
 #include "request.h"
 #include "server.h"
+#include "session.h"
+#include "tcp.h"
 
 /* Stop reading from a client whose replies pile up unread beyond this. */
 #define OUTPUT_HIGH_WATER (64u << 20)
 /* Bytes read from one client per turn, so that one cannot starve others. */
 #define READ_PER_TURN (1u << 20)
+/* After an error reply: input discarded before closing, at most. */
+#define DRAIN_BYTES (64u << 20)
+#define DRAIN_MS 2000
+#define EVENTS_PER_WAIT 256
+/* Redis' words exactly: redis-py, for one, turns this text (and only
+ * this) into a ConnectionError rather than a command's error. The limit
+ * itself is in INFO (maxclients) and the configuration. */
+#define MAXCLIENTS_ERROR "ERR max number of clients reached"
+
+/* Before AUTH a TCP client may send only small requests, as Redis allows
+ * an unauthenticated client (since 6.2.6, CVE-2021-32675): enough for
+ * AUTH, HELLO with AUTH and SETNAME, and QUIT, and no way to make the
+ * daemon buffer megabytes for a stranger. */
+static const struct request_limits preauth_limits = {
+	.max_bytes = 64u << 10, .max_args = 10, .max_arg = 16u << 10, .why = " before AUTH",
+};
+
+/* An epoll event points at a listener or a connection. */
+struct listener {
+	int fd;         /* -1: none */
+	int kind;       /* SESSION_UNIX or SESSION_TCP */
+};
+
+enum conn_state {
+	C_OPEN,      /* reading and answering requests */
+	C_CLOSING,   /* the last reply is queued (an error, QUIT, a limit): send it, then drain */
+	C_DRAINING,  /* sent and our side shut down; the peer's bytes are discarded until it closes */
+};
 
 struct conn {
 	int fd;
-	int closing;  /* protocol error: flush the error reply, then close */
+	enum conn_state state;
+	int eof;        /* the peer closed its side: close once the replies are sent */
+	int counted;    /* counts against its listener's clients (not a turned-away one) */
+	uint32_t events;/* epoll interest registered now */
+	uint64_t drain_deadline; /* ms, CLOCK_MONOTONIC */
+	size_t drain_left;
 	struct request_reader *rr;
 	struct reply out;
-	struct fscred peer; /* the client's uid and gid, for the files it names */
+	struct session sess;
+	struct conn *prev, *next;
 };
+
+struct server {
+	struct registry *reg;
+	int ep;
+	struct listener lis[2];       /* by SESSION_UNIX / SESSION_TCP */
+	struct request_limits limits[2]; /* once authenticated, by kind */
+	struct conn *conns;           /* every connection, newest first */
+	unsigned refusing;            /* turned-away connections still open */
+	uint64_t next_id;
+	struct server_view view;
+};
+
+static char scratch[64 * 1024];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen)
 {
@@ -73,13 +144,43 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	return fd;
 }
 
-static void conn_close(struct conn *c)
+/* Make the epoll interest match what the connection waits for. */
+static void conn_watch(struct server *s, struct conn *c)
 {
-	close(c->fd);
+	uint32_t ev = 0;
+	size_t pending = reply_pending(&c->out);
+	if (c->state == C_OPEN && !c->eof && pending <= OUTPUT_HIGH_WATER)
+		ev |= EPOLLIN;
+	if (c->state == C_DRAINING)
+		ev |= EPOLLIN;
+	if (pending > 0 && c->state != C_DRAINING)
+		ev |= EPOLLOUT;
+	if (ev == c->events)
+		return;
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+	if (epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+	else
+		log_msg(LOG_WARNING, "epoll_ctl: %s", strerror(errno));
+}
+
+static void conn_free(struct server *s, struct conn *c)
+{
+	close(c->fd); /* also leaves the epoll set */
 	request_reader_free(c->rr);
 	reply_free(&c->out);
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
+	if (c->counted)
+		s->view.clients[c->sess.kind]--;
+	else
+		s->refusing--;
+	session_free(&c->sess);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
 }
 
 /* Write what is pending; -1 if the peer is gone. */
@@ -98,17 +199,43 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Read and execute what the client sent; -1 if the connection must go now. */
-static int conn_read(struct registry *reg, struct conn *c)
+/* Execute the requests in @p buf (n bytes, all of it consumed). */
+static void conn_input(struct server *s, struct conn *c, const char *buf, size_t n)
 {
-	static char buf[64 * 1024];
+	size_t off = 0;
+	while (off < n && c->state == C_OPEN) {
+		size_t used;
+		int rc = request_reader_feed_some(c->rr, buf + off, n - off, &used);
+		off += used;
+		struct request req;
+		int next = 0;
+		while (c->state == C_OPEN && (next = request_reader_next(c->rr, &req)) == 1) {
+			s->view.commands_processed++;
+			session_dispatch(&c->sess, s->reg, &req, &c->out);
+			if (c->sess.limits_changed) {
+				c->sess.limits_changed = 0;
+				request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
+			}
+			if (c->sess.quit)
+				c->state = C_CLOSING;
+		}
+		if (c->state == C_OPEN && (rc < 0 || next < 0)) {
+			reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
+			c->state = C_CLOSING;
+		}
+	}
+}
+
+/* Read and execute what the client sent; -1 if the connection must go now. */
+static int conn_read(struct server *s, struct conn *c)
+{
 	size_t total = 0;
-	while (total < READ_PER_TURN && !c->closing) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	while (total < READ_PER_TURN && c->state == C_OPEN && !c->eof) {
+		ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
 		if (n == 0) {
 			/* End of input: answer what came complete, drop a partial
 			 * request, then close. */
-			c->closing = 1;
+			c->eof = 1;
 			break;
 		}
 		if (n < 0) {
@@ -119,30 +246,115 @@ static int conn_read(struct registry *reg, struct conn *c)
 			return -1;
 		}
 		total += (size_t)n;
-		request_reader_feed(c->rr, buf, (size_t)n);
-		struct request req;
-		int rc;
-		while ((rc = request_reader_next(c->rr, &req)) == 1) {
-			req.peer = c->peer;
-			commands_dispatch(reg, &req, &c->out);
-		}
-		if (rc < 0) {
-			reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
-			c->closing = 1;
-		}
+		conn_input(s, c, scratch, (size_t)n);
 		if (c->out.oom)
 			return -1;
 		if (reply_pending(&c->out) > OUTPUT_HIGH_WATER)
 			break;
+		/* A short read almost always emptied the socket: skip the
+		 * read that would only say EAGAIN (level-triggered epoll calls
+		 * again if more is there). */
+		if ((size_t)n < sizeof(scratch))
+			break;
 	}
-	reply_compact(&c->out);
 	return 0;
 }
 
-static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
+/* Discard what a closing peer still sends; -1 once it is time to close. */
+static int conn_drain(struct conn *c)
 {
 	for (;;) {
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		if ((size_t)n >= c->drain_left)
+			return -1;
+		c->drain_left -= (size_t)n;
+	}
+}
+
+/* After reading or writing: send, close or start draining as the state
+ * says, and watch for what comes next. */
+static void conn_settle(struct server *s, struct conn *c)
+{
+	if (reply_pending(&c->out) > 0 && c->state != C_DRAINING && conn_flush(c) < 0) {
+		conn_free(s, c);
+		return;
+	}
+	reply_compact(&c->out);
+	if (reply_pending(&c->out) == 0) {
+		if (c->eof) {
+			conn_free(s, c);
+			return;
+		}
+		if (c->state == C_CLOSING) {
+			shutdown(c->fd, SHUT_WR);
+			c->state = C_DRAINING;
+			c->drain_deadline = now_ms() + DRAIN_MS;
+			c->drain_left = DRAIN_BYTES;
+		}
+	}
+	conn_watch(s, c);
+}
+
+static void conn_event(struct server *s, struct conn *c, uint32_t ev)
+{
+	if (c->state == C_DRAINING) {
+		if (conn_drain(c) < 0)
+			conn_free(s, c);
+		return;
+	}
+	if (ev & EPOLLIN) {
+		if (conn_read(s, c) < 0) {
+			conn_free(s, c);
+			return;
+		}
+	} else if (ev & (EPOLLERR | EPOLLHUP)) {
+		conn_free(s, c); /* gone while we were not reading */
+		return;
+	}
+	conn_settle(s, c);
+}
+
+static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	if (c == NULL || (c->rr = request_reader_new()) == NULL) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->counted = counted;
+	c->events = EPOLLIN;
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &e) < 0) {
+		log_msg(LOG_WARNING, "epoll_ctl: %s", strerror(errno));
+		request_reader_free(c->rr);
+		free(c);
+		return NULL;
+	}
+	session_init(&c->sess, ++s->next_id, kind, &s->view);
+	request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[kind] : &preauth_limits);
+	if (counted)
+		s->view.clients[kind]++;
+	else
+		s->refusing++;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	return c;
+}
+
+static void accept_clients(struct server *s, struct listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR)
 				continue;
@@ -150,98 +362,126 @@ static void accept_clients(int listen_fd, struct conn *conns, int *nconns)
 				log_msg(LOG_WARNING, "accept: %s", strerror(errno));
 			return;
 		}
-		if (*nconns >= SERVER_MAX_CLIENTS) {
-			static const char msg[] = "-ERR max number of clients reached (1024)\r\n";
-			ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			(void)ignored;
-			close(fd);
-			continue;
+		s->view.connections_received++;
+		int full = s->view.clients[l->kind] >= s->view.maxclients[l->kind];
+		if (full) {
+			s->view.rejected_connections++;
+			if (s->refusing >= SERVER_MAX_REFUSING) {
+				static const char msg[] = "-" MAXCLIENTS_ERROR "\r\n";
+				ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+				(void)ignored;
+				close(fd);
+				continue;
+			}
 		}
-		struct conn *c = &conns[*nconns];
-		memset(c, 0, sizeof(*c));
-		c->fd = fd;
-		struct ucred uc;
-		socklen_t ul = sizeof(uc);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
-			c->peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
-		else /* no identity: file verbs act as nobody */
-			c->peer = (struct fscred){ .set = 1, .uid = 65534, .gid = 65534 };
-		c->rr = request_reader_new();
-		if (c->rr == NULL) {
+		if (l->kind == SESSION_TCP)
+			tcp_tune(fd);
+		struct conn *c = conn_new(s, fd, l->kind, !full);
+		if (c == NULL) {
 			log_msg(LOG_WARNING, "out of memory for a new client");
 			close(fd);
 			continue;
 		}
-		(*nconns)++;
+		if (l->kind == SESSION_TCP) {
+			tcp_peer_name(fd, c->sess.addr, sizeof(c->sess.addr));
+		} else {
+			struct ucred uc;
+			socklen_t ul = sizeof(uc);
+			if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
+				c->sess.peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
+		}
+		if (full) {
+			reply_error(&c->out, "%s", MAXCLIENTS_ERROR);
+			c->state = C_CLOSING;
+			conn_settle(s, c);
+		}
 	}
 }
 
-int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop,
+/* Close the draining connections whose time is up. */
+static void sweep(struct server *s, uint64_t now)
+{
+	for (struct conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->state == C_DRAINING && now >= c->drain_deadline)
+			conn_free(s, c);
+	}
+}
+
+static int watch_listener(struct server *s, struct listener *l)
+{
+	if (l->fd < 0)
+		return 0;
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = l };
+	return epoll_ctl(s->ep, EPOLL_CTL_ADD, l->fd, &e);
+}
+
+int server_run(struct registry *reg, const struct server_opts *o, volatile sig_atomic_t *stop,
 	       void (*tick)(struct registry *reg, void *arg), void *tick_arg)
 {
-	struct conn *conns = calloc(SERVER_MAX_CLIENTS, sizeof(*conns));
-	struct pollfd *pfds = calloc(SERVER_MAX_CLIENTS + 1, sizeof(*pfds));
-	int nconns = 0;
-	if (conns == NULL || pfds == NULL) {
-		log_msg(LOG_ERR, "out of memory for the client table");
-		free(conns);
-		free(pfds);
-		close(listen_fd);
-		unlink(path);
-		return -ENOMEM;
+	struct server s = {
+		.reg = reg,
+		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
+		.limits = { request_limits_max, request_limits_max },
+	};
+	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
+	s.view = (struct server_view){
+		.started = (uint64_t)time(NULL),
+		.requirepass = o->requirepass ? o->requirepass : "",
+		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
+		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
+		.maxclients = { SERVER_MAX_CLIENTS, o->tcp_maxclients },
+	};
+	int rc = 0;
+	s.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s.ep < 0 || watch_listener(&s, &s.lis[0]) < 0 || watch_listener(&s, &s.lis[1]) < 0) {
+		rc = -errno;
+		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 	}
-	log_msg(LOG_INFO, "listening on %s", path);
-	while (!*stop) {
-		pfds[0] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
-		for (int i = 0; i < nconns; i++) {
-			struct conn *c = &conns[i];
-			short ev = 0;
-			if (!c->closing && reply_pending(&c->out) <= OUTPUT_HIGH_WATER)
-				ev |= POLLIN;
-			if (reply_pending(&c->out) > 0)
-				ev |= POLLOUT;
-			pfds[i + 1] = (struct pollfd){ .fd = c->fd, .events = ev };
-		}
+	if (rc == 0) {
+		log_msg(LOG_INFO, "listening on %s", o->unix_path);
+		if (o->tcp_fd >= 0)
+			log_msg(LOG_INFO, "listening on tcp %s (%s, at most %u clients, requests up to %zu bytes)",
+				o->tcp_name, s.view.requirepass[0] ? "AUTH required" : "no password",
+				o->tcp_maxclients, s.limits[SESSION_TCP].max_bytes);
+	}
+	struct epoll_event evs[EVENTS_PER_WAIT];
+	uint64_t last_sweep = now_ms();
+	while (rc == 0 && !*stop) {
 		if (tick != NULL)
 			tick(reg, tick_arg);
-		int n = poll(pfds, (nfds_t)nconns + 1, 1000);
+		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, 1000);
 		if (n < 0) {
 			if (errno != EINTR)
-				log_msg(LOG_WARNING, "poll: %s", strerror(errno));
+				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));
 			continue;
 		}
-		int polled = nconns;
-		for (int i = 0; i < polled; i++) {
-			struct conn *c = &conns[i];
-			short re = pfds[i + 1].revents;
-			int drop = 0;
-			if (re & POLLIN)
-				drop = conn_read(reg, c) < 0;
-			else if (re & (POLLHUP | POLLERR | POLLNVAL))
-				drop = 1;
-			if (!drop && reply_pending(&c->out) > 0)
-				drop = conn_flush(c) < 0;
-			if (!drop && c->closing && reply_pending(&c->out) == 0)
-				drop = 1;
-			if (drop)
-				conn_close(c);
+		/* Connections first, listeners last, so that a connection freed
+		 * in this batch (only ever while its own event is handled) cannot
+		 * share its address with one accepted for a later event. A
+		 * listener is told by its address, never by reading through an
+		 * event's pointer, which may be a freed connection's by then. */
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1])
+				conn_event(&s, evs[i].data.ptr, evs[i].events);
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
+				accept_clients(&s, evs[i].data.ptr);
+		uint64_t now = now_ms();
+		if (now - last_sweep >= 250) {
+			sweep(&s, now);
+			last_sweep = now;
 		}
-		/* Compact the table, keeping order. */
-		int kept = 0;
-		for (int i = 0; i < nconns; i++)
-			if (conns[i].rr != NULL)
-				conns[kept++] = conns[i];
-		nconns = kept;
-		if (pfds[0].revents & POLLIN)
-			accept_clients(listen_fd, conns, &nconns);
 	}
-	for (int i = 0; i < nconns; i++) {
-		conn_flush(&conns[i]);
-		conn_close(&conns[i]);
+	while (s.conns != NULL) {
+		conn_flush(s.conns);
+		conn_free(&s, s.conns);
 	}
-	free(conns);
-	free(pfds);
-	close(listen_fd);
-	unlink(path);
-	return 0;
+	if (s.ep >= 0)
+		close(s.ep);
+	close(o->unix_fd);
+	if (o->tcp_fd >= 0)
+		close(o->tcp_fd);
+	unlink(o->unix_path);
+	return rc;
 }

@@ -1,6 +1,8 @@
 /*
- * server.h - the control socket: a unix stream socket speaking RESP (the
- * Redis protocol). See docs/protocol.md for the verbs and limits.
+ * server.h - the daemon's event loop: the control socket (a unix stream
+ * socket) and the optional TCP listener, both speaking RESP (the Redis
+ * protocol), served by one single-threaded epoll loop. See
+ * docs/protocol.md for the verbs and limits.
  */
 #ifndef SHMD_SERVER_H
 #define SHMD_SERVER_H
@@ -11,7 +13,12 @@
 
 #include "registry.h"
 
+/* Clients of the unix socket at once; the TCP listener has its own
+ * maxclients ([tcp] in the configuration). */
 #define SERVER_MAX_CLIENTS 1024
+/* Connections turned away at a limit that are kept a moment so that they
+ * read the error (see server.c); beyond this many they are closed at once. */
+#define SERVER_MAX_REFUSING 64
 
 /**
  * Create the listening socket at @p path with @p mode and group @p gid
@@ -22,18 +29,34 @@
  */
 int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen);
 
+/* What server_run() serves. */
+struct server_opts {
+	int unix_fd;               /* from server_listen() */
+	const char *unix_path;     /* unlinked at the end */
+	int tcp_fd;                /* from tcp_listen(), or -1 for none */
+	const char *tcp_name;      /* its address, "127.0.0.1:6379", for the log and INFO */
+	int tcp_port;
+	const char *requirepass;   /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned tcp_maxclients;   /* TCP connections at once */
+	size_t tcp_max_request;    /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+};
+
 /**
- * Serve requests on @p listen_fd until *stop becomes non-zero, then close
- * every connection and the listening socket, and unlink @p path.
- * Single-threaded poll loop; a slow or hostile client stalls only itself.
- * @p tick (if not NULL) runs between polls, at least once a second: the
+ * Serve requests on the listeners of @p o until *stop becomes non-zero,
+ * then close every connection and the listening sockets, and unlink the
+ * unix socket.
+ * Single-threaded epoll loop (the registry is single-threaded too); a slow
+ * or hostile client stalls only itself.
+ * @p tick (if not NULL) runs between waits, at least once a second: the
  * daemon's timed work (periodic.h).
  * A client whose replies pile up unread past 64 MiB is not read from until
- * it reads them.
- * @return 0, or -ENOMEM if the client table cannot be allocated (the
- *         listening socket is then closed and unlinked too).
+ * it reads them. A request that breaks the protocol or a limit is answered
+ * with an error, after which the connection is closed (once the client
+ * had the chance to read it).
+ * @return 0, or -errno if the loop cannot be set up (the listening
+ *         sockets are then closed and the unix socket unlinked too).
  */
-int server_run(struct registry *reg, int listen_fd, const char *path, volatile sig_atomic_t *stop,
+int server_run(struct registry *reg, const struct server_opts *o, volatile sig_atomic_t *stop,
 	       void (*tick)(struct registry *reg, void *arg), void *tick_arg);
 
 #endif

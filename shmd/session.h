@@ -1,0 +1,89 @@
+/*
+ * session.h - one client connection's state, and the verbs that act on
+ * the connection rather than on filters: AUTH, HELLO, CLIENT, SELECT,
+ * QUIT, RESET, ECHO, and COMMAND and INFO (commands-compat.c), which
+ * Redis client libraries send when they connect. Every other request goes
+ * to commands_dispatch() once the connection may run it.
+ *
+ * Who may run what: a unix-socket client is trusted as far as the
+ * socket's mode lets it connect. A TCP client must first AUTH when the
+ * [tcp] section sets requirepass (until then every verb but AUTH, HELLO
+ * with AUTH, QUIT and RESET answers -NOAUTH), and may never run the verbs
+ * that name files on the daemon's host (SHMF.SNAPSHOT, SHMF.SWAP,
+ * SHMF.RESTORE): the daemon cannot tell whose files a network peer may
+ * touch.
+ *
+ * Single-threaded, like the registry: called from the server loop only.
+ */
+#ifndef SHMD_SESSION_H
+#define SHMD_SESSION_H
+
+#include <stdint.h>
+
+#include "commands.h"
+#include "registry.h"
+#include "reply.h"
+
+/* The Redis version shmd answers to HELLO and INFO: the command set and
+ * replies of that Redis (RESP2, AUTH with a user name, HELLO, CLIENT
+ * SETINFO accepted) that client libraries look for. */
+#define COMPAT_REDIS_VERSION "7.0.0"
+
+enum { SESSION_UNIX, SESSION_TCP };
+
+/* The server as the compatibility verbs describe it (HELLO, INFO). Owned
+ * and updated by the server loop. */
+struct server_view {
+	uint64_t started;           /* time() when the loop started */
+	const char *requirepass;    /* TCP clients must AUTH with it; "" none */
+	const char *tcp_name;       /* "127.0.0.1:6379", or NULL without a listener */
+	int tcp_port;               /* 0 without a listener */
+	unsigned clients[2];        /* connected now, by SESSION_UNIX / SESSION_TCP */
+	unsigned maxclients[2];
+	uint64_t connections_received;
+	uint64_t commands_processed;
+	uint64_t rejected_connections;
+};
+
+struct session {
+	uint64_t id;                 /* CLIENT ID, HELLO's id: unique while the daemon runs */
+	int kind;                    /* SESSION_UNIX or SESSION_TCP */
+	int authed;                  /* may run the filter verbs */
+	int quit;                    /* QUIT: close once this reply is sent */
+	int limits_changed;          /* AUTH or RESET changed authed: the reader's limits follow */
+	char *name;                  /* CLIENT SETNAME, or NULL */
+	char lib_name[64], lib_ver[32]; /* CLIENT SETINFO */
+	char addr[64];               /* the peer: "127.0.0.1:51234", or "unix" */
+	struct fscred peer;          /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
+	const struct server_view *srv;
+};
+
+/** A new connection's session: authenticated unless it is TCP and a password is set. */
+void session_init(struct session *s, uint64_t id, int kind, const struct server_view *srv);
+
+/** Free what the session holds (its name). */
+void session_free(struct session *s);
+
+/**
+ * Execute @p req for session @p s and append exactly one reply to @p out:
+ * a connection verb here, anything else through commands_dispatch() when
+ * the session may run it. Sets s->quit, s->limits_changed as described.
+ */
+void session_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+
+/**
+ * The verbs this file serves, for COMMAND: name, arity as the command
+ * table gives it (min and max arguments, the verb included; max -1 for
+ * no limit) and whether it runs before AUTH. NULL past the end.
+ */
+const char *session_verb(size_t i, int *min_args, int *max_args, int *noauth);
+
+/* ---- commands-compat.c ---- */
+
+/** COMMAND [COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS verb arg... | HELP]. */
+void compat_command(const struct session *s, const struct request *req, struct reply *out);
+
+/** INFO [section ...]: server, clients, stats, keyspace (default: all of them). */
+void compat_info(const struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+
+#endif
