@@ -5,7 +5,8 @@
  * What must hold: no crash, no out-of-bounds access; a refusal says why
  * (a message naming the origin); an accepted configuration holds only
  * what the daemon can use: a valid instance name, modes without
- * other-write bits, filters with valid names, a type, a positive
+ * other-write bits, a TCP listener with a port, a client limit, a request
+ * limit and one address in range, filters with valid names, a type, a positive
  * capacity, an error rate in (0, 1), a window with 1 to 16 generations or
  * none, and periodic snapshots only with an absolute directory.
  */
@@ -15,6 +16,7 @@
 #include "config.h"
 #include "cuckoo.h"
 #include "fuzz.h"
+#include "request.h"
 #include "rundir.h"
 
 static struct config cfg;
@@ -37,6 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (shmf_name_check(cfg.instance) < 0 || (cfg.dir_mode & 022) || (cfg.socket_mode & 02) ||
 	    cfg.nfilters > CONFIG_FILTERS_MAX)
 		fuzz_fail("accepted a bad [instance]");
+	const struct tcp_config *t = &cfg.tcp;
+	if (t->port < 1 || t->port > 65535 || t->maxclients < 1 || t->maxclients > TCP_MAXCLIENTS_LIMIT ||
+	    t->max_request < TCP_MAX_REQUEST_MIN || t->max_request > REQUEST_MAX_BYTES || t->bind[0] == '\0' ||
+	    strpbrk(t->bind, " \t") != NULL || memchr(t->requirepass, '\0', sizeof(t->requirepass)) == NULL)
+		fuzz_fail("accepted a bad [tcp]");
 	for (unsigned i = 0; i < cfg.nfilters; i++) {
 		const struct filter_spec *f = &cfg.filters[i];
 		if (shmf_name_check(f->name) < 0 || (f->type != SHMF_TYPE_BLOOM && f->type != SHMF_TYPE_CUCKOO) ||

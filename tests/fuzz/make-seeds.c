@@ -118,6 +118,8 @@ static const char *const requests[][2] = {
 	{ "partial", "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$100\r\nabc" },
 	{ "reserve", "*7\r\n$10\r\nBF.RESERVE\r\n$5\r\nclick\r\n$5\r\n0.001\r\n$7\r\n1000000\r\n$6\r\nWINDOW\r\n$3\r\n10m\r\n$11\r\nGENERATIONS\r\n" },
 	{ "huge", "*1048577\r\n$1\r\nx\r\n" },
+	{ "auth-narrow", "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$40\r\n"
+			 "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\r\n\x21" },
 };
 
 static const char *const configs[][2] = {
@@ -128,6 +130,8 @@ static const char *const configs[][2] = {
 		  "generations = 3\n\n[filter push]\ntype = cuckoo\ncapacity = 10000000\nfpr = 0.01\nmax_kicks = 500\n" },
 	{ "bad", "[filter a]\ncapacity = -1\n[filter a]\n" },
 	{ "syntax", "[instance\nname\n" },
+	{ "tcp", "[tcp]\nenabled = yes\nbind = ::1\nport = 6380\nrequirepass = secret ; comment\nmaxclients = 10\n"
+		 "max_request = 64k\n[filter x]\ncapacity=10\n" },
 };
 
 int main(int argc, char **argv)
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
 	if (system(cmd) != 0)
 		return 1;
 	for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
-		put("request", requests[i][0], "\x10", 1, requests[i][1],
+		put("request", requests[i][0], i == 8 ? "\x05" : "\x10", 1, requests[i][1],
 		    i == 3 ? 25 : strlen(requests[i][1]));
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
 		const char *t = configs[i][1] ? configs[i][1] : config_default_text;
