@@ -3,23 +3,26 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer (in build-fuzz/), and run
 # each for a given time, one after another, at nice 19.
 #
-#   tests/fuzz/run-fuzz.sh [--merge] [--seeds] [SECONDS] [HARNESS...]
+#   tests/fuzz/run-fuzz.sh [--merge] [--minimize] [--seeds] [SECONDS] [HARNESS...]
 #
 # SECONDS per harness (default 60); HARNESS among snapshot, segment,
 # request, config (default all). Each runs over a working copy of its
 # corpus (build-fuzz/work/NAME); --merge then adds the inputs that reach
 # new coverage, minimized, to tests/fuzz/corpus/NAME (commit them: they
-# replay in every test run). --seeds first rewrites the seed-* files of the
+# replay in every test run). --minimize (with SECONDS 0: no fuzzing) shrinks
+# each corpus to the fewest inputs that reach the same coverage, keeping
+# the seed-* and regress-* files. --seeds first rewrites the seed-* files of the
 # corpora with make-seeds. A crash is saved in build-fuzz/artifacts/NAME/;
 # once fixed, copy it to tests/fuzz/corpus/NAME/regress-WHAT so that it
 # replays as a test from then on. Exits non-zero if any harness crashed.
 set -u
 cd "$(dirname "$0")/../.."
-merge=0 seeds=0 secs=60
+merge=0 seeds=0 minimize=0 secs=60
 while [ $# -gt 0 ]; do
 	case $1 in
 	--merge) merge=1; shift ;;
 	--seeds) seeds=1; shift ;;
+	--minimize) minimize=1; shift ;;
 	[0-9]*) secs=$1; shift ;;
 	*) break ;;
 	esac
@@ -48,6 +51,7 @@ export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 status=0
 for h in "${harnesses[@]}"; do
+	[ "$secs" -eq 0 ] && continue
 	work=$b/work/$h art=$b/artifacts/$h/
 	mkdir -p "$work" "$art"
 	log=$b/fuzz-$h.log
@@ -68,4 +72,14 @@ for h in "${harnesses[@]}"; do
 			>>"$log" 2>&1 && echo "=== fuzz $h: corpus now $(ls tests/fuzz/corpus/$h | wc -l) files"
 	fi
 done
+if [ $minimize -eq 1 ]; then
+	for h in "${harnesses[@]}"; do
+		c=tests/fuzz/corpus/$h min=$b/min/$h
+		rm -rf "$min" && mkdir -p "$min"
+		nice -n 19 $b/tests/fuzz/fuzz-$h -merge=1 -max_len="${maxlen[$h]}" "$min" "$c" >>$b/fuzz-$h.log 2>&1 || { status=1; continue; }
+		find "$c" -maxdepth 1 -type f ! -name 'seed-*' ! -name 'regress-*' -delete
+		cp -n "$min"/* "$c"/ 2>/dev/null
+		echo "=== fuzz $h: corpus minimized to $(ls "$c" | wc -l) files"
+	done
+fi
 exit $status
