@@ -62,11 +62,6 @@ finish() {
 	exit 1
 }
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
 need_packages() {
 	"$SRC/bindings/need-packages.sh" "$@"
 	local rc=$?

@@ -152,9 +152,6 @@ dedupe)
 	check "cuckoo: the filter holds one copy" [ "$("$SHMCTL" count clicks_cf c2:same | cut -f1)" = 1 ]
 	;;
 swap)
-	if ! "$SHMCTL" --help 2>&1 | grep -q "^  swap "; then
-		skip "this shmctl has no 'swap' verb yet (issue 4): cannot test that a swap is followed"
-	fi
 	"$SHMCTL" create blocklist --capacity 10000 --fpr 0.000001 >/dev/null || { fail "shmctl create"; finish; }
 	for i in $(seq 100); do echo "old-$i"; done | "$SHMCTL" add blocklist - >/dev/null
 	start_nginx "server {

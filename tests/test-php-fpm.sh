@@ -101,9 +101,6 @@ workers)
 		grep -q "exception -5001 filter 'nosuch': no such filter or instance" "$ROOT/err"
 	;;
 swap)
-	if ! "$SHMCTL" --help 2>&1 | grep -q "^  swap "; then
-		skip "this shmctl has no 'swap' verb yet (issue 4): cannot test that a swap is followed"
-	fi
 	add_keys key-
 	check_keys key- 400 400
 	states

@@ -5,8 +5,8 @@
 #
 # CLIENT is redis-cli, redis-py (Debian's python3-redis) or phpredis
 # (Debian's php-redis with php-cli). Installs the client's Debian packages
-# when they are missing (exit 77, meson's SKIP, with the reason when that
-# is impossible), starts a private shmd with its TCP listener on a free
+# when they are missing (exit 77, meson's SKIP, with the reason, when that
+# is impossible; run-tests.sh counts a skip as a failure), starts a private shmd with its TCP listener on a free
 # loopback port (requirepass set, maxclients 16, max_request 64k), and runs
 # tests/tcp-clients/<client>: AUTH required, refused and accepted; the
 # shared script of BF/CF commands (tcp-clients/script.txt) with every reply
