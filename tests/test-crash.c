@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,12 +39,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuckoo.h"
+#include "daemon-process.h"
 #include "fixture.h"
 #include "rundir.h"
 #include "snapshot.h"
@@ -485,78 +484,18 @@ static int count_log(const char *text)
 
 static int connect_shmd(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return -1;
+	return sock_unix_connect(sock_path);
 }
 
 static void start_shmd(void)
 {
-	unlink(sock_path); /* a killed daemon's: wait for the new one's */
-	pid_t pid = fork_child();
-	if (pid == 0) {
-		int fd = open(logpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			dup2(fd, 2);
-		execl(shmd_path, "shmd", "-f", "-c", conf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 3000; i++) {
-		int fd = connect_shmd();
-		if (fd >= 0) {
-			close(fd);
-			daemon_pid = pid;
-			return;
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			fail_msg("shmd exited at start (status %d); see %s", st, logpath);
-		sleep_us(10000);
-	}
-	fail_msg("shmd did not listen within 30 s");
+	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
 }
 
 static void kill_shmd(void)
 {
-	kill(daemon_pid, SIGKILL);
-	waitpid(daemon_pid, NULL, 0);
+	daemon_stop(daemon_pid, SIGKILL);
 	daemon_pid = 0;
-}
-
-static void resp_send(int fd, int argc, const char *const *argv)
-{
-	char buf[8192];
-	size_t at = (size_t)snprintf(buf, sizeof(buf), "*%d\r\n", argc);
-	for (int i = 0; i < argc; i++)
-		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "$%zu\r\n%s\r\n", strlen(argv[i]), argv[i]);
-	assert_true(at < sizeof(buf));
-	assert_int_equal(send(fd, buf, at, MSG_NOSIGNAL), (ssize_t)at);
-}
-
-/* One line of reply within @p timeout_ms; "" if none came (or the peer died). */
-static void resp_line(int fd, char *buf, size_t cap, int timeout_ms)
-{
-	size_t got = 0;
-	buf[0] = '\0';
-	uint64_t end = now_us() + (uint64_t)timeout_ms * 1000;
-	while (got < cap - 1 && strstr(buf, "\r\n") == NULL) {
-		uint64_t now = now_us();
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (now >= end || poll(&p, 1, (int)((end - now) / 1000) + 1) <= 0)
-			break;
-		ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		buf[got] = '\0';
-	}
-	if (strstr(buf, "\r\n") == NULL)
-		buf[0] = '\0';
 }
 
 /* A request that must answer +OK; @return how long it took, in µs. */
@@ -566,8 +505,8 @@ static uint64_t call_ok(int argc, const char *const *argv)
 	int fd = connect_shmd();
 	assert_true(fd >= 0);
 	uint64_t t0 = now_us();
-	resp_send(fd, argc, argv);
-	resp_line(fd, reply, sizeof(reply), 60000);
+	resp_send(fd, argc, argv, NULL);
+	resp_read_line(fd, reply, sizeof(reply), 60000);
 	uint64_t t = now_us() - t0;
 	close(fd);
 	if (strncmp(reply, "+OK", 3) != 0)
@@ -605,10 +544,10 @@ static int call_and_kill(int argc, const char *const *argv, uint64_t typical)
 	char reply[1024];
 	int fd = connect_shmd();
 	assert_true(fd >= 0);
-	resp_send(fd, argc, argv);
+	resp_send(fd, argc, argv, NULL);
 	sleep_us(rnd_below(typical * 3 / 2 + 1));
 	kill_shmd();
-	resp_line(fd, reply, sizeof(reply), 200);
+	resp_read_line(fd, reply, sizeof(reply), 200);
 	close(fd);
 	if (reply[0] != '\0' && strncmp(reply, "+OK", 3) != 0)
 		fail_msg("%s %s answered '%s' before the kill", argv[0], argv[1], reply);

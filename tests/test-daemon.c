@@ -24,61 +24,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon-process.h"
 #include "shmf.h"
 
 static const char *shmd_path;
 static char root[64], sock_path[100];
 static pid_t daemon_pid;
 
-static pid_t spawn_shmd(int *stderr_fd)
-{
-	int p[2];
-	if (stderr_fd != NULL && pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (stderr_fd != NULL) {
-			dup2(p[1], 2);
-			close(p[0]);
-			close(p[1]);
-		}
-		execl(shmd_path, "shmd", "-f", (char *)NULL);
-		_exit(127);
-	}
-	if (stderr_fd != NULL) {
-		close(p[1]);
-		*stderr_fd = p[0];
-	}
-	return pid;
-}
-
 static int connect_sock(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
-/* Read until @p want bytes arrived, the peer closed, or 10 s passed. */
-static size_t read_some(int fd, char *buf, size_t cap, size_t want)
-{
-	size_t got = 0;
-	while (got < want && got < cap - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 10000) <= 0)
-			break;
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	return got;
+	return sock_unix_connect(sock_path);
 }
 
 /* Send a request and compare the whole reply. */
@@ -86,7 +41,7 @@ static void roundtrip(int fd, const char *req, const char *want)
 {
 	char buf[4096];
 	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
-	read_some(fd, buf, sizeof(buf), strlen(want));
+	sock_read_some(fd, buf, sizeof(buf), strlen(want), 10000);
 	assert_string_equal(buf, want);
 }
 
@@ -96,7 +51,7 @@ static void expect_error_and_close(int fd, const char *req, size_t len, const ch
 	char buf[4096];
 	ssize_t sent = send(fd, req, len, MSG_NOSIGNAL);
 	assert_true(sent > 0);
-	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(fd, buf, sizeof(buf), sizeof(buf), 10000);
 	if (strncmp(buf, want_prefix, strlen(want_prefix)) != 0)
 		fail_msg("got '%s', want '%s...'", buf, want_prefix);
 	char extra;
@@ -115,16 +70,11 @@ static int start(void **state)
 	snprintf(sock_path, sizeof(sock_path), "%s/default.sock", root);
 	struct rlimit rl = { 4096, 4096 };
 	setrlimit(RLIMIT_NOFILE, &rl);
-	daemon_pid = spawn_shmd(NULL);
-	for (int i = 0; i < 1000; i++) {
-		int fd = connect_sock();
-		if (fd >= 0) {
-			close(fd);
-			return 0;
-		}
-		usleep(10000);
-	}
-	fprintf(stderr, "shmd did not listen on %s within 10 s\n", sock_path);
+	int st = 0;
+	daemon_pid = daemon_spawn(shmd_path, NULL, NULL);
+	if (daemon_wait_listening(daemon_pid, sock_path, 10000, &st) == 0)
+		return 0;
+	fprintf(stderr, "shmd did not listen on %s within 10 s (wait status %d)\n", sock_path, st);
 	return -1;
 }
 
@@ -132,10 +82,8 @@ static int stop(void **state)
 {
 	(void)state;
 	char cmd[256];
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGKILL);
-		waitpid(daemon_pid, NULL, 0);
-	}
+	if (daemon_pid > 0)
+		daemon_stop(daemon_pid, SIGKILL);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -212,7 +160,7 @@ static void test_bad_requests(void **state)
 			rc = (int)send(fd, "\r\n", 2, MSG_NOSIGNAL);
 	}
 	char buf[256];
-	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(fd, buf, sizeof(buf), sizeof(buf), 10000);
 	assert_non_null(strstr(buf, "-ERR Protocol error: request larger than 64 MiB"));
 	free(body);
 	close(fd);
@@ -264,7 +212,7 @@ static void test_survives_1000_malformed(void **state)
 		}
 		send(fd, buf, len, MSG_NOSIGNAL);
 		char reply[512];
-		read_some(fd, reply, sizeof(reply), sizeof(reply));
+		sock_read_some(fd, reply, sizeof(reply), sizeof(reply), 10000);
 		if (strncmp(reply, "-ERR Protocol error", 19) != 0)
 			fail_msg("malformed request %d got '%s'", i, reply);
 		close(fd);
@@ -290,7 +238,7 @@ static void test_client_limit(void **state)
 	roundtrip(fds[0], PING, "+PONG\r\n");
 	int extra = connect_sock();
 	char buf[256];
-	read_some(extra, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(extra, buf, sizeof(buf), sizeof(buf), 10000);
 	assert_string_equal(buf, "-ERR max number of clients reached\r\n");
 	close(extra);
 	for (int i = 0; i < N; i++)
@@ -378,15 +326,18 @@ static void test_unread_replies_stop_reading(void **state)
 static void test_second_daemon_refuses(void **state)
 {
 	(void)state;
-	int err_fd = -1;
-	pid_t pid = spawn_shmd(&err_fd);
+	char log[128];
+	snprintf(log, sizeof(log), "%s/second.log", root);
+	pid_t pid = daemon_spawn(shmd_path, NULL, log);
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 1);
-	char buf[512];
-	read_some(err_fd, buf, sizeof(buf), sizeof(buf));
-	close(err_fd);
+	char buf[512] = "";
+	FILE *lf = fopen(log, "r");
+	assert_non_null(lf);
+	buf[fread(buf, 1, sizeof(buf) - 1, lf)] = '\0';
+	fclose(lf);
 	char want[128];
 	snprintf(want, sizeof(want), "instance 'default' is already running (pid %ld)", (long)daemon_pid);
 	if (strstr(buf, want) == NULL)
@@ -409,9 +360,7 @@ static void test_sigterm_keeps_segments_for_restart(void **state)
 		assert_true(shmf_add(f, key, (size_t)n) >= 0);
 	}
 	shmf_close(f);
-	int st;
-	kill(daemon_pid, SIGTERM);
-	assert_int_equal(waitpid(daemon_pid, &st, 0), daemon_pid);
+	int st = daemon_stop(daemon_pid, SIGTERM);
 	daemon_pid = 0;
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -428,13 +377,8 @@ static void test_sigterm_keeps_segments_for_restart(void **state)
 	assert_int_equal(shmf_check(f, "before-restart-7", 16), 1);
 	shmf_close(f);
 
-	daemon_pid = spawn_shmd(NULL);
-	int fd = -1;
-	for (int i = 0; i < 1000 && fd < 0; i++) {
-		fd = connect_sock();
-		if (fd < 0)
-			usleep(10000);
-	}
+	daemon_pid = daemon_start(shmd_path, NULL, sock_path, NULL);
+	int fd = connect_sock();
 	assert_true(fd >= 0);
 	roundtrip(fd, "*2\r\n$7\r\nBF.CARD\r\n$7\r\ndefault\r\n", ":1001\r\n");
 	for (int i = 0; i < 1000; i++) {

@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon-process.h"
 #include "fixture.h"
 #include "rundir.h"
 
@@ -108,81 +109,26 @@ static int make_users(void)
 
 static int connect_sock(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	int e = -errno;
-	close(fd);
-	return e;
+	return sock_unix_connect(sock_path);
 }
 
 static void start_shmd(void)
 {
-	unlink(sock_path);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int fd = open(logpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			dup2(fd, 2);
-		execl(shmd_path, "shmd", "-f", "-c", conf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 2000; i++) {
-		int fd = connect_sock();
-		if (fd >= 0) {
-			close(fd);
-			daemon_pid = pid;
-			return;
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			fail_msg("shmd exited at start; see %s", logpath);
-		usleep(10000);
-	}
-	fail_msg("shmd did not listen");
+	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
 }
 
 static void stop_shmd(void)
 {
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
+	if (daemon_pid > 0)
+		daemon_stop(daemon_pid, SIGTERM);
 	daemon_pid = 0;
 }
 
 /* Send one request and read one line of reply. */
 static void request(int fd, int argc, const char *const *argv, const size_t *lens, char *reply, size_t cap)
 {
-	char buf[4096];
-	size_t at = (size_t)snprintf(buf, sizeof(buf), "*%d\r\n", argc);
-	for (int i = 0; i < argc; i++) {
-		size_t len = lens ? lens[i] : strlen(argv[i]);
-		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "$%zu\r\n", len);
-		memcpy(buf + at, argv[i], len);
-		at += len;
-		memcpy(buf + at, "\r\n", 2);
-		at += 2;
-	}
-	assert_int_equal(send(fd, buf, at, MSG_NOSIGNAL), (ssize_t)at);
-	size_t got = 0;
-	reply[0] = '\0';
-	while (got < cap - 1 && strstr(reply, "\r\n") == NULL) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 10000) <= 0)
-			break;
-		ssize_t n = recv(fd, reply + got, cap - 1 - got, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		reply[got] = '\0';
-	}
+	resp_send(fd, argc, argv, lens);
+	resp_read_line(fd, reply, cap, 10000);
 }
 
 static void call(int argc, const char *const *argv, char *reply, size_t cap)
@@ -583,22 +529,16 @@ static void test_planted(void **state)
 	stop_shmd();
 	assert_int_equal(chown(idir, outsider_uid, (gid_t)-1), 0);
 	expect_open("ro", SHMF_E_OWNER, "instance directory owned by another user");
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 2);
-		execl(shmd_path, "shmd", "-f", "-c", conf, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	char msg[1024] = "";
-	ssize_t n = read(p[0], msg, sizeof(msg) - 1);
-	msg[n > 0 ? n : 0] = '\0';
-	close(p[0]);
+	char owner_log[160], msg[1024] = "";
+	snprintf(owner_log, sizeof(owner_log), "%s.owner", logpath);
+	pid_t pid = daemon_spawn(shmd_path, conf, owner_log);
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	FILE *lf = fopen(owner_log, "r");
+	assert_non_null(lf);
+	msg[fread(msg, 1, sizeof(msg) - 1, lf)] = '\0';
+	fclose(lf);
 	if (strstr(msg, "untrusted owner") == NULL)
 		fail_msg("shmd on a directory another user owns said: %s", msg);
 	assert_int_equal(chown(idir, 0, (gid_t)-1), 0);

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon-process.h"
 #include "shmf.h"
 
 #define ADDERS 2 /* per filter */
@@ -50,23 +51,8 @@ static pid_t start_shmd(void)
 {
 	char sock[128];
 	snprintf(sock, sizeof(sock), "%s/rs.sock", root);
-	unlink(sock); /* a killed daemon's: wait for the new one's */
-	pid_t pid = fork();
-	if (pid == 0) {
-		FILE *lf = freopen(logpath, "a", stderr);
-		(void)lf;
-		execl(shmd_path, "shmd", "-f", "-c", conf, (char *)NULL);
-		_exit(127);
-	}
-	current = pid;
-	for (int i = 0; i < 200; i++) {
-		struct stat st;
-		if (stat(sock, &st) == 0)
-			return pid;
-		usleep(20000);
-	}
-	fail_msg("shmd did not create its socket");
-	return -1;
+	current = daemon_start(shmd_path, conf, sock, logpath);
+	return current;
 }
 
 static void adder(struct board *b, unsigned round, unsigned f, unsigned id)
@@ -123,8 +109,7 @@ static void assert_keys(unsigned round, uint64_t upto[2][ADDERS])
 
 static void kill_shmd(pid_t pid)
 {
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	daemon_stop(pid, SIGKILL);
 }
 
 static int count_snapshots(const char *name)

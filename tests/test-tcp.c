@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon-process.h"
 
 #define PASSWORD "tcp-test-pw"
 #define MAXCLIENTS 64
@@ -57,41 +58,6 @@ static int nspawned;
 
 /* A port nothing listens on now (the kernel's pick; shmd may still lose
  * a race for it, which start_daemon() retries). */
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
-		abort();
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
-static int tcp_connect_port(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
-static int unix_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
 static char *slurp(const char *path)
 {
 	static char buf[8192];
@@ -116,7 +82,7 @@ static int start_daemon(struct daemon *d, const char *inst, const char *tcp_sect
 		snprintf(d->instance, sizeof(d->instance), "%s", inst);
 		snprintf(d->sock, sizeof(d->sock), "%s/%s.sock", root, inst);
 		snprintf(d->log, sizeof(d->log), "%s/%s.log", root, inst);
-		d->port = fixed_port ? fixed_port : free_port();
+		d->port = fixed_port ? fixed_port : sock_free_port();
 		char ini[160], text[2048], section[1024];
 		snprintf(ini, sizeof(ini), "%s/%s.ini", root, inst);
 		snprintf(section, sizeof(section), tcp_section, d->port);
@@ -126,15 +92,10 @@ static int start_daemon(struct daemon *d, const char *inst, const char *tcp_sect
 		assert_non_null(f);
 		fputs(text, f);
 		fclose(f);
-		d->pid = fork();
-		if (d->pid > 0 && nspawned < 32)
+		unlink(d->log);
+		d->pid = daemon_spawn(shmd_path, ini, d->log);
+		if (nspawned < 32)
 			spawned[nspawned++] = d->pid;
-		if (d->pid == 0) {
-			int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-			dup2(fd, 2);
-			execl(shmd_path, "shmd", "-f", "-c", ini, (char *)NULL);
-			_exit(127);
-		}
 		int tcp = strstr(tcp_section, "enabled = yes") != NULL;
 		for (int i = 0; i < 1000; i++) {
 			int st;
@@ -144,12 +105,12 @@ static int start_daemon(struct daemon *d, const char *inst, const char *tcp_sect
 					break; /* lost the port to someone: another one */
 				return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			}
-			int fd = unix_connect(d->sock);
+			int fd = sock_unix_connect(d->sock);
 			if (fd >= 0) {
 				close(fd);
 				if (!tcp)
 					return 0;
-				fd = tcp_connect_port(d->port);
+				fd = sock_tcp_connect(d->port);
 				if (fd >= 0) {
 					close(fd);
 					return 0;
@@ -213,54 +174,21 @@ static int teardown(void **state)
 
 static int tcp_connect(void)
 {
-	int fd = tcp_connect_port(main_d.port);
+	int fd = sock_tcp_connect(main_d.port);
 	assert_true(fd >= 0);
 	return fd;
 }
 
-static void send_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			fail_msg("send: %s", strerror(errno));
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
-/* Read until @p want bytes arrived, the peer closed, or 10 s passed. */
-static size_t read_some(int fd, char *buf, size_t cap, size_t want)
-{
-	size_t got = 0;
-	while (got < want && got < cap - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 10000) <= 0)
-			break;
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	return got;
-}
-
-/* Encode argv (NULL-terminated) as RESP. */
-static char *encode(size_t *len, const char *arg0, ...)
+/* Encode the arguments from @p arg0 on, up to a NULL, as RESP (caller frees). */
+static char *vencode(size_t *len, const char *arg0, va_list ap)
 {
 	const char *argv[64];
 	size_t lens[64];
 	int argc = 0;
-	va_list ap;
-	va_start(ap, arg0);
 	for (const char *a = arg0; a != NULL && argc < 64; a = va_arg(ap, const char *)) {
 		argv[argc] = a;
 		lens[argc++] = strlen(a);
 	}
-	va_end(ap);
 	char *cmd = NULL;
 	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
 	assert_true(n > 0);
@@ -268,26 +196,28 @@ static char *encode(size_t *len, const char *arg0, ...)
 	return cmd;
 }
 
+static char *encode(size_t *len, const char *arg0, ...)
+{
+	va_list ap;
+	va_start(ap, arg0);
+	char *cmd = vencode(len, arg0, ap);
+	va_end(ap);
+	return cmd;
+}
+
 /* Send a command and compare the whole reply (@p want exactly). */
 #define RT(fd, want, ...) roundtrip(fd, want, __VA_ARGS__, (char *)NULL)
 static void roundtrip(int fd, const char *want, const char *arg0, ...)
 {
-	const char *argv[64];
-	size_t lens[64];
-	int argc = 0;
+	size_t len;
 	va_list ap;
 	va_start(ap, arg0);
-	for (const char *a = arg0; a != NULL && argc < 64; a = va_arg(ap, const char *)) {
-		argv[argc] = a;
-		lens[argc++] = strlen(a);
-	}
+	char *cmd = vencode(&len, arg0, ap);
 	va_end(ap);
-	char *cmd = NULL;
-	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-	send_all(fd, cmd, (size_t)n);
+	sock_send_all(fd, cmd, len);
 	free(cmd);
 	char buf[8192];
-	read_some(fd, buf, sizeof(buf), strlen(want));
+	sock_read_some(fd, buf, sizeof(buf), strlen(want), 10000);
 	if (strcmp(buf, want) != 0)
 		fail_msg("%s: got '%s', want '%s'", arg0, buf, want);
 }
@@ -334,19 +264,12 @@ static redisReply *get_reply(int fd)
 
 static redisReply *command(int fd, const char *arg0, ...)
 {
-	const char *argv[64];
-	size_t lens[64];
-	int argc = 0;
+	size_t len;
 	va_list ap;
 	va_start(ap, arg0);
-	for (const char *a = arg0; a != NULL && argc < 64; a = va_arg(ap, const char *)) {
-		argv[argc] = a;
-		lens[argc++] = strlen(a);
-	}
+	char *cmd = vencode(&len, arg0, ap);
 	va_end(ap);
-	char *cmd = NULL;
-	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-	send_all(fd, cmd, (size_t)n);
+	sock_send_all(fd, cmd, len);
 	free(cmd);
 	return get_reply(fd);
 }
@@ -437,7 +360,7 @@ static void test_off_by_default_and_loopback(void **state)
 	snprintf(want, sizeof(want), "0100007F:%04X ", d.port);
 	assert_string_equal(socks, want);
 	/* Without requirepass a TCP client needs no AUTH. */
-	int fd = tcp_connect_port(d.port);
+	int fd = sock_tcp_connect(d.port);
 	RT(fd, "+PONG\r\n", "PING");
 	RT(fd, ":0\r\n", "BF.EXISTS", "f", "k");
 	close(fd);
@@ -588,7 +511,7 @@ static void test_auth_required_accepted_refused(void **state)
 	close(fd);
 
 	/* The unix socket needs no AUTH; AUTH there checks the password all the same. */
-	fd = unix_connect(main_d.sock);
+	fd = sock_unix_connect(main_d.sock);
 	RT(fd, "+PONG\r\n", "PING");
 	RT(fd, WRONG, "AUTH", "wrong");
 	RT(fd, "+PONG\r\n", "PING");
@@ -598,7 +521,7 @@ static void test_auth_required_accepted_refused(void **state)
 	/* Without requirepass, AUTH <password> says the configuration is wrong. */
 	struct daemon d;
 	assert_int_equal(start_daemon(&d, "nopass", "[tcp]\nenabled = yes\nport = %d\n", 0), 0);
-	fd = tcp_connect_port(d.port);
+	fd = sock_tcp_connect(d.port);
 	RT(fd, "-ERR AUTH <password> called without any password configured for the default user. Are you sure "
 	       "your configuration is correct?\r\n", "AUTH", "pw");
 	RT(fd, "+OK\r\n", "AUTH", "default", "anything");
@@ -615,9 +538,9 @@ static void test_preauth_limits(void **state)
 	int fd = tcp_connect();
 	size_t len;
 	char *req = encode(&len, "AUTH", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", NULL);
-	send_all(fd, req, len);
+	sock_send_all(fd, req, len);
 	free(req);
-	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(fd, buf, sizeof(buf), sizeof(buf), 10000);
 	assert_string_equal(buf, "-ERR Protocol error: 11 arguments, more than 10 in one request before AUTH\r\n");
 	close(fd);
 
@@ -626,9 +549,9 @@ static void test_preauth_limits(void **state)
 	big[20000] = '\0';
 	fd = tcp_connect();
 	req = encode(&len, "AUTH", big, NULL);
-	send_all(fd, req, len);
+	sock_send_all(fd, req, len);
 	free(req);
-	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(fd, buf, sizeof(buf), sizeof(buf), 10000);
 	assert_string_equal(buf, "-ERR Protocol error: argument of 20000 bytes, larger than 16 KiB before AUTH\r\n");
 	close(fd);
 
@@ -642,9 +565,9 @@ static void test_preauth_limits(void **state)
 	memcpy(all, a, l1);
 	memcpy(all + l1, b, l2);
 	memcpy(all + l1 + l2, c, l3);
-	send_all(fd, all, l1 + l2 + l3);
+	sock_send_all(fd, all, l1 + l2 + l3);
 	const char want[] = "+OK\r\n:0\r\n*9\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n";
-	read_some(fd, buf, sizeof(buf), strlen(want));
+	sock_read_some(fd, buf, sizeof(buf), strlen(want), 10000);
 	assert_string_equal(buf, want);
 	free(a);
 	free(b);
@@ -696,7 +619,7 @@ static void test_same_replies_as_unix_socket(void **state)
 		{ "SHMF.DROP", "@i" },
 		{ "BF.EXISTS", "@i", "x" },
 	};
-	int tfd = authed(), ufd = unix_connect(main_d.sock);
+	int tfd = authed(), ufd = sock_unix_connect(main_d.sock);
 	for (size_t i = 0; i < sizeof(script) / sizeof(script[0]); i++) {
 		char *got[2];
 		for (int side = 0; side < 2; side++) {
@@ -716,7 +639,7 @@ static void test_same_replies_as_unix_socket(void **state)
 			char *cmd;
 			long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
 			int fd = side ? ufd : tfd;
-			send_all(fd, cmd, (size_t)n);
+			sock_send_all(fd, cmd, (size_t)n);
 			free(cmd);
 			got[side] = raw_reply(fd, NULL);
 		}
@@ -934,12 +857,12 @@ static void test_many_clients(void **state)
 			size_t n = (size_t)sprintf(req, "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$%zu\r\n%s\r\n"
 							"*3\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n$%zu\r\n%s\r\n",
 						   strlen(key), key, strlen(prev), prev);
-			send_all(fds[c], req, n);
+			sock_send_all(fds[c], req, n);
 		}
 		for (int c = 0; c < C; c++) {
 			char buf[64];
 			const char *want = round == 0 ? ":1\r\n:0\r\n" : ":1\r\n:1\r\n";
-			read_some(fds[c], buf, sizeof(buf), 8);
+			sock_read_some(fds[c], buf, sizeof(buf), 8, 10000);
 			if (strcmp(buf, want) != 0)
 				fail_msg("client %d round %d: '%s'", c, round, buf);
 		}
@@ -982,20 +905,20 @@ static void test_client_limit(void **state)
 		if (k > 0) {
 			size_t len;
 			char *req = encode(&len, "AUTH", PASSWORD, NULL);
-			send_all(extra, req, len);
+			sock_send_all(extra, req, len);
 			free(req);
 			usleep(20000);
 			kill(main_d.pid, SIGCONT);
 		}
 		char buf[256];
-		read_some(extra, buf, sizeof(buf), strlen("-ERR max number of clients reached\r\n"));
+		sock_read_some(extra, buf, sizeof(buf), strlen("-ERR max number of clients reached\r\n"), 10000);
 		assert_string_equal(buf, "-ERR max number of clients reached\r\n");
 		expect_eof(extra);
 		close(extra);
 	}
 	/* Meanwhile the connected ones and the unix socket are served. */
 	RT(fds[0], "+PONG\r\n", "PING");
-	int u = unix_connect(main_d.sock);
+	int u = sock_unix_connect(main_d.sock);
 	RT(u, "+PONG\r\n", "PING");
 	close(u);
 	assert_int_equal(info_field(fds[0], "rejected_connections"), rejected + 3);
@@ -1009,9 +932,9 @@ static void test_client_limit(void **state)
 		char buf[64];
 		size_t len;
 		char *req = encode(&len, "AUTH", PASSWORD, NULL);
-		send_all(fd, req, len);
+		sock_send_all(fd, req, len);
 		free(req);
-		read_some(fd, buf, sizeof(buf), 5);
+		sock_read_some(fd, buf, sizeof(buf), 5, 10000);
 		if (!strcmp(buf, "+OK\r\n"))
 			again = fd;
 		else
@@ -1048,10 +971,10 @@ static void test_request_size_limit(void **state)
 		len += keylen + 2;
 		assert_int_equal(len, MAX_REQUEST + (size_t)extra);
 		fd = authed();
-		send_all(fd, big, len);
+		sock_send_all(fd, big, len);
 		char buf[256];
 		const char *want = extra ? "-ERR Protocol error: request larger than 64 KiB\r\n" : "*1\r\n:1\r\n";
-		read_some(fd, buf, sizeof(buf), strlen(want));
+		sock_read_some(fd, buf, sizeof(buf), strlen(want), 10000);
 		if (strcmp(buf, want) != 0)
 			fail_msg("a request of %zu bytes: got '%s'", len, buf);
 		if (extra)
@@ -1074,9 +997,9 @@ static void test_request_size_limit(void **state)
 	memcpy(req + n + total, "\r\n", 2);
 	n += total + 2;
 	fd = authed();
-	send_all(fd, req, n);
+	sock_send_all(fd, req, n);
 	char buf[256];
-	read_some(fd, buf, sizeof(buf), sizeof(buf));
+	sock_read_some(fd, buf, sizeof(buf), sizeof(buf), 10000);
 	assert_string_equal(buf, "-ERR Protocol error: request larger than 64 KiB\r\n");
 	expect_eof(fd);
 	close(fd);

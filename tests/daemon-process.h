@@ -1,0 +1,74 @@
+/*
+ * daemon-process.h - a real shmd for the tests that need one (test-daemon,
+ * test-tcp, test-crash, test-permissions, test-restart), and the socket
+ * calls to talk to it.
+ *
+ * Every process started here dies with the test program (PR_SET_PDEATHSIG),
+ * so a failed assertion leaves no daemon behind.
+ */
+#ifndef SHMF_TEST_DAEMON_PROCESS_H
+#define SHMF_TEST_DAEMON_PROCESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/**
+ * Fork and exec "@p shmd -f", with "-c @p conf" when @p conf is not NULL.
+ * @p log: a file its stderr is appended to (created 0600), or NULL to keep
+ * the test's. Does not wait. @return the pid; fails the test when fork
+ * fails.
+ */
+pid_t daemon_spawn(const char *shmd, const char *conf, const char *log);
+
+/**
+ * Wait up to @p timeout_ms for the unix socket @p sock to accept a
+ * connection from daemon @p pid. @return 0 when it does; -ECHILD when the
+ * daemon exited first (reaped: its wait status in *status when @p status is
+ * not NULL); -ETIMEDOUT.
+ */
+int daemon_wait_listening(pid_t pid, const char *sock, int timeout_ms, int *status);
+
+/**
+ * Start a daemon and wait (30 s at most) until @p sock accepts. Removes
+ * @p sock first: a killed daemon leaves its socket file behind, which must
+ * not pass for the new one's. @return the pid; fails the test, naming
+ * @p log, when the daemon exits or does not listen.
+ */
+pid_t daemon_start(const char *shmd, const char *conf, const char *sock, const char *log);
+
+/** Send @p sig to daemon @p pid and reap it. @return its wait status. */
+int daemon_stop(pid_t pid, int sig);
+
+/** Connect to the unix socket @p path. @return the fd, or -errno. */
+int sock_unix_connect(const char *path);
+
+/** Connect to 127.0.0.1:@p port. @return the fd, or -errno. */
+int sock_tcp_connect(int port);
+
+/** A loopback TCP port that was free a moment ago (aborts if none). */
+int sock_free_port(void);
+
+/** Send all @p len bytes (no SIGPIPE); fails the test if the peer is gone. */
+void sock_send_all(int fd, const void *buf, size_t len);
+
+/**
+ * Read until @p want bytes arrived, the peer closed, or nothing came for
+ * @p timeout_ms. NUL-terminates @p buf (so at most @p cap - 1 bytes).
+ * @return the bytes read.
+ */
+size_t sock_read_some(int fd, char *buf, size_t cap, size_t want, int timeout_ms);
+
+/**
+ * Send one request of @p argc arguments as RESP. @p lens: their lengths, or
+ * NULL when they are strings. Fails the test if the peer is gone.
+ */
+void resp_send(int fd, int argc, const char *const *argv, const size_t *lens);
+
+/**
+ * Read into @p buf until it holds a CRLF (the first line of a reply, and
+ * whatever came with it), within @p timeout_ms in all. @p buf is "" when no
+ * whole line came (a timeout, or the peer died). @return strlen(buf).
+ */
+size_t resp_read_line(int fd, char *buf, size_t cap, int timeout_ms);
+
+#endif
