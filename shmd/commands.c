@@ -401,7 +401,9 @@ static int cf_options(const struct request *req, int first, struct filter_spec *
 	return window_complete(spec, out);
 }
 
-static int cf_create(struct registry *reg, struct filter_spec *spec, struct reply *out)
+/* Create a filter of any type; an error is replied (RedisBloom's "item
+ * exists" for a name in use). @return 0, or a negative code. */
+static int create_filter(struct registry *reg, struct filter_spec *spec, struct reply *out)
 {
 	char err[REGISTRY_ERR_MAX];
 	int rc = registry_create(reg, spec, err, sizeof(err));
@@ -410,6 +412,25 @@ static int cf_create(struct registry *reg, struct filter_spec *spec, struct repl
 	else if (rc < 0)
 		reply_error(out, "ERR %s", err);
 	return rc;
+}
+
+/* The filter of a BF.INSERT or CF.INSERT, whose items start at argument
+ * @p items (-1: no ITEMS): created from @p spec when missing, unless
+ * NOCREATE. @return 0, or -1 with the error replied. */
+static int insert_target(struct registry *reg, const struct request *req, struct filter_spec *spec, int items,
+			 int nocreate, struct reply *out)
+{
+	if (items < 0 || items >= req->argc) {
+		reply_error(out, "ERR ITEMS and at least one item are required");
+		return -1;
+	}
+	if (registry_find(reg, req->argv[1]) >= 0)
+		return 0;
+	if (nocreate) {
+		reply_error(out, "ERR not found");
+		return -1;
+	}
+	return create_filter(reg, spec, out) < 0 ? -1 : 0;
 }
 
 static void cmd_cf_reserve(struct registry *reg, const struct request *req, struct reply *out)
@@ -425,7 +446,7 @@ static void cmd_cf_reserve(struct registry *reg, const struct request *req, stru
 	}
 	if (cf_options(req, 3, &spec, out) < 0)
 		return;
-	if (cf_create(reg, &spec, out) >= 0)
+	if (create_filter(reg, &spec, out) >= 0)
 		reply_status(out, "OK");
 }
 
@@ -485,18 +506,8 @@ static void insert(struct registry *reg, const struct request *req, struct reply
 			return;
 		}
 	}
-	if (items < 0 || items >= req->argc) {
-		reply_error(out, "ERR ITEMS and at least one item are required");
+	if (insert_target(reg, req, &spec, items, nocreate, out) < 0)
 		return;
-	}
-	if (registry_find(reg, req->argv[1]) < 0) {
-		if (nocreate) {
-			reply_error(out, "ERR not found");
-			return;
-		}
-		if (cf_create(reg, &spec, out) < 0)
-			return;
-	}
 	shmf_t *h = typed_handle(reg, req, 1, SHMF_TYPE_CUCKOO, out);
 	if (h == NULL)
 		return;
@@ -773,22 +784,12 @@ static void cmd_bf_insert(struct registry *reg, const struct request *req, struc
 			return;
 		}
 	}
-	if (items < 0 || items >= req->argc) {
-		reply_error(out, "ERR ITEMS and at least one item are required");
-		return;
-	}
 	if (nocreate && sized) {
 		reply_error(out, "ERR NOCREATE cannot be combined with CAPACITY or ERROR (they size a filter to create)");
 		return;
 	}
-	if (registry_find(reg, req->argv[1]) < 0) {
-		if (nocreate) {
-			reply_error(out, "ERR not found");
-			return;
-		}
-		if (cf_create(reg, &spec, out) < 0)
-			return;
-	}
+	if (insert_target(reg, req, &spec, items, nocreate, out) < 0)
+		return;
 	many_from(reg, req, out, SHMF_TYPE_BLOOM, 1, items);
 }
 
