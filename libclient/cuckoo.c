@@ -36,11 +36,13 @@ double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits)
 	return -expm1(2.0 * SHMF_CUCKOO_SLOTS * load * log1p(-1.0 / values));
 }
 
-int shmf_cuckoo_size(uint64_t capacity, double fpr, struct shmf_cuckoo_params *out)
+int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out)
 {
 	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
 		return SHMF_E_INVAL;
 	double buckets = ceil((double)capacity / (SHMF_CUCKOO_SLOTS * SHMF_CUCKOO_LOAD));
+	if (headroom)
+		buckets += ceil(sqrt((double)capacity));
 	if (buckets * 8 > (double)SHMF_DATA_MAX_BYTES)
 		return SHMF_E_TOOBIG;
 	uint64_t nb = (uint64_t)buckets;

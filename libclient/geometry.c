@@ -3,7 +3,8 @@
 #include "cuckoo.h"
 #include "geometry.h"
 
-int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out)
+static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, int headroom,
+			 struct shmf_geometry *out)
 {
 	struct shmf_geometry g = { .type = (uint32_t)type };
 	int r;
@@ -23,7 +24,7 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
 		struct shmf_cuckoo_params p;
 		if (max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 			return SHMF_E_INVAL;
-		if ((r = shmf_cuckoo_size(capacity, fpr, &p)) < 0)
+		if ((r = shmf_cuckoo_size(capacity, fpr, headroom, &p)) < 0)
 			return r;
 		g.k = p.fp_bits;
 		g.nbuckets = p.nbuckets;
@@ -39,6 +40,29 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
 	g.data_bytes = SHMF_DATA_BLOCKS_OFF + g.nblocks * SHMF_BLOCK_BYTES;
 	*out = g;
 	return 0;
+}
+
+int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out)
+{
+	return geometry_size(type, capacity, fpr, max_kicks, 1, out);
+}
+
+static int same_shape(const struct shmf_geometry *a, const struct shmf_geometry *b)
+{
+	return a->type == b->type && a->k == b->k && a->nblocks == b->nblocks && a->nbuckets == b->nbuckets &&
+	       a->max_kicks == b->max_kicks;
+}
+
+int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr)
+{
+	struct shmf_geometry want;
+	int r = geometry_size((int)g->type, capacity, fpr, g->max_kicks, 1, &want);
+	if (r < 0 || same_shape(g, &want))
+		return r;
+	if (g->type == SHMF_TYPE_CUCKOO && geometry_size((int)g->type, capacity, fpr, g->max_kicks, 0, &want) == 0 &&
+	    same_shape(g, &want))
+		return 0;
+	return SHMF_E_FORMAT;
 }
 
 int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets)

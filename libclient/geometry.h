@@ -27,6 +27,15 @@ struct shmf_geometry {
  */
 int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out);
 
+/**
+ * Whether @p g, a shape read from a file, is the one shmf_geometry_size()
+ * gives for @p capacity at @p fpr, or (cuckoo only) the one it gave before
+ * cuckoo sizing had its headroom (shmf_cuckoo_size()). The type, k,
+ * buckets, blocks and max_kicks are compared; data_bytes is not.
+ * @return 0, SHMF_E_FORMAT (another shape), or the sizing's error.
+ */
+int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr);
+
 /** Type, k, blocks and buckets agree with each other and the size limit
  * (max_kicks and data_bytes are not looked at). @return 0 or SHMF_E_FORMAT. */
 int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets);

@@ -212,9 +212,10 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	} else if ((slot = free_slot(r)) < 0) {
 		return errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
 	}
+	/* The stored shape, which snapshot_open() checked against the sizing:
+	 * a filter sized by an older rule keeps its shape. */
 	struct shmf_geometry g;
-	if ((rc = shmf_geometry_size(spec.type, spec.capacity, spec.fpr, spec.max_kicks, &g)) < 0)
-		return errmsg(err, errlen, rc, "snapshot %s: its parameters do not size a filter: %s", sf->path, shmf_strerror(rc));
+	snapshot_geometry(h, &g);
 	if (g.data_bytes * h->nsections > r->max_bytes)
 		return errmsg(err, errlen, SHMF_E_TOOBIG, "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has",
 			    sf->path, h->nsections, g.data_bytes);

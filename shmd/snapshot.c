@@ -324,8 +324,15 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
+void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g)
+{
+	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
+				     .max_kicks = h->max_kicks,
+				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
+}
+
 /* The header says a filter this build can hold, in exactly the shape the
- * sizing gives for its parameters. */
+ * sizing gives for its parameters (or gave: shmf_geometry_sized()). */
 static int header_check(const struct snap_file *sf, uint64_t file_size, char *err, size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
@@ -360,9 +367,9 @@ static int header_check(const struct snap_file *sf, uint64_t file_size, char *er
 			    "snapshot %s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
 			    p, h->k, h->nblocks, h->nbuckets);
 	struct shmf_geometry g;
-	int rc = shmf_geometry_size((int)h->type, h->capacity, fpr, h->max_kicks, &g);
-	if (rc < 0 || g.k != h->k || g.nblocks != h->nblocks || g.nbuckets != h->nbuckets ||
-	    (h->type == SHMF_TYPE_CUCKOO && g.max_kicks != h->max_kicks))
+	snapshot_geometry(h, &g);
+	int rc = shmf_geometry_sized(&g, h->capacity, fpr);
+	if (rc < 0)
 		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
 			    "snapshot %s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
 			    h->capacity, fpr);

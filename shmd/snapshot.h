@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "geometry.h"
 #include "snapshot-format.h"
 
 #define SNAPSHOT_ERR_MAX 512
@@ -51,12 +52,17 @@ struct snap_file {
 /**
  * Open @p path and validate everything but the payloads: magic, version,
  * header and section checksums, that the parameters describe a filter this
- * build can hold (the geometry sizing gives exactly the stored shape), the
+ * build can hold (the geometry sizing gives, or gave, exactly the stored
+ * shape: shmf_geometry_sized()), the
  * file size, the chunk table and the trailer.
  * @return 0, SHMF_E_FORMAT (damaged or not a snapshot), SHMF_E_VERSION,
  *         SHMF_E_TOOBIG, or -errno; @p err says where and what.
  */
 int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen);
+
+/** The shape a snapshot header stores, as a geometry (data_bytes computed):
+ * the shape a filter restored from it gets. */
+void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g);
 
 /**
  * Read section @p i's payload into @p dst (hdr.nblocks * 64 bytes), or

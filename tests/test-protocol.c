@@ -185,7 +185,7 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 	/* k1 x1, k2, k4 x2, k5, dev x2 = 7 stored; 1 deleted, so 8 inserted */
 	char *info = CMD("CF.INFO", "cf");
 	assert_non_null(strstr(info, "*16\r\n$4\r\nSize\r\n:"));
-	assert_non_null(strstr(info, "$17\r\nNumber of buckets\r\n:264\r\n$17\r\nNumber of filters\r\n:1\r\n"
+	assert_non_null(strstr(info, "$17\r\nNumber of buckets\r\n:296\r\n$17\r\nNumber of filters\r\n:1\r\n"
 				     "$24\r\nNumber of items inserted\r\n:8\r\n$23\r\nNumber of items deleted\r\n:1\r\n"
 				     "$11\r\nBucket size\r\n:4\r\n$14\r\nExpansion rate\r\n$-1\r\n"
 				     "$14\r\nMax iterations\r\n:20\r\n"));
