@@ -31,7 +31,11 @@
  *   including the remap that follows a new generation. The old mapping is
  *   unmapped only after every thread has left the call that used it
  *   (liburcu-bp grace period). shmf_close() must not race with other calls
- *   on the same handle.
+ *   on the same handle. Under valgrind (3.19), threads that add to one
+ *   cuckoo filter through different handles can hang: valgrind runs one
+ *   thread at a time and keeps that turn through the wait for the
+ *   relocation lock (F_OFD_SETLKW). Share one handle between the threads,
+ *   or run them without valgrind.
  * - A worker that crashes leaves nothing behind: no lock is held in shared
  *   memory (the cuckoo relocation lock is an open-file-description lock,
  *   which the kernel drops with the process; a move cut short leaves a
