@@ -487,7 +487,8 @@ static void test_payload(void **state)
 			use(ro, 0);
 			use(rw, 1);
 			clock_gettime(CLOCK_MONOTONIC, &b);
-			uint64_t us = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000u + (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000u;
+			int64_t ns = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000 + (int64_t)(b.tv_nsec - a.tv_nsec);
+			uint64_t us = (uint64_t)(ns / 1000);
 			slowest = us > slowest ? us : slowest;
 		}
 		/* Bounded: every stripe odd only sends readers to the lock. */
