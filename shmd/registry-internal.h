@@ -31,6 +31,12 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 
 /* The spec (mode from the newest data file) and shape of the filter in a
  * slot copy. */
+/* Filter @p name's slot, copied into @p copy and checked (its ring is in
+ * range): the control file is shared memory that a writer other than shmd
+ * may have scribbled on, and callers walk the ring. @return the slot
+ * index, or a negative code with @p err naming the filter. */
+int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *copy, char *err, size_t errlen);
+
 void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filter_spec *spec, struct shmf_geometry *g);
 
 /* Unlink the data files of @p ring's generations of filter @p name. */

@@ -91,16 +91,10 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
 		      char *err, size_t errlen)
 {
-	int slot = registry_find(r, name);
-	if (slot < 0)
-		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
 	struct shmf_slot copy;
-	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
-	/* The ring is walked below: check it first. */
-	if (rc == 0)
-		rc = shmf_slot_check(&copy);
+	int rc = registry_slot_copy(r, name, &copy, err, errlen);
 	if (rc < 0)
-		return errmsg(err, errlen, rc, "filter '%s': %s", name, shmf_strerror(rc));
+		return rc;
 	/* Cuckoo: no fingerprint moves while the copy is taken (the writer
 	 * lock of every generation is held), so every key stored before it
 	 * began is in one of its buckets in the copy. Bloom bits only ever get

@@ -36,11 +36,6 @@
 #define TMPFS_MAGIC 0x01021994
 #endif
 
-static const char *errtext(int code)
-{
-	return shmf_strerror(code);
-}
-
 static uint64_t host_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
@@ -137,7 +132,7 @@ static void ctl_recover(struct registry *r)
 		if (rc < 0) {
 			/* Unpublish, but leave any file in place for an operator. */
 			log_msg(LOG_ERR, "slot %u (filter '%.*s', generation %" PRIu64 "): %s; slot cleared, files left in %s",
-				i, SHMF_NAME_MAX, s->name, gen, errtext(rc), r->dir_path);
+				i, SHMF_NAME_MAX, s->name, gen, shmf_strerror(rc), r->dir_path);
 			shmf_slot_write_begin(s);
 			atomic_store_explicit(&s->generation, 0, memory_order_release);
 			shmf_slot_write_end(s);
@@ -183,12 +178,12 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	if (instance == NULL)
 		instance = SHMF_DEFAULT_INSTANCE;
 	if ((rc = shmf_name_check(instance)) < 0)
-		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, shmf_strerror(rc));
 	snprintf(r->instance, sizeof(r->instance), "%s", instance);
 	if ((rc = shmf_runtime_dir(root, sizeof(root))) < 0)
-		return errmsg(err, errlen, rc, "%s", errtext(rc));
+		return errmsg(err, errlen, rc, "%s", shmf_strerror(rc));
 	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
-		return errmsg(err, errlen, rc, "instance '%s': %s", instance, errtext(rc));
+		return errmsg(err, errlen, rc, "instance '%s': %s", instance, shmf_strerror(rc));
 	if ((rc = mkdirs(root, 0755)) < 0)
 		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
 
@@ -208,7 +203,7 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
 		return errmsg(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
-			    r->dir_path, errtext(rc));
+			    r->dir_path, shmf_strerror(rc));
 	}
 	if (r->dir.owner != geteuid()) {
 		shmf_dir_close(&r->dir);
@@ -228,7 +223,7 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		ctl_recover(r);
 	}
 	if (rc < 0) {
-		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, errtext(rc));
+		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, shmf_strerror(rc));
 		goto out;
 	}
 	r->ctl.hdr->daemon_pid = (uint64_t)getpid();
@@ -350,7 +345,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	int rc;
 
 	if ((rc = shmf_name_check(spec->name)) < 0)
-		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, errtext(rc));
+		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, shmf_strerror(rc));
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
 	if (spec->capacity == 0)
@@ -438,7 +433,7 @@ int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_
 	if (r->handles[slot] == NULL) {
 		int rc = shmf_open(r->instance, r->ctl.slots[slot].name, SHMF_RDWR, &r->handles[slot]);
 		if (rc < 0)
-			return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+			return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, shmf_strerror(rc));
 	}
 	*out = r->handles[slot];
 	return 0;
@@ -453,7 +448,7 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	memset(out, 0, sizeof(*out));
 	out->slot = slot;
 	if ((rc = shmf_info(h, &out->info)) < 0)
-		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, errtext(rc));
+		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, shmf_strerror(rc));
 	shmf_data_filename(out->info.name, out->info.generation, out->data_file, sizeof(out->data_file));
 	struct stat st;
 	if (fstatat(r->dir.fd, out->data_file, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -535,26 +530,32 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 				     .data_bytes = s->data_bytes };
 }
 
-int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen)
+int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *copy, char *err, size_t errlen)
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
 		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
-	struct shmf_slot copy;
-	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
-	/* The ring is walked below: check it first (the control file is
-	 * shared memory; a writer other than us may have scribbled on it). */
+	int rc = shmf_slot_read(&r->ctl.slots[slot], copy);
 	if (rc == 0)
-		rc = shmf_slot_check(&copy);
+		rc = shmf_slot_check(copy);
 	if (rc < 0)
-		return errmsg(err, errlen, rc, "filter '%s': %s", name, errtext(rc));
+		return errmsg(err, errlen, rc, "filter '%s': %s", name, shmf_strerror(rc));
+	return slot;
+}
+
+int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen)
+{
+	struct shmf_slot copy;
+	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
+	if (slot < 0)
+		return slot;
 	if (copy.window_gens == 0)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' has no time window to rotate", name);
 	/* The newest generation's seed and relocation bound: every generation
 	 * of a window hashes keys the same way. */
 	struct shmf_data_map dm = { .fd = -1 };
 	if ((rc = shmf_data_map_open(&r->dir, &copy, 0, &dm)) < 0)
-		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name, errtext(rc));
+		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name, shmf_strerror(rc));
 	uint64_t seed = dm.hdr.seed;
 	uint32_t kicks = dm.hdr.max_kicks;
 	shmf_data_map_close(&dm);
