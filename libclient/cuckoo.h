@@ -103,12 +103,13 @@ struct shmf_cuckoo_geom {
  * whose shmf_cuckoo_fpr() there is at most @p fpr.
  *
  * The headroom is what makes a small filter hold its capacity: the load at
- * which a table fills varies by about sqrt(n) keys, so without it 1 filter
- * of capacity 100 in 70 (and of capacity 30, 1 in 8) filled before its
- * capacity. With it, about 1 in 200,000 tables of capacity under 100 still
- * does (keys whose two buckets are the same one, which only a change of
- * the bucket function could rule out), and none of 200,000 above. It costs
- * 0.4% of the memory at a million keys, 0.04% at 100 million.
+ * which a table fills varies by about sqrt(n) keys, so without it 1 table
+ * of capacity 100 in 80 (and of capacity 30, 1 in 13) filled before its
+ * capacity. With it, 1 or 2 tables in 200,000 of capacity 10 to 100 still
+ * do (keys whose two buckets are the same one, which only a change of the
+ * bucket function could rule out), and none of capacity 300 or 1000
+ * (bench/bench-cuckoo-fill 200000). It costs 0.4% of the memory at a
+ * million keys, 0.04% at 100 million.
  *
  * @p headroom 0 gives the shape without it, which filters created before
  * it was added (snapshot files among them) have.

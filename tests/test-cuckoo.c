@@ -134,9 +134,10 @@ static void fill_and_measure(uint64_t capacity, double fpr)
 
 /* A filter holds at least its capacity, however small: for each capacity,
  * 100 tables with other seeds are filled until an add fails. (Without the
- * sizing's headroom, about 1 in 8 of capacity 30 failed short of it.) The
- * seeds are fixed: about 1 table in 200,000 below capacity 100 still fills
- * early (cuckoo.h), which these seeds do not hit. */
+ * sizing's headroom, 1 table in 13 of capacity 30 failed short of it.) The
+ * seeds are fixed: 1 or 2 tables in 200,000 of capacity 10 to 100 still
+ * fill early (cuckoo.h, bench/bench-cuckoo-fill), which these seeds do not
+ * hit. */
 static void test_small_capacities(void **state)
 {
 	(void)state;
