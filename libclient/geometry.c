@@ -57,12 +57,14 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
 {
 	struct shmf_geometry want;
 	int r = geometry_size((int)g->type, capacity, fpr, g->max_kicks, 1, &want);
-	if (r < 0 || same_shape(g, &want))
-		return r;
+	if (r == 0 && same_shape(g, &want))
+		return 0;
+	/* Also when the headroom made the current sizing too big: the older
+	 * one may still fit. */
 	if (g->type == SHMF_TYPE_CUCKOO && geometry_size((int)g->type, capacity, fpr, g->max_kicks, 0, &want) == 0 &&
 	    same_shape(g, &want))
 		return 0;
-	return SHMF_E_FORMAT;
+	return r < 0 ? r : SHMF_E_FORMAT;
 }
 
 int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets)
