@@ -5,8 +5,8 @@
  * inspect); nothing here touches the registry. Errors are -errno or shmf
  * codes, each with a sentence naming the file and the cause in err[].
  */
-#ifndef SHMD_SNAPSHOT_H
-#define SHMD_SNAPSHOT_H
+#ifndef SHMF_COMMON_SNAPSHOT_H
+#define SHMF_COMMON_SNAPSHOT_H
 
 #include <stddef.h>
 #include <stdint.h>

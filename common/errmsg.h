@@ -3,8 +3,8 @@
  * returned, and a sentence naming the object and the cause written into
  * the caller's buffer.
  */
-#ifndef SHMD_ERRMSG_H
-#define SHMD_ERRMSG_H
+#ifndef SHMF_COMMON_ERRMSG_H
+#define SHMF_COMMON_ERRMSG_H
 
 #include <stddef.h>
 
