@@ -1,7 +1,7 @@
 /*
- * errmsg.h - the one way the daemon's modules report an error: a code
- * returned, and a sentence naming the object and the cause written into
- * the caller's buffer.
+ * errmsg.h - the one way the daemon's and shmctl's modules report an
+ * error: a code returned, and a sentence naming the object and the cause
+ * written into the caller's buffer.
  */
 #ifndef SHMF_COMMON_ERRMSG_H
 #define SHMF_COMMON_ERRMSG_H
