@@ -324,13 +324,6 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g)
-{
-	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
-				     .max_kicks = h->max_kicks,
-				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
-}
-
 /* The header says a filter this build can hold, in exactly the shape the
  * sizing gives for its parameters (or gave: shmf_geometry_sized()). */
 static int header_check(const struct snap_file *sf, uint64_t file_size, char *err, size_t errlen)
