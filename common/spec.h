@@ -1,8 +1,9 @@
 /*
  * spec.h - a filter's parameters from text: the one parser behind the
  * configuration file and BF.RESERVE, and the defaults both start from.
- * Each parser is strict (the whole text, no sign, no spaces) and leaves
- * *out untouched on failure.
+ * Each parser is strict (the whole text, no sign, no spaces), returns 0 or
+ * SHMF_E_INVAL (the caller's message names the option and the value), and
+ * leaves *out untouched on failure.
  */
 #ifndef SHMF_COMMON_SPEC_H
 #define SHMF_COMMON_SPEC_H
@@ -31,26 +32,26 @@ struct filter_spec {
 /** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640 (name truncated to fit). */
 void spec_defaults(struct filter_spec *s, const char *name);
 
-/** "bloom" or "cuckoo" to SHMF_TYPE_*. 0 or -1. */
+/** "bloom" or "cuckoo" to SHMF_TYPE_*. */
 int spec_parse_type(const char *text, int *out);
 
-/** A relocation bound: decimal, 1..SHMF_CUCKOO_KICKS_LIMIT. 0 or -1. */
+/** A relocation bound: decimal, 1..SHMF_CUCKOO_KICKS_LIMIT. */
 int spec_parse_kicks(const char *text, uint32_t *out);
 
 /** The name of SHMF_TYPE_* @p type: "bloom" or "cuckoo". */
 const char *spec_type_name(int type);
 
-/** Decimal digits only, greater than 0 and representable. 0 or -1. */
+/** Decimal digits only, greater than 0 and representable. */
 int spec_parse_capacity(const char *text, uint64_t *out);
 
-/** A number strictly between 0 and 1 (no nan). 0 or -1. */
+/** A number strictly between 0 and 1 (no nan). */
 int spec_parse_fpr(const char *text, double *out);
 
-/** An octal permission mode (at most 0777) with none of @p forbidden set. 0 or -1. */
+/** An octal permission mode (at most 0777) with none of @p forbidden set. */
 int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out);
 
 /** A duration: a positive integer with an optional unit s, m, h or d
- * ("90", "10m", "1d"), at most ten years, into seconds. 0 or -1. */
+ * ("90", "10m", "1d"), at most ten years, into seconds. */
 int spec_parse_duration(const char *text, uint64_t *out);
 
 #endif
