@@ -11,7 +11,7 @@
  * where alt is an involution that needs only the bucket and the
  * fingerprint, so a fingerprint can be moved without its key.
  *
- * Concurrency (see design.md): lookups never write and take no lock (one
+ * Concurrency (see docs/design.md): lookups never write and take no lock (one
  * that keeps racing moves reads under the lock in shared mode at last);
  * placing a fingerprint in a free slot or clearing one is one CAS on the
  * bucket; only relocation ("kicks") takes the writer lock, an
@@ -186,6 +186,9 @@ static inline uint64_t shmf_cuckoo_bucket_load(const struct shmf_cuckoo_geom *g,
 #ifdef SHMF_TEST_HOOKS
 /* Test builds only: called by a lookup between its two bucket loads. */
 extern void (*shmf_cuckoo_read_hook)(void);
+/* Test builds only: called by a relocation between writing a fingerprint
+ * into its new bucket and clearing the old one. */
+extern void (*shmf_cuckoo_move_hook)(void);
 #define SHMF_CUCKOO_READ_HOOK()                                \
 	do {                                                   \
 		if (shmf_cuckoo_read_hook != NULL)             \
@@ -290,9 +293,5 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
  * (a holder that is killed). @return 0 or -errno. */
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
-
-/* Test hook: when set, called by a relocation between writing a
- * fingerprint into its new bucket and clearing the old one. */
-extern void (*shmf_cuckoo_move_hook)(void);
 
 #endif
