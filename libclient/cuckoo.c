@@ -15,13 +15,6 @@
 #ifdef SHMF_TEST_HOOKS
 void (*shmf_cuckoo_read_hook)(void);
 void (*shmf_cuckoo_move_hook)(void);
-#define MOVE_HOOK()                                            \
-	do {                                                   \
-		if (shmf_cuckoo_move_hook != NULL)             \
-			shmf_cuckoo_move_hook();               \
-	} while (0)
-#else
-#define MOVE_HOOK() ((void)0)
 #endif
 
 /* Reads that race a move this many times fall back to a locked read. */
@@ -311,7 +304,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 	int moved = 0;
 	window_open_locked(g, m->from, m->to);
 	if (place(g, m->to, m->fp)) {
-		MOVE_HOOK();
+		SHMF_TEST_HOOK(shmf_cuckoo_move_hook);
 		uint64_t b = shmf_cuckoo_bucket_load(g, m->from);
 		for (;;) {
 			if (slot_value(b, m->lane, w) != m->fp) {

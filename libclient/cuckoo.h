@@ -189,13 +189,14 @@ extern void (*shmf_cuckoo_read_hook)(void);
 /* Test builds only: called by a relocation between writing a fingerprint
  * into its new bucket and clearing the old one. */
 extern void (*shmf_cuckoo_move_hook)(void);
-#define SHMF_CUCKOO_READ_HOOK()                                \
+/* Call test hook @p h if a test has set it; nothing at all in other builds. */
+#define SHMF_TEST_HOOK(h)                                      \
 	do {                                                   \
-		if (shmf_cuckoo_read_hook != NULL)             \
-			shmf_cuckoo_read_hook();               \
+		if ((h) != NULL)                               \
+			(h)();                                 \
 	} while (0)
 #else
-#define SHMF_CUCKOO_READ_HOOK() ((void)0)
+#define SHMF_TEST_HOOK(h) ((void)0)
 #endif
 
 /* The version stripe of bucket @p i. */
@@ -237,7 +238,7 @@ static inline int shmf_cuckoo_read_valid(const struct shmf_cuckoo_geom *g, const
 static inline unsigned shmf_cuckoo_copies(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
 	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	SHMF_CUCKOO_READ_HOOK();
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
 	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
 	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
 	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits);
