@@ -8,13 +8,13 @@
 
 #include "cuckoo.h"
 
-void (*shmf_cuckoo_move_hook)(void);
-
 /* Test builds (SHMF_TEST_HOOKS) can stall a reader between its two bucket
- * loads (cuckoo.h), to widen the window in which a move could fool it;
- * other builds have no such branch on the lookup path. */
+ * loads and a relocation between its copy and its clear (cuckoo.h), to
+ * widen the windows in which a move could fool a reader or be caught by
+ * a kill; other builds have neither the hooks nor a branch on them. */
 #ifdef SHMF_TEST_HOOKS
 void (*shmf_cuckoo_read_hook)(void);
+void (*shmf_cuckoo_move_hook)(void);
 #endif
 
 /* Reads that race a move this many times fall back to a locked read. */
@@ -304,8 +304,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 	int moved = 0;
 	window_open_locked(g, m->from, m->to);
 	if (place(g, m->to, m->fp)) {
-		if (shmf_cuckoo_move_hook != NULL)
-			shmf_cuckoo_move_hook();
+		SHMF_TEST_HOOK(shmf_cuckoo_move_hook);
 		uint64_t b = shmf_cuckoo_bucket_load(g, m->from);
 		for (;;) {
 			if (slot_value(b, m->lane, w) != m->fp) {

@@ -11,7 +11,7 @@
  * where alt is an involution that needs only the bucket and the
  * fingerprint, so a fingerprint can be moved without its key.
  *
- * Concurrency (see design.md): lookups never write and take no lock (one
+ * Concurrency (see docs/design.md): lookups never write and take no lock (one
  * that keeps racing moves reads under the lock in shared mode at last);
  * placing a fingerprint in a free slot or clearing one is one CAS on the
  * bucket; only relocation ("kicks") takes the writer lock, an
@@ -186,13 +186,17 @@ static inline uint64_t shmf_cuckoo_bucket_load(const struct shmf_cuckoo_geom *g,
 #ifdef SHMF_TEST_HOOKS
 /* Test builds only: called by a lookup between its two bucket loads. */
 extern void (*shmf_cuckoo_read_hook)(void);
-#define SHMF_CUCKOO_READ_HOOK()                                \
+/* Test builds only: called by a relocation between writing a fingerprint
+ * into its new bucket and clearing the old one. */
+extern void (*shmf_cuckoo_move_hook)(void);
+/* Call test hook @p h if a test has set it; nothing at all in other builds. */
+#define SHMF_TEST_HOOK(h)                                      \
 	do {                                                   \
-		if (shmf_cuckoo_read_hook != NULL)             \
-			shmf_cuckoo_read_hook();               \
+		if ((h) != NULL)                               \
+			(h)();                                 \
 	} while (0)
 #else
-#define SHMF_CUCKOO_READ_HOOK() ((void)0)
+#define SHMF_TEST_HOOK(h) ((void)0)
 #endif
 
 /* The version stripe of bucket @p i. */
@@ -234,7 +238,7 @@ static inline int shmf_cuckoo_read_valid(const struct shmf_cuckoo_geom *g, const
 static inline unsigned shmf_cuckoo_copies(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
 	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	SHMF_CUCKOO_READ_HOOK();
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
 	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
 	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
 	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits);
@@ -290,9 +294,5 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
  * (a holder that is killed). @return 0 or -errno. */
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
-
-/* Test hook: when set, called by a relocation between writing a
- * fingerprint into its new bucket and clearing the old one. */
-extern void (*shmf_cuckoo_move_hook)(void);
 
 #endif

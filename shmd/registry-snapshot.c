@@ -104,22 +104,17 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	if ((rc = ring_take(r, &copy, &m, err, errlen)) < 0)
 		return rc;
 
-	struct snap_source src = { .nsections = m.n };
-	struct shmf_snap_header *h = &src.hdr;
+	/* The shape and seed as the newest generation's data header has them,
+	 * the name and window as the slot does. */
 	const struct shmf_data_header *dh = &m.dm[0].hdr;
-	h->type = dh->type;
-	h->k = dh->k;
-	h->capacity = dh->capacity;
-	h->fpr_bits = dh->fpr_bits;
-	h->nblocks = dh->nblocks;
-	h->nbuckets = dh->nbuckets;
-	h->max_kicks = dh->max_kicks;
-	h->seed = dh->seed;
-	h->created_epoch = copy.created_epoch;
-	h->snapshot_epoch = (uint64_t)time(NULL);
-	h->window_secs = copy.window_secs;
-	h->window_gens = copy.window_gens;
-	memcpy(h->name, copy.name, sizeof(h->name));
+	struct filter_spec spec = { .capacity = dh->capacity, .window_secs = copy.window_secs,
+				    .window_gens = copy.window_gens };
+	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
+	memcpy(spec.name, copy.name, sizeof(spec.name));
+	struct shmf_geometry g = { .type = dh->type, .k = dh->k, .nblocks = dh->nblocks, .nbuckets = dh->nbuckets,
+				   .max_kicks = dh->max_kicks };
+	struct snap_source src = { .nsections = m.n };
+	snapshot_header_fill(&src.hdr, &spec, &g, dh->seed, copy.created_epoch, (uint64_t)time(NULL));
 	for (unsigned i = 0; i < m.n; i++) {
 		src.payload[i] = m.dm[i].blocks;
 		src.sec[i] = (struct shmf_snap_section){

@@ -16,24 +16,9 @@
 #include "fscred.h"
 #include "segment.h"
 #include "shmf.h"
+#include "spec.h"
 
 #define REGISTRY_ERR_MAX 256
-
-/* What a filter is created from (configuration file or BF.RESERVE). */
-struct filter_spec {
-	char name[SHMF_NAME_MAX + 1];
-	int type;          /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint64_t capacity; /* keys */
-	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
-	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
-	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
-	uint64_t window_secs; /* time window: seconds per generation, 0: none */
-	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
-	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
-	uint64_t snapshot_every;   /* seconds between snapshots */
-	uint32_t snapshot_keep;    /* newest files kept */
-	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
-};
 
 /* A snapshot of one filter, for LIST and INFO. */
 struct filter_info {

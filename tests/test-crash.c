@@ -1,5 +1,5 @@
 /*
- * test-crash.c - the crash matrix of the failure model (design.md): SIGKILL
+ * test-crash.c - the crash matrix of the failure model (docs/design.md): SIGKILL
  * at random points of
  *
  *   workers      - processes adding to a Bloom filter, and to a cuckoo

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,16 +195,55 @@ out:
 	return rc;
 }
 
-static void build_usage(const char *why)
+/* What shmctl build was asked for. */
+struct build_args {
+	struct filter_spec spec; /* type, capacity, fpr, max_kicks and name */
+	const char *from, *out;
+};
+
+/* Print the usage with the reason formatted from @p fmt; @return 2, the
+ * exit status of a usage error. */
+static int build_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int build_usage(const char *fmt, ...)
 {
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 	fprintf(stderr,
 		"shmctl: build: %s\n"
 		"usage: shmctl build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N]\n"
 		"                    [--name NAME]\n",
 		why);
+	return 2;
 }
 
-int shmctl_build(int argc, char **argv)
+/* One option into @p a. @return 0, or 2 (usage printed). */
+static int build_option(int opt, const char *arg, struct build_args *a, const char **name)
+{
+	struct filter_spec *s = &a->spec;
+	switch (opt) {
+	case 't':
+		return spec_parse_type(arg, &s->type) < 0 ? build_usage("--type '%s': must be bloom or cuckoo", arg) : 0;
+	case 'c':
+		return spec_parse_capacity(arg, &s->capacity) < 0 ? build_usage("--capacity '%s': not a positive integer", arg)
+								     : 0;
+	case 'p':
+		return spec_parse_fpr(arg, &s->fpr) < 0 ? build_usage("--fpr '%s': not a number in (0, 1)", arg) : 0;
+	case 'k':
+		return spec_parse_kicks(arg, &s->max_kicks) < 0
+			       ? build_usage("--max-kicks '%s': not an integer from 1 to %u", arg, SHMF_CUCKOO_KICKS_LIMIT)
+			       : 0;
+	case 'f': a->from = arg; return 0;
+	case 'o': a->out = arg; return 0;
+	case 'n': *name = arg; return 0;
+	default: return build_usage("unknown option");
+	}
+}
+
+/* The command line into @p a. @return 0, or 2 (usage printed). */
+static int build_parse(int argc, char **argv, struct build_args *a)
 {
 	static const struct option opts[] = {
 		{ "type", required_argument, NULL, 't' },     { "capacity", required_argument, NULL, 'c' },
@@ -211,115 +251,85 @@ int shmctl_build(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },   { "max-kicks", required_argument, NULL, 'k' },
 		{ "name", required_argument, NULL, 'n' },     { NULL, 0, NULL, 0 },
 	};
-	const char *from = NULL, *out = NULL, *name = "built";
-	int type = SHMF_TYPE_BLOOM, opt;
-	uint64_t capacity = 0;
-	double fpr = 0;
-	uint32_t kicks = 0;
-	char why[256];
+	const char *name = "built";
+	int opt, rc;
+	*a = (struct build_args){ .spec = { .type = SHMF_TYPE_BLOOM } };
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 't':
-			if (spec_parse_type(optarg, &type) < 0) {
-				snprintf(why, sizeof(why), "--type '%s': must be bloom or cuckoo", optarg);
-				build_usage(why);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (spec_parse_capacity(optarg, &capacity) < 0) {
-				snprintf(why, sizeof(why), "--capacity '%s': not a positive integer", optarg);
-				build_usage(why);
-				return 2;
-			}
-			break;
-		case 'p':
-			if (spec_parse_fpr(optarg, &fpr) < 0) {
-				snprintf(why, sizeof(why), "--fpr '%s': not a number in (0, 1)", optarg);
-				build_usage(why);
-				return 2;
-			}
-			break;
-		case 'k':
-			if (spec_parse_kicks(optarg, &kicks) < 0) {
-				snprintf(why, sizeof(why), "--max-kicks '%s': not an integer from 1 to %u", optarg,
-					 SHMF_CUCKOO_KICKS_LIMIT);
-				build_usage(why);
-				return 2;
-			}
-			break;
-		case 'f': from = optarg; break;
-		case 'o': out = optarg; break;
-		case 'n': name = optarg; break;
-		default: build_usage("unknown option"); return 2;
-		}
-	}
-	if (optind != argc || capacity == 0 || fpr == 0 || from == NULL || out == NULL) {
-		build_usage(optind != argc ? "unexpected argument" : "--capacity, --fpr, --from and -o are required");
-		return 2;
-	}
-	if (shmf_name_check(name) < 0) {
-		snprintf(why, sizeof(why), "--name '%s': not a valid filter name", name);
-		build_usage(why);
-		return 2;
-	}
-	if (kicks != 0 && type != SHMF_TYPE_CUCKOO) {
-		build_usage("--max-kicks applies to cuckoo filters only");
-		return 2;
-	}
+	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1)
+		if ((rc = build_option(opt, optarg, a, &name)) != 0)
+			return rc;
+	if (optind != argc || a->spec.capacity == 0 || a->spec.fpr == 0 || a->from == NULL || a->out == NULL)
+		return build_usage("%s", optind != argc ? "unexpected argument" : "--capacity, --fpr, --from and -o are required");
+	/* Checked before it is copied: a longer name would be truncated. */
+	if (shmf_name_check(name) < 0)
+		return build_usage("--name '%s': not a valid filter name", name);
+	if (a->spec.max_kicks != 0 && a->spec.type != SHMF_TYPE_CUCKOO)
+		return build_usage("--max-kicks applies to cuckoo filters only");
+	snprintf(a->spec.name, sizeof(a->spec.name), "%s", name);
+	return 0;
+}
 
-	struct table t = { 0 };
-	int rc = table_init(&t, type, capacity, fpr, kicks);
-	if (rc < 0) {
-		fprintf(stderr, "shmctl: build: capacity %" PRIu64 " at error rate %g: %s\n", capacity, fpr,
-			shmf_strerror(rc));
-		return 2;
-	}
+/* Train @p t on the keys of @p from ("-": stdin), showing progress on a
+ * terminal. @return 0, or -1 with the error printed. */
+static int build_read(struct table *t, const char *from, double *secs)
+{
 	int fd = strcmp(from, "-") == 0 ? STDIN_FILENO : open(from, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "shmctl: build: cannot open %s: %s\n", from, strerror(errno));
-		return 2;
+		return -1;
 	}
 	struct progress p = { .on = isatty(STDERR_FILENO), .start = now_s() };
 	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		p.total = (uint64_t)st.st_size;
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	rc = feed(&t, fd, &p, from);
+	int rc = feed(t, fd, &p, from);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	progress_show(&p, t.keys, 1);
-	if (rc == SHMF_E_FULL) {
+	progress_show(&p, t->keys, 1);
+	if (rc == SHMF_E_FULL)
 		fprintf(stderr, "shmctl: build: the cuckoo filter is full after %" PRIu64 " keys: give a larger --capacity\n",
-			t.keys);
-		return 2;
-	}
-	if (rc < 0)
-		return 2;
-	double secs = now_s() - p.start;
+			t->keys);
+	*secs = now_s() - p.start;
+	return rc < 0 ? -1 : 0;
+}
 
+/* Write the trained table @p t as snapshot @p out, mode 0666 less the
+ * umask. @return 0, or -1 with the error printed. */
+static int build_write(const struct table *t, const struct filter_spec *spec, const char *out)
+{
 	struct snap_source src = { .nsections = 1 };
-	src.hdr.type = (uint32_t)type;
-	src.hdr.k = t.g.k;
-	src.hdr.capacity = capacity;
-	memcpy(&src.hdr.fpr_bits, &fpr, sizeof(fpr));
-	src.hdr.nblocks = t.g.nblocks;
-	src.hdr.nbuckets = t.g.nbuckets;
-	src.hdr.max_kicks = t.g.max_kicks;
-	src.hdr.seed = t.seed;
-	src.hdr.created_epoch = src.hdr.snapshot_epoch = (uint64_t)time(NULL);
-	snprintf(src.hdr.name, sizeof(src.hdr.name), "%s", name);
-	src.sec[0] = (struct shmf_snap_section){ .generation = 1, .created_epoch = src.hdr.created_epoch, .items = t.items };
-	src.payload[0] = t.payload;
+	uint64_t now = (uint64_t)time(NULL);
+	snapshot_header_fill(&src.hdr, spec, &t->g, t->seed, now, now);
+	src.sec[0] = (struct shmf_snap_section){ .generation = 1, .created_epoch = now, .items = t->items };
+	src.payload[0] = t->payload;
 	char err[SNAPSHOT_ERR_MAX];
 	mode_t um = umask(0);
 	umask(um);
 	if (snapshot_write(out, &src, 0666 & ~(unsigned)um, err, sizeof(err)) < 0) {
 		fprintf(stderr, "shmctl: build: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int shmctl_build(int argc, char **argv)
+{
+	struct build_args a;
+	int rc = build_parse(argc, argv, &a);
+	if (rc != 0)
+		return rc;
+	const struct filter_spec *s = &a.spec;
+	struct table t = { 0 };
+	if ((rc = table_init(&t, s->type, s->capacity, s->fpr, s->max_kicks)) < 0) {
+		fprintf(stderr, "shmctl: build: capacity %" PRIu64 " at error rate %g: %s\n", s->capacity, s->fpr,
+			shmf_strerror(rc));
 		return 2;
 	}
-	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", out, spec_type_name(type),
+	double secs;
+	if (build_read(&t, a.from, &secs) < 0 || build_write(&t, s, a.out) < 0)
+		return 2;
+	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", a.out, spec_type_name(s->type),
 	       t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * fuzz-snapshot.c - the snapshot loader (shmd/snapshot.c: snapshot_open,
+ * fuzz-snapshot.c - the snapshot loader (common/snapshot.c: snapshot_open,
  * snapshot_read_section, snapshot_copy_section) on any bytes.
  *
  * Each input is loaded twice: as it is, which exercises the checksum

@@ -5,26 +5,38 @@
  * inspect); nothing here touches the registry. Errors are -errno or shmf
  * codes, each with a sentence naming the file and the cause in err[].
  */
-#ifndef SHMD_SNAPSHOT_H
-#define SHMD_SNAPSHOT_H
+#ifndef SHMF_COMMON_SNAPSHOT_H
+#define SHMF_COMMON_SNAPSHOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "geometry.h"
 #include "snapshot-format.h"
+#include "spec.h"
 
 #define SNAPSHOT_ERR_MAX 512
 
-/* What to write: the header fields that describe the filter (magic,
- * version, sizes, chunking and checksums are filled in by the writer),
- * and one section header and payload per generation. */
+/* What to write: the header fields that describe the filter (set by
+ * snapshot_header_fill(); magic, version, sizes, chunking and checksums
+ * are filled in by the writer), and one section header and payload per
+ * generation. */
 struct snap_source {
 	struct shmf_snap_header hdr;
 	unsigned nsections;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
 	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each */
 };
+
+/**
+ * Fill the header fields that describe a filter: name, capacity, error
+ * rate and time window from @p spec (its type and relocation bound are
+ * not read), type and shape from @p g, the hash @p seed, when the filter
+ * was created and when this snapshot began. The one place these fields
+ * are set, for shmd's snapshots and shmctl build alike.
+ */
+void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *spec, const struct shmf_geometry *g,
+			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch);
 
 /**
  * Write @p src to @p path crash-safely: a temporary file in the same

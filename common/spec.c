@@ -22,7 +22,7 @@ int spec_parse_type(const char *text, int *out)
 	else if (!strcmp(text, "cuckoo"))
 		*out = SHMF_TYPE_CUCKOO;
 	else
-		return -1;
+		return SHMF_E_INVAL;
 	return 0;
 }
 
@@ -35,7 +35,7 @@ int spec_parse_kicks(const char *text, uint32_t *out)
 {
 	uint64_t v;
 	if (spec_parse_capacity(text, &v) < 0 || v > SHMF_CUCKOO_KICKS_LIMIT)
-		return -1;
+		return SHMF_E_INVAL;
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -44,11 +44,11 @@ int spec_parse_capacity(const char *text, uint64_t *out)
 {
 	char *end;
 	if (*text < '0' || *text > '9')
-		return -1;
+		return SHMF_E_INVAL;
 	errno = 0;
 	unsigned long long v = strtoull(text, &end, 10);
 	if (errno != 0 || *end != '\0' || v == 0)
-		return -1;
+		return SHMF_E_INVAL;
 	*out = v;
 	return 0;
 }
@@ -59,7 +59,7 @@ int spec_parse_fpr(const char *text, double *out)
 	errno = 0;
 	double v = strtod(text, &end);
 	if (errno != 0 || end == text || *end != '\0' || !(v > 0.0 && v < 1.0))
-		return -1;
+		return SHMF_E_INVAL;
 	*out = v;
 	return 0;
 }
@@ -68,11 +68,11 @@ int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out)
 {
 	char *end;
 	if (*text < '0' || *text > '7')
-		return -1;
+		return SHMF_E_INVAL;
 	errno = 0;
 	unsigned long v = strtoul(text, &end, 8);
 	if (errno != 0 || *end != '\0' || v > 0777 || (v & forbidden))
-		return -1;
+		return SHMF_E_INVAL;
 	*out = (mode_t)v;
 	return 0;
 }
@@ -81,25 +81,25 @@ int spec_parse_duration(const char *text, uint64_t *out)
 {
 	char *end;
 	if (*text < '0' || *text > '9')
-		return -1;
+		return SHMF_E_INVAL;
 	errno = 0;
 	unsigned long long v = strtoull(text, &end, 10);
 	uint64_t unit = 1;
 	if (errno != 0 || v == 0)
-		return -1;
+		return SHMF_E_INVAL;
 	if (*end != '\0') {
 		if (end[1] != '\0')
-			return -1;
+			return SHMF_E_INVAL;
 		switch (*end) {
 		case 's': unit = 1; break;
 		case 'm': unit = 60; break;
 		case 'h': unit = 3600; break;
 		case 'd': unit = 86400; break;
-		default: return -1;
+		default: return SHMF_E_INVAL;
 		}
 	}
 	if (v > UINT64_C(315360000) / unit) /* ten years */
-		return -1;
+		return SHMF_E_INVAL;
 	*out = (uint64_t)v * unit;
 	return 0;
 }

@@ -128,15 +128,39 @@ uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_
 	return SHMF_SNAP_PAYLOAD_OFF + nsections * section_bytes + nsections * nchunks * 8 + SHMF_SNAP_TRAILER;
 }
 
+/* The trailer's checksum: XXH3-64 of the header, the @p n section headers
+ * and the chunk table. @return 0, or -ENOMEM (no checksum state). */
+static int meta_checksum(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, unsigned n,
+			 const uint64_t *table, uint64_t table_bytes, uint64_t *sum)
+{
+	XXH3_state_t *st = io_xxh3_state();
+	if (st == NULL)
+		return -ENOMEM;
+	XXH3_64bits_reset(st);
+	XXH3_64bits_update(st, h, sizeof(*h));
+	XXH3_64bits_update(st, sec, n * sizeof(sec[0]));
+	XXH3_64bits_update(st, table, table_bytes);
+	*sum = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return 0;
+}
+
 /* ---- Writing ----------------------------------------------------------- */
 
-/* A file being written: a sticky error checked once at the end (the first
- * failing step keeps its name), and the running metadata checksum. */
+/* A file being written: a temporary file next to the target, renamed over
+ * it at the end; a sticky error checked once at the end (the first
+ * failing step keeps its name). */
 struct writer {
-	int fd;
+	int dfd;          /* the target's directory */
+	int fd;           /* the temporary file */
 	int err;          /* first -errno, 0 while all is well */
 	const char *step; /* what failed */
 	uint64_t off;
+	char base[256];   /* the target's name in dfd */
+	char tmpname[300];
+	uint64_t nchunks; /* per section */
+	uint64_t *table;  /* nsections * nchunks payload checksums */
+	void *buf;        /* one chunk */
 };
 
 static void put(struct writer *w, const void *buf, size_t n)
@@ -157,14 +181,40 @@ static void put(struct writer *w, const void *buf, size_t n)
 	}
 }
 
-static void seal_header(struct shmf_snap_header *h)
+/* Record a failed step unless an earlier one failed already. */
+static void fail_step(struct writer *w, int err, const char *step)
 {
-	h->header_xxh3 = XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3));
+	if (w->err == 0) {
+		w->err = err;
+		w->step = step;
+	}
 }
 
-static void seal_section(struct shmf_snap_section *s)
+static void writer_free(struct writer *w)
 {
-	s->xxh3 = XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3));
+	free(w->table);
+	free(w->buf);
+}
+
+/* The writer's fields of the header (magic, version, sizes, chunking),
+ * zeroed reserved bytes, and the header and section checksums. */
+static void seal(struct snap_source *src)
+{
+	struct shmf_snap_header *h = &src->hdr;
+	memcpy(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic));
+	h->version = SHMF_SNAP_VERSION;
+	h->header_size = sizeof(*h);
+	h->nsections = src->nsections;
+	h->chunk_bytes = SHMF_SNAP_CHUNK;
+	h->section_bytes = h->nblocks * SHMF_BLOCK_BYTES;
+	h->file_bytes = snapshot_file_bytes(src->nsections, h->section_bytes, h->chunk_bytes);
+	memset(h->reserved, 0, sizeof(h->reserved));
+	h->header_xxh3 = XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3));
+	for (unsigned i = 0; i < src->nsections; i++) {
+		struct shmf_snap_section *s = &src->sec[i];
+		memset(s->reserved, 0, sizeof(s->reserved));
+		s->xxh3 = XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3));
+	}
 }
 
 /* Split @p path into its directory (opened) and its last component. */
@@ -186,122 +236,115 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	return fd;
 }
 
-int snapshot_write(const char *path, struct snap_source *src, unsigned mode, char *err, size_t errlen)
+/* The buffers, the directory and the temporary file (of @p mode) for
+ * writing @p h's file to @p path. @return 0, or an error with nothing
+ * left open or allocated. */
+static int writer_open(struct writer *w, const char *path, const struct shmf_snap_header *h, unsigned mode, char *err,
+		       size_t errlen)
 {
-	struct shmf_snap_header *h = &src->hdr;
-	char base[256], tmpname[300];
-	unsigned n = src->nsections;
-
-	if (n == 0 || n > SHMF_SNAP_SECTIONS)
-		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
-	memcpy(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic));
-	h->version = SHMF_SNAP_VERSION;
-	h->header_size = sizeof(*h);
-	h->nsections = n;
-	h->chunk_bytes = SHMF_SNAP_CHUNK;
-	h->section_bytes = h->nblocks * SHMF_BLOCK_BYTES;
-	h->file_bytes = snapshot_file_bytes(n, h->section_bytes, h->chunk_bytes);
-	memset(h->reserved, 0, sizeof(h->reserved));
-	seal_header(h);
-	for (unsigned i = 0; i < n; i++) {
-		memset(src->sec[i].reserved, 0, sizeof(src->sec[i].reserved));
-		seal_section(&src->sec[i]);
-	}
-	uint64_t nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
-	uint64_t *table = io_malloc(n * nchunks * 8);
-	void *buf = NULL;
-	if (table == NULL || io_memalign(&buf, 4096, h->chunk_bytes) != 0) {
-		free(table);
+	*w = (struct writer){ .dfd = -1, .fd = -1 };
+	w->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
+	w->table = io_malloc(h->nsections * w->nchunks * 8);
+	if (w->table == NULL || io_memalign(&w->buf, 4096, h->chunk_bytes) != 0) {
+		writer_free(w);
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 	}
-
-	int dfd = open_parent(path, base, sizeof(base), err, errlen);
-	if (dfd < 0) {
-		free(table);
-		free(buf);
-		return dfd;
+	w->dfd = open_parent(path, w->base, sizeof(w->base), err, errlen);
+	if (w->dfd < 0) {
+		writer_free(w);
+		return w->dfd;
 	}
-	snprintf(tmpname, sizeof(tmpname), ".%s.tmp-%ld", base, (long)getpid());
-	struct writer w = { .fd = io_open(dfd, tmpname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0666) };
-	if (w.fd < 0) {
+	snprintf(w->tmpname, sizeof(w->tmpname), ".%s.tmp-%ld", w->base, (long)getpid());
+	w->fd = io_open(w->dfd, w->tmpname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0666);
+	if (w->fd < 0) {
 		int e = -errno;
-		close(dfd);
-		free(table);
-		free(buf);
-		return errmsg(err, errlen, e, "snapshot %s: cannot create %s: %s", path, tmpname, strerror(-e));
+		close(w->dfd);
+		writer_free(w);
+		return errmsg(err, errlen, e, "snapshot %s: cannot create %s: %s", path, w->tmpname, strerror(-e));
 	}
-	if (io_fchmod(w.fd, mode & 0666) < 0) {
-		w.err = -errno;
-		w.step = "chmod";
-	}
-	/* Header and section headers, zeros up to the payload. */
-	put(&w, h, sizeof(*h));
-	put(&w, src->sec, n * sizeof(src->sec[0]));
-	memset(buf, 0, SHMF_SNAP_PAYLOAD_OFF - w.off);
-	put(&w, buf, SHMF_SNAP_PAYLOAD_OFF - w.off);
-	/* Payloads, a chunk at a time: copy, checksum the copy, write it. */
-	for (unsigned i = 0; i < n && w.err == 0; i++) {
+	if (io_fchmod(w->fd, mode & 0666) < 0)
+		fail_step(w, -errno, "chmod");
+	return 0;
+}
+
+/* The payloads, a chunk at a time: copy, checksum the copy, write it. */
+static void put_payloads(struct writer *w, const struct snap_source *src)
+{
+	const struct shmf_snap_header *h = &src->hdr;
+	for (unsigned i = 0; i < src->nsections && w->err == 0; i++) {
 		const char *p = src->payload[i];
-		for (uint64_t c = 0; c < nchunks && w.err == 0; c++) {
+		for (uint64_t c = 0; c < w->nchunks && w->err == 0; c++) {
 			uint64_t at = c * h->chunk_bytes;
 			size_t len = (size_t)(h->section_bytes - at < h->chunk_bytes ? h->section_bytes - at : h->chunk_bytes);
-			memcpy(buf, p + at, len);
-			table[i * nchunks + c] = XXH3_64bits(buf, len);
-			put(&w, buf, len);
+			memcpy(w->buf, p + at, len);
+			w->table[i * w->nchunks + c] = XXH3_64bits(w->buf, len);
+			put(w, w->buf, len);
 		}
 	}
-	put(&w, table, n * nchunks * 8);
+}
+
+/* Everything the file holds, in order (snapshot-format.h). */
+static void put_file(struct writer *w, const struct snap_source *src)
+{
+	const struct shmf_snap_header *h = &src->hdr;
+	unsigned n = src->nsections;
+	uint64_t table_bytes = n * w->nchunks * 8;
+	/* Header and section headers, zeros up to the payload. */
+	put(w, h, sizeof(*h));
+	put(w, src->sec, n * sizeof(src->sec[0]));
+	memset(w->buf, 0, SHMF_SNAP_PAYLOAD_OFF - w->off);
+	put(w, w->buf, SHMF_SNAP_PAYLOAD_OFF - w->off);
+	put_payloads(w, src);
+	put(w, w->table, table_bytes);
 	/* Trailer: the checksum of all the metadata. */
-	XXH3_state_t *st = io_xxh3_state();
 	uint64_t trailer[2] = { 0, 0 };
-	if (st == NULL) {
-		if (w.err == 0) {
-			w.err = -ENOMEM;
-			w.step = "checksum";
-		}
-	} else {
-		XXH3_64bits_reset(st);
-		XXH3_64bits_update(st, h, sizeof(*h));
-		XXH3_64bits_update(st, src->sec, n * sizeof(src->sec[0]));
-		XXH3_64bits_update(st, table, n * nchunks * 8);
-		trailer[0] = XXH3_64bits_digest(st);
-		XXH3_freeState(st);
-	}
+	if (meta_checksum(h, src->sec, n, w->table, table_bytes, &trailer[0]) < 0)
+		fail_step(w, -ENOMEM, "checksum");
 	memcpy(&trailer[1], SHMF_SNAP_END_MAGIC, 8);
-	put(&w, trailer, sizeof(trailer));
-	if (w.err == 0 && w.off != h->file_bytes) {
-		w.err = -EIO;
-		w.step = "size check";
-	}
-	if (w.err == 0 && io_fsync(w.fd, SNAP_IO_FSYNC) < 0) {
-		w.err = -errno;
-		w.step = "fsync";
-	}
-	if (io_close(w.fd) < 0 && w.err == 0) {
-		w.err = -errno;
-		w.step = "close";
-	}
-	if (w.err == 0 && io_rename(dfd, tmpname, base) < 0) {
-		w.err = -errno;
-		w.step = "rename";
-	}
-	int renamed = w.err == 0;
-	if (w.err != 0) {
-		unlinkat(dfd, tmpname, 0);
-	} else if (io_fsync(dfd, SNAP_IO_DIRSYNC) < 0) {
+	put(w, trailer, sizeof(trailer));
+	if (w->err == 0 && w->off != h->file_bytes)
+		fail_step(w, -EIO, "size check");
+}
+
+/* Make the temporary file durable and rename it over the target; on any
+ * failure remove it. Frees what writer_open() took. @return 0 or the
+ * first error, with the step named in @p err. */
+static int writer_commit(struct writer *w, const char *path, char *err, size_t errlen)
+{
+	if (w->err == 0 && io_fsync(w->fd, SNAP_IO_FSYNC) < 0)
+		fail_step(w, -errno, "fsync");
+	if (io_close(w->fd) < 0)
+		fail_step(w, -errno, "close");
+	if (w->err == 0 && io_rename(w->dfd, w->tmpname, w->base) < 0)
+		fail_step(w, -errno, "rename");
+	int renamed = w->err == 0;
+	if (w->err != 0)
+		unlinkat(w->dfd, w->tmpname, 0);
+	else if (io_fsync(w->dfd, SNAP_IO_DIRSYNC) < 0)
 		/* The file is complete under its name; only the directory entry
 		 * may not be durable yet. Report it: the caller asked for both. */
-		w.err = -errno;
-		w.step = "fsync of the directory";
-	}
-	close(dfd);
-	free(table);
-	free(buf);
-	if (w.err != 0)
-		return errmsg(err, errlen, w.err, "snapshot %s: %s failed: %s (%s)", path, w.step, strerror(-w.err),
-			    renamed ? "the new file is complete under its name, but the rename may not survive a crash"
-				    : "the previous file, if any, is unchanged");
+		fail_step(w, -errno, "fsync of the directory");
+	close(w->dfd);
+	writer_free(w);
+	if (w->err != 0)
+		return errmsg(err, errlen, w->err, "snapshot %s: %s failed: %s (%s)", path, w->step, strerror(-w->err),
+			      renamed ? "the new file is complete under its name, but the rename may not survive a crash"
+				      : "the previous file, if any, is unchanged");
 	return 0;
+}
+
+int snapshot_write(const char *path, struct snap_source *src, unsigned mode, char *err, size_t errlen)
+{
+	struct writer w;
+	unsigned n = src->nsections;
+	if (n == 0 || n > SHMF_SNAP_SECTIONS)
+		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
+	seal(src);
+	int rc = writer_open(&w, path, &src->hdr, mode, err, errlen);
+	if (rc < 0)
+		return rc;
+	put_file(&w, src);
+	return writer_commit(&w, path, err, errlen);
 }
 
 /* ---- Reading ----------------------------------------------------------- */
@@ -322,13 +365,6 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 		off += (uint64_t)k;
 	}
 	return 0;
-}
-
-void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g)
-{
-	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
-				     .max_kicks = h->max_kicks,
-				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
 }
 
 /* The header says a filter this build can hold, in exactly the shape the
@@ -387,110 +423,128 @@ static int header_check(const struct snap_file *sf, uint64_t file_size, char *er
 	return 0;
 }
 
-int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen)
+/* Open @p sf->path: a regular file, long enough for a snapshot. @return 0
+ * with its size in @p size, or an error. */
+static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t errlen)
 {
+	const char *path = sf->path;
 	struct stat st;
-	int rc;
-
-	memset(sf, 0, sizeof(*sf));
-	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	sf->fd = io_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	if (sf->fd < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
-	if (fstat(sf->fd, &st) < 0) {
-		rc = errmsg(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
-		goto bad;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: not a regular file", path);
-		goto bad;
-	}
-	uint64_t size = (uint64_t)st.st_size;
-	if (size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
-			  path, size);
-		goto bad;
-	}
-	if ((rc = read_at(sf->fd, &sf->hdr, sizeof(sf->hdr), 0)) < 0) {
-		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
-		goto bad;
-	}
+	if (fstat(sf->fd, &st) < 0)
+		return errmsg(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: not a regular file", path);
+	*size = (uint64_t)st.st_size;
+	if (*size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
+			      path, *size);
+	return 0;
+}
+
+/* Read the header and check it whole: magic, checksum, version, then
+ * header_check() against the file's @p size. */
+static int read_header(struct snap_file *sf, uint64_t size, char *err, size_t errlen)
+{
 	const struct shmf_snap_header *h = &sf->hdr;
-	if (memcmp(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic)) != 0) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: bytes 0-7 are not \"%s\": not a snapshot file", path,
-			  SHMF_SNAP_MAGIC);
-		goto bad;
-	}
-	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header checksum mismatch (bytes 0-255 are damaged)", path);
-		goto bad;
-	}
-	if (h->version != SHMF_SNAP_VERSION) {
-		rc = errmsg(err, errlen, SHMF_E_VERSION, "snapshot %s: format version %u, this build reads version %u", path,
-			  h->version, SHMF_SNAP_VERSION);
-		goto bad;
-	}
-	if ((rc = header_check(sf, size, err, errlen)) < 0)
-		goto bad;
-	unsigned n = h->nsections;
-	if ((rc = read_at(sf->fd, sf->sec, n * sizeof(sf->sec[0]), sizeof(*h))) < 0) {
-		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
-		goto bad;
-	}
+	const char *path = sf->path;
+	int rc = read_at(sf->fd, &sf->hdr, sizeof(sf->hdr), 0);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
+	if (memcmp(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic)) != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: bytes 0-7 are not \"%s\": not a snapshot file", path,
+			      SHMF_SNAP_MAGIC);
+	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header checksum mismatch (bytes 0-255 are damaged)", path);
+	if (h->version != SHMF_SNAP_VERSION)
+		return errmsg(err, errlen, SHMF_E_VERSION, "snapshot %s: format version %u, this build reads version %u", path,
+			      h->version, SHMF_SNAP_VERSION);
+	return header_check(sf, size, err, errlen);
+}
+
+/* Read the section headers and check each one's checksum and fields. */
+static int read_sections(struct snap_file *sf, char *err, size_t errlen)
+{
+	const char *path = sf->path;
+	unsigned n = sf->hdr.nsections;
+	int rc = read_at(sf->fd, sf->sec, n * sizeof(sf->sec[0]), sizeof(sf->hdr));
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
 	for (unsigned i = 0; i < n; i++) {
 		const struct shmf_snap_section *s = &sf->sec[i];
-		uint64_t at = sizeof(*h) + i * sizeof(*s);
-		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3) {
-			rc = errmsg(err, errlen, SHMF_E_FORMAT,
-				  "snapshot %s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)", path,
-				  i, at, at + sizeof(*s) - 1);
-			goto bad;
-		}
-		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2]) {
-			rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set",
-				  path, i, at);
-			goto bad;
-		}
-	}
-	sf->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
-	uint64_t table_bytes = n * sf->nchunks * 8, table_off = SHMF_SNAP_PAYLOAD_OFF + n * h->section_bytes;
-	uint64_t trailer[2];
-	sf->chunks = io_malloc(table_bytes);
-	if (sf->chunks == NULL) {
-		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
-		goto bad;
-	}
-	if ((rc = read_at(sf->fd, sf->chunks, table_bytes, table_off)) < 0 ||
-	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0) {
-		rc = errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
-		goto bad;
-	}
-	if (memcmp(&trailer[1], SHMF_SNAP_END_MAGIC, 8) != 0) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)",
-			  path, table_off + table_bytes + 8);
-		goto bad;
-	}
-	XXH3_state_t *xs = io_xxh3_state();
-	if (xs == NULL) {
-		rc = errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
-		goto bad;
-	}
-	XXH3_64bits_reset(xs);
-	XXH3_64bits_update(xs, h, sizeof(*h));
-	XXH3_64bits_update(xs, sf->sec, n * sizeof(sf->sec[0]));
-	XXH3_64bits_update(xs, sf->chunks, table_bytes);
-	uint64_t sum = XXH3_64bits_digest(xs);
-	XXH3_freeState(xs);
-	if (sum != trailer[0]) {
-		rc = errmsg(err, errlen, SHMF_E_FORMAT,
-			  "snapshot %s: trailer checksum mismatch (the chunk table at bytes %" PRIu64 "-%" PRIu64 " or the trailer is damaged)",
-			  path, table_off, table_off + table_bytes + 7);
-		goto bad;
+		uint64_t at = sizeof(sf->hdr) + i * sizeof(*s);
+		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "snapshot %s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)",
+				      path, i, at, at + sizeof(*s) - 1);
+		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2])
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "snapshot %s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", path,
+				      i, at);
 	}
 	return 0;
-bad:
-	snapshot_close(sf);
-	return rc;
+}
+
+/* Read the chunk table and the trailer, and check the end marker and the
+ * checksum of all the metadata. */
+static int read_chunk_table(struct snap_file *sf, char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	const char *path = sf->path;
+	unsigned n = h->nsections;
+	sf->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
+	uint64_t table_bytes = n * sf->nchunks * 8, table_off = SHMF_SNAP_PAYLOAD_OFF + n * h->section_bytes;
+	uint64_t trailer[2], sum;
+	int rc;
+	sf->chunks = io_malloc(table_bytes);
+	if (sf->chunks == NULL)
+		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
+	if ((rc = read_at(sf->fd, sf->chunks, table_bytes, table_off)) < 0 ||
+	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
+	if (memcmp(&trailer[1], SHMF_SNAP_END_MAGIC, 8) != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)",
+			      path, table_off + table_bytes + 8);
+	if (meta_checksum(h, sf->sec, n, sf->chunks, table_bytes, &sum) < 0)
+		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
+	if (sum != trailer[0])
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "snapshot %s: trailer checksum mismatch (the chunk table at bytes %" PRIu64 "-%" PRIu64 " or the trailer is damaged)",
+			      path, table_off, table_off + table_bytes + 7);
+	return 0;
+}
+
+int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen)
+{
+	uint64_t size = 0;
+	int rc;
+	memset(sf, 0, sizeof(*sf));
+	snprintf(sf->path, sizeof(sf->path), "%s", path);
+	if ((rc = open_file(sf, &size, err, errlen)) < 0 || (rc = read_header(sf, size, err, errlen)) < 0 ||
+	    (rc = read_sections(sf, err, errlen)) < 0 || (rc = read_chunk_table(sf, err, errlen)) < 0) {
+		snapshot_close(sf);
+		return rc;
+	}
+	return 0;
+}
+
+/* Write @p n bytes at @p off of the new generation's file @p fd. @return 0
+ * or -errno. */
+static int fill_at(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t k = io_pwrite(fd, p, n, off, SNAP_IO_FILL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
 }
 
 /* Read section @p i chunk by chunk, checking each: into @p dst, or
@@ -522,27 +576,9 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 				  sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
-		if (out_fd >= 0) {
-			const char *q = p;
-			uint64_t o = out_off + at;
-			size_t left = len;
-			while (left > 0) {
-				ssize_t k = io_pwrite(out_fd, q, left, o, SNAP_IO_FILL);
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k <= 0) {
-					rc = k < 0 ? -errno : -EIO;
-					break;
-				}
-				q += k;
-				o += (uint64_t)k;
-				left -= (size_t)k;
-			}
-			if (rc < 0) {
-				rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path,
-					  strerror(-rc));
-				break;
-			}
+		if (out_fd >= 0 && (rc = fill_at(out_fd, p, len, out_off + at)) < 0) {
+			rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path, strerror(-rc));
+			break;
 		}
 	}
 	free(buf);

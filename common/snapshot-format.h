@@ -18,8 +18,8 @@
  * A section is one generation of the filter: a plain filter has one, a
  * time-windowed filter one per live generation, newest first.
  */
-#ifndef SHMD_SNAPSHOT_FORMAT_H
-#define SHMD_SNAPSHOT_FORMAT_H
+#ifndef SHMF_COMMON_SNAPSHOT_FORMAT_H
+#define SHMF_COMMON_SNAPSHOT_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>

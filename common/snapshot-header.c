@@ -1,0 +1,38 @@
+/*
+ * snapshot-header.c - what a snapshot header says of its filter, both
+ * ways: filled from the filter's parameters and shape (for shmd's
+ * snapshots and shmctl build alike, so the two cannot drift), and read
+ * back as the shape a restored filter gets (snapshot.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "segment-format.h"
+#include "snapshot.h"
+
+void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *spec, const struct shmf_geometry *g,
+			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch)
+{
+	h->type = g->type;
+	h->k = g->k;
+	h->capacity = spec->capacity;
+	memcpy(&h->fpr_bits, &spec->fpr, sizeof(h->fpr_bits));
+	h->nblocks = g->nblocks;
+	h->nbuckets = g->nbuckets;
+	h->max_kicks = g->max_kicks;
+	h->seed = seed;
+	h->created_epoch = created_epoch;
+	h->snapshot_epoch = snapshot_epoch;
+	h->window_secs = spec->window_secs;
+	h->window_gens = spec->window_gens;
+	/* NUL-padded: the header is checksummed whole. */
+	memset(h->name, 0, sizeof(h->name));
+	snprintf(h->name, sizeof(h->name), "%s", spec->name);
+}
+
+void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g)
+{
+	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
+				     .max_kicks = h->max_kicks,
+				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
+}

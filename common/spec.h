@@ -1,0 +1,57 @@
+/*
+ * spec.h - a filter's parameters from text: the one parser behind the
+ * configuration file and BF.RESERVE, and the defaults both start from.
+ * Each parser is strict (the whole text, no sign, no spaces), returns 0 or
+ * SHMF_E_INVAL (the caller's message names the option and the value), and
+ * leaves *out untouched on failure.
+ */
+#ifndef SHMF_COMMON_SPEC_H
+#define SHMF_COMMON_SPEC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shmf.h"
+
+/* What a filter is created from (configuration file or BF.RESERVE). */
+struct filter_spec {
+	char name[SHMF_NAME_MAX + 1];
+	int type;          /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint64_t capacity; /* keys */
+	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
+	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
+	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	uint64_t window_secs; /* time window: seconds per generation, 0: none */
+	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
+	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
+	uint64_t snapshot_every;   /* seconds between snapshots */
+	uint32_t snapshot_keep;    /* newest files kept */
+	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
+};
+
+/** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640 (name truncated to fit). */
+void spec_defaults(struct filter_spec *s, const char *name);
+
+/** "bloom" or "cuckoo" to SHMF_TYPE_*. */
+int spec_parse_type(const char *text, int *out);
+
+/** A relocation bound: decimal, 1..SHMF_CUCKOO_KICKS_LIMIT. */
+int spec_parse_kicks(const char *text, uint32_t *out);
+
+/** The name of SHMF_TYPE_* @p type: "bloom" or "cuckoo". */
+const char *spec_type_name(int type);
+
+/** Decimal digits only, greater than 0 and representable. */
+int spec_parse_capacity(const char *text, uint64_t *out);
+
+/** A number strictly between 0 and 1 (no nan). */
+int spec_parse_fpr(const char *text, double *out);
+
+/** An octal permission mode (at most 0777) with none of @p forbidden set. */
+int spec_parse_mode(const char *text, mode_t forbidden, mode_t *out);
+
+/** A duration: a positive integer with an optional unit s, m, h or d
+ * ("90", "10m", "1d"), at most ten years, into seconds. */
+int spec_parse_duration(const char *text, uint64_t *out);
+
+#endif
