@@ -18,7 +18,7 @@
  *   - each baseline, one key and 100 keys per round trip: the classic Redis
  *     Bloom (k GETBITs or SETBITs in one pipeline, same k and m) over TCP
  *     loopback and over the unix socket; shmd's socket (BF.* / CF.*), and
- *     shmd over TCP when given its port (issue 8); the RedisBloom module
+ *     shmd's TCP listener when given its port; the RedisBloom module
  *     when Redis has it loaded; the servers that speak BF.* / CF.* also with
  *     100 one-key EXISTS in one pipeline ("check-pipelined");
  *   - on some filters, the throughput of 1, 2 and 4 worker processes.
@@ -115,7 +115,7 @@ enum redisbloom_mode { RB_SKIPPED, RB_MODULE, RB_STANDIN };
 struct bench {
 	const char *instance;
 	struct endpoint shmd_ep, redis_tcp, redis_unix;
-	struct endpoint shmd_tcp;  /* shmd's TCP listener (issue 8), when have_shmd_tcp */
+	struct endpoint shmd_tcp;  /* shmd's TCP listener, when have_shmd_tcp */
 	int have_shmd_tcp;
 	redisContext *redis;     /* for uploads and DEL */
 	enum redisbloom_mode rb;
@@ -439,7 +439,7 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 	for (int j = -1; j < nr; j++)
 		for (int m = 0; m < 3; m++) {
 			/* m 2: 100 one-key requests in one pipeline, for the servers
-			 * compared over TCP (shmd, RedisBloom; issue 8). */
+			 * compared with Redis over TCP (shmd, RedisBloom). */
 			if (m == 2 && (j < 0 || rs[j].check_pipelined == NULL || strcmp(rs[j].ep->transport, "tcp") != 0))
 				continue;
 			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,

@@ -117,7 +117,7 @@ else
 fi
 
 # --- shmd: instance "bench", no filters of its own, segments removed on exit;
-# its TCP listener (issue 8) on a free loopback port (tried at random).
+# its TCP listener on a free loopback port (tried at random).
 start_shmd() {
 	printf '[instance]\nname = bench\nremove_on_exit = yes\nhuge_pages = auto\n\n[tcp]\nenabled = yes\nport = %d\n' \
 		"$1" >"$TMP/shmd.ini"

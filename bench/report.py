@@ -33,7 +33,7 @@ REDIS = [b for b in BASELINES if b[0] in ("redis-getbit", "redisbloom")]
 # are kept under this keys-per-call value, beside 1 and BATCH (one request).
 PIPELINED = -BATCH
 
-# Issue 8: shmd over TCP against the Redis baselines over TCP, per command
+# shmd's TCP listener against the Redis baselines over TCP, per command
 # shape: what each system does for it, as (op, keys per call) of its rows.
 SHAPES = [
     ("1 key a round trip", "BF.EXISTS / CF.EXISTS; GETBIT: the key's k GETBITs in one pipeline",
@@ -294,8 +294,9 @@ def shape_ns(run, f, shape, system, transport, kb=16):
 
 
 def tcp_targets(run):
-    """Issue 8: shmd over TCP serves at least as many keys per second as each
-    Redis baseline over TCP, for the same command shape (one connection)."""
+    """The TCP listener's target: shmd over TCP serves at least as many keys
+    per second as each Redis baseline over TCP, for the same command shape
+    (one connection)."""
     res = []
     for f in run.names("bloom"):
         for shape in SHAPES:
@@ -430,9 +431,9 @@ def main():
     head = [f"Benchmark: shmfilter against networked Redis ({meta.get('mode', '?')} run)", ""]
     head += machine(meta, run) + [""] + method(meta) + [""]
     full = list(head)
-    full += ["Targets (issues 5 and 8), from this run:", ""] + targets_table(run) + [""]
+    full += ["Targets set for the comparison with networked Redis and for shmd's TCP listener, from this run:", ""] + targets_table(run) + [""]
     tcp = tcp_table(run)
-    tcp_head = ["shmd over TCP against Redis over TCP, same command shapes (issue 8): keys per second of one "
+    tcp_head = ["shmd over TCP against Redis over TCP, same command shapes: keys per second of one "
                 "connection (1e9 / median ns per key), 16-byte keys; the ratio is shmd's keys per second over the "
                 "baseline's:", ""]
     if len(tcp) > 2:
