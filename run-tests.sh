@@ -3,7 +3,7 @@
 # whole test suite twice: a plain build (build/) and one under
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-san/); then the
 # threaded tests (suite threads) under ThreadSanitizer (build-tsan/).
-# tests/run-long.sh is the long mode (README, "Adversarial tests").
+# tests/run-long.sh is the long mode (docs/testing.md).
 # The last line is "N passed, N failed"; the exit status is non-zero on any
 # failure (a build that fails counts as a failed test).
 set -u

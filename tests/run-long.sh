@@ -1,6 +1,6 @@
 #!/bin/bash
-# run-long.sh - the long mode of the adversarial tests (README, "Adversarial
-# tests and the long mode"). Takes an hour or more on a 2-core machine:
+# run-long.sh - the long mode of the adversarial tests (docs/testing.md,
+# "The long mode"). Takes an hour or more on a 2-core machine:
 #
 #   1. crash, fault, hostile and thread suites with SHMF_LONG=1 (200 runs
 #      per crash case instead of 20, more fault errnos, more random
