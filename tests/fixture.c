@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -16,6 +17,11 @@ void fixture_setup(struct fixture *fx)
 		abort();
 	}
 	setenv("SHMF_RUNTIME_DIR", fx->root, 1);
+	snprintf(fx->files, sizeof(fx->files), "%s/files", fx->root);
+	if (mkdir(fx->files, 0700) < 0) {
+		perror(fx->files);
+		abort();
+	}
 	if (registry_open(&fx->reg, FIXTURE_INSTANCE, 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
 		fprintf(stderr, "registry_open: %s\n", err);
 		abort();
@@ -29,6 +35,24 @@ void fixture_teardown(struct fixture *fx)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", fx->root);
+}
+
+int fixture_up(void **state)
+{
+	fixture_setup(*state);
+	return 0;
+}
+
+int fixture_down(void **state)
+{
+	fixture_teardown(*state);
+	return 0;
+}
+
+int fixture_long_mode(void)
+{
+	const char *l = getenv("SHMF_LONG");
+	return l != NULL && strcmp(l, "0") != 0;
 }
 
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)
@@ -70,15 +94,19 @@ shmf_t *fixture_open(const char *name, int flags)
 	return f;
 }
 
-int fixture_run(int argc, char **argv, const struct CMUnitTest *tests, const char *const *names, size_t n,
-		CMFixtureFunction setup, CMFixtureFunction teardown)
+int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
+		      size_t nnames)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
+	if (n != nnames) {
+		fprintf(stderr, "%s: %zu tests but %zu names\n", argv[0], n, nnames);
+		return 2;
+	}
 	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests(argv[0], tests, n, setup, teardown);
+		return _cmocka_run_group_tests(argv[0], tests, n, NULL, NULL);
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
+			return _cmocka_run_group_tests(names[i], &tests[i], 1, NULL, NULL);
 	fprintf(stderr, "unknown test '%s'\n", which);
 	return 2;
 }

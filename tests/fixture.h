@@ -1,9 +1,13 @@
 /*
- * fixture.h - a private runtime directory and registry for one test program.
+ * fixture.h - a private runtime directory and registry for each test, and
+ * what the unit tests share around it (cmocka set-up and tear-down, keys,
+ * running one test by name, the long mode).
  *
  * fixture_setup() makes a fresh directory under /dev/shm (a tmpfs), points
  * SHMF_RUNTIME_DIR at it, and opens the registry of instance "test";
- * fixture_teardown() closes and removes everything.
+ * fixture_teardown() closes and removes everything. A test program keeps
+ * one `static struct fixture fx` and lists its tests as
+ * fixture_unit_test(test_x, fx), so that each test starts in a fresh one.
  */
 #ifndef SHMF_TEST_FIXTURE_H
 #define SHMF_TEST_FIXTURE_H
@@ -19,15 +23,38 @@
 #define FIXTURE_INSTANCE "test"
 
 struct fixture {
-	char root[256];
+	char root[256];  /* the runtime directory (SHMF_RUNTIME_DIR) */
+	char files[272]; /* root/files, for the files a test writes (snapshots) */
 	struct registry reg;
 };
 
-/** Create the runtime dir and registry; aborts the test program on failure. */
+/**
+ * Create the runtime dir, its files directory and the registry; aborts the
+ * test program on failure.
+ */
 void fixture_setup(struct fixture *fx);
 
-/** Close the registry and remove the runtime dir. */
+/** Close the registry and remove the runtime dir with all it holds. */
 void fixture_teardown(struct fixture *fx);
+
+/**
+ * cmocka set-up: fixture_setup() on the struct fixture that *state points
+ * at (the test's initial state, as fixture_unit_test() passes it). A test
+ * program whose tests need more (a filter, a path) writes a set-up that
+ * calls it first, and lists its tests with
+ * cmocka_unit_test_prestate_setup_teardown(test_x, setup, fixture_down, &fx).
+ * @return 0.
+ */
+int fixture_up(void **state);
+
+/** cmocka tear-down: fixture_teardown() on the struct fixture *state points at. @return 0. */
+int fixture_down(void **state);
+
+/** A cmocka test run in a fresh fixture @p fx: fixture_up() before it, fixture_down() after. */
+#define fixture_unit_test(test, fx) cmocka_unit_test_prestate_setup_teardown(test, fixture_up, fixture_down, &(fx))
+
+/** 1 in the long mode (SHMF_LONG set, and not to 0: run-tests.sh --long), else 0. */
+int fixture_long_mode(void);
 
 /** Create a Bloom filter; aborts on failure. Returns the slot. */
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr);
@@ -43,12 +70,17 @@ shmf_t *fixture_open(const char *name, int flags);
 
 /**
  * The main() of a test program whose tests are run by name: argv[1] names
- * one of @p names (the test at the same index of @p tests runs alone), or
- * is "all" or absent (every test runs). @return the cmocka result, or 2
- * for an unknown name.
+ * one of @p names (the test at the same index of the array @p tests runs
+ * alone), or is "all" or absent (every test runs). Both are arrays, so
+ * that their lengths are counted here. @return the cmocka result, or 2
+ * for an unknown name or arrays of different lengths.
  */
-int fixture_run(int argc, char **argv, const struct CMUnitTest *tests, const char *const *names, size_t n,
-		CMFixtureFunction setup, CMFixtureFunction teardown);
+#define fixture_run(argc, argv, tests, names) \
+	fixture_run_tests(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]), names, sizeof(names) / sizeof((names)[0]))
+
+/** fixture_run() with the lengths given: @p n tests, @p nnames names. */
+int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
+		      size_t nnames);
 
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);

@@ -125,20 +125,6 @@ static void kill_child(pid_t pid)
 
 static struct fixture fx;
 
-static int fx_setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 #define WORKERS 2
 struct board {
 	_Atomic uint64_t progress[WORKERS]; /* worker i's adds [0, progress) have returned */
@@ -1098,9 +1084,9 @@ static void test_shmd_restore(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_workers_bloom, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_workers_cuckoo, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_lock_holder, fx_setup, fx_teardown),
+		fixture_unit_test(test_workers_bloom, fx),
+		fixture_unit_test(test_workers_cuckoo, fx),
+		fixture_unit_test(test_lock_holder, fx),
 		cmocka_unit_test_setup_teardown(test_shmd_swap, shmd_setup, shmd_teardown),
 		cmocka_unit_test_setup_teardown(test_shmd_rotate, shmd_setup, shmd_teardown),
 		cmocka_unit_test_setup_teardown(test_shmd_snapshot, shmd_setup, shmd_teardown),
@@ -1108,8 +1094,8 @@ int main(int argc, char **argv)
 	};
 	static const char *const names[] = { "workers_bloom", "workers_cuckoo", "lock_holder", "shmd_swap",
 					     "shmd_rotate", "shmd_snapshot", "shmd_restore" };
-	const char *env = getenv("SHMF_LONG");
-	runs = env != NULL && strcmp(env, "0") != 0 ? 200 : 20;
+	const char *env;
+	runs = fixture_long_mode() ? 200 : 20;
 	if ((env = getenv("SHMF_CRASH_RUNS")) != NULL && atoi(env) > 0)
 		runs = (unsigned)atoi(env);
 	rng = (env = getenv("SHMF_SEED")) != NULL ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -1120,5 +1106,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return fixture_run(argc > 2 ? 2 : argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc > 2 ? 2 : argc, argv, tests, names);
 }

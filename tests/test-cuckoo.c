@@ -468,5 +468,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lock_holder_killed),
 	};
 	const char *const names[] = { "sizing", "small", "load_fpr", "full", "delete", "churn", "killed" };
-	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), NULL, NULL);
+	return fixture_run(argc, argv, all, names);
 }

@@ -73,22 +73,6 @@ static void catch_fatal(void)
 	signal(SIGALRM, on_fatal); /* a call that does not come back */
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	const char *l = getenv("SHMF_LONG");
-	long_mode = l != NULL && strcmp(l, "0") != 0;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 static uint64_t rng = 0x1234567;
 
 static uint64_t rnd(void)
@@ -659,12 +643,13 @@ static void test_daemon(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fields, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_odd_sequence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_payload, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_racing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon, setup, teardown),
+		fixture_unit_test(test_fields, fx),
+		fixture_unit_test(test_odd_sequence, fx),
+		fixture_unit_test(test_payload, fx),
+		fixture_unit_test(test_racing, fx),
+		fixture_unit_test(test_daemon, fx),
 	};
 	static const char *const names[] = { "fields", "odd_sequence", "payload", "racing", "daemon" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	long_mode = fixture_long_mode();
+	return fixture_run(argc, argv, tests, names);
 }

@@ -192,10 +192,7 @@ static void test_concurrent_adders_and_checkers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_concurrent_adders_and_checkers),
+		fixture_unit_test(test_concurrent_adders_and_checkers, fx),
 	};
-	fixture_setup(&fx);
-	int r = cmocka_run_group_tests(tests, NULL, NULL);
-	fixture_teardown(&fx);
-	return r;
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

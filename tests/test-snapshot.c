@@ -30,30 +30,10 @@
 #include "snapshot.h"
 
 static struct fixture fx;
-static char dir[256 + 8]; /* where the test writes snapshot files */
-
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	snprintf(dir, sizeof(dir), "%s/files", fx.root);
-	return mkdir(dir, 0700);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
-	fixture_teardown(&fx);
-	return 0;
-}
 
 static void file_path(const char *name, char *buf, size_t len)
 {
-	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+	if ((size_t)snprintf(buf, len, "%s/%s", fx.files, name) >= len)
 		fail_msg("path too long");
 }
 
@@ -399,7 +379,7 @@ static void test_killed_writer(void **state)
 		 * (up to 110% of the whole: some runs end before the kill). */
 		uint64_t target = (uint64_t)rand() % (total + total / 10);
 		char tmp[600];
-		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", dir, (long)p);
+		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", fx.files, (long)p);
 		for (;;) {
 			struct stat st;
 			if (stat(tmp, &st) == 0 && (uint64_t)st.st_size >= target)
@@ -583,16 +563,16 @@ static void test_older_sizing(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_damaged, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_killed_writer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_swap_under_load, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_older_sizing, setup, teardown),
+		fixture_unit_test(test_roundtrip, fx),
+		fixture_unit_test(test_damaged, fx),
+		fixture_unit_test(test_concurrent, fx),
+		fixture_unit_test(test_killed_writer, fx),
+		fixture_unit_test(test_swap_under_load, fx),
+		fixture_unit_test(test_older_sizing, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
 	static const char *const names[] = { "roundtrip", "damaged", "concurrent", "killed_writer", "swap_under_load",
 					     "older_sizing" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }

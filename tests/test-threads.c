@@ -30,20 +30,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 #define SHARED 4
 #define OWN 2
 
@@ -212,9 +198,9 @@ static void test_swaps(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rotations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_swaps, setup, teardown),
+		fixture_unit_test(test_rotations, fx),
+		fixture_unit_test(test_swaps, fx),
 	};
 	static const char *const names[] = { "rotations", "swaps" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }

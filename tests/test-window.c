@@ -25,20 +25,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 static void create_window(const char *name, int type, double fpr, uint64_t secs, uint32_t gens)
 {
 	char err[REGISTRY_ERR_MAX];
@@ -280,11 +266,11 @@ static void test_rotations_mp(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lifetime, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cuckoo_caps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rotations_mp, setup, teardown),
+		fixture_unit_test(test_lifetime, fx),
+		fixture_unit_test(test_clock, fx),
+		fixture_unit_test(test_cuckoo_caps, fx),
+		fixture_unit_test(test_rotations_mp, fx),
 	};
 	static const char *const names[] = { "lifetime", "clock", "cuckoo_caps", "rotations" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }
