@@ -1,11 +1,15 @@
 /* fixture.c - private runtime directory and registry for tests. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
+#include "hash.h"
+#include "snapshot.h"
 
 void fixture_setup(struct fixture *fx)
 {
@@ -78,6 +82,48 @@ size_t fixture_key(char *buf, unsigned family, uint64_t i)
 	/* 16 bytes: family tag, then the number in hex. */
 	snprintf(buf, 17, "%02x%014llx", family & 0xff, (unsigned long long)i);
 	return 16;
+}
+
+uint64_t fixture_random(uint64_t *state)
+{
+	*state += UINT64_C(0x9e3779b97f4a7c15);
+	return shmf_mix64(*state);
+}
+
+int fixture_replace(struct fixture *fx, const char *name, const char *path, int how, char *err, size_t errlen)
+{
+	struct snap_file sf;
+	int rc = snapshot_open(&sf, path, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = registry_replace(&fx->reg, name, &sf, how, err, errlen);
+	snapshot_close(&sf);
+	return rc;
+}
+
+uint64_t fixture_snapshot_items(const char *path)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	struct snap_file sf;
+	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	for (unsigned i = 0; i < sf.hdr.nsections; i++)
+		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
+			fail_msg("%s", err);
+	uint64_t items = sf.sec[0].items;
+	snapshot_close(&sf);
+	return items;
+}
+
+void fixture_reap(pid_t pid)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+	if (WIFSIGNALED(st))
+		fail_msg("child %d was killed by signal %d", (int)pid, WTERMSIG(st));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("child %d exited with status %d", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/types.h>
 
 #include "registry.h"
 
@@ -65,6 +66,28 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 /** Write key number i of a key family into buf (16 bytes, as the bench uses). */
 size_t fixture_key(char *buf, unsigned family, uint64_t i);
 
+/**
+ * The next number of the SplitMix64 sequence whose state *state holds: the
+ * same seed gives the same numbers, so a test that prints its seed can be
+ * replayed.
+ */
+uint64_t fixture_random(uint64_t *state);
+
+/**
+ * Swap (@p how REGISTRY_SWAP) or restore (REGISTRY_RESTORE) filter @p name
+ * of the fixture's registry from the snapshot file @p path, as SHMF.SWAP and
+ * SHMF.RESTORE do. @return what registry_replace() returns, or
+ * snapshot_open()'s error when the file is refused; the message in @p err.
+ */
+int fixture_replace(struct fixture *fx, const char *name, const char *path, int how, char *err, size_t errlen);
+
+/**
+ * Read the snapshot file @p path whole (every section, checksums included);
+ * fails the test with the reader's message when it is not. @return the
+ * items of its newest section.
+ */
+uint64_t fixture_snapshot_items(const char *path);
+
 /** Open filter @p name of the fixture's instance; fails the test on error. */
 shmf_t *fixture_open(const char *name, int flags);
 
@@ -81,6 +104,9 @@ shmf_t *fixture_open(const char *name, int flags);
 /** fixture_run() with the lengths given: @p n tests, @p nnames names. */
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
 		      size_t nnames);
+
+/** Wait for child process @p pid; fails the test, saying how it ended, unless it exited with status 0. */
+void fixture_reap(pid_t pid);
 
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);

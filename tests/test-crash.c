@@ -58,11 +58,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	rng += UINT64_C(0x9e3779b97f4a7c15);
-	uint64_t z = rng;
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return fixture_random(&rng);
 }
 
 static uint64_t rnd_below(uint64_t n)
@@ -659,6 +655,16 @@ static void make_source(const char *name, unsigned family, uint64_t n, uint64_t 
 #define FAM_A 0xa0
 #define FAM_B 0xb0
 
+/* The two files that swaps and restores alternate between: a.snap holds
+ * keys [0, SRC_KEYS) of FAM_A, b.snap those of FAM_B. */
+static void make_sources(char a[256], char b[256])
+{
+	snprintf(a, 256, "%s/a.snap", files);
+	snprintf(b, 256, "%s/b.snap", files);
+	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
+	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+}
+
 /* 1 if every key [0, n) of @p family is in @p f, 0 if any is missing. */
 static int holds(shmf_t *f, unsigned family, uint64_t n)
 {
@@ -719,10 +725,7 @@ static void test_shmd_swap(void **state)
 {
 	(void)state;
 	char a[256], b[256];
-	snprintf(a, sizeof(a), "%s/a.snap", files);
-	snprintf(b, sizeof(b), "%s/b.snap", files);
-	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
-	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+	make_sources(a, b);
 	/* How long a swap takes, unkilled (the median of three). */
 	uint64_t times[3];
 	for (int i = 0; i < 3; i++) {
@@ -858,9 +861,7 @@ static void test_shmd_rotate(void **state)
 		assert_no_orphans();
 	}
 	atomic_store(&b->stop, 1);
-	int st;
-	assert_int_equal(waitpid(adder, &st, 0), adder);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fixture_reap(adder);
 	if (atomic_load(&b->errors) != 0 && atomic_load(&b->last_error) != -EBUSY)
 		fail_msg("the adder saw %llu errors, the last %s", (unsigned long long)atomic_load(&b->errors),
 			 shmf_strerror(atomic_load(&b->last_error)));
@@ -903,20 +904,6 @@ static void snap_adder(struct snap_board *b, unsigned which)
 	_exit(0);
 }
 
-static uint64_t file_items(const char *path)
-{
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	for (unsigned i = 0; i < sf.hdr.nsections; i++)
-		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
-			fail_msg("%s", err);
-	uint64_t items = sf.sec[0].items;
-	snapshot_close(&sf);
-	return items;
-}
-
 static void test_shmd_snapshot(void **state)
 {
 	(void)state;
@@ -942,13 +929,13 @@ static void test_shmd_snapshot(void **state)
 	unsigned run;
 	for (run = 0; more_runs(run, replied); run++) {
 		unsigned w = run % 2;
-		uint64_t prev = file_items(path[w]);
+		uint64_t prev = fixture_snapshot_items(path[w]);
 		const char *argv[] = { "SHMF.SNAPSHOT", names[w], path[w] };
 		pid_t killed = daemon_pid;
 		int ok = call_and_kill(3, argv, typical);
 		replied += ok;
 		/* The file is whole: the previous snapshot or the new one. */
-		uint64_t items = file_items(path[w]);
+		uint64_t items = fixture_snapshot_items(path[w]);
 		if (items < prev || (ok && items == prev && !atomic_load(&b->done[w])))
 			fail_msg("run %u: snapshot holds %llu items, the previous one %llu (answered: %d)", run,
 				 (unsigned long long)items, (unsigned long long)prev, ok);
@@ -995,9 +982,7 @@ static void test_shmd_snapshot(void **state)
 	}
 	atomic_store(&b->stop, 1);
 	for (unsigned w = 0; w < 2; w++) {
-		int st;
-		assert_int_equal(waitpid(adders[w], &st, 0), adders[w]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fixture_reap(adders[w]);
 		/* At the end, every key of each adder. */
 		shmf_t *f = open_filter(names[w], SHMF_RDONLY);
 		assert_all_present(f, 0x70 + w, atomic_load(&b->progress[w]), "adder's keys at the end");
@@ -1018,10 +1003,7 @@ static void test_shmd_restore(void **state)
 {
 	(void)state;
 	char a[256], b[256];
-	snprintf(a, sizeof(a), "%s/a.snap", files);
-	snprintf(b, sizeof(b), "%s/b.snap", files);
-	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
-	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+	make_sources(a, b);
 	uint64_t times[3];
 	for (int i = 0; i < 3; i++) {
 		char name[16];

@@ -271,9 +271,7 @@ static void test_handle_shared_across_fork(void **state)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, 31, i)), 1);
 	shmf_cuckoo_move_hook = NULL;
 	assert_int_equal(child_overtook, 0); /* a move happened, and the child waited */
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fixture_reap(pid);
 	assert_int_equal(shmf_count(f, "child", 5), 1);
 	close(go[0]);
 	close(go[1]);

@@ -123,30 +123,10 @@ static int temporaries(void)
 	return n;
 }
 
-/* The items of the newest section of the snapshot at @p path. */
-static uint64_t snapshot_items(const char *path)
-{
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	uint64_t items = sf.sec[0].items;
-	snapshot_close(&sf);
-	return items;
-}
-
 /* The file at @p path is a whole snapshot whose newest section holds @p items. */
 static void assert_snapshot_holds(const char *path, uint64_t items)
 {
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	for (unsigned i = 0; i < sf.hdr.nsections; i++)
-		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
-			fail_msg("%s", err);
-	assert_int_equal(sf.sec[0].items, items);
-	snapshot_close(&sf);
+	assert_int_equal(fixture_snapshot_items(path), items);
 }
 
 static uint64_t items_of(const char *name)
@@ -222,7 +202,7 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 			       const struct fault_case *c, int cuckoo)
 {
 	char err[SNAPSHOT_ERR_MAX], key[32];
-	uint64_t prev = snapshot_items(path); /* what the file holds */
+	uint64_t prev = fixture_snapshot_items(path); /* what the file holds */
 	for (unsigned long n = 1;; n++) {
 		assert_true(n < 1000);
 		assert_true(shmf_add(add, key, fixture_key(key, family, n + 1000 * c->kind)) == 1);
@@ -364,18 +344,13 @@ static void test_interrupted(void **state)
 			if (kinds[k] == SNAP_IO_WRITE) {
 				rc = registry_snapshot(&fx.reg, "win", path, NULL, err, sizeof(err));
 			} else {
-				struct snap_file sf;
-				rc = snapshot_open(&sf, path, err, sizeof(err));
-				if (rc == 0) {
-					rc = registry_replace(&fx.reg, "win", &sf, REGISTRY_SWAP, err, sizeof(err));
-					snapshot_close(&sf);
-				}
+				rc = fixture_replace(&fx, "win", path, REGISTRY_SWAP, err, sizeof(err));
 			}
 			unsigned long injected = snapshot_fault.injected;
 			memset(&snapshot_fault, 0, sizeof(snapshot_fault));
 			if (rc < 0)
 				fail_msg("%s interrupted at call %lu: %s", kind_names[kinds[k]], n, err);
-			assert_snapshot_holds(path, snapshot_items(path));
+			fixture_snapshot_items(path); /* whole */
 			if (injected == 0)
 				break;
 			retried++;
@@ -411,12 +386,7 @@ static unsigned fail_each_read(const char *name, const char *file, int restore, 
 		uint64_t live_before = instance_image(name, &files_before);
 		plan(fc->kind, n, fc->err, fc->partial);
 		err[0] = '\0';
-		struct snap_file sf;
-		int rc = snapshot_open(&sf, file, err, sizeof(err));
-		if (rc == 0) {
-			rc = registry_replace(&fx.reg, name, &sf, restore ? REGISTRY_RESTORE : REGISTRY_SWAP, err, sizeof(err));
-			snapshot_close(&sf);
-		}
+		int rc = fixture_replace(&fx, name, file, restore ? REGISTRY_RESTORE : REGISTRY_SWAP, err, sizeof(err));
 		unsigned long injected = snapshot_fault.injected;
 		memset(&snapshot_fault, 0, sizeof(snapshot_fault));
 		if (injected == 0) {

@@ -124,12 +124,8 @@ static void verifier(struct board *b, unsigned slot, int batch)
 
 static void wait_all(pid_t *pids, int n)
 {
-	for (int i = 0; i < n; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fail_msg("child %d ended with status %d", (int)pids[i], st);
-	}
+	for (int i = 0; i < n; i++)
+		fixture_reap(pids[i]);
 }
 
 static void test_concurrent_adders_and_checkers(void **state)

@@ -166,11 +166,8 @@ static char files[2][512];
 static void swap(const char *name, int round)
 {
 	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	assert_int_equal(snapshot_open(&sf, files[round % 2], err, sizeof(err)), 0);
-	if (registry_replace(&fx.reg, name, &sf, REGISTRY_SWAP, err, sizeof(err)) < 0)
+	if (fixture_replace(&fx, name, files[round % 2], REGISTRY_SWAP, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
-	snapshot_close(&sf);
 }
 
 static void test_swaps(void **state)

@@ -242,9 +242,7 @@ static void run_rotations(int type)
 	atomic_store(&b->stop, 1);
 	uint64_t checks = 0;
 	for (unsigned i = 0; i < WORKERS; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fixture_reap(pids[i]);
 		assert_int_equal(atomic_load(&b->errors[i]), 0);
 		assert_int_equal(atomic_load(&b->misses[i]), 0);
 		checks += atomic_load(&b->checks[i]);
