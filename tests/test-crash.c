@@ -452,18 +452,6 @@ static char root[64], conf[128], logpath[128], files[128], sock_path[100];
 static pid_t daemon_pid;
 static int case_passed;
 
-static int count_log(const char *text)
-{
-	FILE *fp = fopen(logpath, "r");
-	char line[2048];
-	int n = 0;
-	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
-		n += strstr(line, text) != NULL;
-	if (fp != NULL)
-		fclose(fp);
-	return n;
-}
-
 static int connect_shmd(void)
 {
 	return sock_unix_connect(sock_path);
@@ -593,25 +581,21 @@ static unsigned live_generations(const char *name, uint64_t gens[SHMF_WINDOW_MAX
 static int shmd_setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/dev/shm/shmf-crash-XXXXXX");
-	if (mkdtemp(root) == NULL)
+	if (daemon_rundir_make(root, sizeof(root), "crash") < 0)
 		return -1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
 	snprintf(files, sizeof(files), "%s/files", root);
 	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	mkdir(files, 0700);
-	FILE *fp = fopen(conf, "w");
-	if (fp == NULL)
+	if (daemon_write_conf(conf,
+			      "[instance]\nname = " INSTANCE "\n"
+			      "[filter sw]\ntype = bloom\ncapacity = 8000000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter rot]\ntype = bloom\ncapacity = 20000000\nfpr = 0.01\nmode = 0660\nwindow = 1d\n"
+			      "generations = 3\n"
+			      "[filter sb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter sc]\ntype = cuckoo\ncapacity = 2000000\nfpr = 0.01\nmode = 0660\n") < 0)
 		return -1;
-	fprintf(fp,
-		"[instance]\nname = " INSTANCE "\n"
-		"[filter sw]\ntype = bloom\ncapacity = 8000000\nfpr = 0.01\nmode = 0660\n"
-		"[filter rot]\ntype = bloom\ncapacity = 20000000\nfpr = 0.01\nmode = 0660\nwindow = 1d\ngenerations = 3\n"
-		"[filter sb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\n"
-		"[filter sc]\ntype = cuckoo\ncapacity = 2000000\nfpr = 0.01\nmode = 0660\n");
-	fclose(fp);
 	case_passed = 0;
 	start_shmd();
 	return 0;
@@ -622,14 +606,9 @@ static int shmd_teardown(void **state)
 	(void)state;
 	if (daemon_pid > 0)
 		kill_shmd();
-	char cmd[300];
-	if (!case_passed) {
-		snprintf(cmd, sizeof(cmd), "tail -25 %s >&2", logpath);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	if (!case_passed && daemon_log_tail(logpath, 25) < 0)
+		return -1;
+	return daemon_rundir_remove(root);
 }
 
 /* Snapshot files made offline, in another instance of the same runtime
@@ -822,7 +801,7 @@ static void test_shmd_rotate(void **state)
 		rot_adder(b);
 	while (atomic_load(&b->progress) < 100)
 		sleep_us(1000);
-	unsigned replied = 0, rotated_unanswered = 0, orphans_before = (unsigned)count_log("no filter names this data file");
+	unsigned replied = 0, rotated_unanswered = 0, orphans_before = (unsigned)daemon_log_count(logpath, "no filter names this data file");
 	uint64_t checked = 0;
 	shmf_t *check = open_filter("rot", SHMF_RDONLY);
 	unsigned run;
@@ -866,7 +845,7 @@ static void test_shmd_rotate(void **state)
 		fail_msg("the adder saw %llu errors, the last %s", (unsigned long long)atomic_load(&b->errors),
 			 shmf_strerror(atomic_load(&b->last_error)));
 	shmf_close(check);
-	unsigned orphans = (unsigned)count_log("no filter names this data file") - orphans_before;
+	unsigned orphans = (unsigned)daemon_log_count(logpath, "no filter names this data file") - orphans_before;
 	print_message("shmd killed during a rotation (%llu µs unkilled): %u runs; killed before answering %u times (%u "
 		      "of them after publishing), after %u; %u stray data files removed at restart; an adder went on "
 		      "through every kill (%llu adds, %llu errors), and %llu checks of keys in live generations all hit\n",
