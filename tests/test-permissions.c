@@ -461,38 +461,40 @@ static void expect_open(const char *name, int want, const char *what)
 	}
 }
 
+/*
+ * Filter "ro"'s @p what at @p path, replaced by a copy another user owns
+ * (the same bytes), then by a symlink to @p link_to (a file root owns; NULL:
+ * the original): each refused; then put back, and it opens again.
+ */
+static void plant(const char *path, const char *link_to, const char *what)
+{
+	char saved[300], cmd[1024], msg[600];
+	snprintf(saved, sizeof(saved), "%s.saved", path);
+	assert_int_equal(rename(path, saved), 0);
+	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
+	assert_int_equal(run(cmd), 0);
+	snprintf(msg, sizeof(msg), "%s owned by another user", what);
+	expect_open("ro", SHMF_E_OWNER, msg);
+	if (link_to == NULL)
+		link_to = saved;
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink(link_to, path), 0);
+	snprintf(msg, sizeof(msg), "%s replaced by a symlink to %s", what, link_to);
+	expect_open("ro", SHMF_E_OWNER, msg);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(saved, path), 0);
+	snprintf(msg, sizeof(msg), "%s put back", what);
+	expect_open("ro", 0, msg);
+}
+
 static void test_planted(void **state)
 {
 	(void)state;
 	char path[256], saved[300], cmd[1024];
-	/* A data file replaced by one another user owns (same bytes). */
 	data_path("ro", path, sizeof(path));
-	snprintf(saved, sizeof(saved), "%s.saved", path);
-	assert_int_equal(rename(path, saved), 0);
-	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
-	assert_int_equal(run(cmd), 0);
-	expect_open("ro", SHMF_E_OWNER, "data file owned by another user");
-	/* A symlink planted in its place (to a file root owns). */
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(symlink(saved, path), 0);
-	expect_open("ro", SHMF_E_OWNER, "data file replaced by a symlink");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rename(saved, path), 0);
-	expect_open("ro", 0, "data file put back");
-
-	/* The control file, planted by another user. */
+	plant(path, NULL, "data file");
 	snprintf(path, sizeof(path), "%s/control", idir);
-	snprintf(saved, sizeof(saved), "%s.saved", path);
-	assert_int_equal(rename(path, saved), 0);
-	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
-	assert_int_equal(run(cmd), 0);
-	expect_open("ro", SHMF_E_OWNER, "control file owned by another user");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(symlink("/etc/passwd", path), 0);
-	expect_open("ro", SHMF_E_OWNER, "control file replaced by a symlink to /etc/passwd");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rename(saved, path), 0);
-	expect_open("ro", 0, "control file put back");
+	plant(path, "/etc/passwd", "control file");
 
 	/* A restarted shmd does not take a planted data file either: it
 	 * removes one that no filter names ... */
