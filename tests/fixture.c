@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +114,14 @@ uint64_t fixture_snapshot_items(const char *path)
 	uint64_t items = sf.sec[0].items;
 	snapshot_close(&sf);
 	return items;
+}
+
+void *fixture_shared_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		fail_msg("mmap of %zu shared bytes: %s", len, strerror(errno));
+	return p;
 }
 
 void fixture_reap(pid_t pid)

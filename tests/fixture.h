@@ -105,6 +105,13 @@ shmf_t *fixture_open(const char *name, int flags);
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
 		      size_t nnames);
 
+/**
+ * A zeroed mapping of @p len bytes that the processes the test forks share
+ * (the board they report their progress on); fails the test if mmap fails.
+ * Release it with munmap().
+ */
+void *fixture_shared_map(size_t len);
+
 /** Wait for child process @p pid; fails the test, saying how it ended, unless it exited with status 0. */
 void fixture_reap(pid_t pid);
 

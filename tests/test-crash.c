@@ -91,13 +91,6 @@ static pid_t fork_child(void)
 	return pid;
 }
 
-static void *shared_map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(p != MAP_FAILED);
-	return p;
-}
-
 /* Stop @p pid and wait until it is stopped. */
 static void stop_child(pid_t pid)
 {
@@ -192,7 +185,7 @@ static void test_workers_bloom(void **state)
 	(void)state;
 	fixture_bloom(&fx, "wb", 20000000, 0.01);
 	shmf_t *check = fixture_open("wb", SHMF_RDWR);
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	uint64_t total = 0;
 	for (unsigned run = 0; run < runs; run++) {
 		memset(b, 0, sizeof(*b));
@@ -300,7 +293,7 @@ static void on_alarm(int sig)
 static void test_workers_cuckoo(void **state)
 {
 	(void)state;
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	unsigned with_lock = 0, mid_move = 0, plain = 0;
 	uint64_t total = 0;
 	signal(SIGALRM, on_alarm);
@@ -365,7 +358,7 @@ static void test_workers_cuckoo(void **state)
 static void test_lock_holder(void **state)
 {
 	(void)state;
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	unsigned caught = 0, mid_move = 0;
 	uint64_t total = 0;
 	signal(SIGALRM, on_alarm);
@@ -795,7 +788,7 @@ static void test_shmd_rotate(void **state)
 	for (int i = 0; i < 3; i++)
 		times[i] = call_ok(2, argv);
 	uint64_t typical = median(times, 3);
-	struct rot_board *b = shared_map(sizeof(*b));
+	struct rot_board *b = fixture_shared_map(sizeof(*b));
 	pid_t adder = fork_child();
 	if (adder == 0)
 		rot_adder(b);
@@ -888,7 +881,7 @@ static void test_shmd_snapshot(void **state)
 	(void)state;
 	char path[2][256];
 	const char *names[2] = { "sb", "sc" };
-	struct snap_board *b = shared_map(sizeof(*b));
+	struct snap_board *b = fixture_shared_map(sizeof(*b));
 	pid_t adders[2];
 	for (unsigned w = 0; w < 2; w++) {
 		snprintf(path[w], sizeof(path[w]), "%s/%s.snap", files, names[w]);

@@ -131,9 +131,7 @@ static void wait_all(pid_t *pids, int n)
 static void test_concurrent_adders_and_checkers(void **state)
 {
 	(void)state;
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	fixture_bloom(&fx, "shared", ADDERS * PER_ADDER, 0.01);
 
 	pid_t pids[ADDERS + CHECKERS];

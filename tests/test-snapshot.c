@@ -294,9 +294,7 @@ static void concurrent_type(int type, const char *name, const char *copy)
 {
 	char path[512], err[SNAPSHOT_ERR_MAX];
 	fixture_filter(&fx, name, type, 2000000, 0.01);
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[ADDERS];
 	for (unsigned i = 0; i < ADDERS; i++)
 		if ((pids[i] = fork()) == 0)
@@ -456,9 +454,7 @@ static void test_swap_under_load(void **state)
 	build_file("fa", 41, a, sizeof(a));
 	build_file("fb", 42, b_, sizeof(b_));
 	assert_true(fixture_replace(&fx, "sw", a, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
-	struct swapboard *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct swapboard *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[CHECKERS];
 	for (unsigned i = 0; i < CHECKERS; i++)
 		if ((pids[i] = fork()) == 0)

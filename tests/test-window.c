@@ -227,9 +227,7 @@ static void worker(struct board *b, unsigned id)
 static void run_rotations(int type)
 {
 	create_window("mp", type, type == SHMF_TYPE_BLOOM ? 1e-4 : 0.001, 3600, 3);
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[WORKERS];
 	for (unsigned i = 0; i < WORKERS; i++)
 		if ((pids[i] = fork()) == 0)
