@@ -1,4 +1,4 @@
-/* fixture.c - private runtime directory and registry for tests. */
+/* fixture.c - what the unit tests share (see fixture.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +54,9 @@ int fixture_down(void **state)
 	return 0;
 }
 
-int fixture_long_mode(void)
+void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)
 {
-	const char *l = getenv("SHMF_LONG");
-	return l != NULL && strcmp(l, "0") != 0;
+	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
 }
 
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)
@@ -76,6 +75,15 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 		abort();
 	}
 	return slot;
+}
+
+shmf_t *fixture_open(const char *name, int flags)
+{
+	shmf_t *f = NULL;
+	int r = shmf_open(FIXTURE_INSTANCE, name, flags, &f);
+	if (r < 0)
+		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
+	return f;
 }
 
 size_t fixture_key(char *buf, unsigned family, uint64_t i)
@@ -135,20 +143,6 @@ void fixture_reap(pid_t pid)
 		fail_msg("child %d exited with status %d", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
-void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
-}
-
-shmf_t *fixture_open(const char *name, int flags)
-{
-	shmf_t *f = NULL;
-	int r = shmf_open(FIXTURE_INSTANCE, name, flags, &f);
-	if (r < 0)
-		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
-	return f;
-}
-
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
 		      size_t nnames)
 {
@@ -164,4 +158,10 @@ int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, siz
 			return _cmocka_run_group_tests(names[i], &tests[i], 1, NULL, NULL);
 	fprintf(stderr, "unknown test '%s'\n", which);
 	return 2;
+}
+
+int fixture_long_mode(void)
+{
+	const char *l = getenv("SHMF_LONG");
+	return l != NULL && strcmp(l, "0") != 0;
 }

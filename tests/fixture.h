@@ -1,7 +1,8 @@
 /*
- * fixture.h - a private runtime directory and registry for each test, and
- * what the unit tests share around it (cmocka set-up and tear-down, keys,
- * running one test by name, the long mode).
+ * fixture.h - what the unit tests share: a private runtime directory and
+ * registry for each test, and the few things every test program does
+ * around it (filters, keys, snapshot files, forked processes, running a
+ * test by name).
  *
  * fixture_setup() makes a fresh directory under /dev/shm (a tmpfs), points
  * SHMF_RUNTIME_DIR at it, and opens the registry of instance "test";
@@ -22,6 +23,8 @@
 #include "registry.h"
 
 #define FIXTURE_INSTANCE "test"
+
+/* ---- The fixture ------------------------------------------------------- */
 
 struct fixture {
 	char root[256];  /* the runtime directory (SHMF_RUNTIME_DIR) */
@@ -54,14 +57,21 @@ int fixture_down(void **state);
 /** A cmocka test run in a fresh fixture @p fx: fixture_up() before it, fixture_down() after. */
 #define fixture_unit_test(test, fx) cmocka_unit_test_prestate_setup_teardown(test, fixture_up, fixture_down, &(fx))
 
-/** 1 in the long mode (SHMF_LONG set, and not to 0: run-tests.sh --long), else 0. */
-int fixture_long_mode(void);
+/** Path of a file in the instance directory. */
+void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);
+
+/* ---- Filters in it ----------------------------------------------------- */
 
 /** Create a Bloom filter; aborts on failure. Returns the slot. */
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr);
 
 /** Create a filter of SHMF_TYPE_* @p type; aborts on failure. Returns the slot. */
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr);
+
+/** Open filter @p name of the fixture's instance; fails the test on error. */
+shmf_t *fixture_open(const char *name, int flags);
+
+/* ---- Keys and random numbers ------------------------------------------- */
 
 /** Write key number i of a key family into buf (16 bytes, as the bench uses). */
 size_t fixture_key(char *buf, unsigned family, uint64_t i);
@@ -72,6 +82,8 @@ size_t fixture_key(char *buf, unsigned family, uint64_t i);
  * replayed.
  */
 uint64_t fixture_random(uint64_t *state);
+
+/* ---- Snapshot files ---------------------------------------------------- */
 
 /**
  * Swap (@p how REGISTRY_SWAP) or restore (REGISTRY_RESTORE) filter @p name
@@ -88,8 +100,19 @@ int fixture_replace(struct fixture *fx, const char *name, const char *path, int 
  */
 uint64_t fixture_snapshot_items(const char *path);
 
-/** Open filter @p name of the fixture's instance; fails the test on error. */
-shmf_t *fixture_open(const char *name, int flags);
+/* ---- Processes the test forks ------------------------------------------ */
+
+/**
+ * A zeroed mapping of @p len bytes that the processes the test forks share
+ * (the board they report their progress on); fails the test if mmap fails.
+ * Release it with munmap().
+ */
+void *fixture_shared_map(size_t len);
+
+/** Wait for child process @p pid; fails the test, saying how it ended, unless it exited with status 0. */
+void fixture_reap(pid_t pid);
+
+/* ---- Running the tests ------------------------------------------------- */
 
 /**
  * The main() of a test program whose tests are run by name: argv[1] names
@@ -105,17 +128,7 @@ shmf_t *fixture_open(const char *name, int flags);
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
 		      size_t nnames);
 
-/**
- * A zeroed mapping of @p len bytes that the processes the test forks share
- * (the board they report their progress on); fails the test if mmap fails.
- * Release it with munmap().
- */
-void *fixture_shared_map(size_t len);
-
-/** Wait for child process @p pid; fails the test, saying how it ended, unless it exited with status 0. */
-void fixture_reap(pid_t pid);
-
-/** Path of a file in the instance directory. */
-void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);
+/** 1 in the long mode (SHMF_LONG set, and not to 0: run-tests.sh --long), else 0. */
+int fixture_long_mode(void);
 
 #endif
