@@ -66,8 +66,15 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr)
 {
+	return fixture_window(fx, name, type, capacity, fpr, 0, 0);
+}
+
+int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
+		   uint32_t gens)
+{
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640 };
+	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640, .window_secs = secs,
+				    .window_gens = gens };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
 	if (slot < 0) {
@@ -75,6 +82,13 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 		abort();
 	}
 	return slot;
+}
+
+void fixture_rotate(struct fixture *fx, const char *name)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (registry_rotate(&fx->reg, name, err, sizeof(err)) != 0)
+		fail_msg("rotate %s: %s", name, err);
 }
 
 shmf_t *fixture_open(const char *name, int flags)

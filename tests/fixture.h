@@ -68,6 +68,17 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 /** Create a filter of SHMF_TYPE_* @p type; aborts on failure. Returns the slot. */
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr);
 
+/**
+ * Create a time-windowed filter: @p gens generations of @p secs seconds
+ * each (fixture_rotate() turns them at once); aborts on failure. Returns
+ * the slot.
+ */
+int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
+		   uint32_t gens);
+
+/** Rotate windowed filter @p name (a new newest generation); fails the test with the registry's message. */
+void fixture_rotate(struct fixture *fx, const char *name);
+
 /** Open filter @p name of the fixture's instance; fails the test on error. */
 shmf_t *fixture_open(const char *name, int flags);
 

@@ -269,15 +269,12 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
  * checksum chunks each), so that a snapshot makes many writes. */
 static shmf_t *make_window(const char *name, unsigned family, uint64_t capacity)
 {
-	char err[REGISTRY_ERR_MAX], key[32];
-	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640,
-				    .window_secs = 3600, .window_gens = 2 };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	char key[32];
+	fixture_window(&fx, name, SHMF_TYPE_BLOOM, capacity, 0.01, 3600, 2);
 	shmf_t *f = fixture_open(name, SHMF_RDWR);
 	for (uint64_t i = 0; i < 3000; i++)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, family, i)), 1);
-	assert_int_equal(registry_rotate(&fx.reg, name, err, sizeof(err)), 0);
+	fixture_rotate(&fx, name);
 	for (uint64_t i = 3000; i < 6000; i++)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, family, i)), 1);
 	return f;

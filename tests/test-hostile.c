@@ -275,14 +275,11 @@ static const char *const filters[] = { "hb", "hc", "hw" };
 
 static void make_filters(void)
 {
-	char err[REGISTRY_ERR_MAX];
 	fixture_filter(&fx, "hb", SHMF_TYPE_BLOOM, 10000, 0.01);
 	fixture_filter(&fx, "hc", SHMF_TYPE_CUCKOO, 10000, 0.01);
-	struct filter_spec spec = { .name = "hw", .type = SHMF_TYPE_CUCKOO, .capacity = 10000, .fpr = 0.01, .mode = 0640,
-				    .window_secs = 3600, .window_gens = 3 };
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
-	assert_int_equal(registry_rotate(&fx.reg, "hw", err, sizeof(err)), 0);
-	assert_int_equal(registry_rotate(&fx.reg, "hw", err, sizeof(err)), 0);
+	fixture_window(&fx, "hw", SHMF_TYPE_CUCKOO, 10000, 0.01, 3600, 3);
+	fixture_rotate(&fx, "hw");
+	fixture_rotate(&fx, "hw");
 	/* Some keys in each, so that answers have something to find. */
 	for (int i = 0; i < 3; i++) {
 		shmf_t *f = fixture_open(filters[i], SHMF_RDWR);

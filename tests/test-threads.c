@@ -133,19 +133,13 @@ static void run_workers(const char *name, int type, int check_only, void (*chang
 
 static void rotate(const char *name, int round)
 {
-	char err[REGISTRY_ERR_MAX];
 	(void)round;
-	if (registry_rotate(&fx.reg, name, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
+	fixture_rotate(&fx, name);
 }
 
 static void window(const char *name, int type, uint64_t capacity)
 {
-	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = 0.01, .mode = 0640, .window_secs = 3600,
-				    .window_gens = SHMF_WINDOW_MAX };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	fixture_window(&fx, name, type, capacity, 0.01, 3600, SHMF_WINDOW_MAX);
 }
 
 static void test_rotations(void **state)
