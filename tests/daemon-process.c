@@ -33,6 +33,55 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+int daemon_rundir_make(char *root, size_t size, const char *what)
+{
+	if ((size_t)snprintf(root, size, "/dev/shm/shmf-%s-XXXXXX", what) >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (mkdtemp(root) == NULL)
+		return -1;
+	return setenv("SHMF_RUNTIME_DIR", root, 1);
+}
+
+int daemon_rundir_remove(const char *root)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int daemon_write_conf(const char *path, const char *fmt, ...)
+{
+	FILE *fp = fopen(path, "w");
+	if (fp == NULL)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vfprintf(fp, fmt, ap);
+	va_end(ap);
+	return fclose(fp) == 0 && n >= 0 ? 0 : -1;
+}
+
+int daemon_log_count(const char *log, const char *text)
+{
+	FILE *fp = fopen(log, "r");
+	char line[2048];
+	int n = 0;
+	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
+		n += strstr(line, text) != NULL;
+	if (fp != NULL)
+		fclose(fp);
+	return n;
+}
+
+int daemon_log_tail(const char *log, int lines)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "tail -%d '%s' >&2", lines, log);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
 {
 	pid_t parent = getpid(), pid = fork();

@@ -13,6 +13,31 @@
 #include <sys/types.h>
 
 /**
+ * Make a fresh runtime directory "/dev/shm/shmf-@p what-XXXXXX" in @p root
+ * (@p size bytes) and point SHMF_RUNTIME_DIR at it, for the daemons the
+ * test starts and for its own libshmf calls. @return 0, or -1 (errno set).
+ */
+int daemon_rundir_make(char *root, size_t size, const char *what);
+
+/** Remove runtime directory @p root with all it holds. @return 0, or -1. */
+int daemon_rundir_remove(const char *root);
+
+/**
+ * Write the file @p path (a configuration, most often), made or emptied,
+ * from printf-style @p fmt. @return 0, or -1 (errno set).
+ */
+int daemon_write_conf(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** @return how many lines of the daemon's log @p log contain @p text (0 when there is no log). */
+int daemon_log_count(const char *log, const char *text);
+
+/**
+ * Copy the last @p lines lines of the daemon's log @p log to stderr, so that
+ * a failed test shows what shmd said. @return 0, or -1 if that failed.
+ */
+int daemon_log_tail(const char *log, int lines);
+
+/**
  * Fork and exec "@p shmd -f", with "-c @p conf" when @p conf is not NULL.
  * @p log: a file its stderr is appended to (created 0600), or NULL to keep
  * the test's. Does not wait. @return the pid; fails the test when fork

@@ -1,10 +1,16 @@
-/* fixture.c - private runtime directory and registry for tests. */
+/* fixture.c - what the unit tests share (see fixture.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
+#include "hash.h"
+#include "snapshot.h"
 
 void fixture_setup(struct fixture *fx)
 {
@@ -16,6 +22,11 @@ void fixture_setup(struct fixture *fx)
 		abort();
 	}
 	setenv("SHMF_RUNTIME_DIR", fx->root, 1);
+	snprintf(fx->files, sizeof(fx->files), "%s/files", fx->root);
+	if (mkdir(fx->files, 0700) < 0) {
+		perror(fx->files);
+		abort();
+	}
 	if (registry_open(&fx->reg, FIXTURE_INSTANCE, 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
 		fprintf(stderr, "registry_open: %s\n", err);
 		abort();
@@ -31,6 +42,23 @@ void fixture_teardown(struct fixture *fx)
 		fprintf(stderr, "could not remove %s\n", fx->root);
 }
 
+int fixture_up(void **state)
+{
+	fixture_setup(*state);
+	return 0;
+}
+
+int fixture_down(void **state)
+{
+	fixture_teardown(*state);
+	return 0;
+}
+
+void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
+}
+
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)
 {
 	return fixture_filter(fx, name, SHMF_TYPE_BLOOM, capacity, fpr);
@@ -38,8 +66,15 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr)
 {
+	return fixture_window(fx, name, type, capacity, fpr, 0, 0);
+}
+
+int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
+		   uint32_t gens)
+{
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640 };
+	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640, .window_secs = secs,
+				    .window_gens = gens };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
 	if (slot < 0) {
@@ -49,16 +84,11 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 	return slot;
 }
 
-size_t fixture_key(char *buf, unsigned family, uint64_t i)
+void fixture_rotate(struct fixture *fx, const char *name)
 {
-	/* 16 bytes: family tag, then the number in hex. */
-	snprintf(buf, 17, "%02x%014llx", family & 0xff, (unsigned long long)i);
-	return 16;
-}
-
-void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
+	char err[REGISTRY_ERR_MAX];
+	if (registry_rotate(&fx->reg, name, err, sizeof(err)) != 0)
+		fail_msg("rotate %s: %s", name, err);
 }
 
 shmf_t *fixture_open(const char *name, int flags)
@@ -70,15 +100,82 @@ shmf_t *fixture_open(const char *name, int flags)
 	return f;
 }
 
-int fixture_run(int argc, char **argv, const struct CMUnitTest *tests, const char *const *names, size_t n,
-		CMFixtureFunction setup, CMFixtureFunction teardown)
+size_t fixture_key(char *buf, unsigned family, uint64_t i)
+{
+	/* 16 bytes: family tag, then the number in hex. */
+	snprintf(buf, 17, "%02x%014llx", family & 0xff, (unsigned long long)i);
+	return 16;
+}
+
+uint64_t fixture_random(uint64_t *state)
+{
+	*state += UINT64_C(0x9e3779b97f4a7c15);
+	return shmf_mix64(*state);
+}
+
+int fixture_replace(struct fixture *fx, const char *name, const char *path, int how, char *err, size_t errlen)
+{
+	struct snap_file sf;
+	int rc = snapshot_open(&sf, path, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = registry_replace(&fx->reg, name, &sf, how, err, errlen);
+	snapshot_close(&sf);
+	return rc;
+}
+
+uint64_t fixture_snapshot_items(const char *path)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	struct snap_file sf;
+	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	for (unsigned i = 0; i < sf.hdr.nsections; i++)
+		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
+			fail_msg("%s", err);
+	uint64_t items = sf.sec[0].items;
+	snapshot_close(&sf);
+	return items;
+}
+
+void *fixture_shared_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		fail_msg("mmap of %zu shared bytes: %s", len, strerror(errno));
+	return p;
+}
+
+void fixture_reap(pid_t pid)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+	if (WIFSIGNALED(st))
+		fail_msg("child %d was killed by signal %d", (int)pid, WTERMSIG(st));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("child %d exited with status %d", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
+		      size_t nnames)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
+	if (n != nnames) {
+		fprintf(stderr, "%s: %zu tests but %zu names\n", argv[0], n, nnames);
+		return 2;
+	}
 	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests(argv[0], tests, n, setup, teardown);
+		return _cmocka_run_group_tests(argv[0], tests, n, NULL, NULL);
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
+			return _cmocka_run_group_tests(names[i], &tests[i], 1, NULL, NULL);
 	fprintf(stderr, "unknown test '%s'\n", which);
 	return 2;
+}
+
+int fixture_long_mode(void)
+{
+	const char *l = getenv("SHMF_LONG");
+	return l != NULL && strcmp(l, "0") != 0;
 }

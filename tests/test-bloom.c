@@ -20,20 +20,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 static void test_no_false_negatives(void **state)
 {
 	(void)state;
@@ -285,13 +271,13 @@ static void test_batch_impls(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
-		cmocka_unit_test(test_no_false_negatives),
-		cmocka_unit_test(test_fpr),
-		cmocka_unit_test(test_sizing),
-		cmocka_unit_test(test_big),
-		cmocka_unit_test(test_batch),
-		cmocka_unit_test(test_batch_impls),
+		fixture_unit_test(test_no_false_negatives, fx),
+		fixture_unit_test(test_fpr, fx),
+		fixture_unit_test(test_sizing, fx),
+		fixture_unit_test(test_big, fx),
+		fixture_unit_test(test_batch, fx),
+		fixture_unit_test(test_batch_impls, fx),
 	};
 	const char *const names[] = { "no_false_negatives", "fpr", "sizing", "big", "batch", "batch_impls" };
-	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), setup, teardown);
+	return fixture_run(argc, argv, all, names);
 }

@@ -58,11 +58,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	rng += UINT64_C(0x9e3779b97f4a7c15);
-	uint64_t z = rng;
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return fixture_random(&rng);
 }
 
 static uint64_t rnd_below(uint64_t n)
@@ -95,13 +91,6 @@ static pid_t fork_child(void)
 	return pid;
 }
 
-static void *shared_map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(p != MAP_FAILED);
-	return p;
-}
-
 /* Stop @p pid and wait until it is stopped. */
 static void stop_child(pid_t pid)
 {
@@ -124,20 +113,6 @@ static void kill_child(pid_t pid)
 /* ---- Workers killed during adds (a private registry) --------------------- */
 
 static struct fixture fx;
-
-static int fx_setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
 
 #define WORKERS 2
 struct board {
@@ -210,7 +185,7 @@ static void test_workers_bloom(void **state)
 	(void)state;
 	fixture_bloom(&fx, "wb", 20000000, 0.01);
 	shmf_t *check = fixture_open("wb", SHMF_RDWR);
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	uint64_t total = 0;
 	for (unsigned run = 0; run < runs; run++) {
 		memset(b, 0, sizeof(*b));
@@ -318,7 +293,7 @@ static void on_alarm(int sig)
 static void test_workers_cuckoo(void **state)
 {
 	(void)state;
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	unsigned with_lock = 0, mid_move = 0, plain = 0;
 	uint64_t total = 0;
 	signal(SIGALRM, on_alarm);
@@ -383,7 +358,7 @@ static void test_workers_cuckoo(void **state)
 static void test_lock_holder(void **state)
 {
 	(void)state;
-	struct board *b = shared_map(sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	unsigned caught = 0, mid_move = 0;
 	uint64_t total = 0;
 	signal(SIGALRM, on_alarm);
@@ -469,18 +444,6 @@ static void test_lock_holder(void **state)
 static char root[64], conf[128], logpath[128], files[128], sock_path[100];
 static pid_t daemon_pid;
 static int case_passed;
-
-static int count_log(const char *text)
-{
-	FILE *fp = fopen(logpath, "r");
-	char line[2048];
-	int n = 0;
-	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
-		n += strstr(line, text) != NULL;
-	if (fp != NULL)
-		fclose(fp);
-	return n;
-}
 
 static int connect_shmd(void)
 {
@@ -611,25 +574,21 @@ static unsigned live_generations(const char *name, uint64_t gens[SHMF_WINDOW_MAX
 static int shmd_setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/dev/shm/shmf-crash-XXXXXX");
-	if (mkdtemp(root) == NULL)
+	if (daemon_rundir_make(root, sizeof(root), "crash") < 0)
 		return -1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
 	snprintf(files, sizeof(files), "%s/files", root);
 	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	mkdir(files, 0700);
-	FILE *fp = fopen(conf, "w");
-	if (fp == NULL)
+	if (daemon_write_conf(conf,
+			      "[instance]\nname = " INSTANCE "\n"
+			      "[filter sw]\ntype = bloom\ncapacity = 8000000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter rot]\ntype = bloom\ncapacity = 20000000\nfpr = 0.01\nmode = 0660\nwindow = 1d\n"
+			      "generations = 3\n"
+			      "[filter sb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter sc]\ntype = cuckoo\ncapacity = 2000000\nfpr = 0.01\nmode = 0660\n") < 0)
 		return -1;
-	fprintf(fp,
-		"[instance]\nname = " INSTANCE "\n"
-		"[filter sw]\ntype = bloom\ncapacity = 8000000\nfpr = 0.01\nmode = 0660\n"
-		"[filter rot]\ntype = bloom\ncapacity = 20000000\nfpr = 0.01\nmode = 0660\nwindow = 1d\ngenerations = 3\n"
-		"[filter sb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\n"
-		"[filter sc]\ntype = cuckoo\ncapacity = 2000000\nfpr = 0.01\nmode = 0660\n");
-	fclose(fp);
 	case_passed = 0;
 	start_shmd();
 	return 0;
@@ -640,14 +599,9 @@ static int shmd_teardown(void **state)
 	(void)state;
 	if (daemon_pid > 0)
 		kill_shmd();
-	char cmd[300];
-	if (!case_passed) {
-		snprintf(cmd, sizeof(cmd), "tail -25 %s >&2", logpath);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	if (!case_passed && daemon_log_tail(logpath, 25) < 0)
+		return -1;
+	return daemon_rundir_remove(root);
 }
 
 /* Snapshot files made offline, in another instance of the same runtime
@@ -672,6 +626,16 @@ static void make_source(const char *name, unsigned family, uint64_t n, uint64_t 
 #define SRC_KEYS 20000
 #define FAM_A 0xa0
 #define FAM_B 0xb0
+
+/* The two files that swaps and restores alternate between: a.snap holds
+ * keys [0, SRC_KEYS) of FAM_A, b.snap those of FAM_B. */
+static void make_sources(char a[256], char b[256])
+{
+	snprintf(a, 256, "%s/a.snap", files);
+	snprintf(b, 256, "%s/b.snap", files);
+	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
+	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+}
 
 /* 1 if every key [0, n) of @p family is in @p f, 0 if any is missing. */
 static int holds(shmf_t *f, unsigned family, uint64_t n)
@@ -733,10 +697,7 @@ static void test_shmd_swap(void **state)
 {
 	(void)state;
 	char a[256], b[256];
-	snprintf(a, sizeof(a), "%s/a.snap", files);
-	snprintf(b, sizeof(b), "%s/b.snap", files);
-	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
-	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+	make_sources(a, b);
 	/* How long a swap takes, unkilled (the median of three). */
 	uint64_t times[3];
 	for (int i = 0; i < 3; i++) {
@@ -827,13 +788,13 @@ static void test_shmd_rotate(void **state)
 	for (int i = 0; i < 3; i++)
 		times[i] = call_ok(2, argv);
 	uint64_t typical = median(times, 3);
-	struct rot_board *b = shared_map(sizeof(*b));
+	struct rot_board *b = fixture_shared_map(sizeof(*b));
 	pid_t adder = fork_child();
 	if (adder == 0)
 		rot_adder(b);
 	while (atomic_load(&b->progress) < 100)
 		sleep_us(1000);
-	unsigned replied = 0, rotated_unanswered = 0, orphans_before = (unsigned)count_log("no filter names this data file");
+	unsigned replied = 0, rotated_unanswered = 0, orphans_before = (unsigned)daemon_log_count(logpath, "no filter names this data file");
 	uint64_t checked = 0;
 	shmf_t *check = open_filter("rot", SHMF_RDONLY);
 	unsigned run;
@@ -872,14 +833,12 @@ static void test_shmd_rotate(void **state)
 		assert_no_orphans();
 	}
 	atomic_store(&b->stop, 1);
-	int st;
-	assert_int_equal(waitpid(adder, &st, 0), adder);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fixture_reap(adder);
 	if (atomic_load(&b->errors) != 0 && atomic_load(&b->last_error) != -EBUSY)
 		fail_msg("the adder saw %llu errors, the last %s", (unsigned long long)atomic_load(&b->errors),
 			 shmf_strerror(atomic_load(&b->last_error)));
 	shmf_close(check);
-	unsigned orphans = (unsigned)count_log("no filter names this data file") - orphans_before;
+	unsigned orphans = (unsigned)daemon_log_count(logpath, "no filter names this data file") - orphans_before;
 	print_message("shmd killed during a rotation (%llu µs unkilled): %u runs; killed before answering %u times (%u "
 		      "of them after publishing), after %u; %u stray data files removed at restart; an adder went on "
 		      "through every kill (%llu adds, %llu errors), and %llu checks of keys in live generations all hit\n",
@@ -917,26 +876,12 @@ static void snap_adder(struct snap_board *b, unsigned which)
 	_exit(0);
 }
 
-static uint64_t file_items(const char *path)
-{
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	for (unsigned i = 0; i < sf.hdr.nsections; i++)
-		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
-			fail_msg("%s", err);
-	uint64_t items = sf.sec[0].items;
-	snapshot_close(&sf);
-	return items;
-}
-
 static void test_shmd_snapshot(void **state)
 {
 	(void)state;
 	char path[2][256];
 	const char *names[2] = { "sb", "sc" };
-	struct snap_board *b = shared_map(sizeof(*b));
+	struct snap_board *b = fixture_shared_map(sizeof(*b));
 	pid_t adders[2];
 	for (unsigned w = 0; w < 2; w++) {
 		snprintf(path[w], sizeof(path[w]), "%s/%s.snap", files, names[w]);
@@ -956,13 +901,13 @@ static void test_shmd_snapshot(void **state)
 	unsigned run;
 	for (run = 0; more_runs(run, replied); run++) {
 		unsigned w = run % 2;
-		uint64_t prev = file_items(path[w]);
+		uint64_t prev = fixture_snapshot_items(path[w]);
 		const char *argv[] = { "SHMF.SNAPSHOT", names[w], path[w] };
 		pid_t killed = daemon_pid;
 		int ok = call_and_kill(3, argv, typical);
 		replied += ok;
 		/* The file is whole: the previous snapshot or the new one. */
-		uint64_t items = file_items(path[w]);
+		uint64_t items = fixture_snapshot_items(path[w]);
 		if (items < prev || (ok && items == prev && !atomic_load(&b->done[w])))
 			fail_msg("run %u: snapshot holds %llu items, the previous one %llu (answered: %d)", run,
 				 (unsigned long long)items, (unsigned long long)prev, ok);
@@ -1009,9 +954,7 @@ static void test_shmd_snapshot(void **state)
 	}
 	atomic_store(&b->stop, 1);
 	for (unsigned w = 0; w < 2; w++) {
-		int st;
-		assert_int_equal(waitpid(adders[w], &st, 0), adders[w]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fixture_reap(adders[w]);
 		/* At the end, every key of each adder. */
 		shmf_t *f = open_filter(names[w], SHMF_RDONLY);
 		assert_all_present(f, 0x70 + w, atomic_load(&b->progress[w]), "adder's keys at the end");
@@ -1032,10 +975,7 @@ static void test_shmd_restore(void **state)
 {
 	(void)state;
 	char a[256], b[256];
-	snprintf(a, sizeof(a), "%s/a.snap", files);
-	snprintf(b, sizeof(b), "%s/b.snap", files);
-	make_source("srca", FAM_A, SRC_KEYS, 8000000, a);
-	make_source("srcb", FAM_B, SRC_KEYS, 8000000, b);
+	make_sources(a, b);
 	uint64_t times[3];
 	for (int i = 0; i < 3; i++) {
 		char name[16];
@@ -1098,9 +1038,9 @@ static void test_shmd_restore(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_workers_bloom, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_workers_cuckoo, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_lock_holder, fx_setup, fx_teardown),
+		fixture_unit_test(test_workers_bloom, fx),
+		fixture_unit_test(test_workers_cuckoo, fx),
+		fixture_unit_test(test_lock_holder, fx),
 		cmocka_unit_test_setup_teardown(test_shmd_swap, shmd_setup, shmd_teardown),
 		cmocka_unit_test_setup_teardown(test_shmd_rotate, shmd_setup, shmd_teardown),
 		cmocka_unit_test_setup_teardown(test_shmd_snapshot, shmd_setup, shmd_teardown),
@@ -1108,8 +1048,8 @@ int main(int argc, char **argv)
 	};
 	static const char *const names[] = { "workers_bloom", "workers_cuckoo", "lock_holder", "shmd_swap",
 					     "shmd_rotate", "shmd_snapshot", "shmd_restore" };
-	const char *env = getenv("SHMF_LONG");
-	runs = env != NULL && strcmp(env, "0") != 0 ? 200 : 20;
+	const char *env;
+	runs = fixture_long_mode() ? 200 : 20;
 	if ((env = getenv("SHMF_CRASH_RUNS")) != NULL && atoi(env) > 0)
 		runs = (unsigned)atoi(env);
 	rng = (env = getenv("SHMF_SEED")) != NULL ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -1120,5 +1060,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return fixture_run(argc > 2 ? 2 : argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc > 2 ? 2 : argc, argv, tests, names);
 }

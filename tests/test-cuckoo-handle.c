@@ -25,20 +25,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 /* The issue's frequency cap: 8 processes each try to add the same key 10
  * times with cap 4; exactly 4 adds succeed in all, and shmf_count says 4. */
 static void test_frequency_cap(void **state)
@@ -285,9 +271,7 @@ static void test_handle_shared_across_fork(void **state)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, 31, i)), 1);
 	shmf_cuckoo_move_hook = NULL;
 	assert_int_equal(child_overtook, 0); /* a move happened, and the child waited */
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fixture_reap(pid);
 	assert_int_equal(shmf_count(f, "child", 5), 1);
 	close(go[0]);
 	close(go[1]);
@@ -299,12 +283,12 @@ static void test_handle_shared_across_fork(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
-		cmocka_unit_test(test_frequency_cap),
-		cmocka_unit_test(test_calls_by_type_and_mode),
-		cmocka_unit_test(test_batches_fill_up),
-		cmocka_unit_test(test_threads_share_a_handle),
-		cmocka_unit_test(test_handle_shared_across_fork),
+		fixture_unit_test(test_frequency_cap, fx),
+		fixture_unit_test(test_calls_by_type_and_mode, fx),
+		fixture_unit_test(test_batches_fill_up, fx),
+		fixture_unit_test(test_threads_share_a_handle, fx),
+		fixture_unit_test(test_handle_shared_across_fork, fx),
 	};
 	const char *const names[] = { "cap", "calls", "batches", "threads", "fork" };
-	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), setup, teardown);
+	return fixture_run(argc, argv, all, names);
 }

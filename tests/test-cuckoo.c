@@ -304,8 +304,7 @@ static void test_no_false_negatives_under_churn(void **state)
 	struct shared {
 		_Atomic int writers_done;
 		_Atomic uint64_t sweeps;
-	} *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(sh != MAP_FAILED);
+	} *sh = fixture_shared_map(sizeof(*sh));
 	pid_t pids[6];
 	for (int p = 0; p < 6; p++) {
 		pids[p] = fork();
@@ -468,5 +467,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lock_holder_killed),
 	};
 	const char *const names[] = { "sizing", "small", "load_fpr", "full", "delete", "churn", "killed" };
-	return fixture_run(argc, argv, all, names, sizeof(all) / sizeof(all[0]), NULL, NULL);
+	return fixture_run(argc, argv, all, names);
 }

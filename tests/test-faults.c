@@ -37,24 +37,13 @@
 #include "spec.h"
 
 static struct fixture fx;
-static char dir[256 + 8]; /* snapshot files */
 static int long_mode;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	snprintf(dir, sizeof(dir), "%s/files", fx.root);
-	long_mode = getenv("SHMF_LONG") != NULL && strcmp(getenv("SHMF_LONG"), "0") != 0;
-	return mkdir(dir, 0700);
-}
-
+/* No fault stays planned after a test, whatever stopped it. */
 static int teardown(void **state)
 {
-	(void)state;
 	memset(&snapshot_fault, 0, sizeof(snapshot_fault));
-	fixture_teardown(&fx);
-	return 0;
+	return fixture_down(state);
 }
 
 static void plan(unsigned kind, unsigned long n, int err, int partial)
@@ -124,7 +113,7 @@ static uint64_t instance_image(const char *name, unsigned *nfiles)
 /* Temporary files ("." names) in the snapshot directory. */
 static int temporaries(void)
 {
-	DIR *d = opendir(dir);
+	DIR *d = opendir(fx.files);
 	assert_non_null(d);
 	struct dirent *e;
 	int n = 0;
@@ -134,30 +123,10 @@ static int temporaries(void)
 	return n;
 }
 
-/* The items of the newest section of the snapshot at @p path. */
-static uint64_t snapshot_items(const char *path)
-{
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	uint64_t items = sf.sec[0].items;
-	snapshot_close(&sf);
-	return items;
-}
-
 /* The file at @p path is a whole snapshot whose newest section holds @p items. */
 static void assert_snapshot_holds(const char *path, uint64_t items)
 {
-	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	if (snapshot_open(&sf, path, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
-	for (unsigned i = 0; i < sf.hdr.nsections; i++)
-		if (snapshot_read_section(&sf, i, NULL, err, sizeof(err)) < 0)
-			fail_msg("%s", err);
-	assert_int_equal(sf.sec[0].items, items);
-	snapshot_close(&sf);
+	assert_int_equal(fixture_snapshot_items(path), items);
 }
 
 static uint64_t items_of(const char *name)
@@ -233,7 +202,7 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 			       const struct fault_case *c, int cuckoo)
 {
 	char err[SNAPSHOT_ERR_MAX], key[32];
-	uint64_t prev = snapshot_items(path); /* what the file holds */
+	uint64_t prev = fixture_snapshot_items(path); /* what the file holds */
 	for (unsigned long n = 1;; n++) {
 		assert_true(n < 1000);
 		assert_true(shmf_add(add, key, fixture_key(key, family, n + 1000 * c->kind)) == 1);
@@ -285,7 +254,7 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 		if (live_after != live_before)
 			fail_msg("%s failing at call %lu: the live filter's data files changed", kind_names[c->kind], n);
 		if (temporaries() != 0)
-			fail_msg("%s failing at call %lu: a temporary file was left in %s", kind_names[c->kind], n, dir);
+			fail_msg("%s failing at call %lu: a temporary file was left in %s", kind_names[c->kind], n, fx.files);
 		if (cuckoo)
 			assert_lock_free(name);
 		/* And a snapshot without faults writes what the filter holds now. */
@@ -300,15 +269,12 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
  * checksum chunks each), so that a snapshot makes many writes. */
 static shmf_t *make_window(const char *name, unsigned family, uint64_t capacity)
 {
-	char err[REGISTRY_ERR_MAX], key[32];
-	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640,
-				    .window_secs = 3600, .window_gens = 2 };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	char key[32];
+	fixture_window(&fx, name, SHMF_TYPE_BLOOM, capacity, 0.01, 3600, 2);
 	shmf_t *f = fixture_open(name, SHMF_RDWR);
 	for (uint64_t i = 0; i < 3000; i++)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, family, i)), 1);
-	assert_int_equal(registry_rotate(&fx.reg, name, err, sizeof(err)), 0);
+	fixture_rotate(&fx, name);
 	for (uint64_t i = 3000; i < 6000; i++)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, family, i)), 1);
 	return f;
@@ -328,7 +294,7 @@ static void test_write_faults(void **state)
 	unsigned total = 0;
 	for (int type = 0; type < 2; type++) {
 		const char *name = type == 0 ? "win" : "cuc";
-		snprintf(path, sizeof(path), "%s/%s.snap", dir, name);
+		snprintf(path, sizeof(path), "%s/%s.snap", fx.files, name);
 		assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
 		for (size_t i = 0; i < sizeof(write_cases) / sizeof(write_cases[0]); i++) {
 			const struct fault_case *fc = &write_cases[i];
@@ -343,7 +309,7 @@ static void test_write_faults(void **state)
 	if (long_mode) {
 		for (size_t i = 0; i < sizeof(long_write_cases) / sizeof(long_write_cases[0]); i++) {
 			const struct fault_case *fc = &long_write_cases[i];
-			snprintf(path, sizeof(path), "%s/win.snap", dir);
+			snprintf(path, sizeof(path), "%s/win.snap", fx.files);
 			unsigned points = fail_each_call("win", path, w, 40 + (unsigned)i, fc, 0);
 			print_message("win: %s failing with %s: %u fault points\n", kind_names[fc->kind], strerror(fc->err),
 				      points);
@@ -364,7 +330,7 @@ static void test_interrupted(void **state)
 	(void)state;
 	char path[512], err[SNAPSHOT_ERR_MAX];
 	shmf_t *w = make_window("win", 5, 100000);
-	snprintf(path, sizeof(path), "%s/win.snap", dir);
+	snprintf(path, sizeof(path), "%s/win.snap", fx.files);
 	unsigned retried = 0;
 	static const unsigned kinds[] = { SNAP_IO_WRITE, SNAP_IO_READ, SNAP_IO_FILL };
 	for (size_t k = 0; k < 3; k++) {
@@ -375,18 +341,13 @@ static void test_interrupted(void **state)
 			if (kinds[k] == SNAP_IO_WRITE) {
 				rc = registry_snapshot(&fx.reg, "win", path, NULL, err, sizeof(err));
 			} else {
-				struct snap_file sf;
-				rc = snapshot_open(&sf, path, err, sizeof(err));
-				if (rc == 0) {
-					rc = registry_replace(&fx.reg, "win", &sf, REGISTRY_SWAP, err, sizeof(err));
-					snapshot_close(&sf);
-				}
+				rc = fixture_replace(&fx, "win", path, REGISTRY_SWAP, err, sizeof(err));
 			}
 			unsigned long injected = snapshot_fault.injected;
 			memset(&snapshot_fault, 0, sizeof(snapshot_fault));
 			if (rc < 0)
 				fail_msg("%s interrupted at call %lu: %s", kind_names[kinds[k]], n, err);
-			assert_snapshot_holds(path, snapshot_items(path));
+			fixture_snapshot_items(path); /* whole */
 			if (injected == 0)
 				break;
 			retried++;
@@ -422,12 +383,7 @@ static unsigned fail_each_read(const char *name, const char *file, int restore, 
 		uint64_t live_before = instance_image(name, &files_before);
 		plan(fc->kind, n, fc->err, fc->partial);
 		err[0] = '\0';
-		struct snap_file sf;
-		int rc = snapshot_open(&sf, file, err, sizeof(err));
-		if (rc == 0) {
-			rc = registry_replace(&fx.reg, name, &sf, restore ? REGISTRY_RESTORE : REGISTRY_SWAP, err, sizeof(err));
-			snapshot_close(&sf);
-		}
+		int rc = fixture_replace(&fx, name, file, restore ? REGISTRY_RESTORE : REGISTRY_SWAP, err, sizeof(err));
 		unsigned long injected = snapshot_fault.injected;
 		memset(&snapshot_fault, 0, sizeof(snapshot_fault));
 		if (injected == 0) {
@@ -459,7 +415,7 @@ static void test_read_faults(void **state)
 	(void)state;
 	char file[512], err[SNAPSHOT_ERR_MAX], key[32];
 	shmf_t *w = make_window("src", 3, 5000000);
-	snprintf(file, sizeof(file), "%s/src.snap", dir);
+	snprintf(file, sizeof(file), "%s/src.snap", fx.files);
 	assert_int_equal(registry_snapshot(&fx.reg, "src", file, NULL, err, sizeof(err)), 0);
 	shmf_close(w);
 	/* The live filter a swap would replace, with keys of its own. */
@@ -496,16 +452,16 @@ static void test_periodic_faults(void **state)
 	f.capacity = 100000;
 	f.snapshot_every = 1;
 	f.snapshot_keep = 2;
-	assert_true(strlen(dir) < sizeof(f.snapshot_dir));
-	memcpy(f.snapshot_dir, dir, strlen(dir) + 1);
+	assert_true(strlen(fx.files) < sizeof(f.snapshot_dir));
+	memcpy(f.snapshot_dir, fx.files, strlen(fx.files) + 1);
 	char err[REGISTRY_ERR_MAX];
 	assert_true(registry_create(&fx.reg, &f, err, sizeof(err)) >= 0);
 	assert_int_equal(periodic_snapshot(&fx.reg, &f, 1700000000), 0);
 	assert_int_equal(periodic_snapshot(&fx.reg, &f, 1700000001), 0);
 	char p0[600], p1[600], p2[600];
-	snprintf(p0, sizeof(p0), "%s/per.20231114T221320Z.snap", dir);
-	snprintf(p1, sizeof(p1), "%s/per.20231114T221321Z.snap", dir);
-	snprintf(p2, sizeof(p2), "%s/per.20231114T221322Z.snap", dir);
+	snprintf(p0, sizeof(p0), "%s/per.20231114T221320Z.snap", fx.files);
+	snprintf(p1, sizeof(p1), "%s/per.20231114T221321Z.snap", fx.files);
+	snprintf(p2, sizeof(p2), "%s/per.20231114T221322Z.snap", fx.files);
 	assert_int_equal(access(p0, F_OK), 0);
 	assert_int_equal(access(p1, F_OK), 0);
 	for (unsigned kind = SNAP_IO_WRITE; kind <= SNAP_IO_RENAME; kind++) {
@@ -525,11 +481,12 @@ static void test_periodic_faults(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_write_faults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_faults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_periodic_faults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_interrupted, setup, teardown),
+		cmocka_unit_test_prestate_setup_teardown(test_write_faults, fixture_up, teardown, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_read_faults, fixture_up, teardown, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_periodic_faults, fixture_up, teardown, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_interrupted, fixture_up, teardown, &fx),
 	};
 	static const char *const names[] = { "write", "read", "periodic", "interrupted" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	long_mode = fixture_long_mode();
+	return fixture_run(argc, argv, tests, names);
 }

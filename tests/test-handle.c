@@ -21,18 +21,11 @@
 
 static struct fixture fx;
 
+/* Each test starts with Bloom filter "main". */
 static int setup(void **state)
 {
-	(void)state;
-	fixture_setup(&fx);
+	fixture_up(state);
 	fixture_bloom(&fx, "main", 100000, 0.01);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
 	return 0;
 }
 
@@ -225,11 +218,11 @@ static void test_strerror(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_names_and_flags),
-		cmocka_unit_test(test_readonly_never_writes),
-		cmocka_unit_test(test_drop_and_new_generation),
-		cmocka_unit_test(test_threads_survive_remaps),
-		cmocka_unit_test(test_strerror),
+		cmocka_unit_test_prestate_setup_teardown(test_bad_names_and_flags, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_readonly_never_writes, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_drop_and_new_generation, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_threads_survive_remaps, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_strerror, setup, fixture_down, &fx),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,31 +73,11 @@ static void catch_fatal(void)
 	signal(SIGALRM, on_fatal); /* a call that does not come back */
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	const char *l = getenv("SHMF_LONG");
-	long_mode = l != NULL && strcmp(l, "0") != 0;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 static uint64_t rng = 0x1234567;
 
 static uint64_t rnd(void)
 {
-	rng += UINT64_C(0x9e3779b97f4a7c15);
-	uint64_t z = rng;
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return fixture_random(&rng);
 }
 
 /* ---- Using a filter: every call, each answer checked for range ---------- */
@@ -291,20 +271,18 @@ static void data_file(const char *name, uint64_t gen, char *path, size_t len)
 
 /* The three shapes: Bloom, cuckoo, and a windowed cuckoo filter with
  * three live generations. */
+static const char *const filters[] = { "hb", "hc", "hw" };
+
 static void make_filters(void)
 {
-	char err[REGISTRY_ERR_MAX];
 	fixture_filter(&fx, "hb", SHMF_TYPE_BLOOM, 10000, 0.01);
 	fixture_filter(&fx, "hc", SHMF_TYPE_CUCKOO, 10000, 0.01);
-	struct filter_spec spec = { .name = "hw", .type = SHMF_TYPE_CUCKOO, .capacity = 10000, .fpr = 0.01, .mode = 0640,
-				    .window_secs = 3600, .window_gens = 3 };
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
-	assert_int_equal(registry_rotate(&fx.reg, "hw", err, sizeof(err)), 0);
-	assert_int_equal(registry_rotate(&fx.reg, "hw", err, sizeof(err)), 0);
+	fixture_window(&fx, "hw", SHMF_TYPE_CUCKOO, 10000, 0.01, 3600, 3);
+	fixture_rotate(&fx, "hw");
+	fixture_rotate(&fx, "hw");
 	/* Some keys in each, so that answers have something to find. */
-	static const char *const names[] = { "hb", "hc", "hw" };
 	for (int i = 0; i < 3; i++) {
-		shmf_t *f = fixture_open(names[i], SHMF_RDWR);
+		shmf_t *f = fixture_open(filters[i], SHMF_RDWR);
 		char key[32];
 		for (uint64_t k = 0; k < 5000; k++)
 			assert_true(shmf_add(f, key, fixture_key(key, 1, k)) >= 0);
@@ -319,21 +297,20 @@ static void test_fields(void **state)
 	make_filters();
 	char ctl[512], path[512];
 	fixture_path(&fx, SHMF_CTL_FILE, ctl, sizeof(ctl));
-	static const char *const names[] = { "hb", "hc", "hw" };
 	struct tally t = { 0 };
 	scribble_fields("control header", ctl, 0, ctl_fields, sizeof(ctl_fields) / sizeof(ctl_fields[0]), "hc", &t);
 	for (int i = 0; i < 3; i++) {
-		int slot = registry_find(&fx.reg, names[i]);
+		int slot = registry_find(&fx.reg, filters[i]);
 		assert_true(slot >= 0);
 		size_t base = sizeof(struct shmf_ctl_header) + (size_t)slot * sizeof(struct shmf_slot);
-		scribble_fields("slot", ctl, base, slot_fields, sizeof(slot_fields) / sizeof(slot_fields[0]), names[i], &t);
+		scribble_fields("slot", ctl, base, slot_fields, sizeof(slot_fields) / sizeof(slot_fields[0]), filters[i], &t);
 		struct shmf_slot copy;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
 		/* The newest generation's data header, and the oldest's. */
 		for (unsigned g = 0; g < copy.nlive; g += copy.nlive - 1) {
-			data_file(names[i], copy.live[g], path, sizeof(path));
+			data_file(filters[i], copy.live[g], path, sizeof(path));
 			scribble_fields(g ? "oldest data header" : "data header", path, 0, data_fields,
-					sizeof(data_fields) / sizeof(data_fields[0]), names[i], &t);
+					sizeof(data_fields) / sizeof(data_fields[0]), filters[i], &t);
 			if (copy.nlive == 1)
 				break;
 		}
@@ -422,20 +399,19 @@ static void scribble_payload(struct mapped *m, unsigned n)
  * estimate, and the daemon's INFO with it). */
 static void absurd_counters(void)
 {
-	static const char *const names[] = { "hb", "hc", "hw" };
 	alarm(60);
 	for (int i = 0; i < 3; i++) {
-		shmf_t *f = fixture_open(names[i], SHMF_RDWR);
-		int slot = registry_find(&fx.reg, names[i]);
+		shmf_t *f = fixture_open(filters[i], SHMF_RDWR);
+		int slot = registry_find(&fx.reg, filters[i]);
 		char path[512];
-		data_file(names[i], atomic_load(&fx.reg.ctl.slots[slot].generation), path, sizeof(path));
+		data_file(filters[i], atomic_load(&fx.reg.ctl.slots[slot].generation), path, sizeof(path));
 		struct mapped m;
 		map_file(path, &m);
 		struct shmf_counter *c = (struct shmf_counter *)(m.p + SHMF_DATA_COUNTERS_OFF);
 		static const uint64_t values[] = { UINT64_C(1) << 62, UINT64_MAX, UINT64_C(1) << 40, UINT64_C(123456789012) };
 		for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
 			atomic_store(&c[v].items, values[v]);
-			snprintf(current, sizeof(current), "filter %s: item counter %zu = %#llx", names[i], v,
+			snprintf(current, sizeof(current), "filter %s: item counter %zu = %#llx", filters[i], v,
 				 (unsigned long long)values[v]);
 			struct timespec a, b;
 			clock_gettime(CLOCK_MONOTONIC, &a);
@@ -465,22 +441,21 @@ static void test_payload(void **state)
 	catch_fatal();
 	make_filters();
 	absurd_counters();
-	static const char *const names[] = { "hb", "hc", "hw" };
 	unsigned rounds = long_mode ? 3000 : 300;
 	for (int i = 0; i < 3; i++) {
-		shmf_t *ro = fixture_open(names[i], SHMF_RDONLY), *rw = fixture_open(names[i], SHMF_RDWR);
-		int slot = registry_find(&fx.reg, names[i]);
+		shmf_t *ro = fixture_open(filters[i], SHMF_RDONLY), *rw = fixture_open(filters[i], SHMF_RDWR);
+		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot copy;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
 		struct mapped m[SHMF_WINDOW_MAX];
 		char path[512];
 		for (unsigned g = 0; g < copy.nlive; g++) {
-			data_file(names[i], copy.live[g], path, sizeof(path));
+			data_file(filters[i], copy.live[g], path, sizeof(path));
 			map_file(path, &m[g]);
 		}
 		uint64_t slowest = 0;
 		for (unsigned round = 0; round < rounds; round++) {
-			snprintf(current, sizeof(current), "filter %s: payload scribble round %u", names[i], round);
+			snprintf(current, sizeof(current), "filter %s: payload scribble round %u", filters[i], round);
 			scribble_payload(&m[round % copy.nlive], 1 + (unsigned)(rnd() % 64));
 			struct timespec a, b;
 			clock_gettime(CLOCK_MONOTONIC, &a);
@@ -497,13 +472,13 @@ static void test_payload(void **state)
 			for (unsigned s = 0; s < SHMF_CUCKOO_STRIPES; s++)
 				atomic_store(&meta->version[s], 1);
 			atomic_store(&meta->moving, UINT64_MAX);
-			snprintf(current, sizeof(current), "filter %s: every version stripe odd, moving all ones", names[i]);
+			snprintf(current, sizeof(current), "filter %s: every version stripe odd, moving all ones", filters[i]);
 			use(ro, 0);
 			use(rw, 1);
 		}
 		print_message("payload of %s: %u rounds of random bytes over the relocation state, counters and "
 			      "payload; every call answered within bounds, the slowest round in %llu us\n",
-			      names[i], rounds, (unsigned long long)slowest);
+			      filters[i], rounds, (unsigned long long)slowest);
 		for (unsigned g = 0; g < copy.nlive; g++)
 			unmap_file(&m[g]);
 		shmf_close(ro);
@@ -520,9 +495,8 @@ static void test_racing(void **state)
 	make_filters();
 	char ctl[512], path[512];
 	fixture_path(&fx, SHMF_CTL_FILE, ctl, sizeof(ctl));
-	static const char *const names[] = { "hb", "hc", "hw" };
 	for (int i = 0; i < 3; i++) {
-		int slot = registry_find(&fx.reg, names[i]);
+		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot saved;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &saved), 0);
 		pid_t users[2];
@@ -535,10 +509,10 @@ static void test_racing(void **state)
 				in_child = 1;
 				prctl(PR_SET_PDEATHSIG, SIGKILL);
 				shmf_t *f;
-				if (shmf_open(FIXTURE_INSTANCE, names[i], u ? SHMF_RDWR : SHMF_RDONLY, &f) < 0)
+				if (shmf_open(FIXTURE_INSTANCE, filters[i], u ? SHMF_RDWR : SHMF_RDONLY, &f) < 0)
 					_exit(2);
 				(void)!write(ready[1], "r", 1);
-				snprintf(current, sizeof(current), "filter %s: user %d while a writer scribbles", names[i], u);
+				snprintf(current, sizeof(current), "filter %s: user %d while a writer scribbles", filters[i], u);
 				for (;;)
 					use(f, u);
 			}
@@ -552,7 +526,7 @@ static void test_racing(void **state)
 		/* The writer: random values into slot fields (not the sequence)
 		 * and random bytes over the newest generation's payload. */
 		struct mapped m;
-		data_file(names[i], saved.live[0], path, sizeof(path));
+		data_file(filters[i], saved.live[0], path, sizeof(path));
 		map_file(path, &m);
 		unsigned char *sl = (unsigned char *)&fx.reg.ctl.slots[slot];
 		uint64_t end = (uint64_t)time(NULL) + (long_mode ? 10 : 1), writes = 0;
@@ -571,16 +545,16 @@ static void test_racing(void **state)
 			kill(users[u], SIGKILL);
 			assert_int_equal(waitpid(users[u], &st, 0), users[u]);
 			if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
-				fail_msg("filter %s: user %d died on its own (status %#x) while a writer scribbled", names[i], u,
+				fail_msg("filter %s: user %d died on its own (status %#x) while a writer scribbled", filters[i], u,
 					 st);
 		}
 		memcpy(sl, &saved, sizeof(saved));
 		unmap_file(&m);
-		snprintf(current, sizeof(current), "filter %s: after the scribbler", names[i]);
-		assert_int_equal(try_filter(names[i]), 2);
+		snprintf(current, sizeof(current), "filter %s: after the scribbler", filters[i]);
+		assert_int_equal(try_filter(filters[i]), 2);
 		print_message("racing on %s: %llu scribbles of slot fields and payload while a reader and a writer "
 			      "used the filter; neither died\n",
-			      names[i], (unsigned long long)writes);
+			      filters[i], (unsigned long long)writes);
 	}
 }
 
@@ -592,7 +566,6 @@ static void test_daemon(void **state)
 	catch_fatal();
 	make_filters();
 	char err[REGISTRY_ERR_MAX], path[512];
-	static const char *const names[] = { "hb", "hc", "hw" };
 	static const struct {
 		size_t off, size;
 		uint64_t v;
@@ -609,7 +582,7 @@ static void test_daemon(void **state)
 	};
 	unsigned refused = 0, tries = 0;
 	for (int i = 0; i < 3; i++) {
-		int slot = registry_find(&fx.reg, names[i]);
+		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot *s = &fx.reg.ctl.slots[slot], saved;
 		memcpy(&saved, s, sizeof(saved));
 		for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
@@ -618,10 +591,10 @@ static void test_daemon(void **state)
 			memcpy((char *)s + bad[b].off, &bad[b].v, bad[b].size);
 			if (bad[b].off == offsetof(struct shmf_slot, nlive) && bad[b].v > 16)
 				s->window_gens = (uint32_t)bad[b].v;
-			snprintf(current, sizeof(current), "daemon on filter %s with slot %s", names[i], bad[b].what);
+			snprintf(current, sizeof(current), "daemon on filter %s with slot %s", filters[i], bad[b].what);
 			snprintf(path, sizeof(path), "%s/hostile.snap", fx.root);
-			int r1 = registry_rotate(&fx.reg, names[i], err, sizeof(err));
-			int r2 = registry_snapshot(&fx.reg, names[i], path, NULL, err, sizeof(err));
+			int r1 = registry_rotate(&fx.reg, filters[i], err, sizeof(err));
+			int r2 = registry_snapshot(&fx.reg, filters[i], path, NULL, err, sizeof(err));
 			struct filter_info fi;
 			(void)registry_info(&fx.reg, slot, &fi, err, sizeof(err));
 			registry_rotate_due(&fx.reg, (uint64_t)time(NULL));
@@ -639,8 +612,8 @@ static void test_daemon(void **state)
 			memcpy(s, &saved, sizeof(saved));
 		}
 		/* The same filter, once more pristine: the daemon works on it. */
-		snprintf(path, sizeof(path), "%s/%s.snap", fx.root, names[i]);
-		assert_int_equal(registry_snapshot(&fx.reg, names[i], path, NULL, err, sizeof(err)), 0);
+		snprintf(path, sizeof(path), "%s/%s.snap", fx.root, filters[i]);
+		assert_int_equal(registry_snapshot(&fx.reg, filters[i], path, NULL, err, sizeof(err)), 0);
 		unlink(path);
 	}
 	/* A restart on a hostile slot: refused and cleared, nothing overrun. */
@@ -659,12 +632,13 @@ static void test_daemon(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fields, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_odd_sequence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_payload, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_racing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon, setup, teardown),
+		fixture_unit_test(test_fields, fx),
+		fixture_unit_test(test_odd_sequence, fx),
+		fixture_unit_test(test_payload, fx),
+		fixture_unit_test(test_racing, fx),
+		fixture_unit_test(test_daemon, fx),
 	};
 	static const char *const names[] = { "fields", "odd_sequence", "payload", "racing", "daemon" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	long_mode = fixture_long_mode();
+	return fixture_run(argc, argv, tests, names);
 }

@@ -124,20 +124,14 @@ static void verifier(struct board *b, unsigned slot, int batch)
 
 static void wait_all(pid_t *pids, int n)
 {
-	for (int i = 0; i < n; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fail_msg("child %d ended with status %d", (int)pids[i], st);
-	}
+	for (int i = 0; i < n; i++)
+		fixture_reap(pids[i]);
 }
 
 static void test_concurrent_adders_and_checkers(void **state)
 {
 	(void)state;
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	fixture_bloom(&fx, "shared", ADDERS * PER_ADDER, 0.01);
 
 	pid_t pids[ADDERS + CHECKERS];
@@ -192,10 +186,7 @@ static void test_concurrent_adders_and_checkers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_concurrent_adders_and_checkers),
+		fixture_unit_test(test_concurrent_adders_and_checkers, fx),
 	};
-	fixture_setup(&fx);
-	int r = cmocka_run_group_tests(tests, NULL, NULL);
-	fixture_teardown(&fx);
-	return r;
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,25 +170,20 @@ static int setup(void **state)
 		fprintf(stderr, "cannot create the test users and group\n");
 		return -1;
 	}
-	snprintf(root, sizeof(root), "/dev/shm/shmf-perm-XXXXXX");
-	if (mkdtemp(root) == NULL || chmod(root, 0755) < 0) /* as /run/shmd: others may pass */
+	if (daemon_rundir_make(root, sizeof(root), "perm") < 0 || chmod(root, 0755) < 0) /* as /run/shmd: others may pass */
 		return -1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
 	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	snprintf(idir, sizeof(idir), "%s/%s", root, INSTANCE);
-	FILE *fp = fopen(conf, "w");
-	if (fp == NULL)
+	if (daemon_write_conf(conf,
+			      "[instance]\nname = " INSTANCE "\ndir_mode = 0750\nsocket_mode = 0660\ngroup = %s\n"
+			      "[filter ro]\ncapacity = 100000\nfpr = 0.01\nmode = 0640\n"
+			      "[filter rw]\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter cu]\ntype = cuckoo\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
+			      "[filter priv]\ncapacity = 100000\nfpr = 0.01\nmode = 0600\n",
+			      group_name) < 0)
 		return -1;
-	fprintf(fp,
-		"[instance]\nname = " INSTANCE "\ndir_mode = 0750\nsocket_mode = 0660\ngroup = %s\n"
-		"[filter ro]\ncapacity = 100000\nfpr = 0.01\nmode = 0640\n"
-		"[filter rw]\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
-		"[filter cu]\ntype = cuckoo\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
-		"[filter priv]\ncapacity = 100000\nfpr = 0.01\nmode = 0600\n",
-		group_name);
-	fclose(fp);
 	start_shmd();
 	return 0;
 }
@@ -197,11 +192,9 @@ static int teardown(void **state)
 {
 	(void)state;
 	stop_shmd();
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	int rc = run(cmd);
+	int rc = daemon_rundir_remove(root);
 	remove_users();
-	return rc == 0 ? 0 : -1;
+	return rc;
 }
 
 /* The path of filter @p name's current data file. */
@@ -468,38 +461,40 @@ static void expect_open(const char *name, int want, const char *what)
 	}
 }
 
+/*
+ * Filter "ro"'s @p what at @p path, replaced by a copy another user owns
+ * (the same bytes), then by a symlink to @p link_to (a file root owns; NULL:
+ * the original): each refused; then put back, and it opens again.
+ */
+static void plant(const char *path, const char *link_to, const char *what)
+{
+	char saved[300], cmd[1024], msg[600];
+	snprintf(saved, sizeof(saved), "%s.saved", path);
+	assert_int_equal(rename(path, saved), 0);
+	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
+	assert_int_equal(run(cmd), 0);
+	snprintf(msg, sizeof(msg), "%s owned by another user", what);
+	expect_open("ro", SHMF_E_OWNER, msg);
+	if (link_to == NULL)
+		link_to = saved;
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink(link_to, path), 0);
+	snprintf(msg, sizeof(msg), "%s replaced by a symlink to %s", what, link_to);
+	expect_open("ro", SHMF_E_OWNER, msg);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(saved, path), 0);
+	snprintf(msg, sizeof(msg), "%s put back", what);
+	expect_open("ro", 0, msg);
+}
+
 static void test_planted(void **state)
 {
 	(void)state;
 	char path[256], saved[300], cmd[1024];
-	/* A data file replaced by one another user owns (same bytes). */
 	data_path("ro", path, sizeof(path));
-	snprintf(saved, sizeof(saved), "%s.saved", path);
-	assert_int_equal(rename(path, saved), 0);
-	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
-	assert_int_equal(run(cmd), 0);
-	expect_open("ro", SHMF_E_OWNER, "data file owned by another user");
-	/* A symlink planted in its place (to a file root owns). */
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(symlink(saved, path), 0);
-	expect_open("ro", SHMF_E_OWNER, "data file replaced by a symlink");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rename(saved, path), 0);
-	expect_open("ro", 0, "data file put back");
-
-	/* The control file, planted by another user. */
+	plant(path, NULL, "data file");
 	snprintf(path, sizeof(path), "%s/control", idir);
-	snprintf(saved, sizeof(saved), "%s.saved", path);
-	assert_int_equal(rename(path, saved), 0);
-	snprintf(cmd, sizeof(cmd), "cp -p '%s' '%s' && chown %s '%s'", saved, path, outsider_name, path);
-	assert_int_equal(run(cmd), 0);
-	expect_open("ro", SHMF_E_OWNER, "control file owned by another user");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(symlink("/etc/passwd", path), 0);
-	expect_open("ro", SHMF_E_OWNER, "control file replaced by a symlink to /etc/passwd");
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rename(saved, path), 0);
-	expect_open("ro", 0, "control file put back");
+	plant(path, "/etc/passwd", "control file");
 
 	/* A restarted shmd does not take a planted data file either: it
 	 * removes one that no filter names ... */
@@ -602,16 +597,10 @@ static void test_names(void **state)
 	/* And in the configuration. */
 	char badconf[160];
 	snprintf(badconf, sizeof(badconf), "%s/bad.conf", root);
-	FILE *fp = fopen(badconf, "w");
-	assert_non_null(fp);
-	fputs("[instance]\nname = other\n[filter ../escape]\ncapacity = 10\n", fp);
-	fclose(fp);
+	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = other\n[filter ../escape]\ncapacity = 10\n"), 0);
 	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid filter name '../escape'\"", shmd_path, badconf);
 	assert_int_equal(run(cmd), 0);
-	fp = fopen(badconf, "w");
-	assert_non_null(fp);
-	fputs("[instance]\nname = ../other\n", fp);
-	fclose(fp);
+	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = ../other\n"), 0);
 	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid instance name\"", shmd_path, badconf);
 	assert_int_equal(run(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "%s -f -i ../other 2>&1 | grep -q 'invalid name'", shmd_path);

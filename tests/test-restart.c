@@ -127,14 +127,7 @@ static int count_snapshots(const char *name)
 
 static int log_has(const char *text)
 {
-	FILE *fp = fopen(logpath, "r");
-	char line[1024];
-	int found = 0;
-	while (fp != NULL && !found && fgets(line, sizeof(line), fp) != NULL)
-		found = strstr(line, text) != NULL;
-	if (fp != NULL)
-		fclose(fp);
-	return found;
+	return daemon_log_count(logpath, text) > 0;
 }
 
 static void test_restart(void **state)
@@ -214,36 +207,27 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	shmd_path = argv[1];
-	snprintf(root, sizeof(root), "/dev/shm/shmf-restart-XXXXXX");
-	if (mkdtemp(root) == NULL)
+	if (daemon_rundir_make(root, sizeof(root), "restart") < 0)
 		return 1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	snprintf(snaps, sizeof(snaps), "%s/snaps", root);
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
 	mkdir(snaps, 0700);
-	FILE *fp = fopen(conf, "w");
-	if (fp == NULL)
+	if (daemon_write_conf(conf,
+			      "[instance]\nname = rs\nsnapshot_dir = %s\n"
+			      "[filter rb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
+			      "snapshot_keep = 2\n"
+			      "[filter rc]\ntype = cuckoo\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
+			      "snapshot_keep = 2\n",
+			      snaps) < 0)
 		return 1;
-	fprintf(fp,
-		"[instance]\nname = rs\nsnapshot_dir = %s\n"
-		"[filter rb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\nsnapshot_keep = 2\n"
-		"[filter rc]\ntype = cuckoo\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\nsnapshot_keep = 2\n",
-		snaps);
-	fclose(fp);
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_restart) };
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	if (current > 0 && kill(current, SIGKILL) == 0)
 		waitpid(current, NULL, 0);
-	if (rc != 0) {
-		char cmd[200];
-		snprintf(cmd, sizeof(cmd), "tail -30 %s >&2", logpath);
-		if (system(cmd) != 0)
-			rc = 1;
-	}
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	if (system(cmd) != 0)
+	if (rc != 0 && daemon_log_tail(logpath, 30) < 0)
+		rc = 1;
+	if (daemon_rundir_remove(root) < 0)
 		return 1;
 	return rc;
 }

@@ -23,29 +23,21 @@
 static struct fixture fx;
 static char data_path[512], ctl_path[512], dir_path[512];
 
+/* Each test starts with Bloom filter "victim" holding one key, so that
+ * "unchanged" has content to compare. */
 static int setup(void **state)
 {
-	(void)state;
 	char fname[128];
-	fixture_setup(&fx);
+	fixture_up(state);
 	int slot = fixture_bloom(&fx, "victim", 10000, 0.01);
 	uint64_t gen = atomic_load(&fx.reg.ctl.slots[slot].generation);
 	shmf_data_filename("victim", gen, fname, sizeof(fname));
 	fixture_path(&fx, fname, data_path, sizeof(data_path));
 	fixture_path(&fx, SHMF_CTL_FILE, ctl_path, sizeof(ctl_path));
 	snprintf(dir_path, sizeof(dir_path), "%s/%s", fx.root, FIXTURE_INSTANCE);
-	/* A key in it, so "unchanged" has content to compare. */
-	shmf_t *f;
-	assert_int_equal(shmf_open(FIXTURE_INSTANCE, "victim", SHMF_RDWR, &f), 0);
+	shmf_t *f = fixture_open("victim", SHMF_RDWR);
 	assert_int_equal(shmf_add(f, "present", 7), 1);
 	shmf_close(f);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
 	return 0;
 }
 
@@ -86,19 +78,14 @@ static int same(const struct blob *a, const struct blob *b)
 	       a->st.st_uid == b->st.st_uid;
 }
 
-static void patch_u64(const char *path, size_t off, uint64_t v)
+/* Write @p v over the @p width (4 or 8) bytes at @p off of the file. */
+static void patch(const char *path, size_t off, unsigned width, uint64_t v)
 {
+	uint32_t v32 = (uint32_t)v;
+	const void *bytes = width == 4 ? (const void *)&v32 : (const void *)&v;
 	int fd = open(path, O_WRONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &v, sizeof(v), (off_t)off), (ssize_t)sizeof(v));
-	close(fd);
-}
-
-static void patch_u32(const char *path, size_t off, uint32_t v)
-{
-	int fd = open(path, O_WRONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &v, sizeof(v), (off_t)off), (ssize_t)sizeof(v));
+	assert_int_equal(pwrite(fd, bytes, width, (off_t)off), (ssize_t)width);
 	close(fd);
 }
 
@@ -132,106 +119,96 @@ static void expect_good(void)
 	shmf_close(f);
 }
 
+/* One way to damage a file, and the error every open must then give. */
+struct damage {
+	enum { SHORTEN_BY, TRUNCATE_TO, PATCH_U32, PATCH_U64, CHMOD, CHOWN_NOBODY } how;
+	size_t where;   /* bytes to cut or keep, or the offset of the field patched */
+	uint64_t value; /* the patched field's new value, or the mode */
+	int want;
+	const char *what;
+};
+
+static void apply(const char *path, const struct damage *d, size_t len)
+{
+	switch (d->how) {
+	case SHORTEN_BY:
+		assert_int_equal(truncate(path, (off_t)(len - d->where)), 0);
+		break;
+	case TRUNCATE_TO:
+		assert_int_equal(truncate(path, (off_t)d->where), 0);
+		break;
+	case PATCH_U32:
+		patch(path, d->where, 4, d->value);
+		break;
+	case PATCH_U64:
+		patch(path, d->where, 8, d->value);
+		break;
+	case CHMOD:
+		assert_int_equal(chmod(path, (mode_t)d->value), 0);
+		break;
+	case CHOWN_NOBODY:
+		if (geteuid() != 0)
+			fail_msg("the owner checks need root (chown); run the suite as root");
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		break;
+	}
+}
+
+/* Each damage in turn: refused as it says, the file unchanged by the
+ * refusal; then the pristine bytes, mode and owner are put back. */
+static void refuse_each(const char *path, const struct damage *d, size_t n)
+{
+	struct blob pristine = read_file(path);
+	expect_good();
+	for (size_t i = 0; i < n; i++) {
+		apply(path, &d[i], pristine.len);
+		expect_refused(path, d[i].want, d[i].what);
+		write_file(path, &pristine);
+	}
+	expect_good();
+	free(pristine.bytes);
+}
+
 static void test_data_damage(void **state)
 {
 	(void)state;
-	struct blob pristine = read_file(data_path);
-	expect_good();
-
-	assert_int_equal(truncate(data_path, (off_t)pristine.len - 64), 0);
-	expect_refused(data_path, SHMF_E_FORMAT, "data truncated by one block");
-	write_file(data_path, &pristine);
-
-	assert_int_equal(truncate(data_path, 100), 0);
-	expect_refused(data_path, SHMF_E_FORMAT, "data truncated into its header");
-	write_file(data_path, &pristine);
-
-	patch_u64(data_path, offsetof(struct shmf_data_header, magic), 0x1234);
-	expect_refused(data_path, SHMF_E_FORMAT, "data wrong magic");
-	write_file(data_path, &pristine);
-
-	patch_u32(data_path, offsetof(struct shmf_data_header, version), SHMF_FORMAT_VERSION + 1);
-	expect_refused(data_path, SHMF_E_VERSION, "data wrong version");
-	write_file(data_path, &pristine);
-
-	patch_u64(data_path, offsetof(struct shmf_data_header, layout), shmf_layout_fingerprint() ^ 1);
-	expect_refused(data_path, SHMF_E_LAYOUT, "data wrong layout fingerprint");
-	write_file(data_path, &pristine);
-
-	patch_u64(data_path, offsetof(struct shmf_data_header, nblocks), UINT64_C(1) << 60);
-	expect_refused(data_path, SHMF_E_FORMAT, "data header claims more blocks than the file has");
-	write_file(data_path, &pristine);
-
-	patch_u32(data_path, offsetof(struct shmf_data_header, k), 0);
-	expect_refused(data_path, SHMF_E_FORMAT, "data header k differs from the slot");
-	write_file(data_path, &pristine);
-
-	assert_int_equal(chmod(data_path, 0646), 0);
-	expect_refused(data_path, SHMF_E_OWNER, "data writable by others");
-	write_file(data_path, &pristine);
-
-	if (geteuid() != 0)
-		fail_msg("the owner checks need root (chown); run the suite as root");
-	assert_int_equal(chown(data_path, 65534, 65534), 0);
-	expect_refused(data_path, SHMF_E_OWNER, "data owned by nobody");
-	write_file(data_path, &pristine);
-
-	expect_good();
-	free(pristine.bytes);
+	const struct damage damage[] = {
+		{ SHORTEN_BY, 64, 0, SHMF_E_FORMAT, "data truncated by one block" },
+		{ TRUNCATE_TO, 100, 0, SHMF_E_FORMAT, "data truncated into its header" },
+		{ PATCH_U64, offsetof(struct shmf_data_header, magic), 0x1234, SHMF_E_FORMAT, "data wrong magic" },
+		{ PATCH_U32, offsetof(struct shmf_data_header, version), SHMF_FORMAT_VERSION + 1, SHMF_E_VERSION,
+		  "data wrong version" },
+		{ PATCH_U64, offsetof(struct shmf_data_header, layout), shmf_layout_fingerprint() ^ 1, SHMF_E_LAYOUT,
+		  "data wrong layout fingerprint" },
+		{ PATCH_U64, offsetof(struct shmf_data_header, nblocks), UINT64_C(1) << 60, SHMF_E_FORMAT,
+		  "data header claims more blocks than the file has" },
+		{ PATCH_U32, offsetof(struct shmf_data_header, k), 0, SHMF_E_FORMAT, "data header k differs from the slot" },
+		{ CHMOD, 0, 0646, SHMF_E_OWNER, "data writable by others" },
+		{ CHOWN_NOBODY, 0, 0, SHMF_E_OWNER, "data owned by nobody" },
+	};
+	refuse_each(data_path, damage, sizeof(damage) / sizeof(damage[0]));
 }
 
 static void test_control_damage(void **state)
 {
 	(void)state;
-	struct blob pristine = read_file(ctl_path);
-	expect_good();
-
-	assert_int_equal(truncate(ctl_path, (off_t)pristine.len - 1), 0);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "control truncated by a byte");
-	write_file(ctl_path, &pristine);
-
-	assert_int_equal(truncate(ctl_path, 10), 0);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "control truncated into its header");
-	write_file(ctl_path, &pristine);
-
-	patch_u64(ctl_path, offsetof(struct shmf_ctl_header, magic), SHMF_DATA_MAGIC);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "control wrong magic");
-	write_file(ctl_path, &pristine);
-
-	patch_u32(ctl_path, offsetof(struct shmf_ctl_header, version), 99);
-	expect_refused(ctl_path, SHMF_E_VERSION, "control wrong version");
-	write_file(ctl_path, &pristine);
-
-	patch_u64(ctl_path, offsetof(struct shmf_ctl_header, layout), 42);
-	expect_refused(ctl_path, SHMF_E_LAYOUT, "control wrong layout fingerprint");
-	write_file(ctl_path, &pristine);
-
-	patch_u32(ctl_path, offsetof(struct shmf_ctl_header, nslots), 1u << 30);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "control claims more slots than it holds");
-	write_file(ctl_path, &pristine);
-
-	/* A slot whose fields contradict each other. */
-	size_t slot0 = sizeof(struct shmf_ctl_header);
-	patch_u64(ctl_path, slot0 + offsetof(struct shmf_slot, data_bytes), 12345);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "slot size fields disagree");
-	write_file(ctl_path, &pristine);
-
-	patch_u32(ctl_path, slot0 + offsetof(struct shmf_slot, k), 1000);
-	expect_refused(ctl_path, SHMF_E_FORMAT, "slot k out of range");
-	write_file(ctl_path, &pristine);
-
-	assert_int_equal(chmod(ctl_path, 0660), 0);
-	expect_refused(ctl_path, SHMF_E_OWNER, "control writable by group");
-	write_file(ctl_path, &pristine);
-
-	if (geteuid() != 0)
-		fail_msg("the owner checks need root (chown); run the suite as root");
-	assert_int_equal(chown(ctl_path, 65534, 65534), 0);
-	expect_refused(ctl_path, SHMF_E_OWNER, "control owned by nobody");
-	write_file(ctl_path, &pristine);
-
-	expect_good();
-	free(pristine.bytes);
+	const size_t slot0 = sizeof(struct shmf_ctl_header);
+	const struct damage damage[] = {
+		{ SHORTEN_BY, 1, 0, SHMF_E_FORMAT, "control truncated by a byte" },
+		{ TRUNCATE_TO, 10, 0, SHMF_E_FORMAT, "control truncated into its header" },
+		{ PATCH_U64, offsetof(struct shmf_ctl_header, magic), SHMF_DATA_MAGIC, SHMF_E_FORMAT, "control wrong magic" },
+		{ PATCH_U32, offsetof(struct shmf_ctl_header, version), 99, SHMF_E_VERSION, "control wrong version" },
+		{ PATCH_U64, offsetof(struct shmf_ctl_header, layout), 42, SHMF_E_LAYOUT, "control wrong layout fingerprint" },
+		{ PATCH_U32, offsetof(struct shmf_ctl_header, nslots), 1u << 30, SHMF_E_FORMAT,
+		  "control claims more slots than it holds" },
+		/* A slot whose fields contradict each other. */
+		{ PATCH_U64, slot0 + offsetof(struct shmf_slot, data_bytes), 12345, SHMF_E_FORMAT,
+		  "slot size fields disagree" },
+		{ PATCH_U32, slot0 + offsetof(struct shmf_slot, k), 1000, SHMF_E_FORMAT, "slot k out of range" },
+		{ CHMOD, 0, 0660, SHMF_E_OWNER, "control writable by group" },
+		{ CHOWN_NOBODY, 0, 0, SHMF_E_OWNER, "control owned by nobody" },
+	};
+	refuse_each(ctl_path, damage, sizeof(damage) / sizeof(damage[0]));
 }
 
 static void test_directory_and_links(void **state)
@@ -269,7 +246,7 @@ static void test_daemon_restart_validates(void **state)
 	registry_close(&r2, 0);
 
 	struct blob pristine = read_file(ctl_path);
-	patch_u32(ctl_path, offsetof(struct shmf_ctl_header, version), 7);
+	patch(ctl_path, offsetof(struct shmf_ctl_header, version), 4, 7);
 	assert_int_equal(registry_open(&r2, FIXTURE_INSTANCE, 0750, 0640, (gid_t)-1, err, sizeof(err)), SHMF_E_VERSION);
 	assert_non_null(strstr(err, "control"));
 	struct blob after = read_file(ctl_path);
@@ -285,10 +262,10 @@ static void test_daemon_restart_validates(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_data_damage),
-		cmocka_unit_test(test_control_damage),
-		cmocka_unit_test(test_directory_and_links),
-		cmocka_unit_test(test_daemon_restart_validates),
+		cmocka_unit_test_prestate_setup_teardown(test_data_damage, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_control_damage, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_directory_and_links, setup, fixture_down, &fx),
+		cmocka_unit_test_prestate_setup_teardown(test_daemon_restart_validates, setup, fixture_down, &fx),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

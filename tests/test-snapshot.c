@@ -30,30 +30,10 @@
 #include "snapshot.h"
 
 static struct fixture fx;
-static char dir[256 + 8]; /* where the test writes snapshot files */
-
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	snprintf(dir, sizeof(dir), "%s/files", fx.root);
-	return mkdir(dir, 0700);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
-	fixture_teardown(&fx);
-	return 0;
-}
 
 static void file_path(const char *name, char *buf, size_t len)
 {
-	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+	if ((size_t)snprintf(buf, len, "%s/%s", fx.files, name) >= len)
 		fail_msg("path too long");
 }
 
@@ -71,17 +51,6 @@ static uint64_t count_present(shmf_t *f, unsigned family, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		hits += shmf_check(f, key, fixture_key(key, family, i)) == 1;
 	return hits;
-}
-
-static int restore(const char *name, const char *path, int how, char *err, size_t errlen)
-{
-	struct snap_file sf;
-	int rc = snapshot_open(&sf, path, err, errlen);
-	if (rc < 0)
-		return rc;
-	rc = registry_replace(&fx.reg, name, &sf, how, err, errlen);
-	snapshot_close(&sf);
-	return rc;
 }
 
 /* ---- Round trip -------------------------------------------------------- */
@@ -108,7 +77,7 @@ static void roundtrip_type(int type, const char *name, const char *copy)
 	snapshot_close(&sf);
 
 	/* Restore as a new filter: the same keys, the same counts. */
-	assert_true(restore(copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	assert_true(fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
 	shmf_t *c = fixture_open(copy, SHMF_RDWR);
 	assert_int_equal(count_present(c, 1, 15000), 15000);
 	assert_true(count_present(c, 2, 10000) < 300); /* not a filter of everything */
@@ -126,7 +95,7 @@ static void roundtrip_type(int type, const char *name, const char *copy)
 	shmf_close(c);
 	shmf_close(f);
 	/* Swap needs the filter to exist. */
-	assert_int_equal(restore("nosuch", path, REGISTRY_SWAP, err, sizeof(err)), SHMF_E_NOTFOUND);
+	assert_int_equal(fixture_replace(&fx, "nosuch", path, REGISTRY_SWAP, err, sizeof(err)), SHMF_E_NOTFOUND);
 	assert_non_null(strstr(err, "not found"));
 }
 
@@ -187,7 +156,7 @@ static void assert_refused(const char *path, uint64_t gen, const char *what)
 	if (strstr(err, "snapshot ") == NULL)
 		fail_msg("%s: error does not name the file: '%s'", what, err);
 	err[0] = '\0';
-	assert_true(restore("live", path, REGISTRY_SWAP, err, sizeof(err)) < 0);
+	assert_true(fixture_replace(&fx, "live", path, REGISTRY_SWAP, err, sizeof(err)) < 0);
 	assert_true(err[0] != '\0');
 	assert_live_unchanged(gen);
 	/* No new generation's file was left in the instance directory. */
@@ -292,7 +261,7 @@ static void test_damaged(void **state)
 	write_file(bad, "hello world, not a snapshot file at all", 40);
 	assert_refused(bad, info.generation, "text");
 	/* The good file still swaps in. */
-	assert_true(restore("live", good, REGISTRY_SWAP, err, sizeof(err)) >= 0);
+	assert_true(fixture_replace(&fx, "live", good, REGISTRY_SWAP, err, sizeof(err)) >= 0);
 	free(longer);
 	free(buf);
 	free(orig);
@@ -325,9 +294,7 @@ static void concurrent_type(int type, const char *name, const char *copy)
 {
 	char path[512], err[SNAPSHOT_ERR_MAX];
 	fixture_filter(&fx, name, type, 2000000, 0.01);
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	struct board *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[ADDERS];
 	for (unsigned i = 0; i < ADDERS; i++)
 		if ((pids[i] = fork()) == 0)
@@ -344,12 +311,9 @@ static void concurrent_type(int type, const char *name, const char *copy)
 	for (unsigned i = 0; i < ADDERS; i++)
 		during[i] = atomic_load(&b->progress[i]);
 	atomic_store(&b->stop, 1);
-	for (unsigned i = 0; i < ADDERS; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	assert_true(restore(copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	for (unsigned i = 0; i < ADDERS; i++)
+		fixture_reap(pids[i]);
+	assert_true(fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
 	shmf_t *c = fixture_open(copy, SHMF_RDONLY);
 	for (unsigned i = 0; i < ADDERS; i++) {
 		assert_int_equal(count_present(c, 20 + i, before[i]), before[i]);
@@ -399,7 +363,7 @@ static void test_killed_writer(void **state)
 		 * (up to 110% of the whole: some runs end before the kill). */
 		uint64_t target = (uint64_t)rand() % (total + total / 10);
 		char tmp[600];
-		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", dir, (long)p);
+		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", fx.files, (long)p);
 		for (;;) {
 			struct stat st;
 			if (stat(tmp, &st) == 0 && (uint64_t)st.st_size >= target)
@@ -489,10 +453,8 @@ static void test_swap_under_load(void **state)
 	char a[512], b_[512], err[SNAPSHOT_ERR_MAX];
 	build_file("fa", 41, a, sizeof(a));
 	build_file("fb", 42, b_, sizeof(b_));
-	assert_true(restore("sw", a, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
-	struct swapboard *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	assert_true(fixture_replace(&fx, "sw", a, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	struct swapboard *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[CHECKERS];
 	for (unsigned i = 0; i < CHECKERS; i++)
 		if ((pids[i] = fork()) == 0)
@@ -500,7 +462,7 @@ static void test_swap_under_load(void **state)
 	for (int s = 0; s < 50; s++) {
 		usleep(2000);
 		int to_a = s % 2 == 1;
-		assert_true(restore("sw", to_a ? a : b_, REGISTRY_SWAP, err, sizeof(err)) >= 0);
+		assert_true(fixture_replace(&fx, "sw", to_a ? a : b_, REGISTRY_SWAP, err, sizeof(err)) >= 0);
 		atomic_store(&b->last_is_a, to_a);
 	}
 	shmf_t *f = fixture_open("sw", SHMF_RDONLY);
@@ -511,9 +473,7 @@ static void test_swap_under_load(void **state)
 	atomic_store(&b->stop, 1);
 	uint64_t checks = 0;
 	for (unsigned i = 0; i < CHECKERS; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fixture_reap(pids[i]);
 		assert_int_equal(atomic_load(&b->misses[i]), 0);
 		assert_int_equal(atomic_load(&b->errors[i]), 0);
 		assert_int_equal(atomic_load(&b->saw_final[i]), 1);
@@ -542,7 +502,7 @@ static void test_older_sizing(void **state)
 	(void)state;
 	char path[512], err[SNAPSHOT_ERR_MAX], key[32];
 	snprintf(path, sizeof(path), "%s/cuckoo-sized-before-headroom.snap", data_dir);
-	if (restore("legacy", path, REGISTRY_RESTORE, err, sizeof(err)) != 0)
+	if (fixture_replace(&fx, "legacy", path, REGISTRY_RESTORE, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	shmf_t *f = fixture_open("legacy", SHMF_RDWR);
 	shmf_info_t info;
@@ -583,16 +543,16 @@ static void test_older_sizing(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_damaged, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_killed_writer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_swap_under_load, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_older_sizing, setup, teardown),
+		fixture_unit_test(test_roundtrip, fx),
+		fixture_unit_test(test_damaged, fx),
+		fixture_unit_test(test_concurrent, fx),
+		fixture_unit_test(test_killed_writer, fx),
+		fixture_unit_test(test_swap_under_load, fx),
+		fixture_unit_test(test_older_sizing, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
 	static const char *const names[] = { "roundtrip", "damaged", "concurrent", "killed_writer", "swap_under_load",
 					     "older_sizing" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }

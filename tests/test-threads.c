@@ -30,20 +30,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 #define SHARED 4
 #define OWN 2
 
@@ -147,19 +133,13 @@ static void run_workers(const char *name, int type, int check_only, void (*chang
 
 static void rotate(const char *name, int round)
 {
-	char err[REGISTRY_ERR_MAX];
 	(void)round;
-	if (registry_rotate(&fx.reg, name, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
+	fixture_rotate(&fx, name);
 }
 
 static void window(const char *name, int type, uint64_t capacity)
 {
-	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = 0.01, .mode = 0640, .window_secs = 3600,
-				    .window_gens = SHMF_WINDOW_MAX };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	fixture_window(&fx, name, type, capacity, 0.01, 3600, SHMF_WINDOW_MAX);
 }
 
 static void test_rotations(void **state)
@@ -180,11 +160,8 @@ static char files[2][512];
 static void swap(const char *name, int round)
 {
 	char err[SNAPSHOT_ERR_MAX];
-	struct snap_file sf;
-	assert_int_equal(snapshot_open(&sf, files[round % 2], err, sizeof(err)), 0);
-	if (registry_replace(&fx.reg, name, &sf, REGISTRY_SWAP, err, sizeof(err)) < 0)
+	if (fixture_replace(&fx, name, files[round % 2], REGISTRY_SWAP, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
-	snapshot_close(&sf);
 }
 
 static void test_swaps(void **state)
@@ -212,9 +189,9 @@ static void test_swaps(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rotations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_swaps, setup, teardown),
+		fixture_unit_test(test_rotations, fx),
+		fixture_unit_test(test_swaps, fx),
 	};
 	static const char *const names[] = { "rotations", "swaps" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }

@@ -25,37 +25,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
-static void create_window(const char *name, int type, double fpr, uint64_t secs, uint32_t gens)
-{
-	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = 100000, .fpr = fpr, .mode = 0640,
-				    .window_secs = secs, .window_gens = gens };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	if (registry_create(&fx.reg, &spec, err, sizeof(err)) < 0)
-		fail_msg("create %s: %s", name, err);
-}
-
-static void rotate(const char *name)
-{
-	char err[REGISTRY_ERR_MAX];
-	if (registry_rotate(&fx.reg, name, err, sizeof(err)) < 0)
-		fail_msg("rotate %s: %s", name, err);
-}
-
 static uint64_t present(shmf_t *f, unsigned family, uint64_t n)
 {
 	char key[32];
@@ -82,14 +51,14 @@ static void test_lifetime(void **state)
 {
 	(void)state;
 	char err[REGISTRY_ERR_MAX];
-	create_window("w", SHMF_TYPE_BLOOM, 1e-6, 1, 3);
+	fixture_window(&fx, "w", SHMF_TYPE_BLOOM, 100000, 1e-6, 1, 3);
 	shmf_t *f = fixture_open("w", SHMF_RDWR);
 	assert_int_equal(add_all(f, 1, 200), 200);          /* new */
 	assert_int_equal(add_all(f, 1, 200), 0);            /* same generation */
-	rotate("w");
+	fixture_rotate(&fx, "w");
 	assert_int_equal(present(f, 1, 200), 200);
 	assert_int_equal(add_all(f, 1, 100), 0);            /* held by an older live generation */
-	rotate("w");
+	fixture_rotate(&fx, "w");
 	assert_int_equal(add_all(f, 2, 200), 200);
 	assert_int_equal(present(f, 1, 200), 200);          /* 3 live: family 1's still in */
 	shmf_info_t info;
@@ -97,16 +66,16 @@ static void test_lifetime(void **state)
 	assert_int_equal(info.live_generations, 3);
 	assert_int_equal(info.window_generations, 3);
 	assert_int_equal(info.window_secs, 1);
-	rotate("w");
+	fixture_rotate(&fx, "w");
 	/* Family 1's first generation retired; its keys 0..99 were added
 	 * again in the second (was-new 0, but the bits were set there). */
 	assert_int_equal(present(f, 1, 100), 100);
 	assert_int_equal(present(f, 1, 200) - 100, 0);      /* 100..199 only in the retired one */
 	assert_int_equal(present(f, 2, 200), 200);
-	rotate("w");
+	fixture_rotate(&fx, "w");
 	assert_int_equal(present(f, 1, 200), 0);            /* all its generations retired */
 	assert_int_equal(present(f, 2, 200), 200);
-	rotate("w");
+	fixture_rotate(&fx, "w");
 	assert_int_equal(present(f, 2, 200), 0);
 	assert_int_equal(add_all(f, 1, 200), 200);          /* new again */
 	/* Rotating a plain filter is refused. */
@@ -124,7 +93,7 @@ static void test_lifetime(void **state)
 static void test_clock(void **state)
 {
 	(void)state;
-	create_window("clock", SHMF_TYPE_BLOOM, 1e-6, 1, 3);
+	fixture_window(&fx, "clock", SHMF_TYPE_BLOOM, 100000, 1e-6, 1, 3);
 	shmf_t *f = fixture_open("clock", SHMF_RDWR);
 	assert_int_equal(add_all(f, 3, 100), 100);
 	time_t t0 = time(NULL);
@@ -158,28 +127,28 @@ static void test_clock(void **state)
 static void test_cuckoo_caps(void **state)
 {
 	(void)state;
-	create_window("cap", SHMF_TYPE_CUCKOO, 0.01, 86400, 2);
+	fixture_window(&fx, "cap", SHMF_TYPE_CUCKOO, 100000, 0.01, 86400, 2);
 	shmf_t *f = fixture_open("cap", SHMF_RDWR);
 	const char *dev = "device-42";
 	size_t len = strlen(dev);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 0);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 1);
-	rotate("cap");
+	fixture_rotate(&fx, "cap");
 	assert_int_equal(shmf_count(f, dev, len), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 3);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 4); /* at the cap: not added */
 	assert_int_equal(shmf_count(f, dev, len), 4);
 	assert_int_equal(shmf_add_unique(f, dev, len), 0);
-	rotate("cap"); /* the first generation's 2 copies retire */
+	fixture_rotate(&fx, "cap"); /* the first generation's 2 copies retire */
 	assert_int_equal(shmf_count(f, dev, len), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 2);
 	/* Delete takes the newest copy first. */
 	assert_int_equal(shmf_del(f, dev, len), 1);
 	assert_int_equal(shmf_count(f, dev, len), 2);
-	rotate("cap");
+	fixture_rotate(&fx, "cap");
 	assert_int_equal(shmf_count(f, dev, len), 0); /* the newest held none... */
-	rotate("cap");
+	fixture_rotate(&fx, "cap");
 	assert_int_equal(shmf_count(f, dev, len), 0);
 	assert_int_equal(shmf_add_unique(f, dev, len), 1);
 	shmf_close(f);
@@ -240,25 +209,21 @@ static void worker(struct board *b, unsigned id)
 
 static void run_rotations(int type)
 {
-	create_window("mp", type, type == SHMF_TYPE_BLOOM ? 1e-4 : 0.001, 3600, 3);
-	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(b != MAP_FAILED);
-	memset(b, 0, sizeof(*b));
+	fixture_window(&fx, "mp", type, 100000, type == SHMF_TYPE_BLOOM ? 1e-4 : 0.001, 3600, 3);
+	struct board *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[WORKERS];
 	for (unsigned i = 0; i < WORKERS; i++)
 		if ((pids[i] = fork()) == 0)
 			worker(b, i);
 	for (int r = 0; r < 20; r++) {
 		usleep(50000);
-		rotate("mp");
+		fixture_rotate(&fx, "mp");
 	}
 	usleep(50000);
 	atomic_store(&b->stop, 1);
 	uint64_t checks = 0;
 	for (unsigned i = 0; i < WORKERS; i++) {
-		int st;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		fixture_reap(pids[i]);
 		assert_int_equal(atomic_load(&b->errors[i]), 0);
 		assert_int_equal(atomic_load(&b->misses[i]), 0);
 		checks += atomic_load(&b->checks[i]);
@@ -280,11 +245,11 @@ static void test_rotations_mp(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lifetime, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cuckoo_caps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rotations_mp, setup, teardown),
+		fixture_unit_test(test_lifetime, fx),
+		fixture_unit_test(test_clock, fx),
+		fixture_unit_test(test_cuckoo_caps, fx),
+		fixture_unit_test(test_rotations_mp, fx),
 	};
 	static const char *const names[] = { "lifetime", "clock", "cuckoo_caps", "rotations" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }
