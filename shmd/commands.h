@@ -7,18 +7,9 @@
 
 #include <stddef.h>
 
-#include "fscred.h"
 #include "registry.h"
 #include "reply.h"
-
-/* One request: argc arguments, each NUL-terminated with its true length in
- * lens[] (an argument may contain NUL bytes; names that do are refused). */
-struct request {
-	int argc;
-	char **argv;
-	size_t *lens;
-	struct fscred peer; /* who sent it (SO_PEERCRED); unset: the daemon itself */
-};
+#include "request.h"
 
 /**
  * Execute @p req against @p reg and append exactly one reply to @p out.
