@@ -14,15 +14,12 @@
 
 #include <stddef.h>
 
-#include "fscred.h"
-
 /* One request: argc arguments, each NUL-terminated with its true length in
  * lens[] (an argument may contain NUL bytes; names that do are refused). */
 struct request {
 	int argc;
 	char **argv;
 	size_t *lens;
-	struct fscred peer; /* who sent it (SO_PEERCRED); unset: the daemon itself */
 };
 
 #define REQUEST_MAX_BYTES (64u << 20)

@@ -27,13 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "log.h"
 #include "reply.h"
 #include "request.h"
 #include "server.h"
 #include "session.h"
 #include "tcp.h"
+#include "verbs.h"
 
 /* Stop reading from a client whose replies pile up unread beyond this. */
 #define OUTPUT_HIGH_WATER (64u << 20)
@@ -211,7 +211,7 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 		int next = 0;
 		while (c->state == C_OPEN && (next = request_reader_next(c->rr, &req)) == 1) {
 			s->view.commands_processed++;
-			session_dispatch(&c->sess, s->reg, &req, &c->out);
+			verbs_dispatch(&c->sess, s->reg, &req, &c->out);
 			if (c->sess.limits_changed) {
 				c->sess.limits_changed = 0;
 				request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
