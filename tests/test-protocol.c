@@ -387,8 +387,8 @@ static void test_request_size_limit(void **state)
 		if (rc == 0)
 			rc = request_reader_feed(rr, body, arg + 2);
 	}
-	assert_int_equal(rc, -1);
-	assert_int_equal(request_reader_next(rr, &req), -1);
+	assert_int_equal(rc, SHMF_E_PROTO);
+	assert_int_equal(request_reader_next(rr, &req), SHMF_E_PROTO);
 	assert_non_null(strstr(request_reader_error(rr), "request larger than 64 MiB"));
 	assert_true(request_reader_pending(rr) <= REQUEST_MAX_BYTES);
 	request_reader_free(rr);
