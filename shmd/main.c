@@ -76,9 +76,10 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 		 * directory): from its newest valid snapshot when it has any. */
 		if (f->snapshot_every != 0 && periodic_restore_newest(reg, f) >= 0)
 			continue;
-		if (registry_create(reg, f, err, sizeof(err)) < 0) {
+		int rc = registry_create(reg, f, err, sizeof(err));
+		if (rc < 0) {
 			log_msg(LOG_ERR, "%s", err);
-			return -1;
+			return rc;
 		}
 	}
 	return 0;

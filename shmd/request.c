@@ -191,15 +191,16 @@ static const char *size_text(size_t n, char buf[32])
 	return buf;
 }
 
-/* Parse the digits of a header line "<type><digits>\r"; -1 if malformed. */
+/* Parse the digits of a header line "<type><digits>\r": the number, or
+ * SHMF_E_PROTO if malformed. */
 static long parse_header(const char *line, size_t len)
 {
 	if (len < 3 || len > 10 || line[len - 1] != '\r')
-		return -1;
+		return SHMF_E_PROTO;
 	long v = 0;
 	for (size_t i = 1; i < len - 1; i++) {
 		if (line[i] < '0' || line[i] > '9')
-			return -1;
+			return SHMF_E_PROTO;
 		v = v * 10 + (line[i] - '0');
 	}
 	return v;

@@ -7,6 +7,7 @@
  * SETNAME.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,8 @@ static int password_ok(const struct session *s, const char *given, size_t len)
 }
 
 /* Authenticate as @p user (NULL: the one-argument AUTH form) with @p pass.
- * 0 with the session authenticated, or -1 after replying with the error. */
+ * 0 with the session authenticated, or after replying with the error
+ * SHMF_E_INVAL (no password to give) or -EACCES (a wrong user or password). */
 static int authenticate(struct session *s, const char *user, const char *pass, size_t passlen, struct reply *out)
 {
 	if (!password_required(s)) {
@@ -64,17 +66,17 @@ static int authenticate(struct session *s, const char *user, const char *pass, s
 		if (user == NULL) {
 			reply_error(out, "ERR AUTH <password> called without any password configured for the default user. "
 					 "Are you sure your configuration is correct?");
-			return -1;
+			return SHMF_E_INVAL;
 		}
 		if (strcmp(user, "default") != 0) {
 			reply_error(out, "%s", WRONGPASS);
-			return -1;
+			return -EACCES;
 		}
 		return 0;
 	}
 	if ((user != NULL && strcmp(user, "default") != 0) || !password_ok(s, pass, passlen)) {
 		reply_error(out, "%s", WRONGPASS);
-		return -1;
+		return -EACCES;
 	}
 	if (!s->authed) {
 		s->authed = 1;
@@ -109,21 +111,23 @@ static int name_ok(const char *name, size_t len)
 
 #define CLIENT_NAME_MAX 4096
 
-/* Set the connection's name (empty: none), or reply with the error. 0 or -1. */
+/* Set the connection's name (empty: none): 0, or after replying with the
+ * error SHMF_E_NAME (a character Redis refuses), SHMF_E_INVAL (too long)
+ * or -ENOMEM. */
 static int set_name(struct session *s, const char *name, size_t len, struct reply *out)
 {
 	if (!name_ok(name, len)) {
 		reply_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
-		return -1;
+		return SHMF_E_NAME;
 	}
 	if (len > CLIENT_NAME_MAX) {
 		reply_error(out, "ERR Client names are limited to %d bytes in shmd", CLIENT_NAME_MAX);
-		return -1;
+		return SHMF_E_INVAL;
 	}
 	char *copy = NULL;
 	if (len > 0 && (copy = strdup(name)) == NULL) {
 		reply_error(out, "ERR out of memory for the client name");
-		return -1;
+		return -ENOMEM;
 	}
 	free(s->name);
 	s->name = copy;
