@@ -2,8 +2,10 @@
  * commands-compat.c - COMMAND and INFO: what shmd tells Redis client
  * libraries and tools about itself (see session.h). Enough for redis-cli,
  * redis-py and phpredis to connect and for tools that read INFO's
- * redis_version; shmd has no command documentation to give (COMMAND DOCS
- * answers an empty map, after which redis-cli uses its own hints).
+ * redis_version. COMMAND describes each verb from its row of the verb
+ * table (verbs.c). COMMAND DOCS still answers an empty map, after which
+ * redis-cli uses its own hints: the rows carry a summary for it, but
+ * serving them would change a reply clients already see.
  */
 #include <ctype.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /*
  * test-verbs.c - the verb table (shmd/verbs.c) and the dispatcher that
- * reads it: every row consistent with the rules of the design (which
+ * reads it: every row consistent with the rules of docs/design.md (which
  * verbs are administration, which name files and so never run over TCP),
  * and the dispatcher and COMMAND answering from the row, for every verb.
  *
