@@ -2,8 +2,10 @@
  * commands-compat.c - COMMAND and INFO: what shmd tells Redis client
  * libraries and tools about itself (see session.h). Enough for redis-cli,
  * redis-py and phpredis to connect and for tools that read INFO's
- * redis_version; shmd has no command documentation to give (COMMAND DOCS
- * answers an empty map, after which redis-cli uses its own hints).
+ * redis_version. COMMAND describes each verb from its row of the verb
+ * table (verbs.c). COMMAND DOCS still answers an empty map, after which
+ * redis-cli uses its own hints: the rows carry a summary for it, but
+ * serving them would change a reply clients already see.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -16,98 +18,36 @@
 #include <unistd.h>
 
 #include "session.h"
-
-/* One verb as COMMAND describes it. */
-struct verb_desc {
-	const char *name;
-	int min_args, max_args;
-	int noauth;      /* a connection verb that runs before AUTH */
-	int connection;  /* a connection verb (session.c), not a filter verb */
-};
-
-/* Entry @p i of the verbs shmd serves: the connection verbs, then the
- * filter verbs. 0 past the end. */
-static int verb_at(size_t i, struct verb_desc *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->name = session_verb(i, &d->min_args, &d->max_args, &d->noauth);
-	if (d->name != NULL) {
-		d->connection = 1;
-		return 1;
-	}
-	size_t nsession = 0;
-	int a, b, c;
-	while (session_verb(nsession, &a, &b, &c) != NULL)
-		nsession++;
-	d->name = commands_verb(i - nsession, &d->min_args, &d->max_args);
-	return d->name != NULL;
-}
-
-static int find_verb(const char *name, size_t len, struct verb_desc *d)
-{
-	for (size_t i = 0; verb_at(i, d); i++)
-		if (strlen(d->name) == len && !strcasecmp(d->name, name))
-			return 1;
-	return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcasecmp(s + n - m, suffix);
-}
-
-/* A filter verb whose argv[1] is a filter name: the key, for cluster-aware clients. */
-static int has_key(const struct verb_desc *d)
-{
-	return !d->connection && strchr(d->name, '.') != NULL && strcasecmp(d->name, "SHMF.LIST") != 0;
-}
-
-static int read_only(const struct verb_desc *d)
-{
-	static const char *const ro[] = { "EXISTS", "MEXISTS", "INFO", "CARD", "COUNT", ".LIST" };
-	if (d->connection || !strcasecmp(d->name, "PING"))
-		return 1;
-	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
-		if (ends_with(d->name, ro[i]))
-			return 1;
-	return 0;
-}
+#include "verbs.h"
 
 /* Redis 7's command entry: name, arity, flags, first key, last key, step,
  * ACL categories, tips, key specifications, subcommands. */
-static void reply_entry(struct reply *out, const struct verb_desc *d)
+static void reply_entry(struct reply *out, const struct verb *v)
 {
-	char lower[32];
-	size_t n = strlen(d->name) < sizeof(lower) - 1 ? strlen(d->name) : sizeof(lower) - 1;
-	for (size_t i = 0; i < n; i++)
-		lower[i] = (char)tolower((unsigned char)d->name[i]);
-	lower[n] = '\0';
-	int key = has_key(d);
-	reply_array(out, 10);
-	reply_bulk_str(out, lower);
-	reply_int(out, d->max_args == d->min_args ? d->min_args : -d->min_args);
 	const char *flags[4];
 	size_t nflags = 0;
-	if (d->connection) {
+	if (v->flags & VERB_CONN) {
 		flags[nflags++] = "loading";
 		flags[nflags++] = "stale";
 		flags[nflags++] = "fast";
-		if (d->noauth)
+		if (v->flags & VERB_NOAUTH)
 			flags[nflags++] = "no_auth";
-	} else if (read_only(d)) {
+	} else if (v->flags & VERB_READONLY) {
 		flags[nflags++] = "readonly";
 		flags[nflags++] = "fast";
 	} else {
 		flags[nflags++] = "write";
 		flags[nflags++] = "denyoom";
 	}
+	reply_array(out, 10);
+	reply_bulk_str(out, v->name);
+	reply_int(out, v->max_args == v->min_args ? v->min_args : -v->min_args);
 	reply_array(out, nflags);
 	for (size_t i = 0; i < nflags; i++)
 		reply_status(out, flags[i]);
-	reply_int(out, key);
-	reply_int(out, key);
-	reply_int(out, key);
+	reply_int(out, v->key);
+	reply_int(out, v->key);
+	reply_int(out, v->key);
 	reply_array(out, 0);
 	reply_array(out, 0);
 	reply_array(out, 0);
@@ -132,53 +72,53 @@ static const char *const command_help[] = {
 	"    Print this help.",
 };
 
-void compat_command(const struct session *s, const struct request *req, struct reply *out)
+/* COMMAND GETKEYS verb arg...: the filter the request would name. */
+static void command_getkeys(const struct request *req, struct reply *out)
 {
-	(void)s;
-	struct verb_desc d;
-	size_t total = 0;
-	while (verb_at(total, &d))
-		total++;
-	if (req->argc == 1 || (!strcasecmp(req->argv[1], "INFO") && req->argc == 2)) {
-		reply_array(out, total);
-		for (size_t i = 0; verb_at(i, &d); i++)
-			reply_entry(out, &d);
-		return;
+	const struct verb *v = verbs_find(req->argv[2], req->lens[2]);
+	if (v == NULL)
+		reply_error(out, "ERR Invalid command specified");
+	else if (!verb_arity_ok(v, req->argc - 2))
+		reply_error(out, "ERR Invalid number of arguments specified for command");
+	else if (v->key == 0)
+		reply_error(out, "ERR The command has no key arguments");
+	else {
+		reply_array(out, 1);
+		reply_bulk(out, req->argv[2 + v->key], req->lens[2 + v->key]);
 	}
-	const char *sub = req->argv[1];
-	if (!strcasecmp(sub, "COUNT") && req->argc == 2) {
+}
+
+void cmd_command(struct verb_call *c)
+{
+	const struct request *req = c->req;
+	struct reply *out = c->out;
+	const struct verb *v;
+	size_t total = 0;
+	while (verbs_at(total) != NULL)
+		total++;
+	const char *sub = req->argc > 1 ? req->argv[1] : "";
+	if (req->argc == 1 || (!strcasecmp(sub, "INFO") && req->argc == 2)) {
+		reply_array(out, total);
+		for (size_t i = 0; (v = verbs_at(i)) != NULL; i++)
+			reply_entry(out, v);
+	} else if (!strcasecmp(sub, "COUNT") && req->argc == 2) {
 		reply_int(out, (long long)total);
 	} else if (!strcasecmp(sub, "LIST") && req->argc == 2) {
 		reply_array(out, total);
-		for (size_t i = 0; verb_at(i, &d); i++) {
-			char lower[32];
-			size_t n = strlen(d.name) < sizeof(lower) - 1 ? strlen(d.name) : sizeof(lower) - 1;
-			for (size_t j = 0; j < n; j++)
-				lower[j] = (char)tolower((unsigned char)d.name[j]);
-			lower[n] = '\0';
-			reply_bulk_str(out, lower);
-		}
+		for (size_t i = 0; (v = verbs_at(i)) != NULL; i++)
+			reply_bulk_str(out, v->name);
 	} else if (!strcasecmp(sub, "INFO")) {
 		reply_array(out, (size_t)req->argc - 2);
 		for (int i = 2; i < req->argc; i++) {
-			if (find_verb(req->argv[i], req->lens[i], &d))
-				reply_entry(out, &d);
+			if ((v = verbs_find(req->argv[i], req->lens[i])) != NULL)
+				reply_entry(out, v);
 			else
 				reply_nil(out);
 		}
 	} else if (!strcasecmp(sub, "DOCS")) {
 		reply_array(out, 0);
 	} else if (!strcasecmp(sub, "GETKEYS") && req->argc >= 3) {
-		if (!find_verb(req->argv[2], req->lens[2], &d)) {
-			reply_error(out, "ERR Invalid command specified");
-		} else if (req->argc - 2 < d.min_args || (d.max_args >= 0 && req->argc - 2 > d.max_args)) {
-			reply_error(out, "ERR Invalid number of arguments specified for command");
-		} else if (!has_key(&d)) {
-			reply_error(out, "ERR The command has no key arguments");
-		} else {
-			reply_array(out, 1);
-			reply_bulk(out, req->argv[3], req->lens[3]);
-		}
+		command_getkeys(req, out);
 	} else if (!strcasecmp(sub, "HELP") && req->argc == 2) {
 		reply_array(out, sizeof(command_help) / sizeof(command_help[0]));
 		for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
@@ -248,9 +188,12 @@ static int sections(const struct request *req)
 	return bits;
 }
 
-void compat_info(const struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_info(struct verb_call *c)
 {
-	const struct server_view *v = s->srv;
+	const struct request *req = c->req;
+	struct registry *reg = c->reg;
+	struct reply *out = c->out;
+	const struct server_view *v = c->sess->srv;
 	struct text t = { 0 };
 	int bits = sections(req);
 	uint64_t now = (uint64_t)time(NULL), up = now > v->started ? now - v->started : 0;

@@ -1,37 +1,88 @@
 /*
- * commands.h - the verbs of the control protocol (docs/protocol.md):
- * PING, the RedisBloom BF.* subset and shmd's own SHMF.* verbs.
+ * commands.h - the filter verbs of the control protocol (docs/protocol.md):
+ * their handlers, one file per family (commands-bloom.c: BF.*,
+ * commands-cuckoo.c: CF.* and the capped add, commands-admin.c: SHMF.*
+ * administration and file verbs), and what the families share
+ * (commands.c). The table in verbs.c names each handler.
+ *
+ * A handler is called with the arity checked; every error it finds is one
+ * `-ERR ...` reply naming what was wrong, and a request that fails changes
+ * nothing (but for the adds of a batch before a failure, which a Bloom
+ * filter cannot undo).
  */
 #ifndef SHMD_COMMANDS_H
 #define SHMD_COMMANDS_H
 
-#include <stddef.h>
-
-#include "fscred.h"
 #include "registry.h"
 #include "reply.h"
+#include "request.h"
+#include "verbs.h"
 
-/* One request: argc arguments, each NUL-terminated with its true length in
- * lens[] (an argument may contain NUL bytes; names that do are refused). */
-struct request {
-	int argc;
-	char **argv;
-	size_t *lens;
-	struct fscred peer; /* who sent it (SO_PEERCRED); unset: the daemon itself */
-};
+/* ---- commands.c: what the families share ---- */
 
-/**
- * Execute @p req against @p reg and append exactly one reply to @p out.
- * Every error is a `-ERR ...` reply naming what was wrong; a request that
- * fails changes nothing.
- */
-void commands_dispatch(struct registry *reg, const struct request *req, struct reply *out);
+/** The filter name argv[1] is legal (the dispatcher checked it), or reply why not: 0 or SHMF_E_NAME. */
+int cmd_name_ok(struct verb_call *c);
+
+/** The slot of live filter argv[1], or a negative code (SHMF_E_NAME, SHMF_E_NOTFOUND) after replying. */
+int cmd_slot(struct verb_call *c);
 
 /**
- * The verbs commands_dispatch() serves, for COMMAND: entry @p i's name and
- * its argument counts (the verb included; max -1 for no limit), or NULL
- * past the end.
+ * The daemon's handle on the filter in @p slot if it has @p type (0: any),
+ * or NULL after replying: RedisBloom's WRONGTYPE for a BF verb on a
+ * cuckoo filter and the other way round.
  */
-const char *commands_verb(size_t i, int *min_args, int *max_args);
+shmf_t *cmd_handle(struct verb_call *c, int slot, int type);
+
+/** cmd_slot() then cmd_handle(): the handle of filter argv[1], or NULL after replying. */
+shmf_t *cmd_filter(struct verb_call *c, int type);
+
+/** Reply with libshmf's error @p rc on filter argv[1]. */
+void cmd_lib_error(struct verb_call *c, int rc);
+
+/** BF.ADD, BF.EXISTS and the one-key CF verbs: key argv[2] through @p op, its result replied. */
+void cmd_one_key(struct verb_call *c, int type, int (*op)(shmf_t *, const void *, size_t));
+
+/**
+ * The batch calls (add or check) over the keys argv[first..] of the filter
+ * in @p slot (negative: look argv[1] up), one reply per key.
+ */
+void cmd_many(struct verb_call *c, int slot, int type, int add, int first);
+
+/**
+ * WINDOW duration / GENERATIONS n at argv[*i] (the options of a time
+ * window, BF.RESERVE and CF.RESERVE): 1 consumed (with its value), 0 not
+ * a window option, or SHMF_E_INVAL after replying.
+ */
+int cmd_window_option(struct verb_call *c, int *i, struct filter_spec *spec);
+
+/** The window options taken together: GENERATIONS needs WINDOW, WINDOW alone means 2. 0 or SHMF_E_INVAL after replying. */
+int cmd_window_complete(struct verb_call *c, struct filter_spec *spec);
+
+/** Create a filter; RedisBloom's "item exists" for a name in use. The slot, or a negative code after replying. */
+int cmd_create(struct verb_call *c, const struct filter_spec *spec);
+
+/**
+ * The filter of a BF.INSERT or CF.INSERT, whose items start at argument
+ * @p items (-1: no ITEMS): created from @p spec when missing, unless
+ * @p nocreate. The slot, or a negative code after replying.
+ */
+int cmd_insert_target(struct verb_call *c, const struct filter_spec *spec, int items, int nocreate);
+
+/** One field, value pair of a flat INFO reply. */
+void field_int(struct reply *out, const char *name, long long v);
+void field_str(struct reply *out, const char *name, const char *v);
+void field_double(struct reply *out, const char *name, double v);
+
+/* ---- commands-bloom.c ---- */
+verb_handler cmd_bf_reserve, cmd_bf_add, cmd_bf_madd, cmd_bf_exists, cmd_bf_mexists, cmd_bf_info, cmd_bf_card,
+	cmd_bf_insert;
+
+/* ---- commands-cuckoo.c ---- */
+verb_handler cmd_cf_reserve, cmd_cf_add, cmd_cf_addnx, cmd_cf_insert, cmd_cf_insertnx, cmd_cf_exists,
+	cmd_cf_mexists, cmd_cf_del, cmd_cf_count, cmd_cf_info, cmd_cf_compact, cmd_shmf_addcapped;
+
+/* ---- commands-admin.c ---- */
+verb_handler cmd_shmf_list, cmd_shmf_info, cmd_shmf_drop, cmd_shmf_snapshot, cmd_shmf_swap, cmd_shmf_restore,
+	cmd_shmf_rotate;
 
 #endif

@@ -1,6 +1,5 @@
 /* config.c - the daemon's INI configuration (inih), and its embedded default. */
 #include <errno.h>
-#include <stdarg.h>
 #include <grp.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "errmsg.h"
 #include "cuckoo.h"
 #include "request.h"
 #include "rundir.h"
@@ -38,23 +38,23 @@ struct parse_state {
 	size_t errlen;
 	int failed;
 	const char *origin;
+	char msg[192];           /* what bad() was told, before its place is added */
 };
 
-static int bad(struct parse_state *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct parse_state *ps, const char *fmt, ...)
+/* The first error of the text, "ORIGIN: [section] what was wrong" in
+ * ps->err. Returns 0, which stops inih. */
+static int bad_at(struct parse_state *ps)
 {
-	if (!ps->failed) {
-		char msg[192];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		snprintf(ps->err, ps->errlen, "%s: [%s] %s", ps->origin, ps->section, msg);
-	}
+	if (!ps->failed)
+		errmsg(ps->err, ps->errlen, SHMF_E_INVAL, "%s: [%s] %s", ps->origin, ps->section, ps->msg);
 	ps->failed = 1;
 	return 0;
 }
 
+/* bad(ps, fmt, ...): say what was wrong, printf-style; bad_at() adds where. */
+#define bad(ps, ...) (errmsg((ps)->msg, sizeof((ps)->msg), 0, __VA_ARGS__), bad_at(ps))
+
+/* true, yes, 1, on / false, no, 0, off. 0 or SHMF_E_INVAL. */
 static int parse_bool(const char *v, int *out)
 {
 	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1") || !strcasecmp(v, "on"))
@@ -62,10 +62,11 @@ static int parse_bool(const char *v, int *out)
 	else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0") || !strcasecmp(v, "off"))
 		*out = 0;
 	else
-		return -1;
+		return SHMF_E_INVAL;
 	return 0;
 }
 
+/* A group name or gid ("": none). 0 or SHMF_E_NOTFOUND. */
 static int parse_group(const char *v, gid_t *out)
 {
 	if (*v == '\0') {
@@ -81,7 +82,7 @@ static int parse_group(const char *v, gid_t *out)
 	}
 	struct group *gr = getgrnam(v);
 	if (gr == NULL)
-		return -1;
+		return SHMF_E_NOTFOUND;
 	*out = gr->gr_gid;
 	return 0;
 }
@@ -124,16 +125,16 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 }
 
 /* Bytes: decimal digits, then nothing, b, k, kb, kib, m, mb or mib (any
- * case; k and m are binary, 1024 and 1048576). 0 or -1. */
+ * case; k and m are binary, 1024 and 1048576). 0 or SHMF_E_INVAL. */
 static int parse_size(const char *v, uint64_t *out)
 {
 	uint64_t n = 0;
 	const char *p = v;
 	if (*p < '0' || *p > '9')
-		return -1;
+		return SHMF_E_INVAL;
 	for (; *p >= '0' && *p <= '9'; p++) {
 		if (n > (UINT64_MAX - 9) / 10)
-			return -1;
+			return SHMF_E_INVAL;
 		n = n * 10 + (uint64_t)(*p - '0');
 	}
 	uint64_t unit;
@@ -144,9 +145,9 @@ static int parse_size(const char *v, uint64_t *out)
 	else if (!strcasecmp(p, "m") || !strcasecmp(p, "mb") || !strcasecmp(p, "mib"))
 		unit = 1024 * 1024;
 	else
-		return -1;
+		return SHMF_E_INVAL;
 	if (n > UINT64_MAX / unit)
-		return -1;
+		return SHMF_E_INVAL;
 	*out = n * unit;
 	return 0;
 }
@@ -310,76 +311,77 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	int rc = ps.failed ? 0 : ini_parse_string(text, on_entry, &ps);
 	if (ps.failed)
 		return SHMF_E_INVAL;
-	if (rc > 0) {
-		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", origin, rc);
-		return SHMF_E_INVAL;
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: cannot parse (out of memory)", origin);
-		return -ENOMEM;
-	}
+	if (rc > 0)
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s:%d: syntax error (expected [section] or key = value)", origin,
+			      rc);
+	if (rc < 0)
+		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		struct filter_spec *f = &c->filters[i];
 		if (f->snapshot_keep == 0)
 			f->snapshot_keep = 3;
-		if (f->window_gens != 0 && f->window_secs == 0) {
-			snprintf(err, errlen, "%s: [filter %s] generations needs a window length (window = 10m)", origin, f->name);
-			return SHMF_E_INVAL;
-		}
+		if (f->window_gens != 0 && f->window_secs == 0)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] generations needs a window length (window = 10m)", origin, f->name);
 		if (f->window_secs != 0 && f->window_gens == 0)
 			f->window_gens = 2;
 		if (f->snapshot_dir[0] == '\0')
 			memcpy(f->snapshot_dir, c->snapshot_dir, sizeof(f->snapshot_dir));
-		if (f->snapshot_every != 0 && f->snapshot_dir[0] == '\0') {
-			snprintf(err, errlen, "%s: [filter %s] snapshot_every needs a snapshot_dir (in the filter or in [instance])",
-				 origin, f->name);
-			return SHMF_E_INVAL;
-		}
+		if (f->snapshot_every != 0 && f->snapshot_dir[0] == '\0')
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] snapshot_every needs a snapshot_dir (in the filter or in [instance])",
+				      origin, f->name);
 	}
 	return 0;
 }
 
-int config_load(struct config *c, const char *path, char *err, size_t errlen)
+/* The whole of file @p path, NUL-terminated, into *text (the caller frees
+ * it). 0, or a negative code with a message in err. */
+static int read_text(const char *path, char **text, char *err, size_t errlen)
 {
 	FILE *fp = fopen(path, "re");
+	*text = NULL;
 	if (fp == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		return errmsg(err, errlen, -e, "%s: %s", path, strerror(e));
 	}
-	char *text = NULL;
 	size_t len = 0, cap = 0;
 	int rc = 0;
 	for (;;) {
 		if (len + 4096 + 1 > cap) {
 			if (cap > (1u << 24)) {
-				snprintf(err, errlen, "%s: larger than 16 MiB", path);
-				rc = SHMF_E_INVAL;
+				rc = errmsg(err, errlen, SHMF_E_INVAL, "%s: larger than 16 MiB", path);
 				break;
 			}
 			cap = cap ? cap * 2 : 8192;
-			char *t = realloc(text, cap);
+			char *t = realloc(*text, cap);
 			if (t == NULL) {
-				rc = -ENOMEM;
+				rc = errmsg(err, errlen, -ENOMEM, "%s: out of memory reading it", path);
 				break;
 			}
-			text = t;
+			*text = t;
 		}
-		size_t n = fread(text + len, 1, 4096, fp);
+		size_t n = fread(*text + len, 1, 4096, fp);
 		len += n;
 		if (n < 4096)
 			break;
 	}
 	fclose(fp);
 	if (rc == 0) {
-		text[len] = '\0';
-		if (memchr(text, '\0', len) != NULL) {
-			snprintf(err, errlen, "%s: contains a NUL byte (not a text file)", path);
-			rc = SHMF_E_INVAL;
-		} else {
-			rc = config_parse(c, text, path, err, errlen);
-		}
+		(*text)[len] = '\0';
+		if (memchr(*text, '\0', len) != NULL)
+			rc = errmsg(err, errlen, SHMF_E_INVAL, "%s: contains a NUL byte (not a text file)", path);
 	}
+	return rc;
+}
+
+int config_load(struct config *c, const char *path, char *err, size_t errlen)
+{
+	char *text = NULL;
+	int rc = read_text(path, &text, err, errlen);
+	if (rc == 0)
+		rc = config_parse(c, text, path, err, errlen);
 	free(text);
 	return rc;
 }

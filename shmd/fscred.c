@@ -1,9 +1,9 @@
 /* fscred.c - file operations with a client's identity (fscred.h). */
 #include <errno.h>
-#include <stdio.h>
 #include <sys/fsuid.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "fscred.h"
 
 int fscred_become(const struct fscred *as, struct fscred *saved, char *err, size_t errlen)
@@ -14,10 +14,8 @@ int fscred_become(const struct fscred *as, struct fscred *saved, char *err, size
 	if (geteuid() != 0) {
 		if (as->uid == geteuid())
 			return 0;
-		if (err != NULL)
-			snprintf(err, errlen, "uid %u may not name files for this daemon (it runs as uid %u, not root)",
-				 (unsigned)as->uid, (unsigned)geteuid());
-		return -EPERM;
+		return errmsg(err, errlen, -EPERM, "uid %u may not name files for this daemon (it runs as uid %u, not root)",
+			      (unsigned)as->uid, (unsigned)geteuid());
 	}
 	saved->set = 1;
 	saved->gid = (gid_t)setfsgid(as->gid);
@@ -26,9 +24,7 @@ int fscred_become(const struct fscred *as, struct fscred *saved, char *err, size
 	if ((uid_t)setfsuid((uid_t)-1) != as->uid || (gid_t)setfsgid((gid_t)-1) != as->gid) {
 		fscred_restore(saved);
 		saved->set = 0;
-		if (err != NULL)
-			snprintf(err, errlen, "cannot take the file identity of uid %u", (unsigned)as->uid);
-		return -EPERM;
+		return errmsg(err, errlen, -EPERM, "cannot take the file identity of uid %u", (unsigned)as->uid);
 	}
 	return 0;
 }

@@ -76,41 +76,62 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 		 * directory): from its newest valid snapshot when it has any. */
 		if (f->snapshot_every != 0 && periodic_restore_newest(reg, f) >= 0)
 			continue;
-		if (registry_create(reg, f, err, sizeof(err)) < 0) {
+		int rc = registry_create(reg, f, err, sizeof(err));
+		if (rc < 0) {
 			log_msg(LOG_ERR, "%s", err);
-			return -1;
+			return rc;
 		}
 	}
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+/* What main() sets up, released in one place (release()) on every way out. */
+struct daemon {
 	struct config cfg;
-	char err[512], sock_path[4096], pid_path[4096], root[4096];
-	const char *config_path = NULL, *instance = NULL;
-	int foreground = 0, opt, rc;
+	const char *config_path;
+	int foreground;
+	char sock_path[4096], pid_path[4096], root[4096];
+	struct pidfh *pfh;     /* NULL: not locked yet */
+	struct registry reg;
+	int reg_open;
+	int unix_fd, tcp_fd;   /* -1: none */
+	char tcp_name[128];
+};
 
+/* The command line into @p d; -p, -V and -h answer and exit, and so does
+ * a usage error (status 2). */
+static void options(int argc, char **argv, struct daemon *d, const char **instance)
+{
+	int opt;
 	while ((opt = getopt(argc, argv, "fc:i:hpV")) != -1) {
 		switch (opt) {
-		case 'f': foreground = 1; break;
-		case 'c': config_path = optarg; break;
-		case 'i': instance = optarg; break;
-		case 'p': fputs(config_default_text, stdout); return 0;
-		case 'V': puts("shmd " SHMF_VERSION_STRING); return 0;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'f': d->foreground = 1; break;
+		case 'c': d->config_path = optarg; break;
+		case 'i': *instance = optarg; break;
+		case 'p': fputs(config_default_text, stdout); exit(0);
+		case 'V': puts("shmd " SHMF_VERSION_STRING); exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr, "shmd: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		return 2;
+		exit(2);
 	}
-	if (config_path != NULL)
-		rc = config_load(&cfg, config_path, err, sizeof(err));
+}
+
+/* The configuration (the file, or the embedded default), the instance name
+ * of -i over it, and the instance's paths. 0, or the exit status after
+ * saying why. */
+static int configure(struct daemon *d, const char *instance)
+{
+	char err[512];
+	int rc;
+	if (d->config_path != NULL)
+		rc = config_load(&d->cfg, d->config_path, err, sizeof(err));
 	else
-		rc = config_parse(&cfg, config_default_text, "embedded default", err, sizeof(err));
+		rc = config_parse(&d->cfg, config_default_text, "embedded default", err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "shmd: configuration: %s\n", err);
 		return 2;
@@ -120,113 +141,158 @@ int main(int argc, char **argv)
 			fprintf(stderr, "shmd: -i '%s': %s\n", instance, shmf_strerror(SHMF_E_NAME));
 			return 2;
 		}
-		snprintf(cfg.instance, sizeof(cfg.instance), "%s", instance);
+		snprintf(d->cfg.instance, sizeof(d->cfg.instance), "%s", instance);
 	}
-	if ((rc = shmf_runtime_dir(root, sizeof(root))) < 0 ||
-	    (rc = shmf_instance_path(cfg.instance, ".sock", sock_path, sizeof(sock_path))) < 0 ||
-	    (rc = shmf_instance_path(cfg.instance, ".pid", pid_path, sizeof(pid_path))) < 0) {
+	if ((rc = shmf_runtime_dir(d->root, sizeof(d->root))) < 0 ||
+	    (rc = shmf_instance_path(d->cfg.instance, ".sock", d->sock_path, sizeof(d->sock_path))) < 0 ||
+	    (rc = shmf_instance_path(d->cfg.instance, ".pid", d->pid_path, sizeof(d->pid_path))) < 0) {
 		fprintf(stderr, "shmd: runtime directory: %s\n", shmf_strerror(rc));
 		return 1;
 	}
+	return 0;
+}
 
-	umask(077);
-	/* Huge pages (and tmpfs at all) for the runtime root, before anything
-	 * is created in it. */
-	hugepages_prepare(root, cfg.huge_pages);
-
+/* One daemon per instance: its pidfile, locked. 0 or the exit status. */
+static int lock_instance(struct daemon *d)
+{
 	pid_t other;
-	struct pidfh *pfh = pidfile_open(pid_path, 0644, &other);
-	if (pfh == NULL) {
-		if (errno == EEXIST)
-			fprintf(stderr, "shmd: instance '%s' is already running (pid %ld); not starting a second daemon\n",
-				cfg.instance, (long)other);
-		else
-			fprintf(stderr, "shmd: pidfile %s: %s\n", pid_path, strerror(errno));
-		return 1;
-	}
-	/* Room for every client the listeners admit, those being turned
-	 * away, and our own files. */
+	d->pfh = pidfile_open(d->pid_path, 0644, &other);
+	if (d->pfh != NULL)
+		return 0;
+	if (errno == EEXIST)
+		fprintf(stderr, "shmd: instance '%s' is already running (pid %ld); not starting a second daemon\n",
+			d->cfg.instance, (long)other);
+	else
+		fprintf(stderr, "shmd: pidfile %s: %s\n", d->pid_path, strerror(errno));
+	return 1;
+}
+
+/* Room for every client the listeners admit, those being turned away, and
+ * our own files. */
+static void raise_file_limit(const struct config *cfg)
+{
 	struct rlimit rl;
-	rlim_t want = SERVER_MAX_CLIENTS + SERVER_MAX_REFUSING + 64 + (cfg.tcp.enabled ? cfg.tcp.maxclients : 0);
+	rlim_t want = SERVER_MAX_CLIENTS + SERVER_MAX_REFUSING + 64 + (cfg->tcp.enabled ? cfg->tcp.maxclients : 0);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
 		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
 			log_msg(LOG_WARNING, "open-file limit %lu: fewer clients than configured can connect at once",
 				(unsigned long)rl.rlim_cur);
 	}
+}
 
+static void catch_signals(void)
+{
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
+/* The registry with its configured filters, the control socket and the TCP
+ * listener. 0, or the exit status after saying why. */
+static int open_all(struct daemon *d)
+{
+	char err[512];
+	const struct config *cfg = &d->cfg;
+	if (registry_open(&d->reg, cfg->instance, cfg->dir_mode, 0640, cfg->gid, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
+	d->reg_open = 1;
+	if (ensure_filters(&d->reg, cfg) < 0)
+		return 1;
+	d->unix_fd = server_listen(d->sock_path, cfg->socket_mode, cfg->gid, err, sizeof(err));
+	if (d->unix_fd < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
+	if (!cfg->tcp.enabled)
+		return 0;
+	d->tcp_fd = tcp_listen(cfg->tcp.bind, cfg->tcp.port, d->tcp_name, sizeof(d->tcp_name), err, sizeof(err));
+	if (d->tcp_fd < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
+	if (!tcp_is_loopback(d->tcp_fd) && cfg->tcp.requirepass[0] == '\0')
+		log_msg(LOG_WARNING, "tcp listener %s is reachable beyond this host and has no requirepass: "
+				     "whoever reaches it may add to, create and drop filters", d->tcp_name);
+	return 0;
+}
+
+/* Serve until SIGTERM or SIGINT, then take the last snapshots. 0 or the
+ * exit status. */
+static int serve(struct daemon *d)
+{
+	struct periodic periodic;
+	periodic_init(&periodic, &d->cfg, (uint64_t)time(NULL));
+	struct server_opts so = {
+		.unix_fd = d->unix_fd, .unix_path = d->sock_path, .tcp_fd = d->tcp_fd, .tcp_name = d->tcp_name,
+		.tcp_port = d->cfg.tcp.port, .requirepass = d->cfg.tcp.requirepass,
+		.tcp_maxclients = d->cfg.tcp.maxclients, .tcp_max_request = d->cfg.tcp.max_request,
+	};
+	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &periodic);
+	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
+	periodic_final(&periodic, &d->reg);
+	log_msg(LOG_INFO, "shutting down%s",
+		d->cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
+	return rc < 0 ? 1 : 0;
+}
+
+/* Whatever is open, closed: listeners, registry (removing the segments
+ * only after a clean run that was configured to), pidfile. */
+static void release(struct daemon *d, int served)
+{
+	if (d->tcp_fd >= 0)
+		close(d->tcp_fd);
+	if (d->unix_fd >= 0) {
+		close(d->unix_fd);
+		unlink(d->sock_path);
+	}
+	if (d->reg_open)
+		registry_close(&d->reg, served && d->cfg.remove_on_exit);
+	if (d->pfh != NULL)
+		pidfile_remove(d->pfh);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .unix_fd = -1, .tcp_fd = -1 };
+	const char *instance = NULL;
+	options(argc, argv, &d, &instance);
+	int rc = configure(&d, instance);
+	if (rc != 0)
+		return rc;
+	umask(077);
+	/* Huge pages (and tmpfs at all) for the runtime root, before anything
+	 * is created in it. */
+	hugepages_prepare(d.root, d.cfg.huge_pages);
+	if ((rc = lock_instance(&d)) != 0)
+		return rc;
+	raise_file_limit(&d.cfg);
+	catch_signals();
 	/* Everything that can fail on a bad configuration or environment happens
 	 * before daemon(), so that the error reaches the terminal and the exit
 	 * status, and the socket accepts clients once the parent has exited. */
-	struct registry reg;
-	if (registry_open(&reg, cfg.instance, cfg.dir_mode, 0640, cfg.gid, err, sizeof(err)) < 0) {
-		fprintf(stderr, "shmd: %s\n", err);
-		pidfile_remove(pfh);
-		return 1;
-	}
-	if (ensure_filters(&reg, &cfg) < 0) {
-		registry_close(&reg, 0);
-		pidfile_remove(pfh);
-		return 1;
-	}
-	int listen_fd = server_listen(sock_path, cfg.socket_mode, cfg.gid, err, sizeof(err));
-	if (listen_fd < 0) {
-		fprintf(stderr, "shmd: %s\n", err);
-		registry_close(&reg, 0);
-		pidfile_remove(pfh);
-		return 1;
-	}
-	char tcp_name[128] = "";
-	int tcp_fd = -1;
-	if (cfg.tcp.enabled) {
-		tcp_fd = tcp_listen(cfg.tcp.bind, cfg.tcp.port, tcp_name, sizeof(tcp_name), err, sizeof(err));
-		if (tcp_fd < 0) {
-			fprintf(stderr, "shmd: %s\n", err);
-			close(listen_fd);
-			unlink(sock_path);
-			registry_close(&reg, 0);
-			pidfile_remove(pfh);
-			return 1;
-		}
-		if (!tcp_is_loopback(tcp_fd) && cfg.tcp.requirepass[0] == '\0')
-			log_msg(LOG_WARNING, "tcp listener %s is reachable beyond this host and has no requirepass: "
-					     "whoever reaches it may add to, create and drop filters", tcp_name);
-	}
-	if (!foreground) {
+	rc = open_all(&d);
+	if (rc == 0 && !d.foreground) {
 		if (daemon(0, 0) < 0) {
 			fprintf(stderr, "shmd: cannot daemonize: %s\n", strerror(errno));
-			close(listen_fd);
-			if (tcp_fd >= 0)
-				close(tcp_fd);
-			unlink(sock_path);
-			registry_close(&reg, 0);
-			pidfile_remove(pfh);
-			return 1;
+			rc = 1;
+		} else {
+			log_use_syslog(1);
 		}
-		log_use_syslog(1);
 	}
-	pidfile_write(pfh);
-	log_msg(LOG_INFO, "instance '%s' in %s (%s), pid %ld", cfg.instance, reg.dir_path,
-		config_path ? config_path : "embedded default configuration", (long)getpid());
-	hugepages_report(reg.dir.fd, reg.dir_path);
-
-	struct periodic periodic;
-	periodic_init(&periodic, &cfg, (uint64_t)time(NULL));
-	struct server_opts so = {
-		.unix_fd = listen_fd, .unix_path = sock_path, .tcp_fd = tcp_fd, .tcp_name = tcp_name,
-		.tcp_port = cfg.tcp.port, .requirepass = cfg.tcp.requirepass, .tcp_maxclients = cfg.tcp.maxclients,
-		.tcp_max_request = cfg.tcp.max_request,
-	};
-	rc = server_run(&reg, &so, &stop_requested, on_tick, &periodic);
-	periodic_final(&periodic, &reg);
-	log_msg(LOG_INFO, "shutting down%s", cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
-	registry_close(&reg, cfg.remove_on_exit);
-	pidfile_remove(pfh);
-	return rc < 0 ? 1 : 0;
+	int served = 0;
+	if (rc == 0) {
+		pidfile_write(d.pfh);
+		log_msg(LOG_INFO, "instance '%s' in %s (%s), pid %ld", d.cfg.instance, d.reg.dir_path,
+			d.config_path ? d.config_path : "embedded default configuration", (long)getpid());
+		hugepages_report(d.reg.dir.fd, d.reg.dir_path);
+		rc = serve(&d);
+		served = 1;
+	}
+	release(&d, served);
+	return rc;
 }

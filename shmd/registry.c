@@ -237,9 +237,6 @@ out:
 
 int registry_find(struct registry *r, const char *name)
 {
-	int rc = shmf_name_check(name);
-	if (rc < 0)
-		return rc;
 	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
 		struct shmf_slot *s = &r->ctl.slots[i];
 		if (atomic_load_explicit(&s->generation, memory_order_relaxed) != 0 &&
@@ -404,7 +401,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
-		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+		return errmsg(err, errlen, slot, "filter '%s' not found", name);
 	struct shmf_slot *s = &r->ctl.slots[slot];
 	char dropped[SHMF_NAME_MAX + 1];
 	snprintf(dropped, sizeof(dropped), "%s", s->name);
@@ -534,7 +531,7 @@ int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *c
 {
 	int slot = registry_find(r, name);
 	if (slot < 0)
-		return errmsg(err, errlen, slot, slot == SHMF_E_NAME ? "invalid filter name '%s'" : "filter '%s' not found", name);
+		return errmsg(err, errlen, slot, "filter '%s' not found", name);
 	int rc = shmf_slot_read(&r->ctl.slots[slot], copy);
 	if (rc == 0)
 		rc = shmf_slot_check(copy);

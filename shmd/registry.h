@@ -70,7 +70,13 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 /** Drop a filter: unpublish its slot, then unlink its data file. 0 or SHMF_E_NOTFOUND. */
 int registry_drop(struct registry *r, const char *name, char *err, size_t errlen);
 
-/** Slot of the live filter @p name, or SHMF_E_NOTFOUND (or SHMF_E_NAME). */
+/**
+ * Slot of the live filter @p name, or SHMF_E_NOTFOUND. The name is not
+ * checked here: one that no filter may have is simply not found. Names
+ * are checked where they enter the daemon (the verbs' dispatcher, once
+ * per request; the configuration parser), and by the functions that
+ * create a filter.
+ */
 int registry_find(struct registry *r, const char *name);
 
 /** The daemon's read-write handle on the filter in @p slot (opened on first use). */
@@ -85,7 +91,7 @@ struct snap_file;
  * Write a snapshot of filter @p name to @p path (snapshot.h: crash-safe),
  * the file opened with the identity @p as (NULL: the daemon's). A cuckoo
  * filter is copied under its relocation lock.
- * @return 0, SHMF_E_NOTFOUND, SHMF_E_NAME, or -errno; err says what failed.
+ * @return 0, SHMF_E_NOTFOUND, or -errno; err says what failed.
  */
 int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
 		      char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /*
  * reply.c - RESP2 replies, appended to a growing output buffer.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ void reply_compact(struct reply *r)
 static int reserve(struct reply *r, size_t more)
 {
 	if (r->oom)
-		return -1;
+		return -ENOMEM;
 	if (r->len + more <= r->cap)
 		return 0;
 	size_t cap = r->cap ? r->cap : 4096;
@@ -35,7 +36,7 @@ static int reserve(struct reply *r, size_t more)
 	char *p = realloc(r->data, cap);
 	if (p == NULL) {
 		r->oom = 1;
-		return -1;
+		return -ENOMEM;
 	}
 	r->data = p;
 	r->cap = cap;

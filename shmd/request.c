@@ -6,13 +6,14 @@
  * the argument vector through our object functions.
  */
 #include <hiredis/read.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "request.h"
+#include "shmf.h"
 
 enum guard_state {
 	G_ARRAY,  /* expecting "*<count>\r\n" */
@@ -165,15 +166,9 @@ void request_reader_free(struct request_reader *rr)
 	free(rr);
 }
 
-static void fail(struct request_reader *rr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(struct request_reader *rr, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(rr->err, sizeof(rr->err), fmt, ap);
-	va_end(ap);
-	rr->failed = 1;
-}
+/* The stream is broken: say why ("Protocol error: ...") and take no more
+ * bytes. Evaluates to SHMF_E_PROTO. */
+#define fail(rr, ...) ((rr)->failed = 1, errmsg((rr)->err, sizeof((rr)->err), SHMF_E_PROTO, __VA_ARGS__))
 
 static const char *show(unsigned char c, char buf[8])
 {
@@ -196,55 +191,48 @@ static const char *size_text(size_t n, char buf[32])
 	return buf;
 }
 
-/* Parse the digits of a header line "<type><digits>\r"; -1 if malformed. */
+/* Parse the digits of a header line "<type><digits>\r": the number, or
+ * SHMF_E_PROTO if malformed. */
 static long parse_header(const char *line, size_t len)
 {
 	if (len < 3 || len > 10 || line[len - 1] != '\r')
-		return -1;
+		return SHMF_E_PROTO;
 	long v = 0;
 	for (size_t i = 1; i < len - 1; i++) {
 		if (line[i] < '0' || line[i] > '9')
-			return -1;
+			return SHMF_E_PROTO;
 		v = v * 10 + (line[i] - '0');
 	}
 	return v;
 }
 
-/* A complete header line in rr->line: check it and move on. 0 or -1. */
+/* A complete header line in rr->line: check it and move on. 0, or
+ * SHMF_E_PROTO once the stream failed. */
 static int header_done(struct request_reader *rr)
 {
 	long v = parse_header(rr->line, rr->line_len);
 	char size[32];
 	rr->line_len = 0;
 	if (rr->st == G_ARRAY) {
-		if (v < 1) {
-			fail(rr, "Protocol error: invalid multibulk length");
-			return -1;
-		}
-		if ((unsigned long)v > rr->lim.max_args) {
-			fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s", (unsigned long)v,
-			     rr->lim.max_args, rr->lim.why);
-			return -1;
-		}
+		if (v < 1)
+			return fail(rr, "Protocol error: invalid multibulk length");
+		if ((unsigned long)v > rr->lim.max_args)
+			return fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s", (unsigned long)v,
+				    rr->lim.max_args, rr->lim.why);
 		rr->args_left = (unsigned long)v;
 		rr->st = G_BULK;
 		return 0;
 	}
-	if (v < 0) {
-		fail(rr, "Protocol error: invalid bulk length");
-		return -1;
-	}
-	if ((unsigned long)v > rr->lim.max_arg) {
-		fail(rr, "Protocol error: argument of %lu bytes, larger than %s%s", (unsigned long)v,
-		     size_text(rr->lim.max_arg, size), rr->lim.why);
-		return -1;
-	}
+	if (v < 0)
+		return fail(rr, "Protocol error: invalid bulk length");
+	if ((unsigned long)v > rr->lim.max_arg)
+		return fail(rr, "Protocol error: argument of %lu bytes, larger than %s%s", (unsigned long)v,
+			    size_text(rr->lim.max_arg, size), rr->lim.why);
 	/* Refuse a request that cannot fit at its header, not after its bytes
 	 * arrived: the client learns at once, and nothing is buffered for it. */
-	if (rr->req_bytes + 1 + (size_t)v + 2 > rr->lim.max_bytes) { /* this LF, the bytes, CR LF */
-		fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
-		return -1;
-	}
+	if (rr->req_bytes + 1 + (size_t)v + 2 > rr->lim.max_bytes) /* this LF, the bytes, CR LF */
+		return fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size),
+			    rr->lim.why);
 	rr->body_left = (size_t)v;
 	rr->st = v > 0 ? G_BODY : G_CR;
 	return 0;
@@ -258,83 +246,90 @@ static int blank(const struct request_reader *rr, unsigned char c)
 	return rr->st == G_ARRAY && rr->line_len == 0 && (c == '\r' || c == '\n');
 }
 
+/* The bytes of a header line at p[*i] ("*<count>" or "$<length>", CR, LF):
+ * the whole line at once when this buffer holds it (as it nearly always
+ * does), else one byte. Leaves *i at the last byte taken, which the
+ * caller counts. 0, or SHMF_E_PROTO once the stream failed. */
+static int header_bytes(struct request_reader *rr, const char *p, size_t n, size_t *i)
+{
+	unsigned char c = (unsigned char)p[*i];
+	char b[8];
+	if (rr->line_len == 0 && c != (rr->st == G_ARRAY ? '*' : '$')) {
+		if (rr->st == G_ARRAY)
+			return fail(rr, "Protocol error: expected '*' (a request is an array of bulk strings; "
+					"inline commands are not accepted), got %s", show(c, b));
+		return fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
+	}
+	if (rr->line_len == 0) {
+		size_t window = n - *i < sizeof(rr->line) + 1 ? n - *i : sizeof(rr->line) + 1;
+		const char *nl = memchr(p + *i, '\n', window);
+		if (nl != NULL) {
+			size_t ll = (size_t)(nl - (p + *i));
+			memcpy(rr->line, p + *i, ll);
+			rr->line_len = ll;
+			rr->req_bytes += ll;
+			*i += ll; /* at the LF */
+			return header_done(rr);
+		}
+	}
+	if (c == '\n')
+		return header_done(rr);
+	if (rr->line_len >= sizeof(rr->line))
+		return fail(rr, "Protocol error: header line longer than %zu bytes", sizeof(rr->line));
+	rr->line[rr->line_len++] = (char)c;
+	return 0;
+}
+
+/* The CR or LF @p c after a bulk string's bytes: 1 if it ended the request,
+ * 0 if not, or SHMF_E_PROTO once the stream failed. */
+static int trailer_byte(struct request_reader *rr, unsigned char c)
+{
+	if (c != (rr->st == G_CR ? '\r' : '\n'))
+		return fail(rr, "Protocol error: bulk string longer than its declared length");
+	if (rr->st == G_CR) {
+		rr->st = G_LF;
+	} else if (--rr->args_left > 0) {
+		rr->st = G_BULK;
+	} else {
+		rr->st = G_ARRAY;
+		rr->req_bytes = 0;
+		return 1;
+	}
+	return 0;
+}
+
 /* Walk @p n bytes; returns how many are acceptable: all of them, or fewer
  * when the guard failed (the rest must not reach the reader), stopped
  * after a request (stop_at_end), or met a blank byte (not for hiredis). */
 static size_t guard(struct request_reader *rr, const char *p, size_t n)
 {
 	size_t i = 0;
-	char b[8];
 	rr->request_done = 0;
 	while (i < n) {
 		size_t step = 1;
 		unsigned char c = (unsigned char)p[i];
+		int rc = 0;
 		if (blank(rr, c))
 			return i;
-		switch (rr->st) {
-		case G_ARRAY:
-		case G_BULK:
-			if (rr->line_len == 0 && c != (rr->st == G_ARRAY ? '*' : '$')) {
-				if (rr->st == G_ARRAY)
-					fail(rr, "Protocol error: expected '*' (a request is an array of bulk strings; "
-						 "inline commands are not accepted), got %s", show(c, b));
-				else
-					fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
-				return i;
-			}
-			if (rr->line_len == 0) {
-				/* The whole line in this buffer (as it nearly always
-				 * is): take it in one step rather than byte by byte. */
-				size_t window = n - i < sizeof(rr->line) + 1 ? n - i : sizeof(rr->line) + 1;
-				const char *nl = memchr(p + i, '\n', window);
-				if (nl != NULL) {
-					size_t ll = (size_t)(nl - (p + i));
-					memcpy(rr->line, p + i, ll);
-					rr->line_len = ll;
-					rr->req_bytes += ll;
-					i += ll; /* at the LF, which the step below counts */
-					if (header_done(rr) < 0)
-						return i;
-					break;
-				}
-			}
-			if (c == '\n') {
-				if (header_done(rr) < 0)
-					return i;
-			} else if (rr->line_len >= sizeof(rr->line)) {
-				fail(rr, "Protocol error: header line longer than %zu bytes", sizeof(rr->line));
-				return i;
-			} else {
-				rr->line[rr->line_len++] = (char)c;
-			}
-			break;
-		case G_BODY:
+		if (rr->st == G_ARRAY || rr->st == G_BULK) {
+			rc = header_bytes(rr, p, n, &i);
+		} else if (rr->st == G_BODY) {
 			step = n - i < rr->body_left ? n - i : rr->body_left;
 			rr->body_left -= step;
 			if (rr->body_left == 0)
 				rr->st = G_CR;
-			break;
-		case G_CR:
-		case G_LF:
-			if (c != (rr->st == G_CR ? '\r' : '\n')) {
-				fail(rr, "Protocol error: bulk string longer than its declared length");
+		} else {
+			rc = trailer_byte(rr, c);
+		}
+		if (rc < 0)
+			return i;
+		if (rc > 0) { /* the request ended: its bytes count against no other */
+			i += step;
+			if (rr->stop_at_end) {
+				rr->request_done = 1;
 				return i;
 			}
-			if (rr->st == G_CR) {
-				rr->st = G_LF;
-			} else if (--rr->args_left > 0) {
-				rr->st = G_BULK;
-			} else {
-				rr->st = G_ARRAY;
-				rr->req_bytes = 0;
-				i += step;
-				if (rr->stop_at_end) {
-					rr->request_done = 1;
-					return i;
-				}
-				continue;
-			}
-			break;
+			continue;
 		}
 		rr->req_bytes += step;
 		if (rr->req_bytes > rr->lim.max_bytes) {
@@ -354,10 +349,8 @@ static int feed(struct request_reader *rr, const char *buf, size_t len, size_t *
 	size_t off = 0;
 	while (off < len && !rr->failed) {
 		size_t ok = guard(rr, buf + off, len - off);
-		if (ok > 0 && redisReaderFeed(rr->reader, buf + off, ok) != REDIS_OK) {
-			rr->failed = 1;
-			snprintf(rr->err, sizeof(rr->err), "Protocol error: out of memory buffering the request");
-		}
+		if (ok > 0 && redisReaderFeed(rr->reader, buf + off, ok) != REDIS_OK)
+			fail(rr, "Protocol error: out of memory buffering the request");
 		off += ok;
 		if (rr->failed || rr->request_done)
 			break;
@@ -365,7 +358,7 @@ static int feed(struct request_reader *rr, const char *buf, size_t len, size_t *
 			off++;
 	}
 	*used = rr->failed ? len : off;
-	return rr->failed ? -1 : 0;
+	return rr->failed ? SHMF_E_PROTO : 0;
 }
 
 int request_reader_feed(struct request_reader *rr, const char *buf, size_t len)
@@ -386,15 +379,10 @@ int request_reader_next(struct request_reader *rr, struct request *req)
 	void *obj = NULL;
 	reqobj_free(rr->cur);
 	rr->cur = NULL;
-	if (redisReaderGetReply(rr->reader, &obj) != REDIS_OK) {
-		if (!rr->failed) {
-			rr->failed = 1;
-			snprintf(rr->err, sizeof(rr->err), "Protocol error: %s", rr->reader->errstr);
-		}
-		return -1;
-	}
+	if (redisReaderGetReply(rr->reader, &obj) != REDIS_OK)
+		return rr->failed ? SHMF_E_PROTO : fail(rr, "Protocol error: %s", rr->reader->errstr);
 	if (obj == NULL)
-		return rr->failed ? -1 : 0;
+		return rr->failed ? SHMF_E_PROTO : 0;
 	rr->cur = obj;
 	req->argc = rr->cur->argc;
 	req->argv = rr->cur->argv;

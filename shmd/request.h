@@ -14,7 +14,13 @@
 
 #include <stddef.h>
 
-#include "commands.h"
+/* One request: argc arguments, each NUL-terminated with its true length in
+ * lens[] (an argument may contain NUL bytes; names that do are refused). */
+struct request {
+	int argc;
+	char **argv;
+	size_t *lens;
+};
 
 #define REQUEST_MAX_BYTES (64u << 20)
 #define REQUEST_MAX_ARGS  (1u << 20)
@@ -51,7 +57,7 @@ void request_reader_free(struct request_reader *rr);
 /**
  * Append bytes received from the client. Bytes after a protocol error are
  * ignored; requests completed before the error are still handed out.
- * @return 0, or -1 once the stream has a protocol error (see request_reader_error()).
+ * @return 0, or SHMF_E_PROTO once the stream has a protocol error (see request_reader_error()).
  */
 int request_reader_feed(struct request_reader *rr, const char *buf, size_t len);
 
@@ -61,15 +67,15 @@ int request_reader_feed(struct request_reader *rr, const char *buf, size_t len);
  * limits, say after AUTH) before the next one is read: every byte is
  * judged by the limits in force for its own request. *used says how many
  * bytes were taken; feed the rest afterwards.
- * @return 0, or -1 once the stream has a protocol error.
+ * @return 0, or SHMF_E_PROTO once the stream has a protocol error.
  */
 int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t len, size_t *used);
 
 /**
  * The next complete request. @p req stays valid until the next call or
  * request_reader_free().
- * @return 1 with @p req filled, 0 when more bytes are needed, -1 on a
- *         protocol error (every request before it has been handed out).
+ * @return 1 with @p req filled, 0 when more bytes are needed, SHMF_E_PROTO
+ *         on a protocol error (every request before it has been handed out).
  */
 int request_reader_next(struct request_reader *rr, struct request *req);
 

@@ -27,13 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "errmsg.h"
 #include "log.h"
 #include "reply.h"
 #include "request.h"
 #include "server.h"
 #include "session.h"
 #include "tcp.h"
+#include "verbs.h"
 
 /* Stop reading from a client whose replies pile up unread beyond this. */
 #define OUTPUT_HIGH_WATER (64u << 20)
@@ -106,22 +107,20 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "socket path %s: longer than %zu bytes", path, sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return errmsg(err, errlen, -ENAMETOOLONG, "socket path %s: longer than %zu bytes", path,
+			      sizeof(sa.sun_path) - 1);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "socket path %s: exists and is not a socket; not replacing it", path);
-			return -EEXIST;
-		}
+		if (!S_ISSOCK(st.st_mode))
+			return errmsg(err, errlen, -EEXIST, "socket path %s: exists and is not a socket; not replacing it",
+				      path);
 		unlink(path);
 	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		return errmsg(err, errlen, -e, "socket: %s", strerror(e));
 	}
 	/* The file gets its mode at bind(): narrow the umask so that it is
 	 * never wider than configured, even for an instant. */
@@ -130,16 +129,14 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	int e = errno;
 	umask(old);
 	if (rc < 0) {
-		snprintf(err, errlen, "socket %s: cannot bind: %s", path, strerror(e));
 		close(fd);
-		return -e;
+		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s", path, strerror(e));
 	}
 	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		e = errno;
-		snprintf(err, errlen, "socket %s: cannot set group, mode or listen: %s", path, strerror(e));
 		close(fd);
 		unlink(path);
-		return -e;
+		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s", path, strerror(e));
 	}
 	return fd;
 }
@@ -183,7 +180,7 @@ static void conn_free(struct server *s, struct conn *c)
 	free(c);
 }
 
-/* Write what is pending; -1 if the peer is gone. */
+/* Write what is pending: 0, or -errno if the peer is gone. */
 static int conn_flush(struct conn *c)
 {
 	while (reply_pending(&c->out) > 0) {
@@ -191,7 +188,7 @@ static int conn_flush(struct conn *c)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 		}
 		c->out.sent += (size_t)n;
 	}
@@ -211,7 +208,7 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 		int next = 0;
 		while (c->state == C_OPEN && (next = request_reader_next(c->rr, &req)) == 1) {
 			s->view.commands_processed++;
-			session_dispatch(&c->sess, s->reg, &req, &c->out);
+			verbs_dispatch(&c->sess, s->reg, &req, &c->out);
 			if (c->sess.limits_changed) {
 				c->sess.limits_changed = 0;
 				request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
@@ -226,7 +223,8 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 	}
 }
 
-/* Read and execute what the client sent; -1 if the connection must go now. */
+/* Read and execute what the client sent: 0, or a negative code (-errno,
+ * -ENOMEM for the replies) if the connection must go now. */
 static int conn_read(struct server *s, struct conn *c)
 {
 	size_t total = 0;
@@ -243,12 +241,12 @@ static int conn_read(struct server *s, struct conn *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-			return -1;
+			return -errno;
 		}
 		total += (size_t)n;
 		conn_input(s, c, scratch, (size_t)n);
 		if (c->out.oom)
-			return -1;
+			return -ENOMEM;
 		if (reply_pending(&c->out) > OUTPUT_HIGH_WATER)
 			break;
 		/* A short read almost always emptied the socket: skip the
@@ -260,20 +258,21 @@ static int conn_read(struct server *s, struct conn *c)
 	return 0;
 }
 
-/* Discard what a closing peer still sends; -1 once it is time to close. */
-static int conn_drain(struct conn *c)
+/* Discard what a closing peer still sends: 1 once it is time to close
+ * (end of file, an error, or the drain's allowance used up), else 0. */
+static int conn_drained(struct conn *c)
 {
 	for (;;) {
 		ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
 		if (n == 0)
-			return -1;
+			return 1;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+			return errno != EAGAIN && errno != EWOULDBLOCK;
 		}
 		if ((size_t)n >= c->drain_left)
-			return -1;
+			return 1;
 		c->drain_left -= (size_t)n;
 	}
 }
@@ -305,7 +304,7 @@ static void conn_settle(struct server *s, struct conn *c)
 static void conn_event(struct server *s, struct conn *c, uint32_t ev)
 {
 	if (c->state == C_DRAINING) {
-		if (conn_drain(c) < 0)
+		if (conn_drained(c))
 			conn_free(s, c);
 		return;
 	}

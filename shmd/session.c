@@ -7,6 +7,7 @@
  * SETNAME.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,7 @@
 
 #include "session.h"
 
-static const char NOAUTH[] = "NOAUTH Authentication required.";
 static const char WRONGPASS[] = "WRONGPASS invalid username-password pair or user is disabled.";
-
-struct verb {
-	const char *name;
-	int min_args, max_args; /* the verb included; -1: no limit */
-	int noauth;             /* runs before AUTH */
-	void (*run)(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
-};
 
 void session_init(struct session *s, uint64_t id, int kind, const struct server_view *srv)
 {
@@ -62,7 +55,8 @@ static int password_ok(const struct session *s, const char *given, size_t len)
 }
 
 /* Authenticate as @p user (NULL: the one-argument AUTH form) with @p pass.
- * 0 with the session authenticated, or -1 after replying with the error. */
+ * 0 with the session authenticated, or after replying with the error
+ * SHMF_E_INVAL (no password to give) or -EACCES (a wrong user or password). */
 static int authenticate(struct session *s, const char *user, const char *pass, size_t passlen, struct reply *out)
 {
 	if (!password_required(s)) {
@@ -72,17 +66,17 @@ static int authenticate(struct session *s, const char *user, const char *pass, s
 		if (user == NULL) {
 			reply_error(out, "ERR AUTH <password> called without any password configured for the default user. "
 					 "Are you sure your configuration is correct?");
-			return -1;
+			return SHMF_E_INVAL;
 		}
 		if (strcmp(user, "default") != 0) {
 			reply_error(out, "%s", WRONGPASS);
-			return -1;
+			return -EACCES;
 		}
 		return 0;
 	}
 	if ((user != NULL && strcmp(user, "default") != 0) || !password_ok(s, pass, passlen)) {
 		reply_error(out, "%s", WRONGPASS);
-		return -1;
+		return -EACCES;
 	}
 	if (!s->authed) {
 		s->authed = 1;
@@ -91,17 +85,17 @@ static int authenticate(struct session *s, const char *user, const char *pass, s
 	return 0;
 }
 
-static void cmd_auth(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_auth(struct verb_call *c)
 {
-	(void)reg;
+	const struct request *req = c->req;
 	if (req->argc > 3) {
-		reply_error(out, "ERR syntax error");
+		reply_error(c->out, "ERR syntax error");
 		return;
 	}
 	const char *user = req->argc == 3 ? req->argv[1] : NULL;
 	int i = req->argc - 1;
-	if (authenticate(s, user, req->argv[i], req->lens[i], out) == 0)
-		reply_status(out, "OK");
+	if (authenticate(c->sess, user, req->argv[i], req->lens[i], c->out) == 0)
+		reply_status(c->out, "OK");
 }
 
 /* CLIENT SETNAME's rule (Redis'): printable ASCII without spaces. */
@@ -117,21 +111,23 @@ static int name_ok(const char *name, size_t len)
 
 #define CLIENT_NAME_MAX 4096
 
-/* Set the connection's name (empty: none), or reply with the error. 0 or -1. */
+/* Set the connection's name (empty: none): 0, or after replying with the
+ * error SHMF_E_NAME (a character Redis refuses), SHMF_E_INVAL (too long)
+ * or -ENOMEM. */
 static int set_name(struct session *s, const char *name, size_t len, struct reply *out)
 {
 	if (!name_ok(name, len)) {
 		reply_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
-		return -1;
+		return SHMF_E_NAME;
 	}
 	if (len > CLIENT_NAME_MAX) {
 		reply_error(out, "ERR Client names are limited to %d bytes in shmd", CLIENT_NAME_MAX);
-		return -1;
+		return SHMF_E_INVAL;
 	}
 	char *copy = NULL;
 	if (len > 0 && (copy = strdup(name)) == NULL) {
 		reply_error(out, "ERR out of memory for the client name");
-		return -1;
+		return -ENOMEM;
 	}
 	free(s->name);
 	s->name = copy;
@@ -164,9 +160,11 @@ static void hello_reply(const struct session *s, struct reply *out)
  * serve, after which clients that can (redis-py, go-redis, Lettuce)
  * continue in RESP2. Nothing changes unless the whole request is valid.
  */
-static void cmd_hello(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_hello(struct verb_call *c)
 {
-	(void)reg;
+	const struct request *req = c->req;
+	struct session *s = c->sess;
+	struct reply *out = c->out;
 	const char *user = NULL, *pass = NULL, *name = NULL;
 	size_t passlen = 0, namelen = 0;
 	if (req->argc >= 2) {
@@ -248,114 +246,137 @@ static void reply_lines(struct reply *out, const char *const *lines, size_t n)
 		reply_status(out, lines[i]);
 }
 
-static void client_arity(const char *sub, struct reply *out)
+static void client_id(struct verb_call *c)
 {
-	char lower[32];
-	size_t n = strlen(sub) < sizeof(lower) - 1 ? strlen(sub) : sizeof(lower) - 1;
-	for (size_t i = 0; i < n; i++)
-		lower[i] = (char)tolower((unsigned char)sub[i]);
-	lower[n] = '\0';
-	reply_error(out, "ERR wrong number of arguments for 'client|%s' command", lower);
+	reply_int(c->out, (long long)c->sess->id);
 }
 
-static void cmd_client(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+static void client_getname(struct verb_call *c)
 {
-	(void)reg;
-	const char *sub = req->argv[1];
-	int argc = req->argc;
+	if (c->sess->name)
+		reply_bulk_str(c->out, c->sess->name);
+	else
+		reply_nil(c->out);
+}
+
+static void client_info(struct verb_call *c)
+{
 	char line[512];
-	if (!strcasecmp(sub, "ID") || !strcasecmp(sub, "GETNAME") || !strcasecmp(sub, "INFO") ||
-	    !strcasecmp(sub, "HELP")) {
-		if (argc != 2) {
-			client_arity(sub, out);
-		} else if (!strcasecmp(sub, "ID")) {
-			reply_int(out, (long long)s->id);
-		} else if (!strcasecmp(sub, "GETNAME")) {
-			if (s->name)
-				reply_bulk_str(out, s->name);
-			else
-				reply_nil(out);
-		} else if (!strcasecmp(sub, "INFO")) {
-			client_info_line(s, line, sizeof(line));
-			reply_bulk_str(out, line);
-		} else {
-			reply_lines(out, client_help, sizeof(client_help) / sizeof(client_help[0]));
-		}
-	} else if (!strcasecmp(sub, "SETNAME")) {
-		if (argc != 3)
-			client_arity(sub, out);
-		else if (set_name(s, req->argv[2], req->lens[2], out) == 0)
-			reply_status(out, "OK");
-	} else if (!strcasecmp(sub, "SETINFO")) {
-		if (argc != 4) {
-			client_arity(sub, out);
-			return;
-		}
-		const char *attr = req->argv[2], *val = req->argv[3];
-		char *dst;
-		size_t cap;
-		if (!strcasecmp(attr, "LIB-NAME")) {
-			dst = s->lib_name;
-			cap = sizeof(s->lib_name);
-		} else if (!strcasecmp(attr, "LIB-VER")) {
-			dst = s->lib_ver;
-			cap = sizeof(s->lib_ver);
-		} else {
-			reply_error(out, "ERR Unrecognized option '%.*s'", 64, attr);
-			return;
-		}
-		if (!name_ok(val, req->lens[3])) {
-			reply_error(out, "ERR %s cannot contain spaces, newlines or special characters.", attr);
-			return;
-		}
-		snprintf(dst, cap, "%s", val);
-		reply_status(out, "OK");
-	} else if (!strcasecmp(sub, "NO-EVICT") || !strcasecmp(sub, "NO-TOUCH") || !strcasecmp(sub, "REPLY")) {
-		const int reply_cmd = !strcasecmp(sub, "REPLY");
-		if (argc != 3)
-			client_arity(sub, out);
-		else if (!strcasecmp(req->argv[2], "ON") || (!reply_cmd && !strcasecmp(req->argv[2], "OFF")))
-			reply_status(out, "OK");
-		else if (reply_cmd)
-			reply_error(out, "ERR CLIENT REPLY %.*s is not supported by shmd (every request gets its reply)", 16,
-				    req->argv[2]);
-		else
-			reply_error(out, "ERR syntax error");
+	client_info_line(c->sess, line, sizeof(line));
+	reply_bulk_str(c->out, line);
+}
+
+static void client_help_reply(struct verb_call *c)
+{
+	reply_lines(c->out, client_help, sizeof(client_help) / sizeof(client_help[0]));
+}
+
+static void client_setname(struct verb_call *c)
+{
+	if (set_name(c->sess, c->req->argv[2], c->req->lens[2], c->out) == 0)
+		reply_status(c->out, "OK");
+}
+
+static void client_setinfo(struct verb_call *c)
+{
+	struct session *s = c->sess;
+	const char *attr = c->req->argv[2], *val = c->req->argv[3];
+	char *dst;
+	size_t cap;
+	if (!strcasecmp(attr, "LIB-NAME")) {
+		dst = s->lib_name;
+		cap = sizeof(s->lib_name);
+	} else if (!strcasecmp(attr, "LIB-VER")) {
+		dst = s->lib_ver;
+		cap = sizeof(s->lib_ver);
 	} else {
-		reply_error(out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.", 64, sub);
+		reply_error(c->out, "ERR Unrecognized option '%.*s'", 64, attr);
+		return;
 	}
+	if (!name_ok(val, c->req->lens[3])) {
+		reply_error(c->out, "ERR %s cannot contain spaces, newlines or special characters.", attr);
+		return;
+	}
+	snprintf(dst, cap, "%s", val);
+	reply_status(c->out, "OK");
+}
+
+/* NO-EVICT and NO-TOUCH: ON or OFF, both meaningless here. */
+static void client_onoff(struct verb_call *c)
+{
+	if (!strcasecmp(c->req->argv[2], "ON") || !strcasecmp(c->req->argv[2], "OFF"))
+		reply_status(c->out, "OK");
+	else
+		reply_error(c->out, "ERR syntax error");
+}
+
+static void client_reply(struct verb_call *c)
+{
+	if (!strcasecmp(c->req->argv[2], "ON"))
+		reply_status(c->out, "OK");
+	else
+		reply_error(c->out, "ERR CLIENT REPLY %.*s is not supported by shmd (every request gets its reply)", 16,
+			    c->req->argv[2]);
+}
+
+/* CLIENT's subcommands: lower-case name (as Redis names them in errors),
+ * arguments with CLIENT and the subcommand, handler. */
+static const struct {
+	const char *name;
+	int argc;
+	verb_handler *run;
+} client_subs[] = {
+	{ "id", 2, client_id },
+	{ "getname", 2, client_getname },
+	{ "info", 2, client_info },
+	{ "help", 2, client_help_reply },
+	{ "setname", 3, client_setname },
+	{ "setinfo", 4, client_setinfo },
+	{ "no-evict", 3, client_onoff },
+	{ "no-touch", 3, client_onoff },
+	{ "reply", 3, client_reply },
+};
+
+void cmd_client(struct verb_call *c)
+{
+	const char *sub = c->req->argv[1];
+	for (size_t i = 0; i < sizeof(client_subs) / sizeof(client_subs[0]); i++) {
+		if (strcasecmp(sub, client_subs[i].name) != 0)
+			continue;
+		if (c->req->argc != client_subs[i].argc)
+			reply_error(c->out, "ERR wrong number of arguments for 'client|%s' command", client_subs[i].name);
+		else
+			client_subs[i].run(c);
+		return;
+	}
+	reply_error(c->out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.", 64, sub);
 }
 
 /* SELECT 0: there is one database; its keys are the filters. */
-static void cmd_select(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_select(struct verb_call *c)
 {
-	(void)s;
-	(void)reg;
-	const char *v = req->argv[1];
+	const char *v = c->req->argv[1];
 	char *end;
 	long long db = strtoll(v, &end, 10);
 	if (v[0] == '\0' || *end != '\0' || isspace((unsigned char)v[0]))
-		reply_error(out, "ERR value is not an integer or out of range");
+		reply_error(c->out, "ERR value is not an integer or out of range");
 	else if (db != 0)
-		reply_error(out, "ERR DB index is out of range");
+		reply_error(c->out, "ERR DB index is out of range");
 	else
-		reply_status(out, "OK");
+		reply_status(c->out, "OK");
 }
 
-static void cmd_quit(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_quit(struct verb_call *c)
 {
-	(void)reg;
-	(void)req;
-	s->quit = 1;
-	reply_status(out, "OK");
+	c->sess->quit = 1;
+	reply_status(c->out, "OK");
 }
 
 /* RESET: back to a new connection's state (name, library, and for a TCP
  * client with a password, the need to AUTH again). */
-static void cmd_reset(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_reset(struct verb_call *c)
 {
-	(void)reg;
-	(void)req;
+	struct session *s = c->sess;
 	free(s->name);
 	s->name = NULL;
 	s->lib_name[0] = s->lib_ver[0] = '\0';
@@ -363,90 +384,18 @@ static void cmd_reset(struct session *s, struct registry *reg, const struct requ
 		s->authed = 0;
 		s->limits_changed = 1;
 	}
-	reply_status(out, "RESET");
+	reply_status(c->out, "RESET");
 }
 
-static void cmd_echo(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_echo(struct verb_call *c)
 {
-	(void)s;
-	(void)reg;
-	reply_bulk(out, req->argv[1], req->lens[1]);
+	reply_bulk(c->out, c->req->argv[1], c->req->lens[1]);
 }
 
-static void cmd_command(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+void cmd_ping(struct verb_call *c)
 {
-	(void)reg;
-	compat_command(s, req, out);
-}
-
-static void cmd_info(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
-{
-	compat_info(s, reg, req, out);
-}
-
-static const struct verb verbs[] = {
-	{ "AUTH", 2, -1, 1, cmd_auth },
-	{ "HELLO", 1, -1, 1, cmd_hello },
-	{ "QUIT", 1, -1, 1, cmd_quit },
-	{ "RESET", 1, 1, 1, cmd_reset },
-	{ "CLIENT", 2, -1, 0, cmd_client },
-	{ "SELECT", 2, 2, 0, cmd_select },
-	{ "ECHO", 2, 2, 0, cmd_echo },
-	{ "COMMAND", 1, -1, 0, cmd_command },
-	{ "INFO", 1, -1, 0, cmd_info },
-};
-
-const char *session_verb(size_t i, int *min_args, int *max_args, int *noauth)
-{
-	if (i >= sizeof(verbs) / sizeof(verbs[0]))
-		return NULL;
-	*min_args = verbs[i].min_args;
-	*max_args = verbs[i].max_args;
-	*noauth = verbs[i].noauth;
-	return verbs[i].name;
-}
-
-/* Verbs that name files on the daemon's host. */
-static int file_verb(const char *verb)
-{
-	return !strcasecmp(verb, "SHMF.SNAPSHOT") || !strcasecmp(verb, "SHMF.SWAP") || !strcasecmp(verb, "SHMF.RESTORE");
-}
-
-void session_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
-{
-	const char *name = req->argv[0];
-	/* Filter verbs (BF.*, CF.*, SHMF.*) have a dot and connection verbs
-	 * none: the hot path skips this table. */
-	const int dotted = memchr(name, '.', req->lens[0]) != NULL;
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]) && !dotted; i++) {
-		const struct verb *v = &verbs[i];
-		if (strcasecmp(name, v->name) != 0 || strlen(name) != req->lens[0])
-			continue;
-		if (!s->authed && !v->noauth) {
-			reply_error(out, "%s", NOAUTH);
-			return;
-		}
-		if (req->argc < v->min_args || (v->max_args >= 0 && req->argc > v->max_args)) {
-			char lower[16];
-			size_t n = strlen(v->name);
-			for (size_t j = 0; j <= n; j++)
-				lower[j] = (char)tolower((unsigned char)v->name[j]);
-			reply_error(out, "ERR wrong number of arguments for '%s' command", lower);
-			return;
-		}
-		v->run(s, reg, req, out);
-		return;
-	}
-	if (!s->authed) {
-		reply_error(out, "%s", NOAUTH);
-		return;
-	}
-	if (s->kind == SESSION_TCP && (name[0] == 'S' || name[0] == 's') && file_verb(name)) {
-		reply_error(out, "ERR %.*s is refused over TCP: it names a file on the daemon's host, which a network "
-				 "client may not (use the unix socket)", 16, name);
-		return;
-	}
-	struct request r = *req;
-	r.peer = s->peer;
-	commands_dispatch(reg, &r, out);
+	if (c->req->argc == 2)
+		reply_bulk(c->out, c->req->argv[1], c->req->lens[1]);
+	else
+		reply_status(c->out, "PONG");
 }

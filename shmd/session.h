@@ -1,15 +1,17 @@
 /*
  * session.h - one client connection's state, and the verbs that act on
  * the connection rather than on filters: AUTH, HELLO, CLIENT, SELECT,
- * QUIT, RESET, ECHO, and COMMAND and INFO (commands-compat.c), which
- * Redis client libraries send when they connect. Every other request goes
- * to commands_dispatch() once the connection may run it.
+ * QUIT, RESET, ECHO and PING, and COMMAND and INFO (commands-compat.c),
+ * which Redis client libraries send when they connect. verbs_dispatch()
+ * (verbs.h) runs every request, connection verb or filter verb, as the
+ * verb table says.
  *
  * Who may run what: a unix-socket client is trusted as far as the
  * socket's mode lets it connect. A TCP client must first AUTH when the
- * [tcp] section sets requirepass (until then every verb but AUTH, HELLO
- * with AUTH, QUIT and RESET answers -NOAUTH), and may never run the verbs
- * that name files on the daemon's host (SHMF.SNAPSHOT, SHMF.SWAP,
+ * [tcp] section sets requirepass (until then every verb but those the
+ * table marks VERB_NOAUTH - AUTH, HELLO with AUTH, QUIT and RESET -
+ * answers -NOAUTH), and may never run the verbs that name files on the
+ * daemon's host (VERB_NAMES_FILE: SHMF.SNAPSHOT, SHMF.SWAP,
  * SHMF.RESTORE): the daemon cannot tell whose files a network peer may
  * touch.
  *
@@ -20,9 +22,9 @@
 
 #include <stdint.h>
 
-#include "commands.h"
+#include "fscred.h"
 #include "registry.h"
-#include "reply.h"
+#include "verbs.h"
 
 /* The Redis version shmd answers to HELLO and INFO: the command set and
  * replies of that Redis (RESP2, AUTH with a user name, HELLO, CLIENT
@@ -64,26 +66,15 @@ void session_init(struct session *s, uint64_t id, int kind, const struct server_
 /** Free what the session holds (its name). */
 void session_free(struct session *s);
 
-/**
- * Execute @p req for session @p s and append exactly one reply to @p out:
- * a connection verb here, anything else through commands_dispatch() when
- * the session may run it. Sets s->quit, s->limits_changed as described.
- */
-void session_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
-
-/**
- * The verbs this file serves, for COMMAND: name, arity as the command
- * table gives it (min and max arguments, the verb included; max -1 for
- * no limit) and whether it runs before AUTH. NULL past the end.
- */
-const char *session_verb(size_t i, int *min_args, int *max_args, int *noauth);
+/* ---- the connection verbs: session.c ---- */
+verb_handler cmd_auth, cmd_hello, cmd_quit, cmd_reset, cmd_client, cmd_select, cmd_echo, cmd_ping;
 
 /* ---- commands-compat.c ---- */
 
 /** COMMAND [COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS verb arg... | HELP]. */
-void compat_command(const struct session *s, const struct request *req, struct reply *out);
+verb_handler cmd_command;
 
 /** INFO [section ...]: server, clients, stats, keyspace (default: all of them). */
-void compat_info(const struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+verb_handler cmd_info;
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "tcp.h"
 
 /* "1.2.3.4:6379" or "[::1]:6379" for a socket address. */
@@ -36,9 +37,8 @@ int tcp_listen(const char *bind_addr, int port, char *name, size_t namelen, char
 		gai = getaddrinfo(bind_addr, serv, &hints, &res);
 	}
 	if (gai != 0) {
-		snprintf(err, errlen, "tcp listener: bind address '%s': %s", bind_addr,
-			 gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
-		return -EINVAL;
+		return errmsg(err, errlen, -EINVAL, "tcp listener: bind address '%s': %s", bind_addr,
+			      gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
 	}
 	int e = EADDRNOTAVAIL;
 	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
@@ -57,9 +57,8 @@ int tcp_listen(const char *bind_addr, int port, char *name, size_t namelen, char
 		e = errno;
 		close(fd);
 	}
-	snprintf(err, errlen, "tcp listener %s: cannot listen: %s", name, strerror(e));
 	freeaddrinfo(res);
-	return -e;
+	return errmsg(err, errlen, -e, "tcp listener %s: cannot listen: %s", name, strerror(e));
 }
 
 int tcp_is_loopback(int fd)

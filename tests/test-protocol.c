@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
 #include "fixture.h"
 #include "request.h"
+#include "session.h"
 
 static struct fixture fx;
 
@@ -43,14 +43,18 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 	struct request_reader *rr = request_reader_new();
 	struct reply out = { 0 };
 	struct request req;
+	struct server_view view = { 0 }; /* a unix-socket client: no password */
+	struct session sess;
 	int rc = 0;
 	assert_non_null(rr);
+	session_init(&sess, 1, SESSION_UNIX, &view);
 	for (size_t off = 0; off < len && rc >= 0; off += piece) {
 		size_t n = len - off < piece ? len - off : piece;
 		request_reader_feed(rr, wire + off, n);
 		while ((rc = request_reader_next(rr, &req)) == 1)
-			commands_dispatch(&fx.reg, &req, &out);
+			verbs_dispatch(&sess, &fx.reg, &req, &out);
 	}
+	session_free(&sess);
 	if (rc < 0)
 		reply_error(&out, "ERR %s", request_reader_error(rr));
 	*status = rc < 0 ? -1 : 0;
@@ -383,8 +387,8 @@ static void test_request_size_limit(void **state)
 		if (rc == 0)
 			rc = request_reader_feed(rr, body, arg + 2);
 	}
-	assert_int_equal(rc, -1);
-	assert_int_equal(request_reader_next(rr, &req), -1);
+	assert_int_equal(rc, SHMF_E_PROTO);
+	assert_int_equal(request_reader_next(rr, &req), SHMF_E_PROTO);
 	assert_non_null(strstr(request_reader_error(rr), "request larger than 64 MiB"));
 	assert_true(request_reader_pending(rr) <= REQUEST_MAX_BYTES);
 	request_reader_free(rr);

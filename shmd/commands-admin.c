@@ -1,0 +1,156 @@
+/*
+ * commands-admin.c - shmd's own SHMF.* verbs that administer filters
+ * (list, describe, drop, rotate) and those that name files on the
+ * daemon's host (snapshot, swap, restore), which open the file with the
+ * identity of the client that asked (fscred.h). See commands.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "snapshot.h"
+#include "spec.h"
+
+void cmd_shmf_list(struct verb_call *c)
+{
+	int slots[SHMF_SLOTS];
+	int n = registry_list(c->reg, slots);
+	reply_array(c->out, (size_t)n);
+	for (int i = 0; i < n; i++)
+		reply_bulk_str(c->out, c->reg->ctl.slots[slots[i]].name);
+}
+
+/* "generation:age_s:items" of each live generation, newest first, space-separated. */
+static void live_generations(const struct filter_info *fi, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < fi->nlive && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%llu:%llus:%llu", i ? " " : "",
+				       (unsigned long long)fi->live_gen[i], (unsigned long long)fi->live_age[i],
+				       (unsigned long long)fi->live_items[i]);
+}
+
+/* SHMF.INFO key: what libshmf knows of the filter, plus the daemon's view:
+ * data file, its mode, huge pages, and a cuckoo filter's or a window's own fields. */
+void cmd_shmf_info(struct verb_call *c)
+{
+	char err[REGISTRY_ERR_MAX], mode[8], gens[SHMF_WINDOW_MAX * 64];
+	struct filter_info fi;
+	int slot = cmd_slot(c);
+	if (slot < 0)
+		return;
+	if (registry_info(c->reg, slot, &fi, err, sizeof(err)) < 0) {
+		reply_error(c->out, "ERR %s", err);
+		return;
+	}
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
+	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
+	struct reply *out = c->out;
+	reply_array(out, 2 * (14 + (cuckoo ? 5 : 0) + (window ? 5 : 0))); /* the field_* calls below */
+	field_str(out, "name", fi.info.name);
+	field_str(out, "type", spec_type_name(fi.info.type));
+	field_int(out, "capacity", (long long)fi.info.capacity);
+	field_double(out, "error_rate", fi.info.fpr_target);
+	field_int(out, "bits", (long long)fi.info.bits);
+	field_int(out, "k", fi.info.k);
+	field_int(out, "bytes", (long long)fi.info.bytes);
+	field_int(out, "items", (long long)fi.info.items);
+	field_double(out, "fill_ratio", fi.info.fill_ratio);
+	field_double(out, "fpr_estimate", fi.info.fpr_estimate);
+	field_int(out, "generation", (long long)fi.info.generation);
+	field_str(out, "data_file", fi.data_file);
+	field_str(out, "mode", mode);
+	field_int(out, "huge_pages", fi.huge_pages);
+	if (cuckoo) {
+		field_int(out, "buckets", (long long)fi.info.buckets);
+		field_int(out, "fingerprint_bits", fi.info.fingerprint_bits);
+		field_int(out, "max_kicks", fi.info.max_kicks);
+		field_int(out, "relocations", (long long)fi.info.relocations);
+		field_int(out, "deletes", (long long)fi.info.deletes);
+	}
+	if (window) {
+		live_generations(&fi, gens, sizeof(gens));
+		field_int(out, "window_secs", (long long)fi.info.window_secs);
+		field_int(out, "window_generations", fi.info.window_generations);
+		field_int(out, "live_generations", fi.info.live_generations);
+		field_int(out, "items_live", (long long)fi.info.items_live);
+		field_str(out, "generations", gens);
+	}
+}
+
+/* The reply of a registry call that says only OK or why not. */
+static void reply_done(struct verb_call *c, int rc, const char *err)
+{
+	if (rc < 0)
+		reply_error(c->out, "ERR %s", err);
+	else
+		reply_status(c->out, "OK");
+}
+
+void cmd_shmf_drop(struct verb_call *c)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (cmd_slot(c) >= 0)
+		reply_done(c, registry_drop(c->reg, c->req->argv[1], err, sizeof(err)), err);
+}
+
+void cmd_shmf_rotate(struct verb_call *c)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (cmd_slot(c) >= 0)
+		reply_done(c, registry_rotate(c->reg, c->req->argv[1], err, sizeof(err)), err);
+}
+
+/* File path argument argv[2]: absolute (the daemon's working directory is
+ * nobody's business), no NUL byte. NULL after replying. */
+static const char *path_arg(struct verb_call *c)
+{
+	const char *p = c->req->argv[2];
+	if (strlen(p) != c->req->lens[2] || p[0] != '/' || c->req->lens[2] >= 4096) {
+		reply_error(c->out, "ERR path must be absolute, at most 4095 bytes, without NUL bytes");
+		return NULL;
+	}
+	return p;
+}
+
+void cmd_shmf_snapshot(struct verb_call *c)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (cmd_slot(c) < 0 || (path = path_arg(c)) == NULL)
+		return;
+	reply_done(c, registry_snapshot(c->reg, c->req->argv[1], path, c->peer, err, sizeof(err)), err);
+}
+
+/* SWAP and RESTORE: validate the whole file (opened as the client), then
+ * replace. */
+static void replace(struct verb_call *c, int how)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (cmd_name_ok(c) < 0 || (path = path_arg(c)) == NULL)
+		return;
+	struct snap_file sf;
+	struct fscred saved;
+	int rc = fscred_become(c->peer, &saved, err, sizeof(err));
+	if (rc == 0) {
+		rc = snapshot_open(&sf, path, err, sizeof(err));
+		fscred_restore(&saved);
+	}
+	if (rc == 0) {
+		rc = registry_replace(c->reg, c->req->argv[1], &sf, how, err, sizeof(err));
+		snapshot_close(&sf);
+	}
+	reply_done(c, rc, err);
+}
+
+void cmd_shmf_swap(struct verb_call *c)
+{
+	replace(c, REGISTRY_SWAP);
+}
+
+void cmd_shmf_restore(struct verb_call *c)
+{
+	replace(c, REGISTRY_RESTORE);
+}

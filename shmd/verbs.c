@@ -1,0 +1,136 @@
+/*
+ * verbs.c - the verb table and the dispatcher that reads it (see verbs.h).
+ *
+ * The rows are in the order COMMAND lists them: the connection verbs,
+ * then the filter verbs by family. The handlers live with their family:
+ * session.c (the connection), commands-compat.c (COMMAND, INFO),
+ * commands-bloom.c, commands-cuckoo.c and commands-admin.c.
+ */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "commands.h"
+#include "rundir.h"
+#include "session.h"
+#include "verbs.h"
+
+/* Most verbs: allowed over TCP once authenticated. */
+#define READS (VERB_READONLY | VERB_TCP_OK)
+#define WRITES (VERB_WRITES | VERB_TCP_OK)
+#define CONN (VERB_CONN | VERB_TCP_OK)
+/* Administration that names a file on the daemon's host: never over TCP. */
+#define FILE_ADMIN (VERB_WRITES | VERB_NAMES_FILE | VERB_ADMIN)
+
+/*
+ * BF.INSERT, CF.INSERT and CF.INSERTNX create the filter they name when it
+ * is missing (unless NOCREATE): not VERB_ADMIN, since adding to an
+ * existing filter is not administration; a role check must ask for admin
+ * when such a request would create.
+ */
+static const struct verb verbs[] = {
+	{ "auth", 2, -1, CONN | VERB_NOAUTH, 0, cmd_auth, "Authenticates the connection." },
+	{ "hello", 1, -1, CONN | VERB_NOAUTH, 0, cmd_hello,
+	  "Handshakes with the server (RESP2 only), optionally authenticating and naming the connection." },
+	{ "quit", 1, -1, CONN | VERB_NOAUTH, 0, cmd_quit, "Closes the connection." },
+	{ "reset", 1, 1, CONN | VERB_NOAUTH, 0, cmd_reset,
+	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
+	{ "client", 2, -1, CONN, 0, cmd_client, "Names and describes the connection." },
+	{ "select", 2, 2, CONN, 0, cmd_select, "Selects database 0, the only one." },
+	{ "echo", 2, 2, CONN, 0, cmd_echo, "Returns the given string." },
+	{ "command", 1, -1, CONN, 0, cmd_command, "Describes the verbs shmd serves." },
+	{ "info", 1, -1, CONN, 0, cmd_info, "Describes the server: server, clients, stats and keyspace." },
+	{ "ping", 1, 2, READS, 0, cmd_ping, "Returns PONG, or the given string." },
+
+	{ "bf.reserve", 4, -1, WRITES | VERB_ADMIN, 1, cmd_bf_reserve,
+	  "Creates a Bloom filter for a capacity and an error rate." },
+	{ "bf.add", 3, 3, WRITES, 1, cmd_bf_add, "Adds an item to a Bloom filter: 1 if it was new." },
+	{ "bf.madd", 3, -1, WRITES, 1, cmd_bf_madd, "Adds items to a Bloom filter: 1 for each that was new." },
+	{ "bf.exists", 3, 3, READS, 1, cmd_bf_exists, "Checks whether an item may be in a Bloom filter." },
+	{ "bf.mexists", 3, -1, READS, 1, cmd_bf_mexists, "Checks whether each item may be in a Bloom filter." },
+	{ "bf.info", 2, 3, READS, 1, cmd_bf_info, "Returns a Bloom filter's capacity, size and items." },
+	{ "bf.card", 2, 2, READS, 1, cmd_bf_card, "Returns how many items were added to a Bloom filter." },
+	{ "bf.insert", 4, -1, WRITES, 1, cmd_bf_insert, "Adds items to a Bloom filter, creating it when missing." },
+
+	{ "cf.reserve", 3, -1, WRITES | VERB_ADMIN, 1, cmd_cf_reserve, "Creates a cuckoo filter for a capacity." },
+	{ "cf.add", 3, 3, WRITES, 1, cmd_cf_add, "Adds a copy of an item to a cuckoo filter." },
+	{ "cf.addnx", 3, 3, WRITES, 1, cmd_cf_addnx, "Adds an item to a cuckoo filter unless it may be there." },
+	{ "cf.insert", 4, -1, WRITES, 1, cmd_cf_insert, "Adds items to a cuckoo filter, creating it when missing." },
+	{ "cf.insertnx", 4, -1, WRITES, 1, cmd_cf_insertnx,
+	  "Adds the items that may not be there to a cuckoo filter, creating it when missing." },
+	{ "cf.exists", 3, 3, READS, 1, cmd_cf_exists, "Checks whether an item may be in a cuckoo filter." },
+	{ "cf.mexists", 3, -1, READS, 1, cmd_cf_mexists, "Checks whether each item may be in a cuckoo filter." },
+	{ "cf.del", 3, 3, WRITES, 1, cmd_cf_del, "Deletes one copy of an item from a cuckoo filter." },
+	{ "cf.count", 3, 3, READS, 1, cmd_cf_count, "Returns how many copies of an item a cuckoo filter may hold." },
+	{ "cf.info", 2, 2, READS, 1, cmd_cf_info, "Returns a cuckoo filter's size, buckets and items." },
+	{ "cf.compact", 2, 2, WRITES, 1, cmd_cf_compact,
+	  "Does nothing: a cuckoo filter here is one table, with nothing to compact." },
+	{ "shmf.addcapped", 4, 4, WRITES, 1, cmd_shmf_addcapped,
+	  "Adds a copy of an item to a cuckoo filter only while it holds fewer than a cap." },
+
+	{ "shmf.list", 1, 1, READS, 0, cmd_shmf_list, "Returns the names of the filters." },
+	{ "shmf.info", 2, 2, READS, 1, cmd_shmf_info,
+	  "Describes a filter: its shape, items, data file, mode and time window." },
+	{ "shmf.drop", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
+	{ "shmf.snapshot", 3, 3, FILE_ADMIN, 1, cmd_shmf_snapshot,
+	  "Writes a snapshot of a filter to a file on the daemon's host." },
+	{ "shmf.swap", 3, 3, FILE_ADMIN, 1, cmd_shmf_swap,
+	  "Replaces a filter with the one in a snapshot file on the daemon's host." },
+	{ "shmf.restore", 3, 3, FILE_ADMIN, 1, cmd_shmf_restore,
+	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
+	{ "shmf.rotate", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_rotate,
+	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
+};
+
+static const char NOAUTH[] = "NOAUTH Authentication required.";
+
+const struct verb *verbs_at(size_t i)
+{
+	return i < sizeof(verbs) / sizeof(verbs[0]) ? &verbs[i] : NULL;
+}
+
+const struct verb *verbs_find(const char *name, size_t len)
+{
+	/* The first letter first: most rows differ there, and a check over
+	 * TCP should not pay for a string comparison with every verb. */
+	const int first = tolower((unsigned char)name[0]);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (verbs[i].name[0] == first && strcasecmp(name, verbs[i].name) == 0 && strlen(name) == len)
+			return &verbs[i];
+	return NULL;
+}
+
+/* 1 if session @p s may run verb @p v (NULL: unknown) with these
+ * arguments; else 0, and the reply says why. */
+static int may_run(const struct session *s, const struct verb *v, const struct request *req, struct reply *out)
+{
+	if (!s->authed && (v == NULL || !(v->flags & VERB_NOAUTH)))
+		reply_error(out, "%s", NOAUTH);
+	else if (v == NULL)
+		reply_error(out, "ERR unknown command '%.*s'", 64, req->argv[0]);
+	else if (s->kind == SESSION_TCP && !(v->flags & VERB_TCP_OK))
+		reply_error(out, "ERR %.*s is refused over TCP: it names a file on the daemon's host, which a network "
+				 "client may not (use the unix socket)", 16, req->argv[0]);
+	else if (!verb_arity_ok(v, req->argc))
+		reply_error(out, "ERR wrong number of arguments for '%s' command", v->name);
+	else
+		return 1;
+	return 0;
+}
+
+void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+{
+	if (req->argc < 1) {
+		reply_error(out, "ERR empty request");
+		return;
+	}
+	const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
+	if (!may_run(s, v, req, out))
+		return;
+	struct verb_call c = { .req = req, .out = out, .reg = reg, .sess = s, .peer = &s->peer };
+	if (v->key > 0) {
+		const char *name = req->argv[v->key];
+		c.key_rc = strlen(name) == req->lens[v->key] ? shmf_name_check(name) : SHMF_E_NAME;
+	}
+	v->run(&c);
+}

@@ -1,0 +1,83 @@
+/*
+ * verbs.h - the table of every verb shmd serves, as Redis keeps its
+ * command table: one row per verb with its arity, its flags, where its
+ * filter name is, its handler and its COMMAND DOCS summary.
+ *
+ * The dispatcher (verbs_dispatch) reads it to decide who may run a verb
+ * (AUTH, TCP) and with how many arguments; COMMAND reads it to describe
+ * the verbs to client libraries; the tests read it to check that every
+ * verb is described. Adding a verb is adding a row and a handler.
+ *
+ * Single-threaded, like the registry: called from the server loop only.
+ */
+#ifndef SHMD_VERBS_H
+#define SHMD_VERBS_H
+
+#include <stddef.h>
+
+#include "fscred.h"
+#include "reply.h"
+#include "request.h"
+
+struct registry;
+struct session;
+
+/* What a row says of its verb. Each row has exactly one of VERB_CONN,
+ * VERB_READONLY and VERB_WRITES: they are what COMMAND reports. */
+enum {
+	VERB_CONN = 1 << 0,       /* acts on the connection, not on filters (COMMAND: loading, stale, fast) */
+	VERB_READONLY = 1 << 1,   /* reads filters and changes nothing (COMMAND: readonly, fast) */
+	VERB_WRITES = 1 << 2,     /* changes a filter or writes a file (COMMAND: write, denyoom) */
+	VERB_NOAUTH = 1 << 3,     /* runs before a TCP client with a password has authenticated */
+	VERB_TCP_OK = 1 << 4,     /* allowed over TCP */
+	VERB_NAMES_FILE = 1 << 5, /* names a file on the daemon's host: never over TCP, whose peer has no
+				   * identity the daemon could open files as */
+	VERB_ADMIN = 1 << 6,      /* administration: create, drop, swap, restore, snapshot, rotate; for
+				   * admins only in docs/design.md's roles, which nothing enforces yet */
+};
+
+/* One request on its way to a handler, with what the dispatcher found. */
+struct verb_call {
+	const struct request *req;  /* argv[0] the verb; argc within the row's arity */
+	struct reply *out;          /* the handler appends exactly one reply */
+	struct registry *reg;
+	struct session *sess;       /* the connection it came on */
+	const struct fscred *peer;  /* who names files (SO_PEERCRED); unset: the daemon itself */
+	int key_rc;                 /* the filter name at the row's key position: 0 legal, SHMF_E_NAME not
+				     * (checked once, by the dispatcher; the handler says so when it needs it) */
+};
+
+typedef void verb_handler(struct verb_call *c);
+
+struct verb {
+	const char *name;     /* lower case, as COMMAND names it; matched in any case */
+	int min_args;         /* arguments, the verb included */
+	int max_args;         /* -1: no limit */
+	unsigned flags;       /* VERB_* */
+	int key;              /* argument that names a filter (COMMAND's first key), 0: none */
+	verb_handler *run;
+	const char *summary;  /* COMMAND DOCS: one line */
+};
+
+/** Row @p i of the table, or NULL past the end (COMMAND lists them in this order). */
+const struct verb *verbs_at(size_t i);
+
+/** The row of verb @p name (@p len bytes, any case), or NULL. */
+const struct verb *verbs_find(const char *name, size_t len);
+
+/** Whether @p argc arguments (the verb included) are what verb @p v takes. */
+static inline int verb_arity_ok(const struct verb *v, int argc)
+{
+	return argc >= v->min_args && (v->max_args < 0 || argc <= v->max_args);
+}
+
+/**
+ * Execute @p req for session @p s and append exactly one reply to @p out:
+ * -NOAUTH before AUTH where a password is set (unless the verb runs
+ * before AUTH), -ERR for an unknown verb, for a verb refused over TCP and
+ * for a wrong number of arguments; else the verb's handler, which may
+ * change the session (s->quit, s->limits_changed) and the registry.
+ */
+void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * test-verbs.c - the verb table (shmd/verbs.c) and the dispatcher that
+ * reads it: every row consistent with the rules of docs/design.md (which
+ * verbs are administration, which name files and so never run over TCP),
+ * and the dispatcher and COMMAND answering from the row, for every verb.
+ *
+ * The dispatcher's refusals (arity, AUTH, TCP, an invalid filter name)
+ * must come before a handler touches a filter, so these requests run
+ * with no registry at all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reply.h"
+#include "session.h"
+#include "verbs.h"
+
+#define MAX_ARGS 8
+
+/* Run one request of @p argc words in session @p s; returns the reply
+ * (caller frees). */
+static char *run(struct session *s, int argc, const char *const *words)
+{
+	char *argv[MAX_ARGS];
+	size_t lens[MAX_ARGS];
+	struct reply out = { 0 };
+	assert_true(argc <= MAX_ARGS);
+	for (int i = 0; i < argc; i++) {
+		argv[i] = (char *)words[i];
+		lens[i] = strlen(words[i]);
+	}
+	struct request req = { .argc = argc, .argv = argv, .lens = lens };
+	verbs_dispatch(s, NULL, &req, &out);
+	char *r = calloc(1, out.len + 1);
+	if (out.len > 0)
+		memcpy(r, out.data, out.len);
+	reply_free(&out);
+	return r;
+}
+
+static void expect(char *got, const char *want, const char *verb)
+{
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: reply\n  got:  %s\n  want: %s", verb, got, want);
+	free(got);
+}
+
+/* The verb's name, upper case, as a client sends it. */
+static void upper(const char *name, char *buf, size_t len)
+{
+	size_t i;
+	for (i = 0; name[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (char)toupper((unsigned char)name[i]);
+	buf[i] = '\0';
+}
+
+/* Every row: one of CONN, READONLY and WRITES; a lower-case name found in
+ * any case and only at its own length; an arity that a request can meet;
+ * a key inside it; a handler and a one-line summary. */
+static void test_rows_are_well_formed(void **state)
+{
+	(void)state;
+	const struct verb *v, *w;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		char up[32], longer[40];
+		unsigned kind = v->flags & (VERB_CONN | VERB_READONLY | VERB_WRITES);
+		if (kind != VERB_CONN && kind != VERB_READONLY && kind != VERB_WRITES)
+			fail_msg("%s: must be exactly one of CONN, READONLY, WRITES", v->name);
+		for (const char *p = v->name; *p; p++)
+			if (isupper((unsigned char)*p))
+				fail_msg("%s: names are lower case, as COMMAND shows them", v->name);
+		upper(v->name, up, sizeof(up));
+		assert_ptr_equal(verbs_find(up, strlen(up)), v);
+		assert_ptr_equal(verbs_find(v->name, strlen(v->name)), v);
+		/* A NUL byte inside the verb makes it another verb. */
+		snprintf(longer, sizeof(longer), "%s", v->name);
+		assert_null(verbs_find(longer, strlen(longer) + 1));
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(verbs_at(j)->name, v->name);
+		assert_true(v->min_args >= 1);
+		assert_true(v->max_args == -1 || v->max_args >= v->min_args);
+		assert_true(v->key >= 0 && (v->key == 0 || v->min_args > v->key));
+		assert_non_null(v->run);
+		assert_non_null(v->summary);
+		assert_true(strlen(v->summary) > 10 && strchr(v->summary, '\n') == NULL);
+		if ((v->flags & VERB_NOAUTH) && !(v->flags & VERB_CONN))
+			fail_msg("%s: only connection verbs may run before AUTH", v->name);
+	}
+	assert_null(verbs_find("BF", 2));
+	assert_null(verbs_find("BF.ADDX", 7));
+	assert_non_null(w = verbs_find("Bf.Add", 6));
+	assert_string_equal(w->name, "bf.add");
+}
+
+/* The design's rules: administration is creating, dropping, swapping,
+ * restoring, snapshotting and rotating filters; the verbs that name files
+ * on the daemon's host are exactly those refused over TCP; filter verbs
+ * name their filter first. */
+static void test_flags_follow_the_design(void **state)
+{
+	(void)state;
+	static const char *const admin[] = { "bf.reserve", "cf.reserve", "shmf.drop", "shmf.snapshot",
+					     "shmf.swap", "shmf.restore", "shmf.rotate" };
+	static const char *const files[] = { "shmf.snapshot", "shmf.swap", "shmf.restore" };
+	const struct verb *v;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		int is_admin = 0, names_file = 0;
+		for (size_t j = 0; j < sizeof(admin) / sizeof(admin[0]); j++)
+			is_admin |= !strcmp(v->name, admin[j]);
+		for (size_t j = 0; j < sizeof(files) / sizeof(files[0]); j++)
+			names_file |= !strcmp(v->name, files[j]);
+		if (!!(v->flags & VERB_ADMIN) != is_admin)
+			fail_msg("%s: VERB_ADMIN should be %s", v->name, is_admin ? "set" : "clear");
+		if (!!(v->flags & VERB_NAMES_FILE) != names_file)
+			fail_msg("%s: VERB_NAMES_FILE should be %s", v->name, names_file ? "set" : "clear");
+		if (((v->flags & VERB_TCP_OK) == 0) != names_file)
+			fail_msg("%s: refused over TCP if and only if it names a file", v->name);
+		if (is_admin && !(v->flags & VERB_WRITES))
+			fail_msg("%s: administration changes filters or files", v->name);
+		int filter_verb = strchr(v->name, '.') != NULL;
+		if (filter_verb && (v->flags & VERB_CONN))
+			fail_msg("%s: a filter verb is not a connection verb", v->name);
+		if (v->key != (filter_verb && strcmp(v->name, "shmf.list") != 0))
+			fail_msg("%s: key %d", v->name, v->key);
+	}
+}
+
+/* One argument too few and one too many answer Redis' arity error, for
+ * every verb, whatever its handler would do. */
+static void test_arity_from_the_row(void **state)
+{
+	(void)state;
+	struct server_view view = { 0 };
+	struct session s;
+	const struct verb *v;
+	const char *words[MAX_ARGS];
+	char want[128], up[32];
+	session_init(&s, 1, SESSION_UNIX, &view);
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		upper(v->name, up, sizeof(up));
+		words[0] = up;
+		for (int j = 1; j < MAX_ARGS; j++)
+			words[j] = "x";
+		snprintf(want, sizeof(want), "-ERR wrong number of arguments for '%s' command\r\n", v->name);
+		if (v->min_args > 1)
+			expect(run(&s, v->min_args - 1, words), want, v->name);
+		if (v->max_args >= 0 && v->max_args < MAX_ARGS)
+			expect(run(&s, v->max_args + 1, words), want, v->name);
+	}
+	expect(run(&s, 1, (const char *[]){ "NOSUCH" }), "-ERR unknown command 'NOSUCH'\r\n", "NOSUCH");
+	session_free(&s);
+}
+
+/* A TCP client with a password: before AUTH only the NOAUTH verbs run
+ * (the others, and unknown verbs, answer -NOAUTH); after it, the verbs
+ * that name files are refused, before their arity is looked at. */
+static void test_tcp_rules_from_the_row(void **state)
+{
+	(void)state;
+	struct server_view view = { .requirepass = "pw" };
+	struct session s;
+	const struct verb *v;
+	char up[32], want[256];
+	session_init(&s, 1, SESSION_TCP, &view);
+	assert_false(s.authed);
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		if (v->flags & VERB_NOAUTH)
+			continue;
+		upper(v->name, up, sizeof(up));
+		expect(run(&s, 1, (const char *[]){ up }), "-NOAUTH Authentication required.\r\n", v->name);
+	}
+	expect(run(&s, 1, (const char *[]){ "NOSUCH" }), "-NOAUTH Authentication required.\r\n", "NOSUCH");
+	expect(run(&s, 2, (const char *[]){ "AUTH", "pw" }), "+OK\r\n", "AUTH");
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		if (v->flags & VERB_TCP_OK)
+			continue;
+		upper(v->name, up, sizeof(up));
+		snprintf(want, sizeof(want),
+			 "-ERR %s is refused over TCP: it names a file on the daemon's host, which a network client "
+			 "may not (use the unix socket)\r\n", up);
+		expect(run(&s, 1, (const char *[]){ up }), want, v->name);
+	}
+	session_free(&s);
+}
+
+/* Every verb that names a filter refuses an invalid name, checked once by
+ * the dispatcher, before its handler reaches the registry (there is none). */
+static void test_invalid_names_refused_before_the_registry(void **state)
+{
+	(void)state;
+	struct server_view view = { 0 };
+	struct session s;
+	const struct verb *v;
+	const char *words[MAX_ARGS];
+	char up[32];
+	session_init(&s, 1, SESSION_UNIX, &view);
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		if (v->key == 0)
+			continue;
+		upper(v->name, up, sizeof(up));
+		words[0] = up;
+		for (int j = 1; j < MAX_ARGS; j++)
+			words[j] = j == v->key ? "no/such name" : "1";
+		if (v->flags & VERB_NAMES_FILE)
+			words[2] = "/tmp/x";
+		char *r = run(&s, v->min_args, words);
+		if (strncmp(r, "-ERR invalid filter name 'no/such name': ", 41) != 0)
+			fail_msg("%s: %s", v->name, r);
+		free(r);
+	}
+	session_free(&s);
+}
+
+/* COMMAND describes each verb from its row: name, arity (Redis style:
+ * negative for at least), flags and key. */
+static void test_command_reads_the_table(void **state)
+{
+	(void)state;
+	struct server_view view = { 0 };
+	struct session s;
+	const struct verb *v;
+	size_t n = 0;
+	char want[512];
+	session_init(&s, 1, SESSION_UNIX, &view);
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		int arity = v->max_args == v->min_args ? v->min_args : -v->min_args;
+		const char *flags = v->flags & VERB_CONN
+					    ? (v->flags & VERB_NOAUTH ? "*4\r\n+loading\r\n+stale\r\n+fast\r\n+no_auth\r\n"
+								      : "*3\r\n+loading\r\n+stale\r\n+fast\r\n")
+				    : v->flags & VERB_READONLY ? "*2\r\n+readonly\r\n+fast\r\n"
+							       : "*2\r\n+write\r\n+denyoom\r\n";
+		snprintf(want, sizeof(want), "*1\r\n*10\r\n$%zu\r\n%s\r\n:%d\r\n%s:%d\r\n:%d\r\n:%d\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
+			 strlen(v->name), v->name, arity, flags, v->key, v->key, v->key);
+		expect(run(&s, 3, (const char *[]){ "COMMAND", "INFO", v->name }), want, v->name);
+		n++;
+	}
+	snprintf(want, sizeof(want), ":%zu\r\n", n);
+	expect(run(&s, 2, (const char *[]){ "COMMAND", "COUNT" }), want, "COMMAND COUNT");
+	session_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows_are_well_formed),
+		cmocka_unit_test(test_flags_follow_the_design),
+		cmocka_unit_test(test_arity_from_the_row),
+		cmocka_unit_test(test_tcp_rules_from_the_row),
+		cmocka_unit_test(test_invalid_names_refused_before_the_registry),
+		cmocka_unit_test(test_command_reads_the_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
