@@ -2,7 +2,9 @@
 # run-tests.sh - set everything up on a fresh Debian machine and run the
 # whole test suite twice: a plain build (build/) and one under
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-san/); then the
-# threaded tests (suite threads) under ThreadSanitizer (build-tsan/).
+# threaded tests (suite threads) under ThreadSanitizer (build-tsan/); and
+# scripts/check-format.sh, counted as one test, that the C sources are
+# formatted as .clang-format says.
 # tests/run-long.sh is the long mode (docs/testing.md).
 # The last line is "N passed, N failed"; the exit status is non-zero on any
 # failure (a build that fails counts as a failed test).
@@ -81,11 +83,25 @@ threads() {
 	count "$dir"
 }
 
+# format: the C sources as .clang-format says (one test; on failure the
+# script lists the files that are not).
+format() {
+	echo "=== format: scripts/check-format.sh"
+	if scripts/check-format.sh; then
+		passed=$((passed + 1))
+		echo "=== format: 1 passed, 0 failed"
+	else
+		failed=$((failed + 1))
+		echo "=== format: 0 passed, 1 failed"
+	fi
+}
+
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 suite build 1
 suite build-san 4 -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all
 threads
+format
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
