@@ -177,6 +177,8 @@ struct shmf_jentry {
 	uint32_t window; /* window number, 0 without a window */
 };
 
+/* One reader per journal (shmd's), used by one thread: it alone stores
+ * the rings' tails. */
 struct shmf_journal_reader;
 
 /**
