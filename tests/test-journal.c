@@ -929,12 +929,13 @@ static void test_scribbled(void **state)
 /* ---- threads ----------------------------------------------------------- */
 
 #define THREADS 4
-#define PER_THREAD 20000
-#define SHARED_KEYS 5000
+#define PER_THREAD 100000
+#define SHARED_KEYS 20000
 
 struct tworker {
 	pthread_t t;
 	shmf_t *f;
+	atomic_int *go;
 	unsigned id;
 	uint8_t *fresh;   /* [PER_THREAD + SHARED_KEYS]: this thread's add set a bit */
 };
@@ -942,6 +943,8 @@ struct tworker {
 static void *tadder(void *arg)
 {
 	struct tworker *w = arg;
+	while (!atomic_load(w->go))
+		;
 	for (uint64_t i = 0; i < PER_THREAD + SHARED_KEYS; i++) {
 		/* Own keys, interleaved with the shared ones all threads race on. */
 		int r = i % 5 == 0 && i / 5 < SHARED_KEYS ? add_key(w->f, 99, i / 5) : add_key(w->f, 20 + w->id, i);
@@ -975,17 +978,19 @@ static void *tdrain(void *arg)
 static void test_threads(void **state)
 {
 	(void)state;
-	replicated("t", SHMF_TYPE_BLOOM, 200000, 1e-6, 2, 1u << 17);
+	replicated("t", SHMF_TYPE_BLOOM, 1000000, 1e-6, 2, 1u << 19);
 	uint64_t seed = seed_of("t");
 	shmf_t *f = fixture_open("t", SHMF_RDWR);
 	struct got g = { 0 };
 	struct tdrainer d = { .jr = reader("t"), .g = &g };
 	struct tworker w[THREADS];
+	atomic_int go = 0;
 	assert_int_equal(pthread_create(&d.t, NULL, tdrain, &d), 0);
 	for (unsigned i = 0; i < THREADS; i++) {
-		w[i] = (struct tworker){ .f = f, .id = i, .fresh = calloc(PER_THREAD + SHARED_KEYS, 1) };
+		w[i] = (struct tworker){ .f = f, .go = &go, .id = i, .fresh = calloc(PER_THREAD + SHARED_KEYS, 1) };
 		assert_int_equal(pthread_create(&w[i].t, NULL, tadder, &w[i]), 0);
 	}
+	atomic_store(&go, 1); /* all at once, so that they race on the ring's head */
 	for (unsigned i = 0; i < THREADS; i++)
 		pthread_join(w[i].t, NULL);
 	atomic_store(&d.stop, 1);
