@@ -886,6 +886,10 @@ int shmf_journal_handle_stats(shmf_t *f, struct shmf_journal_writer_stats *out)
 {
 	if (f == NULL || out == NULL)
 		return SHMF_E_INVAL;
-	shmf_journal_writer_stats(f->journal, out);
+	/* f->journal is made under remap_lock (view_open). */
+	pthread_mutex_lock(&f->remap_lock);
+	struct shmf_journal_writer *w = f->journal;
+	pthread_mutex_unlock(&f->remap_lock);
+	shmf_journal_writer_stats(w, out);
 	return 0;
 }
