@@ -18,6 +18,11 @@
  * inline on the mapping, without the handle (no generation check, no
  * RCU read lock, no call): the difference to the API rows is the cost of
  * the handle.
+ *
+ * The "replicated" rows run the same adds and checks on a twin of each
+ * filter that replicates (its adds journalled into the handle's ring of
+ * <name>.journal, which is drained between runs, untimed: draining is the
+ * daemon's work), alternating run by run with the plain filter.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +37,7 @@
 #include <unistd.h>
 
 #include "bloom.h"
+#include "journal.h"
 #include "registry.h"
 #include "segment.h"
 
@@ -320,6 +326,219 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	registry_drop(reg, name, NULL, 0);
 }
 
+/* ---- Replicated rows --------------------------------------------------- */
+
+/* Entries per ring of the twins' journals, and how many adds the timed
+ * loops make between two drains (untimed: the daemon drains the journals
+ * as they fill; a ring a few hundred KiB long stays in the caches). */
+#define JOURNAL_RING_ENTRIES (1u << 16)
+#define DRAIN_EVERY 16384u
+
+/* A replicated filter of @p spec: created, filled with @p keys[0, n)
+ * through a handle that does not journal yet (the fill is not what is
+ * measured), then its journal made and its slot marked replicated (as shmd
+ * will once the registry supports replication), and a read-write handle
+ * opened that journals. */
+static shmf_t *make_replicated(struct registry *reg, const struct filter_spec *spec, const char *keys, uint64_t n,
+			       struct shmf_journal_reader **jr)
+{
+	char err[REGISTRY_ERR_MAX];
+	shmf_t *f;
+	int slot = registry_create(reg, spec, err, sizeof(err)), r;
+	if (slot < 0) {
+		fprintf(stderr, "%s\n", err);
+		exit(1);
+	}
+	if ((r = shmf_open(reg->instance, spec->name, SHMF_RDWR, &f)) < 0)
+		goto fail;
+	enum { B = 1024 };
+	shmf_key_t ks[B];
+	for (uint64_t i = 0; i < n; i += B) {
+		uint64_t m = n - i < B ? n - i : B;
+		for (uint64_t j = 0; j < m; j++)
+			ks[j] = (shmf_key_t){ keys + (i + j) * KEY_LEN, KEY_LEN };
+		if ((r = shmf_add_many(f, ks, m, NULL)) < 0)
+			goto fail;
+	}
+	shmf_close(f);
+	if ((r = shmf_journal_create(reg->dir.fd, spec->name, spec->mode, (gid_t)-1, 2, JOURNAL_RING_ENTRIES)) < 0)
+		goto fail;
+	struct shmf_slot *s = &reg->ctl.slots[slot];
+	shmf_slot_write_begin(s);
+	s->flags |= SHMF_SLOT_REPLICATED;
+	shmf_slot_write_end(s);
+	if ((r = shmf_open(reg->instance, spec->name, SHMF_RDWR, &f)) < 0 ||
+	    (r = shmf_journal_reader_open(&reg->dir, spec->name, jr)) < 0)
+		goto fail;
+	return f;
+fail:
+	fprintf(stderr, "replicated %s: %s\n", spec->name, shmf_strerror(r));
+	exit(1);
+}
+
+static int count_entries(void *arg, unsigned ring, const struct shmf_jentry *e, size_t n)
+{
+	(void)ring;
+	(void)e;
+	*(uint64_t *)arg += n;
+	return 0;
+}
+
+/* Empty the journal (the daemon's work, untimed); entries drained. */
+static uint64_t drain(struct shmf_journal_reader *jr)
+{
+	uint64_t n = 0;
+	while (shmf_journal_drain(jr, count_entries, &n, 0) > 0)
+		;
+	return n;
+}
+
+/* Nothing lost on the way: every journalled add drained, none dropped or missed. */
+static void journal_whole(const char *what, struct shmf_journal_reader *jr, shmf_t *f)
+{
+	struct shmf_journal_stats s;
+	struct shmf_journal_writer_stats w;
+	shmf_journal_stats(jr, &s, NULL, 0);
+	shmf_journal_handle_stats(f, &w);
+	if (s.dropped || s.lost || w.missed || w.ring < 0) {
+		fprintf(stderr, "%s: journal dropped %" PRIu64 ", lost %" PRIu64 ", missed %" PRIu64 "\n", what, s.dropped,
+			s.lost, w.missed);
+		exit(1);
+	}
+}
+
+/* Adds of keys[0, n) one by one, the journal (if any) drained every
+ * DRAIN_EVERY adds outside the clock; ns per add. */
+static double timed_journalled_adds(shmf_t *f, const char *keys, uint64_t n, struct shmf_journal_reader *jr,
+				    uint64_t *journalled)
+{
+	double spent = 0;
+	int fresh = 0;
+	for (uint64_t i = 0; i < n; i += DRAIN_EVERY) {
+		uint64_t end = n - i < DRAIN_EVERY ? n : i + DRAIN_EVERY;
+		double t0 = now_ns();
+		for (uint64_t k = i; k < end; k++)
+			fresh += shmf_add(f, keys + k * KEY_LEN, KEY_LEN);
+		spent += now_ns() - t0;
+		if (jr != NULL)
+			*journalled += drain(jr);
+	}
+	sink = fresh;
+	return spent / (double)n;
+}
+
+/*
+ * Two twins of Bloom target @p t, a plain one and a replicated one, of its
+ * capacity and holding its keys: adds of the same new keys into each (an
+ * eighth of the capacity a run, 1M at most, so that most set bits and are
+ * journalled; both filters take the same keys, so they stay bit for bit
+ * alike) and checks with the same probes, alternating run by run.
+ */
+static void run_replicated_bloom(struct registry *reg, struct target *t)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
+	struct shmf_journal_reader *jr;
+	struct target p = *t, r = *t;
+	double t0 = now_ns();
+	snprintf(spec.name, sizeof(spec.name), "bp-%s", t->label);
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, spec.name, SHMF_RDWR, &p.rw) < 0) {
+		fprintf(stderr, "bloom %s: %s\n", spec.name, err);
+		exit(1);
+	}
+	fill(&p);
+	snprintf(spec.name, sizeof(spec.name), "br-%s", t->label);
+	r.rw = make_replicated(reg, &spec, t->present, t->npresent, &jr);
+	fprintf(stderr, "filled bp-%s and br-%s (%" PRIu64 " keys each) in %.2f s\n", t->label, t->label, t->npresent,
+		(now_ns() - t0) / 1e9);
+	uint64_t n = t->capacity / 8 < 1000000 ? t->capacity / 8 : 1000000, journalled = 0, ignored = 0;
+	double add[RUNS], radd[RUNS], check[RUNS], rcheck[RUNS];
+	for (int i = 0; i < RUNS; i++) {
+		char *keys = make_keys(n, 600 + (uint64_t)i);
+		add[i] = timed_journalled_adds(p.rw, keys, n, NULL, &ignored);
+		radd[i] = timed_journalled_adds(r.rw, keys, n, jr, &journalled);
+		free(keys);
+		check[i] = bench_check(&p);
+		rcheck[i] = bench_check(&r);
+	}
+	journal_whole(spec.name, jr, r.rw);
+	double a = median(add, RUNS), ra = median(radd, RUNS), c = median(check, RUNS), rc = median(rcheck, RUNS);
+	printf("%-8s %-34s %7.1f ns  (%.2fx plain add %.1f ns, same run; %" PRIu64 " of %" PRIu64 " adds journalled)\n",
+	       t->label, "replicated: shmf_add of new keys", ra, ra / a, a, journalled, n * RUNS);
+	printf("%-8s %-34s %7.1f ns  (%.2fx plain check %.1f ns, same run)\n", t->label, "replicated: shmf_check, loop", rc,
+	       rc / c, c);
+	shmf_close(p.rw);
+	shmf_close(r.rw);
+	shmf_journal_reader_close(jr);
+	registry_drop(reg, spec.name, NULL, 0);
+	snprintf(spec.name, sizeof(spec.name), "bp-%s", t->label);
+	registry_drop(reg, spec.name, NULL, 0);
+}
+
+/*
+ * Cuckoo: a plain and a replicated filter of @p t's capacity, both filled
+ * to 70% load with @p t's keys; then, alternating, adds of the same new
+ * keys into each (a tenth of the slots, 1M at most), each run's keys
+ * deleted again after it (the deletes are journalled too, and drained,
+ * untimed), and checks with @p t's probes.
+ */
+static void run_replicated_cuckoo(struct registry *reg, struct target *t)
+{
+	char err[REGISTRY_ERR_MAX], pname[32], rname[32];
+	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
+	struct target p = *t, r = *t;
+	struct shmf_journal_reader *jr;
+	double t0 = now_ns();
+	snprintf(pname, sizeof(pname), "cp-%s", t->label);
+	snprintf(rname, sizeof(rname), "cr-%s", t->label);
+	snprintf(spec.name, sizeof(spec.name), "%s", pname);
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, pname, SHMF_RDWR, &p.rw) < 0) {
+		fprintf(stderr, "cuckoo %s: %s\n", pname, err);
+		exit(1);
+	}
+	shmf_info_t info;
+	shmf_info(p.rw, &info);
+	uint64_t at70 = info.buckets * 4 * 70 / 100, step = info.buckets * 4 / 10;
+	if (at70 > t->npresent)
+		at70 = t->npresent;
+	if (step > 1000000)
+		step = 1000000;
+	timed_adds(p.rw, t->present, 0, at70);
+	snprintf(spec.name, sizeof(spec.name), "%s", rname);
+	r.rw = make_replicated(reg, &spec, t->present, at70, &jr);
+	fprintf(stderr, "filled %s and %s to 70%% load (%" PRIu64 " keys each) in %.2f s\n", pname, rname, at70,
+		(now_ns() - t0) / 1e9);
+	double add[RUNS], radd[RUNS], check[RUNS], rcheck[RUNS];
+	uint64_t journalled = 0;
+	for (int i = 0; i < RUNS; i++) {
+		char *fresh = make_keys(step, 500 + (uint64_t)i);
+		uint64_t ignored = 0;
+		add[i] = timed_journalled_adds(p.rw, fresh, step, NULL, &ignored);
+		radd[i] = timed_journalled_adds(r.rw, fresh, step, jr, &journalled);
+		for (uint64_t k = 0; k < step; k++) {
+			shmf_del(p.rw, fresh + k * KEY_LEN, KEY_LEN);
+			shmf_del(r.rw, fresh + k * KEY_LEN, KEY_LEN);
+			if (k % DRAIN_EVERY == DRAIN_EVERY - 1)
+				journalled += drain(jr);
+		}
+		free(fresh);
+		journalled += drain(jr);
+		check[i] = bench_check(&p);
+		rcheck[i] = bench_check(&r);
+	}
+	journal_whole(rname, jr, r.rw);
+	double a = median(add, RUNS), ra = median(radd, RUNS), c = median(check, RUNS), rc = median(rcheck, RUNS);
+	printf("%-8s %-34s %7.1f ns  (%.2fx plain cuckoo add %.1f ns, same run; %" PRIu64 " adds a run)\n", t->label,
+	       "replicated: cuckoo shmf_add, 70%", ra, ra / a, a, step);
+	printf("%-8s %-34s %7.1f ns  (%.2fx plain cuckoo check %.1f ns, same run; %" PRIu64 " entries journalled)\n",
+	       t->label, "replicated: cuckoo shmf_check, 70%", rc, rc / c, c, journalled);
+	shmf_close(p.rw);
+	shmf_close(r.rw);
+	shmf_journal_reader_close(jr);
+	registry_drop(reg, rname, NULL, 0);
+	registry_drop(reg, pname, NULL, 0);
+}
+
 static void run_speed(struct registry *reg, uint64_t big);
 
 /* Run the speed table with the runtime directory @p dir. */
@@ -371,6 +590,8 @@ static void run_speed(struct registry *reg, uint64_t big)
 		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
 		       check / fl);
 		run_cuckoo(reg, &t[i]);
+		run_replicated_bloom(reg, &t[i]);
+		run_replicated_cuckoo(reg, &t[i]);
 	}
 	for (int i = 0; i < nt; i++) {
 		shmf_close(t[i].rw);

@@ -58,6 +58,23 @@
  *   instant may both be told it was new (a key's bits span several 64-bit
  *   words, each set by its own atomic operation); both never being told is
  *   impossible.
+ * - Replicated filters (kept in step across a fleet of hosts by shmd): a
+ *   read-write handle also appends the hash of every add, capped add and
+ *   delete that changed the filter to a ring of the filter's journal
+ *   (<name>.journal in the instance directory), which it claims on its
+ *   first such call and which shmd drains and sends to the other hosts. No
+ *   system call, and never an error or a wait: when the ring is full (shmd
+ *   stopped or behind) or every ring is taken, the add succeeds here and is
+ *   counted as not replicated (shmd reports the count; a pull or a merge
+ *   repairs the filter). An add that changed nothing (a Bloom add whose
+ *   bits were all set) is not journalled. A check-only handle never opens
+ *   the journal, and checks cost what they cost on any filter. After
+ *   fork(), a child that adds through its parent's handle claims a ring of
+ *   its own. shmf_close() gives the ring back; a process that exits or
+ *   crashes without closing leaves its ring to shmd, which frees it once
+ *   drained; one that calls exec() without closing keeps it until it
+ *   exits. "Was new" and caps are exact on each host only: another host's
+ *   add of the same key arrives later (typically milliseconds).
  */
 #ifndef SHMF_H
 #define SHMF_H

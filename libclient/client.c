@@ -6,6 +6,11 @@
  * generation once and compares it with the view's; on a mismatch it takes
  * the slow path, maps the new generation and retires the old view after a
  * liburcu-bp grace period (threads of one process may share a handle).
+ *
+ * A read-write handle on a replicated filter also journals (journal.h)
+ * every add that changed the filter: its view then has a journal writer,
+ * and the add path's only extra cost on other filters is the test of that
+ * NULL pointer. The check path never looks at it.
  */
 /* liburcu-bp's read-side lock inlined into the hot path. Sanitizer builds
  * call it out of line instead (meson defines SHMF_URCU_OUT_OF_LINE):
@@ -24,6 +29,7 @@
 
 #include "bloom.h"
 #include "cuckoo.h"
+#include "journal.h"
 #include "rundir.h"
 #include "segment.h"
 #include "shmf.h"
@@ -59,6 +65,7 @@ struct part {
 		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	};
 	struct shmf_cuckoo_lock lock;   /* type cuckoo: its relocation lock, this process's */
+	uint32_t window;                /* its window number, floor(created / window_secs); 0: no window */
 	struct shmf_data_map data;
 };
 
@@ -74,6 +81,7 @@ struct view {
 	unsigned nparts;
 	uint64_t window_secs;
 	uint32_t window_gens;
+	struct shmf_journal_writer *journal; /* the handle's, if it journals this filter's adds; else NULL */
 	struct part p[];
 };
 
@@ -85,6 +93,8 @@ struct shmf {
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;
 	pthread_mutex_t remap_lock; /* serialises the slow path of one handle */
+	struct shmf_journal_writer *journal; /* made by the first view of a replicated filter
+	                                        (under remap_lock), freed at close */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -163,26 +173,37 @@ static int view_open(struct shmf *f, struct view **out)
 	v->type = v->p[0].data.hdr.type;
 	v->window_secs = copy.window_secs;
 	v->window_gens = copy.window_gens;
+	for (unsigned i = 0; i < v->nparts; i++)
+		v->p[i].window = copy.window_secs ? (uint32_t)(copy.live_created[i] / copy.window_secs) : 0;
+	if ((copy.flags & SHMF_SLOT_REPLICATED) && (f->flags & SHMF_RDWR) && !(f->flags & SHMF_OPEN_NOJOURNAL)) {
+		/* The journal outlives generations: one writer per handle,
+		 * made here (the handle's open or its remap lock serialise
+		 * this), its ring claimed on the first journalled add. */
+		if (f->journal == NULL && (f->journal = shmf_journal_writer_new(&f->dir, f->name)) == NULL) {
+			view_free(v);
+			return -ENOMEM;
+		}
+		v->journal = f->journal;
+	}
 	*out = v;
 	return 0;
 }
 
 static void handle_free(struct shmf *f)
 {
+	shmf_journal_writer_free(f->journal);
 	shmf_ctl_map_close(&f->ctl);
 	shmf_dir_close(&f->dir);
 	pthread_mutex_destroy(&f->remap_lock);
 	free(f);
 }
 
-int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
+static int open_handle(const char *instance, const char *filter, int flags, shmf_t **out)
 {
 	struct shmf *f;
 	struct shmf_slot copy;
 	int r;
 
-	if (out == NULL || (flags & ~SHMF_RDWR) != 0)
-		return SHMF_E_INVAL;
 	if ((r = shmf_name_check(filter)) < 0)
 		return r;
 	f = calloc(1, sizeof(*f));
@@ -220,6 +241,20 @@ int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
 fail:
 	handle_free(f);
 	return r;
+}
+
+int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
+{
+	if (out == NULL || (flags & ~SHMF_RDWR) != 0)
+		return SHMF_E_INVAL;
+	return open_handle(instance, filter, flags, out);
+}
+
+int shmf_open_internal(const char *instance, const char *filter, int flags, shmf_t **out)
+{
+	if (out == NULL || (flags & ~(SHMF_RDWR | SHMF_OPEN_NOJOURNAL)) != 0)
+		return SHMF_E_INVAL;
+	return open_handle(instance, filter, flags, out);
 }
 
 void shmf_close(shmf_t *f)
@@ -318,26 +353,30 @@ static inline int bloom_has(const struct shmf_bloom_geom *g, uint64_t h)
 	return shmf_bloom_block_check_key(block, h, g->k);
 }
 
-/* Is the key in one of the older generations of a time window (parts
- * 1..n-1)? Every generation shares the newest's seed, so one hash serves;
- * a cuckoo key is located the same way in each (same shape too).
- * @return 1, 0, or an error. */
-static __attribute__((noinline)) int in_older(const struct view *v, const void *key, size_t len)
+/* Is the key of hash @p h in one of the older generations of a time
+ * window (parts 1..n-1)? Every generation shares the newest's seed, so one
+ * hash serves; a cuckoo key is located the same way in each (same shape
+ * too). @return 1, 0, or an error. */
+static __attribute__((noinline)) int in_older_hash(const struct view *v, uint64_t h)
 {
 	if (v->type == SHMF_TYPE_BLOOM) {
-		uint64_t h = shmf_hash(key, len, v->p[0].bloom.seed);
 		for (unsigned i = 1; i < v->nparts; i++)
 			if (bloom_has(&v->p[i].bloom, h))
 				return 1;
 		return 0;
 	}
-	struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[0].cuckoo, h);
 	for (unsigned i = 1; i < v->nparts; i++) {
 		int r = cuckoo_count_in(&v->p[i], &k);
 		if (r != 0)
 			return r < 0 ? r : 1;
 	}
 	return 0;
+}
+
+static __attribute__((noinline)) int in_older(const struct view *v, const void *key, size_t len)
+{
+	return in_older_hash(v, shmf_hash(key, len, v->p[0].data.hdr.seed));
 }
 
 /* Copies of the key in the older generations (cuckoo windows). */
@@ -377,11 +416,12 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 	return r;
 }
 
-static int bloom_add(struct part *p, const void *key, size_t len)
+/* Set the bits of the key of hash @p h in part @p p: 1 if this call set
+ * one of them. */
+static inline int bloom_add_hash(struct part *p, uint64_t h)
 {
 	uint64_t mask[SHMF_BLOCK_WORDS];
 	const struct shmf_bloom_geom *g = &p->bloom;
-	uint64_t h = shmf_hash(key, len, g->seed);
 	uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
 	shmf_block_masks(h, g->k, mask);
 	int r = shmf_bloom_block_add(block, mask);
@@ -390,24 +430,40 @@ static int bloom_add(struct part *p, const void *key, size_t len)
 	return r;
 }
 
+/* Journal an operation that changed part @p p, if the view journals. */
+static inline void journal(const struct view *v, const struct part *p, uint64_t h, uint32_t op)
+{
+	if (__builtin_expect(v->journal != NULL, 0))
+		shmf_journal_put(v->journal, h, op, p->window);
+}
+
 /* A Bloom add into the newest generation (always: the key then lives a
- * whole window more), new only if no live generation held it. */
+ * whole window more), new only if no live generation held it. Journalled
+ * when it set a bit of the newest generation, new or not: the other hosts'
+ * newest generations need that bit as much. */
 static int bloom_add_view(struct view *v, const void *key, size_t len)
 {
-	int r = bloom_add(&v->p[0], key, len);
-	if (__builtin_expect(r == 1 && v->nparts > 1, 0) && in_older(v, key, len) == 1)
-		r = 0;
+	uint64_t h = shmf_hash(key, len, v->p[0].bloom.seed);
+	int r = bloom_add_hash(&v->p[0], h);
+	if (r == 1) {
+		journal(v, &v->p[0], h, SHMF_JOP_ADD);
+		if (__builtin_expect(v->nparts > 1, 0) && in_older_hash(v, h) == 1)
+			r = 0;
+	}
 	return r;
 }
 
-/* A cuckoo add of one copy: 1 stored, or an error. */
-static __attribute__((noinline)) int cuckoo_add(struct part *p, const void *key, size_t len)
+/* A cuckoo add of one copy into the newest generation: 1 stored, or an error. */
+static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key, size_t len)
 {
-	struct shmf_cuckoo_key k = cuckoo_key(p, key, len);
+	struct part *p = &v->p[0];
+	uint64_t h = shmf_hash(key, len, p->cuckoo.seed);
+	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
 	int r = shmf_cuckoo_add(&p->cuckoo, &k);
 	if (r < 0)
 		return r;
 	atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	journal(v, p, h, SHMF_JOP_ADD);
 	return 1;
 }
 
@@ -428,7 +484,7 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
-	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len) : cuckoo_add(&v->p[0], key, len);
+	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len) : cuckoo_add(v, key, len);
 	leave();
 	return r;
 }
@@ -440,15 +496,18 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 static int cuckoo_add_capped(struct view *v, const void *key, size_t len, unsigned cap)
 {
 	struct part *p = &v->p[0];
-	struct shmf_cuckoo_key k = cuckoo_key(p, key, len);
+	uint64_t h = shmf_hash(key, len, p->cuckoo.seed);
+	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
 	int older = v->nparts > 1 ? count_older(v, &k) : 0;
 	if (older < 0 || (unsigned)older >= cap)
 		return older;
 	int before = shmf_cuckoo_add_capped(&p->cuckoo, &k, cap - (unsigned)older);
 	if (before < 0)
 		return before;
-	if ((unsigned)before < cap - (unsigned)older)
+	if ((unsigned)before < cap - (unsigned)older) {
 		atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+		journal(v, p, h, SHMF_JOP_CAPPED);
+	}
 	return older + before;
 }
 
@@ -491,7 +550,8 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO) {
 		/* The newest copy first: the one that would live longest. */
-		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+		uint64_t h = shmf_hash(key, len, v->p[0].cuckoo.seed);
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[0].cuckoo, h);
 		r = 0;
 		for (unsigned i = 0; i < v->nparts && r == 0; i++) {
 			struct part *p = &v->p[i];
@@ -499,6 +559,8 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 			if (r == 1) {
 				atomic_fetch_sub_explicit(p->items, 1, memory_order_relaxed);
 				atomic_fetch_add_explicit(p->deletes, 1, memory_order_relaxed);
+				/* With the window of the generation it came from. */
+				journal(v, p, h, SHMF_JOP_DEL);
 			}
 		}
 	} else {
@@ -614,6 +676,30 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	return r < 0 ? r : (int)present;
 }
 
+/* A Bloom batch add that journals each key that set a bit: the batch
+ * code reports which keys did, and those are hashed again (a few
+ * nanoseconds a key, against a batch path that bloom-batch.c keeps free
+ * of journal code). */
+static size_t bloom_add_many_journalled(struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out)
+{
+	enum { CHUNK = 256 };
+	uint8_t local[CHUNK];
+	struct part *p = &v->p[0];
+	size_t fresh = 0;
+	for (size_t i = 0; i < n; i += CHUNK) {
+		size_t m = n - i < CHUNK ? n - i : CHUNK;
+		uint8_t *o = out != NULL ? out + i : local;
+		size_t got = shmf_bloom_add_batch(&p->bloom, keys + i, m, o);
+		fresh += got;
+		for (size_t j = 0; j < m && got > 0; j++)
+			if (o[j]) {
+				journal(v, p, shmf_hash(keys[i + j].ptr, keys[i + j].len, p->bloom.seed), SHMF_JOP_ADD);
+				got--;
+			}
+	}
+	return fresh;
+}
+
 int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	struct view *v;
@@ -627,7 +713,8 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return r;
 	size_t fresh = 0;
 	if (v->type == SHMF_TYPE_BLOOM && v->nparts == 1) {
-		fresh = shmf_bloom_add_batch(&v->p[0].bloom, keys, n, out);
+		fresh = __builtin_expect(v->journal == NULL, 1) ? shmf_bloom_add_batch(&v->p[0].bloom, keys, n, out)
+							       : bloom_add_many_journalled(v, keys, n, out);
 		if (fresh)
 			atomic_fetch_add_explicit(v->p[0].items, fresh, memory_order_relaxed);
 	} else if (v->type == SHMF_TYPE_BLOOM) {
@@ -644,7 +731,7 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		if (out != NULL)
 			memset(out, 0, n);
 		for (size_t i = 0; i < n; i++) {
-			if ((r = cuckoo_add(&v->p[0], keys[i].ptr, keys[i].len)) < 0)
+			if ((r = cuckoo_add(v, keys[i].ptr, keys[i].len)) < 0)
 				break;
 			if (out != NULL)
 				out[i] = 1;
@@ -705,5 +792,104 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->items_live = out->items;
 	out->generation = v->generation;
 	leave();
+	return 0;
+}
+
+/* ---- Applying journal entries (journal.h) ------------------------------ */
+
+/* The generation an entry of window @p w belongs to: the newest live one
+ * whose window began at or before w (the one that was current then, also
+ * across a rotation this host missed; the newest for a host whose clock is
+ * ahead), or NULL if every live one began after it (w is retired). */
+static struct part *part_for_window(struct view *v, uint32_t w)
+{
+	if (v->window_secs == 0)
+		return &v->p[0];
+	for (unsigned i = 0; i < v->nparts; i++)
+		if (v->p[i].window <= w)
+			return &v->p[i];
+	return NULL;
+}
+
+/* One entry into view @p v; never journals. */
+static int apply_one(struct view *v, const struct shmf_jentry *e)
+{
+	if (e->op == 0 || e->op > SHMF_JOP_MAX)
+		return SHMF_E_INVAL;
+	if (v->type == SHMF_TYPE_BLOOM && e->op != SHMF_JOP_ADD)
+		return SHMF_E_TYPE;
+	struct part *p = part_for_window(v, e->window);
+	if (p == NULL)
+		return SHMF_JAPPLY_RETIRED;
+	if (v->type == SHMF_TYPE_BLOOM)
+		return bloom_add_hash(p, e->hash);
+	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, e->hash);
+	int r;
+	if (e->op == SHMF_JOP_DEL) {
+		r = shmf_cuckoo_del(&p->cuckoo, &k);
+		if (r == 1) {
+			atomic_fetch_sub_explicit(p->items, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(p->deletes, 1, memory_order_relaxed);
+		}
+		return r;
+	}
+	/* ADD and CAPPED alike: the cap held where the add was made. */
+	if ((r = shmf_cuckoo_add(&p->cuckoo, &k)) < 0)
+		return r;
+	atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	return 1;
+}
+
+int shmf_journal_apply(shmf_t *f, const struct shmf_jentry *e)
+{
+	struct view *v;
+	int r;
+
+	if (f == NULL || e == NULL)
+		return SHMF_E_INVAL;
+	if (!(f->flags & SHMF_RDWR))
+		return SHMF_E_READONLY;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	r = apply_one(v, e);
+	leave();
+	return r;
+}
+
+int shmf_journal_apply_many(shmf_t *f, const struct shmf_jentry *e, size_t n, struct shmf_japply_counts *c)
+{
+	struct view *v;
+	int r;
+
+	if (f == NULL || c == NULL || (n != 0 && e == NULL))
+		return SHMF_E_INVAL;
+	if (!(f->flags & SHMF_RDWR))
+		return SHMF_E_READONLY;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		r = apply_one(v, &e[i]);
+		if (r == 1)
+			c->changed++;
+		else if (r == 0)
+			c->unchanged++;
+		else if (r == SHMF_JAPPLY_RETIRED)
+			c->retired++;
+		else
+			c->failed++, c->error = r;
+	}
+	leave();
+	return 0;
+}
+
+int shmf_journal_handle_stats(shmf_t *f, struct shmf_journal_writer_stats *out)
+{
+	if (f == NULL || out == NULL)
+		return SHMF_E_INVAL;
+	/* f->journal is made under remap_lock (view_open). */
+	pthread_mutex_lock(&f->remap_lock);
+	struct shmf_journal_writer *w = f->journal;
+	pthread_mutex_unlock(&f->remap_lock);
+	shmf_journal_writer_stats(w, out);
 	return 0;
 }

@@ -10,6 +10,12 @@
  *                      shmf_cuckoo_meta (relocation state and version
  *                      stripes, cuckoo.h), then the bucket table.
  *                      Adders map it read-write, checkers read-only.
+ *   <name>.journal     a replicated filter only: its fleet journal, header
+ *                      page then rings of entries (the hashes of adds that
+ *                      changed the filter, for shmd to send to the other
+ *                      hosts). Created by shmd with the filter's mode, kept
+ *                      across generations; adders claim one ring per handle
+ *                      and map it read-write, checkers never open it.
  *
  * Every field is a plain integer or an _Atomic integer of at most 8 bytes;
  * only offsets, never pointers. Bump SHMF_FORMAT_VERSION on any change,
@@ -24,14 +30,17 @@
 
 #include "shmf.h"
 
-#define SHMF_FORMAT_VERSION 4u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters;
-                                  4: time windows (slot of 512 bytes) */
+#define SHMF_FORMAT_VERSION 5u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters;
+                                  4: time windows (slot of 512 bytes);
+                                  5: fleet journal, slot flags and stream cursor */
 
 #define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
+#define SHMF_JOURNAL_MAGIC UINT64_C(0x4c4e524a464d4853) /* "SHMFJRNL" little-endian */
 
 #define SHMF_CTL_FILE    "control"
 #define SHMF_DATA_SUFFIX ".data"
+#define SHMF_JOURNAL_SUFFIX ".journal"
 
 #define SHMF_SLOTS        256u  /* filters per instance */
 #define SHMF_BLOCK_BYTES  64u   /* one cache line per key */
@@ -45,6 +54,10 @@
 #define SHMF_DATA_HDR_BYTES      4096u
 #define SHMF_DATA_COUNTERS_OFF   4096u
 #define SHMF_DATA_BLOCKS_OFF     8192u
+
+/* Slot flags (struct shmf_slot.flags). */
+#define SHMF_SLOT_REPLICATED 0x1u /* the filter has a journal: adds that change it are journalled */
+#define SHMF_SLOT_FLAGS      SHMF_SLOT_REPLICATED /* every flag defined; others make the slot malformed */
 
 /* Largest data segment the library will map: 64 TiB. */
 #define SHMF_DATA_MAX_BYTES (UINT64_C(1) << 46)
@@ -92,7 +105,11 @@ struct shmf_slot {
 	uint32_t nlive;              /* shmd writes; live generations, 1..SHMF_WINDOW_MAX */
 	uint64_t live[SHMF_WINDOW_MAX];         /* shmd writes; generations, newest first */
 	uint64_t live_created[SHMF_WINDOW_MAX]; /* shmd writes; unix seconds each began */
-	uint8_t pad[512 - 408];
+	uint32_t flags;              /* shmd writes; SHMF_SLOT_* */
+	uint32_t flags_pad;          /* zero */
+	uint64_t cursor_ms;          /* shmd writes (replication): the last stream entry applied, */
+	uint64_t cursor_seq;         /* as its Redis id <ms>-<seq>; clients never use them */
+	uint8_t pad[512 - 432];
 };
 
 /* Data segment header page. Written by shmd before the generation is
@@ -126,6 +143,86 @@ struct shmf_counter {
 	uint64_t pad[6];
 };
 
+/*
+ * The fleet journal of a replicated filter: <name>.journal.
+ *
+ *   header page (SHMF_JOURNAL_HDR_BYTES): struct shmf_journal_header
+ *   nrings rings, each ring_bytes long: struct shmf_journal_ring (three
+ *   cache lines), then ring_entries (a power of 2) struct shmf_journal_entry
+ *
+ * A ring belongs to one handle of one process at a time: the handle claims
+ * it by a CAS of owner from 0 to pid << 32 | token on its first journalled
+ * add, and gives it back on close (0 if empty, else token | CLOSED: shmd
+ * frees it once drained); shmd frees the ring of a process that is gone.
+ * The threads sharing the handle reserve entries by a CAS on head, after
+ * checking head - tail < ring_entries (full: count in dropped and go on,
+ * the add itself has succeeded); they write hash and window, then op with
+ * release. shmd alone drains: from tail while op != 0 (acquire), zeroes op,
+ * then stores tail (release). Adders of different handles write different
+ * cache lines; no line is written by every adder.
+ */
+#define SHMF_JOURNAL_HDR_BYTES   4096u
+#define SHMF_JOURNAL_RINGS_MAX   4096u       /* claiming handles at once */
+#define SHMF_JOURNAL_ENTRIES_MIN 16u
+#define SHMF_JOURNAL_ENTRIES_MAX (1u << 24) /* per ring: 256 MiB */
+
+/* Entry operations (low byte of op; the bits above are flags, none defined
+ * yet, and must be 0). 0 means not written yet, or drained. */
+#define SHMF_JOP_ADD    1u /* Bloom add that set a bit, or cuckoo add that stored a copy */
+#define SHMF_JOP_DEL    2u /* cuckoo delete that removed a copy */
+#define SHMF_JOP_CAPPED 3u /* cuckoo capped add (or add-if-absent) that stored a copy */
+#define SHMF_JOP_MAX    3u
+
+/* In a ring's owner: the claim's token half carries this bit once its
+ * handle is closed with entries still in the ring. */
+#define SHMF_JOURNAL_OWNER_CLOSED (UINT64_C(1) << 31)
+
+/* Header page of a journal. Written by shmd at creation and never changed
+ * afterwards, except missed; validated (copied) by every process that maps
+ * the journal. */
+struct shmf_journal_header {
+	uint64_t magic;            /* SHMF_JOURNAL_MAGIC */
+	uint32_t version;          /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;      /* sizeof(struct shmf_journal_header) */
+	uint64_t layout;           /* shmf_layout_fingerprint() */
+	uint32_t nrings;           /* 1..SHMF_JOURNAL_RINGS_MAX */
+	uint32_t ring_entries;     /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
+	uint32_t entry_size;       /* sizeof(struct shmf_journal_entry) */
+	uint32_t ring_header_size; /* sizeof(struct shmf_journal_ring) */
+	uint64_t rings_offset;     /* SHMF_JOURNAL_HDR_BYTES */
+	uint64_t ring_bytes;       /* ring_header_size + ring_entries * entry_size */
+	uint64_t created_epoch;    /* unix seconds */
+	char name[SHMF_NAME_MAX + 1]; /* the filter's name */
+	_Atomic uint64_t missed;   /* adders (relaxed, only while they cannot journal): adds that
+	                              changed the filter but were journalled nowhere (no free
+	                              ring); shmd reads: the filter then needs a repair */
+	uint64_t pad[7];
+};
+
+/* A ring's header: three cache lines, so that the claim, the adders' line
+ * and shmd's line never share one. */
+struct shmf_journal_ring {
+	_Atomic uint64_t owner;   /* claiming handle: CAS 0 -> pid << 32 | token; on close
+	                             -> 0 or | CLOSED; shmd: CAS -> 0 to reclaim */
+	uint64_t pad0[7];
+	_Atomic uint64_t head;    /* owning handle's threads: CAS to reserve entry head */
+	_Atomic uint64_t dropped; /* owning handle (relaxed): entries that found the ring full;
+	                             never reset, shmd reads */
+	uint64_t pad1[6];
+	_Atomic uint64_t tail;    /* shmd only (release): next entry to drain; adders load it */
+	_Atomic uint64_t lost;    /* shmd only: entries it skipped (a dead owner's unwritten
+	                             reservation, damage); informational */
+	uint64_t pad2[6];
+};
+
+/* One journalled operation: 16 bytes, four to a cache line. */
+struct shmf_journal_entry {
+	_Atomic uint64_t hash;   /* adder, before op: shmf_hash(key, len, seed) */
+	_Atomic uint32_t op;     /* adder stores last (release); shmd loads (acquire), zeroes */
+	_Atomic uint32_t window; /* adder, before op: window number of the generation
+	                            (floor(created / window_secs)); 0 without a window */
+};
+
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
 _Static_assert(sizeof(struct shmf_ctl_header) == 64, "control header is one cache line");
 _Static_assert(sizeof(struct shmf_slot) == 512, "slot is eight cache lines");
@@ -136,6 +233,23 @@ _Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_HDR_BYTES, "data hea
 _Static_assert(sizeof(struct shmf_counter) == 64, "counter stripe is one cache line");
 _Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) ==
 	       SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF, "counters fill their page");
+_Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
+_Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
+_Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
+_Static_assert(sizeof(struct shmf_journal_header) == 192, "journal header is three cache lines");
+_Static_assert(sizeof(struct shmf_journal_header) <= SHMF_JOURNAL_HDR_BYTES, "journal header fits its page");
+_Static_assert(offsetof(struct shmf_journal_header, name) == 64, "journal name offset");
+_Static_assert(offsetof(struct shmf_journal_header, missed) == 128, "journal missed in a line of its own");
+_Static_assert(sizeof(struct shmf_journal_ring) == 192, "ring header is three cache lines");
+_Static_assert(offsetof(struct shmf_journal_ring, owner) == 0, "ring owner line");
+_Static_assert(offsetof(struct shmf_journal_ring, head) == 64, "ring producer line");
+_Static_assert(offsetof(struct shmf_journal_ring, dropped) == 72, "ring producer line");
+_Static_assert(offsetof(struct shmf_journal_ring, tail) == 128, "ring consumer line");
+_Static_assert(offsetof(struct shmf_journal_ring, lost) == 136, "ring consumer line");
+_Static_assert(sizeof(struct shmf_journal_entry) == 16, "journal entry is 16 bytes");
+_Static_assert(offsetof(struct shmf_journal_entry, op) == 8, "journal entry op offset");
+_Static_assert(offsetof(struct shmf_journal_entry, window) == 12, "journal entry window offset");
+_Static_assert(sizeof(_Atomic uint32_t) == 4, "4-byte atomics");
 
 /* Size of the control segment file. */
 #define SHMF_CTL_BYTES ((uint64_t)sizeof(struct shmf_ctl_header) + \

@@ -40,6 +40,18 @@ uint64_t shmf_layout_fingerprint(void)
 		sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
 		offsetof(struct shmf_slot, window_secs), offsetof(struct shmf_slot, nlive),
 		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX,
+		offsetof(struct shmf_slot, flags), offsetof(struct shmf_slot, cursor_ms),
+		offsetof(struct shmf_slot, cursor_seq), SHMF_SLOT_FLAGS,
+		SHMF_JOURNAL_HDR_BYTES, SHMF_JOURNAL_RINGS_MAX, SHMF_JOURNAL_ENTRIES_MIN, SHMF_JOURNAL_ENTRIES_MAX,
+		sizeof(struct shmf_journal_header), _Alignof(struct shmf_journal_header),
+		offsetof(struct shmf_journal_header, nrings), offsetof(struct shmf_journal_header, rings_offset),
+		offsetof(struct shmf_journal_header, ring_bytes), offsetof(struct shmf_journal_header, name),
+		offsetof(struct shmf_journal_header, missed),
+		sizeof(struct shmf_journal_ring), offsetof(struct shmf_journal_ring, owner),
+		offsetof(struct shmf_journal_ring, head), offsetof(struct shmf_journal_ring, dropped),
+		offsetof(struct shmf_journal_ring, tail), offsetof(struct shmf_journal_ring, lost),
+		sizeof(struct shmf_journal_entry), offsetof(struct shmf_journal_entry, op),
+		offsetof(struct shmf_journal_entry, window), SHMF_JOP_MAX, SHMF_JOURNAL_OWNER_CLOSED,
 	};
 	return XXH3_64bits(facts, sizeof(facts));
 }
@@ -96,8 +108,7 @@ void shmf_dir_close(struct shmf_dir *d)
 	d->fd = -1;
 }
 
-/* Open a file of the instance directory and check its owner and mode. */
-static int open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
+int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
 		       struct stat *st)
 {
 	int fd = openat(dir->fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
@@ -138,7 +149,7 @@ int shmf_ctl_map_open(const struct shmf_dir *dir, int writable, struct shmf_ctl_
 {
 	struct stat st;
 	struct shmf_ctl_header copy;
-	int fd = open_member(dir, SHMF_CTL_FILE, writable, S_IWGRP | S_IWOTH, &st);
+	int fd = shmf_dir_open_member(dir, SHMF_CTL_FILE, writable, S_IWGRP | S_IWOTH, &st);
 	if (fd < 0)
 		return fd;
 	if ((uint64_t)st.st_size < sizeof(copy)) {
@@ -226,7 +237,8 @@ int shmf_slot_check(const struct shmf_slot *s)
 		return SHMF_E_NOTFOUND;
 	if (shmf_geometry_check(s->type, s->k, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
-	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0)
+	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
+	    (s->flags & ~SHMF_SLOT_FLAGS) != 0)
 		return SHMF_E_FORMAT;
 	/* The ring: newest first, all distinct and older than the newest. */
 	if (s->window_gens > SHMF_WINDOW_MAX || (s->window_gens == 0) != (s->window_secs == 0) || s->nlive == 0 ||
@@ -310,7 +322,7 @@ int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *s
 	int r = shmf_data_filename(slot->name, gen, fname, sizeof(fname));
 	if (r < 0)
 		return r;
-	int fd = open_member(dir, fname, writable, S_IWOTH, &st);
+	int fd = shmf_dir_open_member(dir, fname, writable, S_IWOTH, &st);
 	if (fd < 0)
 		return fd;
 	if ((uint64_t)st.st_size != slot->data_bytes || (uint64_t)st.st_size < SHMF_DATA_BLOCKS_OFF) {
@@ -355,6 +367,27 @@ void shmf_data_map_close(struct shmf_data_map *m)
 		close(m->fd);
 	m->base = NULL;
 	m->fd = -1;
+}
+
+int shmf_journal_header_check(const struct shmf_journal_header *h, const char *name, uint64_t file_size)
+{
+	if (file_size < SHMF_JOURNAL_HDR_BYTES || h->magic != SHMF_JOURNAL_MAGIC)
+		return SHMF_E_FORMAT;
+	if (h->version != SHMF_FORMAT_VERSION)
+		return SHMF_E_VERSION;
+	if (h->layout != shmf_layout_fingerprint())
+		return SHMF_E_LAYOUT;
+	if (h->header_size != sizeof(*h) || h->entry_size != sizeof(struct shmf_journal_entry) ||
+	    h->ring_header_size != sizeof(struct shmf_journal_ring) || h->rings_offset != SHMF_JOURNAL_HDR_BYTES ||
+	    h->nrings == 0 || h->nrings > SHMF_JOURNAL_RINGS_MAX || h->ring_entries < SHMF_JOURNAL_ENTRIES_MIN ||
+	    h->ring_entries > SHMF_JOURNAL_ENTRIES_MAX || (h->ring_entries & (h->ring_entries - 1)) != 0 ||
+	    h->ring_bytes != shmf_journal_ring_bytes(h->ring_entries) ||
+	    memchr(h->name, '\0', sizeof(h->name)) == NULL || (name != NULL && strcmp(h->name, name) != 0))
+		return SHMF_E_FORMAT;
+	/* No overflow: at most 2^12 rings of 2^28 + 192 bytes. */
+	if (file_size != shmf_journal_bytes(h->nrings, h->ring_entries))
+		return SHMF_E_FORMAT;
+	return 0;
 }
 
 uint64_t shmf_data_items(const struct shmf_data_map *m)

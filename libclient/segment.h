@@ -10,6 +10,7 @@
 #define SHMF_SEGMENT_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "segment-format.h"
@@ -51,6 +52,16 @@ int shmf_dir_open(const char *instance, struct shmf_dir *out);
 int shmf_dir_check(int fd, struct shmf_dir *out);
 
 void shmf_dir_close(struct shmf_dir *d);
+
+/**
+ * Open file @p name of the directory (O_NOFOLLOW) and check it: a regular
+ * file owned by the directory's owner, with none of the @p forbidden mode
+ * bits. @p st receives its fstat().
+ * @return the descriptor, SHMF_E_NOTFOUND, SHMF_E_OWNER (wrong owner or
+ *         mode, or a symbolic link), SHMF_E_FORMAT (not a regular file), -errno.
+ */
+int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
+			 struct stat *st);
 
 /**
  * Map and validate the control segment of @p dir.
@@ -105,6 +116,24 @@ int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_s
 			   uint64_t file_size);
 
 void shmf_data_map_close(struct shmf_data_map *m);
+
+/* Bytes of one journal ring, and of a whole journal file. */
+static inline uint64_t shmf_journal_ring_bytes(uint32_t ring_entries)
+{
+	return sizeof(struct shmf_journal_ring) + (uint64_t)ring_entries * sizeof(struct shmf_journal_entry);
+}
+
+static inline uint64_t shmf_journal_bytes(uint32_t nrings, uint32_t ring_entries)
+{
+	return SHMF_JOURNAL_HDR_BYTES + (uint64_t)nrings * shmf_journal_ring_bytes(ring_entries);
+}
+
+/**
+ * Validate a journal header copy against the file size and, unless
+ * @p name is NULL, the filter it must belong to.
+ * @return 0, SHMF_E_FORMAT, SHMF_E_VERSION, SHMF_E_LAYOUT.
+ */
+int shmf_journal_header_check(const struct shmf_journal_header *h, const char *name, uint64_t file_size);
 
 /** Sum of the item-counter stripes. */
 uint64_t shmf_data_items(const struct shmf_data_map *m);
