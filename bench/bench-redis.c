@@ -64,6 +64,7 @@ struct plan {
 	int throughput;  /* measure 1, 2 and 4 worker processes on it */
 };
 
+// clang-format off
 static const struct plan full_plan[] = {
 	{ "bloom-1M", SHMF_TYPE_BLOOM, 1000000, 0, 1 },
 	{ "bloom-10M", SHMF_TYPE_BLOOM, 10000000, 0, 0 },
@@ -75,7 +76,9 @@ static const struct plan full_plan[] = {
 	{ NULL, 0, 0, 0, 0 },
 };
 
+// clang-format off
 static const struct plan quick_plan[] = {
+// clang-format on
 	{ "bloom-100k", SHMF_TYPE_BLOOM, 100000, 0, 0 },
 	{ "bloom-1M", SHMF_TYPE_BLOOM, 1000000, 0, 1 },
 	{ "bloom-click-1M", SHMF_TYPE_BLOOM, 1000000, 1, 0 },
@@ -83,6 +86,7 @@ static const struct plan quick_plan[] = {
 	{ "cuckoo-1M", SHMF_TYPE_CUCKOO, 1000000, 0, 1 },
 	{ NULL, 0, 0, 0, 0 },
 };
+// clang-format on
 
 /* How much of everything a mode measures. */
 struct sizes {

@@ -30,9 +30,10 @@
 
 #include "shmf.h"
 
-#define SHMF_FORMAT_VERSION 5u /* 2: multiply-shift bit positions (hash.h); 3: cuckoo filters;
-                                  4: time windows (slot of 512 bytes);
-                                  5: fleet journal, slot flags and stream cursor */
+/* Format versions: 2: multiply-shift bit positions (hash.h); 3: cuckoo
+ * filters; 4: time windows (slot of 512 bytes); 5: fleet journal, slot
+ * flags and stream cursor. */
+#define SHMF_FORMAT_VERSION 5u
 
 #define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */

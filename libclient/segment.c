@@ -18,6 +18,7 @@
 
 uint64_t shmf_layout_fingerprint(void)
 {
+	// clang-format off
 	static const uint64_t facts[] = {
 		SHMF_FORMAT_VERSION, SHMF_SLOTS, SHMF_BLOCK_BYTES, SHMF_ITEM_STRIPES,
 		SHMF_DATA_HDR_BYTES, SHMF_DATA_COUNTERS_OFF, SHMF_DATA_BLOCKS_OFF, SHMF_NAME_MAX,
@@ -53,6 +54,7 @@ uint64_t shmf_layout_fingerprint(void)
 		sizeof(struct shmf_journal_entry), offsetof(struct shmf_journal_entry, op),
 		offsetof(struct shmf_journal_entry, window), SHMF_JOP_MAX, SHMF_JOURNAL_OWNER_CLOSED,
 	};
+	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
 }
 

@@ -163,6 +163,7 @@ struct fault_case {
 	const char *step; /* in the message */
 };
 
+// clang-format off
 static const struct fault_case long_write_cases[] = {
 	{ SNAP_IO_WRITE, EDQUOT, 1, "write failed" },
 	{ SNAP_IO_WRITE, EFBIG, 0, "write failed" },
@@ -171,6 +172,7 @@ static const struct fault_case long_write_cases[] = {
 	{ SNAP_IO_RENAME, EXDEV, 0, "rename failed" },
 	{ SNAP_IO_FSYNC, EDQUOT, 0, "fsync failed" },
 };
+// clang-format on
 
 static const struct fault_case write_cases[] = {
 	{ SNAP_IO_OPEN, EMFILE, 0, "cannot" },

@@ -163,6 +163,7 @@ struct field {
 	size_t off, size;
 };
 
+// clang-format off
 #define F(type, member) { #member, offsetof(struct type, member), sizeof(((struct type *)0)->member) }
 #define FA(type, member, i) { #member "[" #i "]", offsetof(struct type, member[i]), sizeof(((struct type *)0)->member[i]) }
 
@@ -190,6 +191,7 @@ static const struct field data_fields[] = {
 	F(shmf_data_header, counters_offset), F(shmf_data_header, nbuckets), F(shmf_data_header, max_kicks),
 	F(shmf_data_header, pad),      FA(shmf_data_header, name, 0),   FA(shmf_data_header, name, 63),
 };
+// clang-format on
 
 /* The values a field of @p size bytes is set to, from its value @p orig. */
 static unsigned values_for(uint64_t orig, size_t size, uint64_t *v)

@@ -201,6 +201,7 @@ static void test_damaged(void **state)
 	}
 	/* Fields changed with the checksum recomputed (a buggy writer): the
 	 * checks of meaning. Offsets from snapshot-format.h. */
+	// clang-format off
 	static const struct {
 		size_t off, size;
 		uint64_t value;
@@ -215,6 +216,7 @@ static void test_damaged(void **state)
 		{ 100, 4, 100, "chunk_bytes" },   { 104, 8, 4096, "section_bytes" }, { 112, 8, 1ull << 50, "file_bytes" },
 		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 200, 1, 1, "reserved" },
 	};
+	// clang-format on
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		memcpy(buf, orig, len);
 		memcpy(buf + fields[i].off, &fields[i].value, fields[i].size);

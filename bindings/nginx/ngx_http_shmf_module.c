@@ -78,6 +78,7 @@ static char *ngx_http_shmf_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_shmf_init_process(ngx_cycle_t *cycle);
 static void ngx_http_shmf_exit_process(ngx_cycle_t *cycle);
 
+// clang-format off
 static ngx_command_t ngx_http_shmf_commands[] = {
 	{ ngx_string("shmf_filter"),
 	  NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
@@ -90,6 +91,7 @@ static ngx_command_t ngx_http_shmf_commands[] = {
 	  ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_shmf_loc_conf_t, add), NULL },
 	ngx_null_command
 };
+// clang-format on
 
 static ngx_http_module_t ngx_http_shmf_module_ctx = {
 	ngx_http_shmf_add_variables,    /* preconfiguration */
@@ -102,6 +104,7 @@ static ngx_http_module_t ngx_http_shmf_module_ctx = {
 	ngx_http_shmf_merge_loc_conf    /* merge location configuration */
 };
 
+// clang-format off
 ngx_module_t ngx_http_shmf_module = {
 	NGX_MODULE_V1,
 	&ngx_http_shmf_module_ctx,  /* module context */
@@ -116,6 +119,7 @@ ngx_module_t ngx_http_shmf_module = {
 	NULL,                       /* exit master */
 	NGX_MODULE_V1_PADDING
 };
+// clang-format on
 
 static const char *instance_or_default(ngx_http_shmf_filter_t *flt)
 {
