@@ -44,8 +44,11 @@ static void table_open(struct table *t, const struct shmf_cuckoo_params *p)
 	unlink(path);
 	shmf_cuckoo_lock_init(&t->lock, fd);
 	t->g = (struct shmf_cuckoo_geom){ .buckets = (char *)t->base + sizeof(struct shmf_cuckoo_meta),
-					  .nbuckets = p->nbuckets, .fp_bits = p->fp_bits,
-					  .max_kicks = SHMF_CUCKOO_MAX_KICKS, .meta = t->base, .lock = &t->lock };
+					  .nbuckets = p->nbuckets,
+					  .fp_bits = p->fp_bits,
+					  .max_kicks = SHMF_CUCKOO_MAX_KICKS,
+					  .meta = t->base,
+					  .lock = &t->lock };
 }
 
 static void table_close(struct table *t)

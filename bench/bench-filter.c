@@ -42,7 +42,7 @@
 #include "segment.h"
 
 #define KEY_LEN 16
-#define RUNS 7
+#define RUNS    7
 
 static double now_ns(void)
 {
@@ -85,9 +85,9 @@ struct target {
 	uint64_t capacity;
 	shmf_t *rw;
 	struct shmf_data_map dm;
-	char *present;   /* keys added */
+	char *present; /* keys added */
 	uint64_t npresent;
-	char *absent;    /* keys never added */
+	char *absent; /* keys never added */
 	uint64_t nprobe;
 };
 
@@ -202,8 +202,7 @@ static double bench_add_present(struct target *t)
 	return dt / (double)n;
 }
 
-static void setup_target(struct registry *reg, struct target *t, const char *name, uint64_t capacity,
-			 uint64_t nprobe)
+static void setup_target(struct registry *reg, struct target *t, const char *name, uint64_t capacity, uint64_t nprobe)
 {
 	char err[REGISTRY_ERR_MAX];
 	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640 };
@@ -263,8 +262,7 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	struct target c = *t;
-	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
-	    shmf_open(reg->instance, name, SHMF_RDWR, &c.rw) < 0) {
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, name, SHMF_RDWR, &c.rw) < 0) {
 		fprintf(stderr, "cuckoo %s: %s\n", name, err);
 		exit(1);
 	}
@@ -332,7 +330,7 @@ static void run_cuckoo(struct registry *reg, struct target *t)
  * loops make between two drains (untimed: the daemon drains the journals
  * as they fill; a ring a few hundred KiB long stays in the caches). */
 #define JOURNAL_RING_ENTRIES (1u << 16)
-#define DRAIN_EVERY 16384u
+#define DRAIN_EVERY          16384u
 
 /* A replicated filter of @p spec: created, filled with @p keys[0, n)
  * through a handle that does not journal yet (the fill is not what is
@@ -401,8 +399,8 @@ static void journal_whole(const char *what, struct shmf_journal_reader *jr, shmf
 	shmf_journal_stats(jr, &s, NULL, 0);
 	shmf_journal_handle_stats(f, &w);
 	if (s.dropped || s.lost || w.missed || w.ring < 0) {
-		fprintf(stderr, "%s: journal dropped %" PRIu64 ", lost %" PRIu64 ", missed %" PRIu64 "\n", what, s.dropped,
-			s.lost, w.missed);
+		fprintf(stderr, "%s: journal dropped %" PRIu64 ", lost %" PRIu64 ", missed %" PRIu64 "\n", what,
+			s.dropped, s.lost, w.missed);
 		exit(1);
 	}
 }
@@ -442,7 +440,8 @@ static void run_replicated_bloom(struct registry *reg, struct target *t)
 	struct target p = *t, r = *t;
 	double t0 = now_ns();
 	snprintf(spec.name, sizeof(spec.name), "bp-%s", t->label);
-	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, spec.name, SHMF_RDWR, &p.rw) < 0) {
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+	    shmf_open(reg->instance, spec.name, SHMF_RDWR, &p.rw) < 0) {
 		fprintf(stderr, "bloom %s: %s\n", spec.name, err);
 		exit(1);
 	}
@@ -465,8 +464,8 @@ static void run_replicated_bloom(struct registry *reg, struct target *t)
 	double a = median(add, RUNS), ra = median(radd, RUNS), c = median(check, RUNS), rc = median(rcheck, RUNS);
 	printf("%-8s %-34s %7.1f ns  (%.2fx plain add %.1f ns, same run; %" PRIu64 " of %" PRIu64 " adds journalled)\n",
 	       t->label, "replicated: shmf_add of new keys", ra, ra / a, a, journalled, n * RUNS);
-	printf("%-8s %-34s %7.1f ns  (%.2fx plain check %.1f ns, same run)\n", t->label, "replicated: shmf_check, loop", rc,
-	       rc / c, c);
+	printf("%-8s %-34s %7.1f ns  (%.2fx plain check %.1f ns, same run)\n", t->label, "replicated: shmf_check, loop",
+	       rc, rc / c, c);
 	shmf_close(p.rw);
 	shmf_close(r.rw);
 	shmf_journal_reader_close(jr);
@@ -492,7 +491,8 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 	snprintf(pname, sizeof(pname), "cp-%s", t->label);
 	snprintf(rname, sizeof(rname), "cr-%s", t->label);
 	snprintf(spec.name, sizeof(spec.name), "%s", pname);
-	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, pname, SHMF_RDWR, &p.rw) < 0) {
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+	    shmf_open(reg->instance, pname, SHMF_RDWR, &p.rw) < 0) {
 		fprintf(stderr, "cuckoo %s: %s\n", pname, err);
 		exit(1);
 	}
@@ -583,7 +583,8 @@ static void run_speed(struct registry *reg, uint64_t big)
 		printf("%-8s %-34s %7.1f ns\n", t[i].label, "floor: same work inline, no handle", fl);
 		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 64", median(v[2], RUNS));
 		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 1024", median(v[3], RUNS));
-		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of new keys, loop", add, add / check);
+		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of new keys, loop", add,
+		       add / check);
 		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_add_many, batches of 64", median(v[5], RUNS));
 		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of present keys, loop",
 		       median(v[6], RUNS), median(v[6], RUNS) / check);
@@ -659,7 +660,9 @@ static void run_attach(const char *self, const char *label, const char *root)
 		return;
 	}
 	/* About 1 GiB of filter. */
-	struct filter_spec spec = { .name = "attach", .type = SHMF_TYPE_BLOOM, .capacity = 866000000, .fpr = 0.01, .mode = 0640 };
+	struct filter_spec spec = {
+		.name = "attach", .type = SHMF_TYPE_BLOOM, .capacity = 866000000, .fpr = 0.01, .mode = 0640
+	};
 	double t0 = now_ns();
 	if (registry_create(&reg, &spec, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -713,7 +716,8 @@ int main(int argc, char **argv)
 			return 1;
 		huge = mount("tmpfs", hroot, "tmpfs", 0, "mode=0755,huge=within_size") == 0;
 		if (!huge)
-			printf("2 MiB pages: cannot mount a tmpfs (%s); measured on 4 KiB pages only\n", strerror(errno));
+			printf("2 MiB pages: cannot mount a tmpfs (%s); measured on 4 KiB pages only\n",
+			       strerror(errno));
 	}
 	if (run_speed_in(root, "4 KiB pages (tmpfs /dev/shm)", big) < 0)
 		return 1;

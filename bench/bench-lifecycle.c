@@ -28,7 +28,7 @@
 #include "registry.h"
 #include "snapshot.h"
 
-#define RUNS 5
+#define RUNS     5
 #define CHECKERS 4
 
 static uint64_t now_ns(void)
@@ -72,8 +72,8 @@ static int replace(struct registry *r, const char *name, const char *path, int h
 /* Shared with the checkers. */
 struct board {
 	_Atomic int stop;
-	_Atomic uint64_t want_gen;            /* the generation being published */
-	_Atomic uint64_t seen_ns[CHECKERS];   /* when checker i's call first used it */
+	_Atomic uint64_t want_gen;          /* the generation being published */
+	_Atomic uint64_t seen_ns[CHECKERS]; /* when checker i's call first used it */
 	_Atomic int ready[CHECKERS];
 };
 
@@ -140,8 +140,8 @@ int main(int argc, char **argv)
 		rest[r] = (double)info.bytes / (double)(t2 - t1);
 	}
 	shmf_close(f);
-	printf("%-44s %8.2f GB/s  (%.0f MiB, tmpfs file, median of %d)\n", "snapshot of a Bloom filter", median(snap, RUNS),
-	       (double)info.bytes / 1048576.0, RUNS);
+	printf("%-44s %8.2f GB/s  (%.0f MiB, tmpfs file, median of %d)\n", "snapshot of a Bloom filter",
+	       median(snap, RUNS), (double)info.bytes / 1048576.0, RUNS);
 	printf("%-44s %8.2f GB/s  (validated, new generation, published)\n", "restore (swap) of that snapshot",
 	       median(rest, RUNS));
 	registry_drop(&reg, "big", NULL, 0);
@@ -150,7 +150,9 @@ int main(int argc, char **argv)
 	/* 2. Publish-to-use latency of a swap under 1 checking process (the
 	 * machine has a core to spare for it) and under 4 (more than cores:
 	 * a checker that is not running sees the swap when it runs next). */
-	struct filter_spec small = { .name = "sw", .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640 };
+	struct filter_spec small = {
+		.name = "sw", .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640
+	};
 	if (registry_create(&reg, &small, err, sizeof(err)) < 0)
 		die("create", err);
 	snprintf(path, sizeof(path), "%s/sw.snap", root);

@@ -47,21 +47,21 @@
 #include "ticks.h"
 #include "workers.h"
 
-#define BATCH 100          /* keys per call in the batch rows */
-#define ABSENT_SET 2u      /* + key length: the absent probes */
-#define WARM_SET 100u      /* keys the warm-ups check */
-#define WARM_KEYS 20000
-#define FRESH_SET 1000u    /* and up: keys added by the add rows */
-#define WARM_MS 50.0       /* untimed checks before each shmfilter row */
-#define REMOTE_WARM_MS 20.0 /* untimed round trips before each baseline's rows */
-#define MAX_REMOTES 6 /* shmd over unix and tcp, GETBIT over tcp and unix, RedisBloom over tcp and unix */
+#define BATCH          100  /* keys per call in the batch rows */
+#define ABSENT_SET     2u   /* + key length: the absent probes */
+#define WARM_SET       100u /* keys the warm-ups check */
+#define WARM_KEYS      20000
+#define FRESH_SET      1000u /* and up: keys added by the add rows */
+#define WARM_MS        50.0  /* untimed checks before each shmfilter row */
+#define REMOTE_WARM_MS 20.0  /* untimed round trips before each baseline's rows */
+#define MAX_REMOTES    6     /* shmd over unix and tcp, GETBIT over tcp and unix, RedisBloom over tcp and unix */
 
 struct plan {
 	const char *name;
 	int type;
 	uint64_t keys;
-	int click;       /* m/n = 50, k = 16 instead of 1% */
-	int throughput;  /* measure 1, 2 and 4 worker processes on it */
+	int click;      /* m/n = 50, k = 16 instead of 1% */
+	int throughput; /* measure 1, 2 and 4 worker processes on it */
 };
 
 // clang-format off
@@ -78,24 +78,21 @@ static const struct plan full_plan[] = {
 
 // clang-format off
 static const struct plan quick_plan[] = {
-// clang-format on
-	{ "bloom-100k", SHMF_TYPE_BLOOM, 100000, 0, 0 },
-	{ "bloom-1M", SHMF_TYPE_BLOOM, 1000000, 0, 1 },
-	{ "bloom-click-1M", SHMF_TYPE_BLOOM, 1000000, 1, 0 },
-	{ "cuckoo-100k", SHMF_TYPE_CUCKOO, 100000, 0, 0 },
-	{ "cuckoo-1M", SHMF_TYPE_CUCKOO, 1000000, 0, 1 },
-	{ NULL, 0, 0, 0, 0 },
+	// clang-format on
+	{ "bloom-100k", SHMF_TYPE_BLOOM, 100000, 0, 0 },      { "bloom-1M", SHMF_TYPE_BLOOM, 1000000, 0, 1 },
+	{ "bloom-click-1M", SHMF_TYPE_BLOOM, 1000000, 1, 0 }, { "cuckoo-100k", SHMF_TYPE_CUCKOO, 100000, 0, 0 },
+	{ "cuckoo-1M", SHMF_TYPE_CUCKOO, 1000000, 0, 1 },     { NULL, 0, 0, 0, 0 },
 };
 // clang-format on
 
 /* How much of everything a mode measures. */
 struct sizes {
-	size_t probes;      /* keys checked by shmfilter, per filter and key length (half one
-	                       per call, half in batches; a multiple of 2 * rounds * 800) */
-	size_t remote_one;  /* one-key round trips per baseline */
-	size_t remote_many; /* 100-key round trips per baseline */
-	double seconds;     /* per throughput point and round */
-	int rounds;         /* each row is measured in this many rounds, all systems in each */
+	size_t probes;            /* keys checked by shmfilter, per filter and key length (half one
+				     per call, half in batches; a multiple of 2 * rounds * 800) */
+	size_t remote_one;        /* one-key round trips per baseline */
+	size_t remote_many;       /* 100-key round trips per baseline */
+	double seconds;           /* per throughput point and round */
+	int rounds;               /* each row is measured in this many rounds, all systems in each */
 	size_t throughput_probes; /* keys the workers cycle through */
 };
 
@@ -119,14 +116,14 @@ enum redisbloom_mode { RB_SKIPPED, RB_MODULE, RB_STANDIN };
 struct bench {
 	const char *instance;
 	struct endpoint shmd_ep, redis_tcp, redis_unix;
-	struct endpoint shmd_tcp;  /* shmd's TCP listener, when have_shmd_tcp */
+	struct endpoint shmd_tcp; /* shmd's TCP listener, when have_shmd_tcp */
 	int have_shmd_tcp;
-	redisContext *redis;     /* for uploads and DEL */
+	redisContext *redis; /* for uploads and DEL */
 	enum redisbloom_mode rb;
 	int quick;
 	const struct sizes *sz;
 	struct results out;
-	int huge_yes, huge_no;   /* filters on 2 MiB pages, and not */
+	int huge_yes, huge_no; /* filters on 2 MiB pages, and not */
 };
 
 static size_t clamp(uint64_t v, size_t lo, size_t hi)
@@ -156,8 +153,15 @@ static void emit(struct bench *b, const struct facts *f, size_t len, const char 
 	if (s->n == 0)
 		die("%s %s %s: no samples (too few keys for a call of %zu)", f->filter, system, op, per_call);
 	struct row w = {
-		.f = f, .key_bytes = len, .system = system, .transport = transport, .op = op,
-		.keys_per_call = per_call, .workers = 1, .samples = s->n, .sample = sample,
+		.f = f,
+		.key_bytes = len,
+		.system = system,
+		.transport = transport,
+		.op = op,
+		.keys_per_call = per_call,
+		.workers = 1,
+		.samples = s->n,
+		.sample = sample,
 	};
 	w.median_ns = samples_quantile(s, 0.5);
 	w.p99_ns = samples_quantile(s, 0.99);
@@ -265,7 +269,8 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	const size_t n1 = b->sz->remote_one, nm = b->sz->remote_many * BATCH, n_remote = n1 > nm ? n1 : nm;
 	struct keyset pr;
 	keyset_probes(&pr, len, n_local + n_remote, t->nfill, ABSENT_SET + (uint32_t)len, 42 + len);
-	struct keyset one_keys = keyset_slice(&pr, 0, n_local / 2), many_keys = keyset_slice(&pr, n_local / 2, n_local / 2);
+	struct keyset one_keys = keyset_slice(&pr, 0, n_local / 2),
+		      many_keys = keyset_slice(&pr, n_local / 2, n_local / 2);
 	struct keyset remote_keys = keyset_slice(&pr, n_local, n_remote);
 	uint8_t *ref = malloc(pr.n), *got = malloc(pr.n);
 	if (ref == NULL || got == NULL)
@@ -304,7 +309,8 @@ static void check_rows(struct bench *b, struct target *t, struct remote *rs, int
 	size_t absent = 0, fp = 0;
 	for (size_t i = 0; i < pr.n; i++) {
 		if (pr.present[i] && !ref[i])
-			die("%s: shmf_check says stored key %zu (%zu bytes) is absent (a false negative)", t->name, i, len);
+			die("%s: shmf_check says stored key %zu (%zu bytes) is absent (a false negative)", t->name, i,
+			    len);
 		absent += !pr.present[i];
 		fp += !pr.present[i] && ref[i];
 	}
@@ -400,7 +406,8 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 	emit(b, &t->facts, len, "shmfilter", "in-process", "add", BATCH, &many.s, "call");
 	struct add_set *local[2] = { &one, &many };
 	for (int j = 0; j < 2; j++) {
-		struct keyset done = keyset_slice(&local[j]->ks, 0, round_used(local[j]->ks.n, rounds, j ? BATCH : LOCAL_GROUP));
+		struct keyset done = keyset_slice(&local[j]->ks, 0,
+						  round_used(local[j]->ks.n, rounds, j ? BATCH : LOCAL_GROUP));
 		uint8_t *got = malloc(done.n ? done.n : 1);
 		if (got == NULL)
 			die("out of memory");
@@ -412,8 +419,10 @@ static void add_rows(struct bench *b, struct target *t, struct remote *rs, int n
 	for (int i = 0; i < nr; i++) {
 		struct add_set *sets[2] = { &r_one[i], &r_many[i] };
 		for (int j = 0; j < 2; j++) {
-			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "add", j ? BATCH : 1, &sets[j]->s, "call");
-			struct keyset done = keyset_slice(&sets[j]->ks, 0, round_used(sets[j]->ks.n, rounds, j ? BATCH : 1));
+			emit(b, &t->facts, len, rs[i].system, rs[i].ep->transport, "add", j ? BATCH : 1, &sets[j]->s,
+			     "call");
+			struct keyset done = keyset_slice(&sets[j]->ks, 0,
+							  round_used(sets[j]->ks.n, rounds, j ? BATCH : 1));
 			verify_added(t, &rs[i], &done, sets[j]->was_new);
 			add_set_free(sets[j]);
 		}
@@ -444,10 +453,14 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 		for (int m = 0; m < 3; m++) {
 			/* m 2: 100 one-key requests in one pipeline, for the servers
 			 * compared with Redis over TCP (shmd, RedisBloom). */
-			if (m == 2 && (j < 0 || rs[j].check_pipelined == NULL || strcmp(rs[j].ep->transport, "tcp") != 0))
+			if (m == 2 &&
+			    (j < 0 || rs[j].check_pipelined == NULL || strcmp(rs[j].ep->transport, "tcp") != 0))
 				continue;
-			args[njobs++] = (struct job_args){ .instance = b->instance, .filter = t->name, .probes = &pr,
-							   .per_call = m ? BATCH : 1, .remote = j >= 0 ? &rs[j] : NULL,
+			args[njobs++] = (struct job_args){ .instance = b->instance,
+							   .filter = t->name,
+							   .probes = &pr,
+							   .per_call = m ? BATCH : 1,
+							   .remote = j >= 0 ? &rs[j] : NULL,
 							   .pipelined = m == 2 };
 		}
 	double rate[NJOBS][NW][MAX_ROUNDS];
@@ -468,11 +481,17 @@ static void throughput_rows(struct bench *b, struct target *t, struct remote *rs
 		for (int w = 0; w < NW; w++) {
 			const struct remote *r = args[j].remote;
 			struct row row = {
-				.f = &t->facts, .key_bytes = len, .op = args[j].pipelined ? "check-pipelined" : "check",
+				.f = &t->facts,
+				.key_bytes = len,
+				.op = args[j].pipelined ? "check-pipelined" : "check",
 				.keys_per_call = args[j].per_call,
-				.system = r ? r->system : "shmfilter", .transport = r ? r->ep->transport : "in-process",
-				.workers = worker_counts[w], .samples = (size_t)rounds, .sample = sample,
-				.keys_per_s = median_rate(rate[j][w], rounds), .workers_cpus = cpu[j][w].workers,
+				.system = r ? r->system : "shmfilter",
+				.transport = r ? r->ep->transport : "in-process",
+				.workers = worker_counts[w],
+				.samples = (size_t)rounds,
+				.sample = sample,
+				.keys_per_s = median_rate(rate[j][w], rounds),
+				.workers_cpus = cpu[j][w].workers,
 				.others_cpus = cpu[j][w].others,
 			};
 			results_row(&b->out, &row);
@@ -600,8 +619,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-redis: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	const char *missing = !shmd ? "--shmd" : !b.instance ? "--instance" : !tcp ? "--redis-tcp"
-			      : !unix_path ? "--redis-unix" : !csv ? "--csv" : NULL;
+	const char *missing = !shmd         ? "--shmd"
+			      : !b.instance ? "--instance"
+			      : !tcp        ? "--redis-tcp"
+			      : !unix_path  ? "--redis-unix"
+			      : !csv        ? "--csv"
+					    : NULL;
 	if (missing != NULL) {
 		fprintf(stderr, "bench-redis: %s is required\n", missing);
 		usage(stderr);
@@ -646,7 +669,10 @@ int main(int argc, char **argv)
 		fprintf(fp, "throughput_seconds=%.1f\n", b.sz->seconds);
 		fprintf(fp, "huge_pages=%s\n", b.huge_no == 0 ? "yes" : b.huge_yes == 0 ? "no" : "some");
 		fprintf(fp, "avx512=%s\n", shmf_bloom_have_avx512() ? "yes" : "no");
-		fprintf(fp, "redisbloom=%s\n", b.rb == RB_MODULE ? "module" : b.rb == RB_STANDIN ? "standin" : "skipped");
+		fprintf(fp, "redisbloom=%s\n",
+			b.rb == RB_MODULE    ? "module"
+			: b.rb == RB_STANDIN ? "standin"
+					     : "skipped");
 		fprintf(fp, "shmd_tcp=%s\n", b.have_shmd_tcp ? endpoint_name(&b.shmd_tcp) : "none");
 		if (fclose(fp) != 0)
 			die("writing %s: %m", meta);

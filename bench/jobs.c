@@ -7,9 +7,9 @@
 
 struct worker_state {
 	const struct job_args *a;
-	shmf_t *f;         /* shmfilter jobs */
-	struct remote r;   /* baseline jobs */
-	size_t at;         /* next probe */
+	shmf_t *f;       /* shmfilter jobs */
+	struct remote r; /* baseline jobs */
+	size_t at;       /* next probe */
 	uint8_t *out;
 };
 

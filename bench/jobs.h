@@ -13,12 +13,12 @@
 #include "workers.h"
 
 struct job_args {
-	const char *instance;      /* shmfilter jobs: the instance and filter to open */
+	const char *instance; /* shmfilter jobs: the instance and filter to open */
 	const char *filter;
 	const struct remote *remote; /* baseline jobs: what to connect to */
 	const struct keyset *probes; /* each worker starts at its own offset */
-	size_t per_call;           /* keys per call: 1 or a batch */
-	int pipelined;             /* baseline jobs: the batch as one-key requests in one pipeline */
+	size_t per_call;             /* keys per call: 1 or a batch */
+	int pipelined;               /* baseline jobs: the batch as one-key requests in one pipeline */
 };
 
 /** A worker that opens the filter read-only and calls shmf_check or shmf_check_many. */

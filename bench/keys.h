@@ -16,7 +16,7 @@
 
 #include "shmf.h"
 
-#define KEYS_FILL 1u      /* the set a filter is filled with */
+#define KEYS_FILL    1u /* the set a filter is filled with */
 #define KEYS_MAX_LEN 64u
 
 /** Key @p i of set @p set, @p len bytes (a multiple of 8, at most 64). */
@@ -32,11 +32,11 @@ static inline size_t key_fill_len(uint64_t i)
 void keys_fill_batch(uint64_t from, size_t n, char *buf, shmf_key_t *keys);
 
 struct keyset {
-	size_t len;        /* bytes per key: 16 or 64 */
+	size_t len; /* bytes per key: 16 or 64 */
 	size_t n;
-	char *buf;         /* n * len bytes, read in order */
-	shmf_key_t *keys;  /* n views into buf */
-	uint8_t *present;  /* probes: 1 if the key is one of the fill set; else NULL */
+	char *buf;        /* n * len bytes, read in order */
+	shmf_key_t *keys; /* n views into buf */
+	uint8_t *present; /* probes: 1 if the key is one of the fill set; else NULL */
 };
 
 /**

@@ -97,8 +97,7 @@ void remote_warm(struct remote *r, const struct keyset *ks, double ms)
 		r->check(r, ks->keys + i, 1, &out);
 }
 
-void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s,
-		  uint8_t *out)
+void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s, uint8_t *out)
 {
 	for (size_t i = 0; i + per_call <= ks->n; i += per_call) {
 		uint64_t t0 = ticks_now();
@@ -111,8 +110,7 @@ void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per
 	}
 }
 
-void remote_calls_pipelined(struct remote *r, const struct keyset *ks, size_t per_call, struct samples *s,
-			    uint8_t *out)
+void remote_calls_pipelined(struct remote *r, const struct keyset *ks, size_t per_call, struct samples *s, uint8_t *out)
 {
 	for (size_t i = 0; i + per_call <= ks->n; i += per_call) {
 		uint64_t t0 = ticks_now();

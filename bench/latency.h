@@ -46,8 +46,7 @@ void remote_warm(struct remote *r, const struct keyset *ks, double ms);
 
 /** Calls of @p per_call keys over all of @p ks through @p r, each call
  *  timed; answers in @p out (ks->n bytes). */
-void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s,
-		  uint8_t *out);
+void remote_calls(struct remote *r, int add, const struct keyset *ks, size_t per_call, struct samples *s, uint8_t *out);
 
 /** As remote_calls() for checks, each call @p per_call one-key requests in
  *  one pipeline (r->check_pipelined). */

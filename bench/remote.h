@@ -25,12 +25,12 @@ struct getbit_geom {
 };
 
 struct remote {
-	const char *system;          /* "redis-getbit", "shmd", "redisbloom", "redisbloom-standin" */
+	const char *system; /* "redis-getbit", "shmd", "redisbloom", "redisbloom-standin" */
 	const struct endpoint *ep;
 	redisContext *c;
-	char target[80];             /* the Redis key (GETBIT) or the filter name (verbs) */
-	int type;                    /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	struct getbit_geom g;        /* redis-getbit only */
+	char target[80];      /* the Redis key (GETBIT) or the filter name (verbs) */
+	int type;             /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	struct getbit_geom g; /* redis-getbit only */
 	/* Check or add keys[0..n) in one round trip: out[i] = 1 if key i may
 	 * be present (check) or was new / was stored (add). Returns how many
 	 * are 1. Exits on any failure. */

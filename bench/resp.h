@@ -40,7 +40,6 @@ redisReply *resp_reply(redisContext *c, const struct endpoint *e, const char *wh
 long long resp_int(redisContext *c, const struct endpoint *e, const char *what);
 
 /** One command of plain strings (NULL-terminated list), its reply read and returned. */
-redisReply *resp_run(redisContext *c, const struct endpoint *e, const char *arg0, ...)
-	__attribute__((sentinel));
+redisReply *resp_run(redisContext *c, const struct endpoint *e, const char *arg0, ...) __attribute__((sentinel));
 
 #endif

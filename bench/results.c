@@ -10,7 +10,8 @@ int results_open(struct results *r, const char *path)
 	if (r->fp == NULL)
 		return -1;
 	if (fputs("filter,type,keys,fpr_target,fpr_measured,k,bits_per_key,load,key_bytes,system,transport,op,"
-		  "keys_per_call,workers,median_ns,p99_ns,keys_per_s,samples,sample,workers_cpus,others_cpus\n", r->fp) < 0)
+		  "keys_per_call,workers,median_ns,p99_ns,keys_per_s,samples,sample,workers_cpus,others_cpus\n",
+		  r->fp) < 0)
 		r->err = 1;
 	return 0;
 }
@@ -25,8 +26,8 @@ void results_row(struct results *r, const struct row *w)
 		r->err = 1;
 	if ((thr ? fprintf(r->fp, ",,%.0f", w->keys_per_s) : fprintf(r->fp, "%.1f,%.1f,", w->median_ns, w->p99_ns)) < 0)
 		r->err = 1;
-	if (fprintf(r->fp, ",%zu,%s,", w->samples, w->sample) < 0 || (!thr && fputc(',', r->fp) == EOF) || (thr && fprintf(r->fp, "%.2f,%.2f", w->workers_cpus, w->others_cpus) < 0) ||
-	    fputc('\n', r->fp) == EOF)
+	if (fprintf(r->fp, ",%zu,%s,", w->samples, w->sample) < 0 || (!thr && fputc(',', r->fp) == EOF) ||
+	    (thr && fprintf(r->fp, "%.2f,%.2f", w->workers_cpus, w->others_cpus) < 0) || fputc('\n', r->fp) == EOF)
 		r->err = 1;
 	fflush(r->fp);
 

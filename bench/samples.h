@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct samples {
-	double *v;  /* nanoseconds per key, one per timed call or group */
+	double *v; /* nanoseconds per key, one per timed call or group */
 	size_t n;
 	size_t cap;
 };

@@ -56,7 +56,8 @@ void target_create(struct target *t, struct remote *shmd, const char *instance)
 		struct shmf_data_map dm;
 		if ((rc = shmf_dir_open(instance, &dir)) < 0 || (rc = shmf_ctl_map_open(&dir, 0, &ctl)) < 0)
 			die("instance %s: %s", instance, shmf_strerror(rc));
-		if ((rc = shmf_slot_find(&ctl, t->name, &slot)) < 0 || (rc = shmf_data_map_open(&dir, &slot, 0, &dm)) < 0)
+		if ((rc = shmf_slot_find(&ctl, t->name, &slot)) < 0 ||
+		    (rc = shmf_data_map_open(&dir, &slot, 0, &dm)) < 0)
 			die("filter %s: %s", t->name, shmf_strerror(rc));
 		t->g = (struct getbit_geom){ .seed = dm.hdr.seed, .nblocks = dm.hdr.nblocks, .k = dm.hdr.k };
 		shmf_data_map_close(&dm);
@@ -67,7 +68,8 @@ void target_create(struct target *t, struct remote *shmd, const char *instance)
 		.filter = t->name,
 		.type = t->type == SHMF_TYPE_BLOOM ? "bloom" : "cuckoo",
 		.keys = t->keys,
-		.fpr_target = t->type == SHMF_TYPE_BLOOM ? shmf_bloom_fpr(t->keys, t->g.nblocks, t->g.k) : t->info.fpr_target,
+		.fpr_target = t->type == SHMF_TYPE_BLOOM ? shmf_bloom_fpr(t->keys, t->g.nblocks, t->g.k)
+							 : t->info.fpr_target,
 		.fpr_measured = -1,
 		.k = t->info.k,
 		.bits_per_key = (double)t->info.bits / (double)t->keys,
@@ -87,7 +89,8 @@ void target_fill(struct target *t, uint64_t nfill)
 		keys_fill_batch(at, n, buf, keys);
 		int rc = shmf_add_many(t->f, keys, n, NULL);
 		if (rc < 0)
-			die("filling %s: shmf_add_many at key %llu: %s", t->name, (unsigned long long)at, shmf_strerror(rc));
+			die("filling %s: shmf_add_many at key %llu: %s", t->name, (unsigned long long)at,
+			    shmf_strerror(rc));
 	}
 	free(buf);
 	free(keys);
@@ -100,8 +103,7 @@ void target_fill(struct target *t, uint64_t nfill)
 		t->type == SHMF_TYPE_CUCKOO ? "load" : "bits set", t->info.fill_ratio);
 }
 
-void target_upload(struct target *t, const char *instance, redisContext *c, const struct endpoint *ep,
-		   const char *key)
+void target_upload(struct target *t, const char *instance, redisContext *c, const struct endpoint *ep, const char *key)
 {
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;

@@ -14,17 +14,17 @@
 
 /* The click-dedupe configuration: m/n = 50 bits per key, k = 16. */
 #define CLICK_BITS_PER_KEY 50
-#define CLICK_K 16
+#define CLICK_K            16
 
 struct target {
-	const char *name;     /* shmd's filter name, also the row label */
-	int type;             /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint64_t keys;        /* keys it is meant for */
-	int click;            /* sized to m/n = 50, k = 16 instead of 1% */
-	uint64_t capacity;    /* asked of BF.RESERVE / CF.RESERVE */
-	double fpr;           /* asked of BF.RESERVE / CF.RESERVE */
-	uint64_t nfill;       /* keys added before the checks */
-	shmf_t *f;            /* read-write handle */
+	const char *name;  /* shmd's filter name, also the row label */
+	int type;          /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint64_t keys;     /* keys it is meant for */
+	int click;         /* sized to m/n = 50, k = 16 instead of 1% */
+	uint64_t capacity; /* asked of BF.RESERVE / CF.RESERVE */
+	double fpr;        /* asked of BF.RESERVE / CF.RESERVE */
+	uint64_t nfill;    /* keys added before the checks */
+	shmf_t *f;         /* read-write handle */
 	shmf_info_t info;
 	struct getbit_geom g; /* Bloom: where a key's bits lie */
 	struct facts facts;
@@ -46,8 +46,7 @@ void target_create(struct target *t, struct remote *shmd, const char *instance);
 void target_fill(struct target *t, uint64_t nfill);
 
 /** Copy the filter's bits into Redis string @p key (Bloom only). */
-void target_upload(struct target *t, const char *instance, redisContext *c, const struct endpoint *ep,
-		   const char *key);
+void target_upload(struct target *t, const char *instance, redisContext *c, const struct endpoint *ep, const char *key);
 
 /** 1 if shmd reports the filter's segment on huge pages (SHMF.INFO). */
 int target_huge_pages(struct target *t, struct remote *shmd);

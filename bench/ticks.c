@@ -24,8 +24,8 @@ void ticks_init(void)
 		t1 = ticks_now();
 	} while (n1 - n0 < 50000000);
 	rate = (double)(t1 - t0) / (double)(n1 - n0);
-	snprintf(method, sizeof(method), "TSC read as lfence; rdtsc; lfence (%.3f ticks/ns, measured against CLOCK_MONOTONIC)",
-		 rate);
+	snprintf(method, sizeof(method),
+		 "TSC read as lfence; rdtsc; lfence (%.3f ticks/ns, measured against CLOCK_MONOTONIC)", rate);
 #endif
 }
 

@@ -130,7 +130,8 @@ void verbs_reserve(struct remote *r, uint64_t capacity, double fpr)
 	snprintf(rate, sizeof(rate), "%.17g", fpr);
 	redisReply *rep = r->type == SHMF_TYPE_CUCKOO
 				  ? resp_run(r->c, r->ep, "CF.RESERVE", r->target, cap, "BUCKETSIZE", "4", (char *)NULL)
-				  : resp_run(r->c, r->ep, "BF.RESERVE", r->target, rate, cap, "NONSCALING", (char *)NULL);
+				  : resp_run(r->c, r->ep, "BF.RESERVE", r->target, rate, cap, "NONSCALING",
+					     (char *)NULL);
 	freeReplyObject(rep);
 }
 

@@ -19,8 +19,7 @@ struct result {
 	double ns;
 };
 
-static void child(const struct worker_job *job, int idx, int nworkers, double seconds, int ready, int start,
-		  int result)
+static void child(const struct worker_job *job, int idx, int nworkers, double seconds, int ready, int start, int result)
 {
 	void *state = job->setup(job->arg, idx, nworkers);
 	/* Say ready, then close: a worker that dies in its setup leaves the

@@ -93,8 +93,8 @@ extern "C" {
 #endif
 
 /** Library version, as numbers and as a string. */
-#define SHMF_VERSION_MAJOR 0
-#define SHMF_VERSION_MINOR 1
+#define SHMF_VERSION_MAJOR  0
+#define SHMF_VERSION_MINOR  1
 #define SHMF_VERSION_STRING "0.1.0"
 
 /* ---- Error codes ------------------------------------------------------
@@ -103,23 +103,23 @@ extern "C" {
  * below, which live in a band of their own (-5000 to -5099) so they never
  * clash with errno values. shmf_strerror() turns any of them into text.
  */
-#define SHMF_E_NOTFOUND  (-5001) /**< no such filter, or no such instance */
-#define SHMF_E_FORMAT    (-5002) /**< a segment or file is malformed: magic, sizes or fields */
-#define SHMF_E_VERSION   (-5003) /**< a segment has another format version */
-#define SHMF_E_LAYOUT    (-5004) /**< a segment was built with another struct layout */
-#define SHMF_E_OWNER     (-5005) /**< a file or directory has an untrusted owner or mode */
-#define SHMF_E_READONLY  (-5006) /**< write through a handle opened with SHMF_RDONLY */
-#define SHMF_E_TYPE      (-5007) /**< the filter type does not support this call */
-#define SHMF_E_FULL      (-5008) /**< the filter is full */
-#define SHMF_E_INVAL     (-5009) /**< an argument is invalid (flags, capacity, fpr, NULL) */
-#define SHMF_E_NAME      (-5010) /**< an instance or filter name is invalid */
-#define SHMF_E_EXISTS    (-5011) /**< a filter of that name already exists */
-#define SHMF_E_RUNDIR    (-5012) /**< the runtime directory cannot be determined */
-#define SHMF_E_DROPPED   (-5013) /**< the filter was dropped while this handle was open */
-#define SHMF_E_TOOBIG    (-5014) /**< the requested filter is larger than this library allows */
-#define SHMF_E_PROTO     (-5015) /**< the control socket answered something unexpected */
-#define SHMF_E_FIRST     (-5099) /**< lowest library code */
-#define SHMF_E_LAST      (-5000) /**< highest library code */
+#define SHMF_E_NOTFOUND (-5001) /**< no such filter, or no such instance */
+#define SHMF_E_FORMAT   (-5002) /**< a segment or file is malformed: magic, sizes or fields */
+#define SHMF_E_VERSION  (-5003) /**< a segment has another format version */
+#define SHMF_E_LAYOUT   (-5004) /**< a segment was built with another struct layout */
+#define SHMF_E_OWNER    (-5005) /**< a file or directory has an untrusted owner or mode */
+#define SHMF_E_READONLY (-5006) /**< write through a handle opened with SHMF_RDONLY */
+#define SHMF_E_TYPE     (-5007) /**< the filter type does not support this call */
+#define SHMF_E_FULL     (-5008) /**< the filter is full */
+#define SHMF_E_INVAL    (-5009) /**< an argument is invalid (flags, capacity, fpr, NULL) */
+#define SHMF_E_NAME     (-5010) /**< an instance or filter name is invalid */
+#define SHMF_E_EXISTS   (-5011) /**< a filter of that name already exists */
+#define SHMF_E_RUNDIR   (-5012) /**< the runtime directory cannot be determined */
+#define SHMF_E_DROPPED  (-5013) /**< the filter was dropped while this handle was open */
+#define SHMF_E_TOOBIG   (-5014) /**< the requested filter is larger than this library allows */
+#define SHMF_E_PROTO    (-5015) /**< the control socket answered something unexpected */
+#define SHMF_E_FIRST    (-5099) /**< lowest library code */
+#define SHMF_E_LAST     (-5000) /**< highest library code */
 
 /* ---- Types ------------------------------------------------------------- */
 
@@ -151,12 +151,12 @@ typedef struct {
 	uint64_t capacity;            /**< keys it was sized for */
 	double fpr_target;            /**< false-positive rate it was sized for, at capacity */
 	uint64_t bits;                /**< Bloom: filter bits (64-byte blocks x 512);
-	                                   cuckoo: fingerprint slots x fingerprint bits */
+					   cuckoo: fingerprint slots x fingerprint bits */
 	uint64_t bytes;               /**< size of the data segment in bytes, header included */
 	uint64_t items;               /**< Bloom: adds that reported the key new;
-	                                   cuckoo: fingerprints stored (adds minus deletes) */
+					   cuckoo: fingerprints stored (adds minus deletes) */
 	double fill_ratio;            /**< Bloom: expected fraction of bits set;
-	                                   cuckoo: fraction of slots in use (load) */
+					   cuckoo: fraction of slots in use (load) */
 	double fpr_estimate;          /**< expected false-positive rate now, from items */
 	uint64_t generation;          /**< generation this handle has mapped */
 	uint64_t buckets;             /**< cuckoo: buckets of 4 slots; Bloom: 0 */
@@ -167,7 +167,7 @@ typedef struct {
 	uint64_t window_secs;         /**< time window: seconds per generation; 0: not windowed */
 	uint32_t window_generations;  /**< time window: generations kept; 0: not windowed */
 	uint32_t live_generations;    /**< generations checked now (1 unless windowed); the
-	                                   fields above describe the newest, where adds go */
+					   fields above describe the newest, where adds go */
 	uint64_t items_live;          /**< items summed over the live generations */
 } shmf_info_t;
 

@@ -21,8 +21,8 @@ typedef size_t (*chunk_fn)(const struct shmf_bloom_geom *g, uint64_t *const bloc
 
 /* Hash keys[0..n) and prefetch their blocks: for writing (@p rw) when the
  * chunk will be added, so the line arrives owned. */
-static inline void hash_chunk(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, int rw,
-			      uint64_t h[], uint64_t *blocks[])
+static inline void hash_chunk(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, int rw, uint64_t h[],
+			      uint64_t *blocks[])
 {
 	for (size_t j = 0; j < n; j++) {
 		h[j] = shmf_hash(keys[j].ptr, keys[j].len, g->seed);
@@ -34,8 +34,8 @@ static inline void hash_chunk(const struct shmf_bloom_geom *g, const shmf_key_t 
 	}
 }
 
-__attribute__((flatten)) static size_t run(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, uint8_t *out, int rw,
-		  chunk_fn test)
+__attribute__((flatten)) static size_t run(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n,
+					   uint8_t *out, int rw, chunk_fn test)
 {
 	uint64_t h[2][CHUNK];
 	uint64_t *blocks[2][CHUNK];
@@ -74,7 +74,7 @@ static size_t check_chunk_scalar(const struct shmf_bloom_geom *g, uint64_t *cons
  * Returns the lanes of @p live whose bit is set.
  */
 __attribute__((target("avx512f"))) static inline __mmask16 lanes_set(__m512i x, __m512i salt, __m512i block,
-								      __mmask16 live)
+								     __mmask16 live)
 {
 	__m512i p = _mm512_mullo_epi32(x, salt);
 	__m512i word = _mm512_permutexvar_epi32(_mm512_srli_epi32(p, 28), block);
@@ -87,8 +87,8 @@ __attribute__((target("avx512f"))) static inline __mmask16 lanes_set(__m512i x, 
  * so each lane sees its word before or after a concurrent add, and either
  * answer is one a relaxed scalar load could have given. */
 __attribute__((target("avx512f"))) static size_t check_chunk_avx512(const struct shmf_bloom_geom *g,
-								   uint64_t *const blocks[], const uint64_t h[],
-								   size_t n, uint8_t *out)
+								    uint64_t *const blocks[], const uint64_t h[],
+								    size_t n, uint8_t *out)
 {
 	const __m512i salt_lo = _mm512_load_si512((const void *)shmf_pos_salt);
 	const __m512i salt_hi = _mm512_load_si512((const void *)(shmf_pos_salt + 16));
@@ -124,9 +124,9 @@ __attribute__((target("avx512f"))) static size_t check_chunk_avx512(const struct
  * lanes masked off.
  */
 __attribute__((target("avx512f,avx512vl"))) static size_t check_chunk_avx512_k8(const struct shmf_bloom_geom *g,
-									    uint64_t *const blocks[],
-									    const uint64_t h[], size_t n,
-									    uint8_t *out)
+										uint64_t *const blocks[],
+										const uint64_t h[], size_t n,
+										uint8_t *out)
 {
 	const __m256i salt = _mm256_load_si256((const void *)shmf_pos_salt);
 	const __mmask8 live = (__mmask8)((1u << g->k) - 1);

@@ -11,9 +11,9 @@
 
 /* What shmf_bloom_size() chose. */
 struct shmf_bloom_params {
-	uint32_t k;         /* bits per key */
-	uint64_t nblocks;   /* 64-byte blocks */
-	uint64_t bits;      /* nblocks * 512 */
+	uint32_t k;       /* bits per key */
+	uint64_t nblocks; /* 64-byte blocks */
+	uint64_t bits;    /* nblocks * 512 */
 };
 
 /**

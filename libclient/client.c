@@ -64,8 +64,8 @@ struct part {
 		struct shmf_bloom_geom bloom;   /* type Bloom: the filter in this mapping */
 		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	};
-	struct shmf_cuckoo_lock lock;   /* type cuckoo: its relocation lock, this process's */
-	uint32_t window;                /* its window number, floor(created / window_secs); 0: no window */
+	struct shmf_cuckoo_lock lock; /* type cuckoo: its relocation lock, this process's */
+	uint32_t window;              /* its window number, floor(created / window_secs); 0: no window */
 	struct shmf_data_map data;
 };
 
@@ -92,9 +92,9 @@ struct shmf {
 	unsigned stripe;
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;
-	pthread_mutex_t remap_lock; /* serialises the slow path of one handle */
+	pthread_mutex_t remap_lock;          /* serialises the slow path of one handle */
 	struct shmf_journal_writer *journal; /* made by the first view of a replicated filter
-	                                        (under remap_lock), freed at close */
+						(under remap_lock), freed at close */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -714,7 +714,7 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	size_t fresh = 0;
 	if (v->type == SHMF_TYPE_BLOOM && v->nparts == 1) {
 		fresh = __builtin_expect(v->journal == NULL, 1) ? shmf_bloom_add_batch(&v->p[0].bloom, keys, n, out)
-							       : bloom_add_many_journalled(v, keys, n, out);
+								: bloom_add_many_journalled(v, keys, n, out);
 		if (fresh)
 			atomic_fetch_add_explicit(v->p[0].items, fresh, memory_order_relaxed);
 	} else if (v->type == SHMF_TYPE_BLOOM) {

@@ -272,8 +272,7 @@ struct kick {
 static void window_open_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
 	_Atomic uint64_t *sa = shmf_cuckoo_stripe(g, a), *sb = shmf_cuckoo_stripe(g, b);
-	atomic_store_explicit(&g->meta->moving,
-			      (a % SHMF_CUCKOO_STRIPES + 1) | (b % SHMF_CUCKOO_STRIPES + 1) << 32,
+	atomic_store_explicit(&g->meta->moving, (a % SHMF_CUCKOO_STRIPES + 1) | (b % SHMF_CUCKOO_STRIPES + 1) << 32,
 			      memory_order_relaxed);
 	atomic_store_explicit(sa, atomic_load_explicit(sa, memory_order_relaxed) + 1, memory_order_relaxed);
 	if (sb != sa)

@@ -31,23 +31,23 @@
 
 #include "hash.h"
 
-#define SHMF_CUCKOO_SLOTS       4u     /* fingerprints per bucket */
-#define SHMF_CUCKOO_STRIPES     1024u  /* version counters, bucket i uses i % STRIPES */
-#define SHMF_CUCKOO_MAX_KICKS   500u   /* default bound on one insert's relocation path */
-#define SHMF_CUCKOO_KICKS_LIMIT 1024u  /* largest configurable bound (the path lives on the stack) */
-#define SHMF_CUCKOO_LOAD        0.95   /* sizing: load at capacity */
+#define SHMF_CUCKOO_SLOTS       4u    /* fingerprints per bucket */
+#define SHMF_CUCKOO_STRIPES     1024u /* version counters, bucket i uses i % STRIPES */
+#define SHMF_CUCKOO_MAX_KICKS   500u  /* default bound on one insert's relocation path */
+#define SHMF_CUCKOO_KICKS_LIMIT 1024u /* largest configurable bound (the path lives on the stack) */
+#define SHMF_CUCKOO_LOAD        0.95  /* sizing: load at capacity */
 
 /* The relocation state in shared memory, before the version stripes.
  * Written only by the holder of the writer lock. */
 struct shmf_cuckoo_meta {
 	_Atomic uint64_t moving; /* lock holder: stripes+1 of the move in progress
-	                            (a | b << 32), 0 when none; the next holder
-	                            repairs the versions of a holder that died */
+				    (a | b << 32), 0 when none; the next holder
+				    repairs the versions of a holder that died */
 	_Atomic uint64_t moves;  /* lock holder: relocations done (informational) */
 	uint64_t pad[6];
 	_Atomic uint64_t version[SHMF_CUCKOO_STRIPES]; /* lock holder: odd while a move
-	                                                   touches a bucket of the stripe;
-	                                                   readers: seqlock validation */
+							   touches a bucket of the stripe;
+							   readers: seqlock validation */
 };
 
 /* Payload of a cuckoo data segment: the meta block, then the table
@@ -59,7 +59,7 @@ static inline uint64_t shmf_cuckoo_table_bytes(uint64_t nbuckets, uint32_t fp_bi
 
 /* What shmf_cuckoo_size() chose. */
 struct shmf_cuckoo_params {
-	uint32_t fp_bits;  /* 8 or 16 */
+	uint32_t fp_bits; /* 8 or 16 */
 	uint64_t nbuckets;
 	uint64_t table_bytes; /* nbuckets * bucket size, rounded up to 64 */
 };
@@ -73,9 +73,9 @@ struct shmf_cuckoo_params {
  * second thread would share, or convert, it).
  */
 struct shmf_cuckoo_lock {
-	int file_fd;          /* the data file as mapped; not owned */
-	int fd;               /* the descriptor locked: file_fd, or a reopened one (owned) */
-	unsigned generation;  /* the fork generation fd belongs to */
+	int file_fd;         /* the data file as mapped; not owned */
+	int fd;              /* the descriptor locked: file_fd, or a reopened one (owned) */
+	unsigned generation; /* the fork generation fd belongs to */
 	pthread_mutex_t mutex;
 };
 
@@ -87,13 +87,13 @@ void shmf_cuckoo_lock_fini(struct shmf_cuckoo_lock *l);
 
 /* A mapped cuckoo table. */
 struct shmf_cuckoo_geom {
-	void *buckets;                  /* nbuckets words of 4 * fp_bits bits */
+	void *buckets; /* nbuckets words of 4 * fp_bits bits */
 	uint64_t nbuckets;
 	uint64_t seed;
-	uint32_t fp_bits;               /* 8 or 16 */
+	uint32_t fp_bits; /* 8 or 16 */
 	uint32_t max_kicks;
 	struct shmf_cuckoo_meta *meta;
-	struct shmf_cuckoo_lock *lock;  /* this process's relocation lock of the table */
+	struct shmf_cuckoo_lock *lock; /* this process's relocation lock of the table */
 };
 
 /**
@@ -190,10 +190,10 @@ extern void (*shmf_cuckoo_read_hook)(void);
  * into its new bucket and clearing the old one. */
 extern void (*shmf_cuckoo_move_hook)(void);
 /* Call test hook @p h if a test has set it; nothing at all in other builds. */
-#define SHMF_TEST_HOOK(h)                                      \
-	do {                                                   \
-		if ((h) != NULL)                               \
-			(h)();                                 \
+#define SHMF_TEST_HOOK(h)        \
+	do {                     \
+		if ((h) != NULL) \
+			(h)();   \
 	} while (0)
 #else
 #define SHMF_TEST_HOOK(h) ((void)0)

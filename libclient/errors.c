@@ -18,7 +18,8 @@ const char *shmf_strerror(int err)
 	case SHMF_E_INVAL: return "invalid argument";
 	case SHMF_E_NAME: return "invalid name (1-63 characters of A-Z a-z 0-9 _ . : -, not starting with '.')";
 	case SHMF_E_EXISTS: return "a filter of that name already exists";
-	case SHMF_E_RUNDIR: return "runtime directory unknown (set SHMF_RUNTIME_DIR to an absolute path, or XDG_RUNTIME_DIR)";
+	case SHMF_E_RUNDIR:
+		return "runtime directory unknown (set SHMF_RUNTIME_DIR to an absolute path, or XDG_RUNTIME_DIR)";
 	case SHMF_E_DROPPED: return "filter was dropped while the handle was open";
 	case SHMF_E_TOOBIG: return "filter would be too large";
 	case SHMF_E_PROTO: return "unexpected reply on the control socket";

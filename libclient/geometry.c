@@ -32,8 +32,7 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 		g.nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES;
 		break;
 	}
-	default:
-		return SHMF_E_TYPE;
+	default: return SHMF_E_TYPE;
 	}
 	if (g.nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 		return SHMF_E_TOOBIG;
@@ -72,15 +71,14 @@ int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nb
 	if (nblocks == 0 || nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 		return SHMF_E_FORMAT;
 	switch (type) {
-	case SHMF_TYPE_BLOOM:
-		return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 ? 0 : SHMF_E_FORMAT;
+	case SHMF_TYPE_BLOOM: return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 ? 0 : SHMF_E_FORMAT;
 	case SHMF_TYPE_CUCKOO:
 		if ((k != 8 && k != 16) || nbuckets == 0 || nbuckets > SHMF_DATA_MAX_BYTES / 8)
 			return SHMF_E_FORMAT;
-		if (nblocks * SHMF_BLOCK_BYTES != sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k))
+		if (nblocks * SHMF_BLOCK_BYTES !=
+		    sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k))
 			return SHMF_E_FORMAT;
 		return 0;
-	default:
-		return SHMF_E_FORMAT;
+	default: return SHMF_E_FORMAT;
 	}
 }

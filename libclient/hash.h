@@ -55,7 +55,7 @@ static inline uint64_t shmf_mix64(uint64_t x)
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "bit p of a block is bit p % 32 of 32-bit word p / 32 only on little-endian machines");
 
-#define SHMF_POS_MUL UINT64_C(0x9e3779b97f4a7c15)
+#define SHMF_POS_MUL   UINT64_C(0x9e3779b97f4a7c15)
 #define SHMF_POS_SHIFT (32u - 9u) /* 9 bits: log2(SHMF_BLOCK_BITS) */
 
 /* The salts, one per position (SHMF_K_MAX of them); hash.c lists them. */
@@ -75,10 +75,10 @@ static inline unsigned shmf_pos(uint64_t x, uint32_t i)
  * assumes). A macro so that check and add share it with no call and no
  * positions array on the hot path.
  */
-#define SHMF_FOR_EACH_POS(h, k, pos, stmt)                                      \
-	for (uint32_t i_ = 0, k_ = (k); i_ < k_; i_++) {                        \
-		unsigned pos = shmf_pos((h) * SHMF_POS_MUL, i_);                \
-		stmt;                                                           \
+#define SHMF_FOR_EACH_POS(h, k, pos, stmt)                     \
+	for (uint32_t i_ = 0, k_ = (k); i_ < k_; i_++) {       \
+		unsigned pos = shmf_pos((h)*SHMF_POS_MUL, i_); \
+		stmt;                                          \
 	}
 
 /* Fill mask[0..7] with the key's k bits. */

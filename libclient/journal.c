@@ -229,7 +229,8 @@ static void writer_report_locked(struct shmf_journal_writer *w)
 static uint64_t current_claim(const struct shmf_journal_writer *w)
 {
 	uint64_t c = atomic_load_explicit(&((struct shmf_journal_writer *)w)->claim, memory_order_acquire);
-	if ((uint32_t)c == 0 || (uint32_t)(c >> 32) != atomic_load_explicit(&shmf_journal_fork_epoch, memory_order_relaxed))
+	if ((uint32_t)c == 0 ||
+	    (uint32_t)(c >> 32) != atomic_load_explicit(&shmf_journal_fork_epoch, memory_order_relaxed))
 		return 0;
 	return c;
 }
@@ -330,9 +331,9 @@ struct shmf_journal_reader {
 	void *base;
 	size_t len;
 	char *rings;
-	uint64_t ring_bytes;   /* from the private header copy, as are: */
+	uint64_t ring_bytes; /* from the private header copy, as are: */
 	uint32_t nrings, mask;
-	uint32_t next;         /* the ring the next drain starts at (fairness) */
+	uint32_t next; /* the ring the next drain starts at (fairness) */
 	uint64_t reclaimed;
 	struct shmf_journal_header hdr;
 	struct reader_ring r[];
@@ -364,7 +365,8 @@ int shmf_journal_reader_open(const struct shmf_dir *dir, const char *name, struc
 	jr->mask = h.ring_entries - 1;
 	/* Where a previous reader (a shmd that restarted) stopped. */
 	for (uint32_t i = 0; i < jr->nrings; i++)
-		jr->r[i].tail = atomic_load_explicit(&ring_at(jr->rings, jr->ring_bytes, i)->tail, memory_order_relaxed);
+		jr->r[i].tail = atomic_load_explicit(&ring_at(jr->rings, jr->ring_bytes, i)->tail,
+						     memory_order_relaxed);
 	*out = jr;
 	return 0;
 }

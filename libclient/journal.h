@@ -63,19 +63,19 @@ extern _Atomic uint32_t shmf_journal_fork_epoch;
 /* A handle's way into the journal. Mapped and claimed lazily, under lock;
  * the hot path reads claim and the fields it publishes. */
 struct shmf_journal_writer {
-	_Atomic uint64_t claim;   /* fork epoch << 32 | (ring + 1); 0: none. Released
-	                             after rings, ring_bytes and mask are set */
-	char *rings;              /* ring 0 in the mapping */
+	_Atomic uint64_t claim; /* fork epoch << 32 | (ring + 1); 0: none. Released
+				   after rings, ring_bytes and mask are set */
+	char *rings;            /* ring 0 in the mapping */
 	uint64_t ring_bytes;
-	uint32_t mask;            /* ring_entries - 1 */
+	uint32_t mask; /* ring_entries - 1 */
 	uint32_t nrings;
-	_Atomic uint64_t missed;  /* journalled adds that found no journal or no free ring */
-	_Atomic uint64_t retry_at;/* the slow path tries again once missed reaches it */
-	pthread_mutex_t lock;     /* mapping and claiming */
-	uint64_t backoff;         /* under lock: adds missed between tries */
-	int error;                /* under lock: why the last try failed, 0 if it did not */
-	uint64_t owner;           /* under lock: the owner value of our claim */
-	uint64_t reported;        /* under lock: missed as last added to the header's missed */
+	_Atomic uint64_t missed;   /* journalled adds that found no journal or no free ring */
+	_Atomic uint64_t retry_at; /* the slow path tries again once missed reaches it */
+	pthread_mutex_t lock;      /* mapping and claiming */
+	uint64_t backoff;          /* under lock: adds missed between tries */
+	int error;                 /* under lock: why the last try failed, 0 if it did not */
+	uint64_t owner;            /* under lock: the owner value of our claim */
+	uint64_t reported;         /* under lock: missed as last added to the header's missed */
 	int fd;
 	void *base;
 	size_t len;
@@ -141,12 +141,11 @@ static inline void shmf_journal_put(struct shmf_journal_writer *w, uint64_t hash
 	/* acquire: pairs with the release store of claim in the slow path,
 	 * made after rings, ring_bytes and mask were set. */
 	uint64_t c = atomic_load_explicit(&w->claim, memory_order_acquire);
-	if (__builtin_expect((uint32_t)c != 0 &&
-				     (uint32_t)(c >> 32) == atomic_load_explicit(&shmf_journal_fork_epoch,
-										 memory_order_relaxed),
+	if (__builtin_expect((uint32_t)c != 0 && (uint32_t)(c >> 32) == atomic_load_explicit(&shmf_journal_fork_epoch,
+											     memory_order_relaxed),
 			     1)) {
-		struct shmf_journal_ring *r =
-			(struct shmf_journal_ring *)(w->rings + (uint64_t)((uint32_t)c - 1) * w->ring_bytes);
+		struct shmf_journal_ring *r = (struct shmf_journal_ring *)(w->rings +
+									   (uint64_t)((uint32_t)c - 1) * w->ring_bytes);
 		shmf_journal_put_ring(r, w->mask, hash, op, window);
 		return;
 	}
@@ -155,11 +154,11 @@ static inline void shmf_journal_put(struct shmf_journal_writer *w, uint64_t hash
 
 /* What a handle knows of its journalling (shmf_journal_handle_stats). */
 struct shmf_journal_writer_stats {
-	int journals;       /* 1 if the handle journals its adds (replicated, read-write, not NOJOURNAL) */
-	int ring;           /* the ring this process claimed, -1 if none */
-	int error;          /* why the last map or claim failed, 0 if none did */
-	uint64_t missed;    /* journalled adds written nowhere: no journal, or no free ring */
-	uint64_t dropped;   /* the claimed ring's dropped counter (shared, cumulative) */
+	int journals;     /* 1 if the handle journals its adds (replicated, read-write, not NOJOURNAL) */
+	int ring;         /* the ring this process claimed, -1 if none */
+	int error;        /* why the last map or claim failed, 0 if none did */
+	uint64_t missed;  /* journalled adds written nowhere: no journal, or no free ring */
+	uint64_t dropped; /* the claimed ring's dropped counter (shared, cumulative) */
 };
 
 /** Fill @p out for writer @p w (NULL: a handle that does not journal). */
@@ -199,8 +198,9 @@ void shmf_journal_reader_close(struct shmf_journal_reader *r);
 typedef int (*shmf_journal_fn)(void *arg, unsigned ring, const struct shmf_jentry *e, size_t n);
 
 /* Drain flags. */
-#define SHMF_JDRAIN_RECLAIM 0x1 /* also ask (kill(pid, 0)) whether the owners of drained rings
-                                   are alive, and free the rings of those that are not */
+#define SHMF_JDRAIN_RECLAIM                                                \
+	0x1 /* also ask (kill(pid, 0)) whether the owners of drained rings \
+	       are alive, and free the rings of those that are not */
 
 /**
  * Hand every ring's waiting entries to @p fn, at most one ring's worth of
@@ -227,11 +227,11 @@ struct shmf_journal_ring_stats {
 
 struct shmf_journal_stats {
 	uint32_t nrings, ring_entries;
-	uint32_t claimed;   /* rings with an owner now */
+	uint32_t claimed;                                /* rings with an owner now */
 	uint64_t depth, dropped, lost, drained, damaged; /* sums of the rings' */
-	uint64_t reclaimed; /* rings this reader freed */
-	uint64_t missed;    /* adds journalled nowhere, as the adders report them (the
-	                       header's missed): at their next try and when they close */
+	uint64_t reclaimed;                              /* rings this reader freed */
+	uint64_t missed;                                 /* adds journalled nowhere, as the adders report them (the
+							    header's missed): at their next try and when they close */
 };
 
 /** Totals into @p total, and the first @p n rings' counts into @p rings

@@ -19,8 +19,8 @@ int shmf_name_check(const char *name)
 		char c = *p;
 		if (n >= SHMF_NAME_MAX)
 			return SHMF_E_NAME;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '.' || c == ':' || c == '-'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '.' || c == ':' || c == '-'))
 			return SHMF_E_NAME;
 	}
 	return 0;

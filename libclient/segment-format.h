@@ -35,29 +35,29 @@
  * flags and stream cursor. */
 #define SHMF_FORMAT_VERSION 5u
 
-#define SHMF_CTL_MAGIC  UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
-#define SHMF_DATA_MAGIC UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
+#define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
+#define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
 #define SHMF_JOURNAL_MAGIC UINT64_C(0x4c4e524a464d4853) /* "SHMFJRNL" little-endian */
 
-#define SHMF_CTL_FILE    "control"
-#define SHMF_DATA_SUFFIX ".data"
+#define SHMF_CTL_FILE       "control"
+#define SHMF_DATA_SUFFIX    ".data"
 #define SHMF_JOURNAL_SUFFIX ".journal"
 
-#define SHMF_SLOTS        256u  /* filters per instance */
-#define SHMF_BLOCK_BYTES  64u   /* one cache line per key */
+#define SHMF_SLOTS        256u /* filters per instance */
+#define SHMF_BLOCK_BYTES  64u  /* one cache line per key */
 #define SHMF_BLOCK_BITS   512u
 #define SHMF_BLOCK_WORDS  8u
-#define SHMF_ITEM_STRIPES 64u   /* item counters, one cache line each */
+#define SHMF_ITEM_STRIPES 64u /* item counters, one cache line each */
 #define SHMF_K_MAX        32u
-#define SHMF_WINDOW_MAX   16u   /* generations in a time window's ring */
+#define SHMF_WINDOW_MAX   16u /* generations in a time window's ring */
 
 /* Data segment: header page, counter page, blocks. */
-#define SHMF_DATA_HDR_BYTES      4096u
-#define SHMF_DATA_COUNTERS_OFF   4096u
-#define SHMF_DATA_BLOCKS_OFF     8192u
+#define SHMF_DATA_HDR_BYTES    4096u
+#define SHMF_DATA_COUNTERS_OFF 4096u
+#define SHMF_DATA_BLOCKS_OFF   8192u
 
 /* Slot flags (struct shmf_slot.flags). */
-#define SHMF_SLOT_REPLICATED 0x1u /* the filter has a journal: adds that change it are journalled */
+#define SHMF_SLOT_REPLICATED 0x1u                 /* the filter has a journal: adds that change it are journalled */
 #define SHMF_SLOT_FLAGS      SHMF_SLOT_REPLICATED /* every flag defined; others make the slot malformed */
 
 /* Largest data segment the library will map: 64 TiB. */
@@ -66,15 +66,15 @@
 /* Control segment header: one cache line. Written by shmd at creation and
  * at each daemon start; read (copied) by clients at open. */
 struct shmf_ctl_header {
-	uint64_t magic;        /* shmd writes once; clients validate */
-	uint32_t version;      /* SHMF_FORMAT_VERSION */
-	uint32_t header_size;  /* sizeof(struct shmf_ctl_header) */
-	uint64_t layout;       /* shmf_layout_fingerprint() of the writer */
-	uint32_t nslots;       /* SHMF_SLOTS */
-	uint32_t slot_size;    /* sizeof(struct shmf_slot) */
-	uint64_t slots_offset; /* offset of slot 0 from the file start */
-	uint64_t daemon_pid;   /* shmd writes at start; informational */
-	uint64_t start_epoch;  /* shmd writes at start (unix seconds) */
+	uint64_t magic;           /* shmd writes once; clients validate */
+	uint32_t version;         /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;     /* sizeof(struct shmf_ctl_header) */
+	uint64_t layout;          /* shmf_layout_fingerprint() of the writer */
+	uint32_t nslots;          /* SHMF_SLOTS */
+	uint32_t slot_size;       /* sizeof(struct shmf_slot) */
+	uint64_t slots_offset;    /* offset of slot 0 from the file start */
+	uint64_t daemon_pid;      /* shmd writes at start; informational */
+	uint64_t start_epoch;     /* shmd writes at start (unix seconds) */
 	uint64_t last_generation; /* shmd only: generations are never reused in an instance */
 };
 
@@ -88,49 +88,49 @@ struct shmf_ctl_header {
  * checks also look at. A rotation publishes a new newest and drops the
  * oldest. A plain filter has window_gens 0, nlive 1, live[0] = generation. */
 struct shmf_slot {
-	_Atomic uint64_t generation; /* shmd stores (release, inside the seq window);
-	                                clients load on every call; 0 = slot empty */
-	_Atomic uint64_t seq;        /* shmd: odd while rewriting; clients: seqlock reads */
-	uint32_t type;               /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;                  /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
-	                                cuckoo: fingerprint bits, 8 or 16 */
-	uint64_t capacity;           /* shmd writes; keys sized for */
-	uint64_t fpr_bits;           /* shmd writes; target FPR, IEEE-754 double bits */
-	uint64_t nblocks;            /* shmd writes; 64-byte payload blocks in the data segment */
-	uint64_t data_bytes;         /* shmd writes; exact size of the data segment */
-	uint64_t created_epoch;      /* shmd writes; unix seconds */
-	uint64_t nbuckets;           /* shmd writes; cuckoo: buckets; Bloom: 0 */
-	char name[SHMF_NAME_MAX + 1];/* shmd writes; NUL-terminated filter name */
-	uint64_t window_secs;        /* shmd writes; seconds per generation, 0: no window */
-	uint32_t window_gens;        /* shmd writes; generations in the ring, 0: no window */
-	uint32_t nlive;              /* shmd writes; live generations, 1..SHMF_WINDOW_MAX */
+	_Atomic uint64_t generation;            /* shmd stores (release, inside the seq window);
+						   clients load on every call; 0 = slot empty */
+	_Atomic uint64_t seq;                   /* shmd: odd while rewriting; clients: seqlock reads */
+	uint32_t type;                          /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;                             /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
+						   cuckoo: fingerprint bits, 8 or 16 */
+	uint64_t capacity;                      /* shmd writes; keys sized for */
+	uint64_t fpr_bits;                      /* shmd writes; target FPR, IEEE-754 double bits */
+	uint64_t nblocks;                       /* shmd writes; 64-byte payload blocks in the data segment */
+	uint64_t data_bytes;                    /* shmd writes; exact size of the data segment */
+	uint64_t created_epoch;                 /* shmd writes; unix seconds */
+	uint64_t nbuckets;                      /* shmd writes; cuckoo: buckets; Bloom: 0 */
+	char name[SHMF_NAME_MAX + 1];           /* shmd writes; NUL-terminated filter name */
+	uint64_t window_secs;                   /* shmd writes; seconds per generation, 0: no window */
+	uint32_t window_gens;                   /* shmd writes; generations in the ring, 0: no window */
+	uint32_t nlive;                         /* shmd writes; live generations, 1..SHMF_WINDOW_MAX */
 	uint64_t live[SHMF_WINDOW_MAX];         /* shmd writes; generations, newest first */
 	uint64_t live_created[SHMF_WINDOW_MAX]; /* shmd writes; unix seconds each began */
-	uint32_t flags;              /* shmd writes; SHMF_SLOT_* */
-	uint32_t flags_pad;          /* zero */
-	uint64_t cursor_ms;          /* shmd writes (replication): the last stream entry applied, */
-	uint64_t cursor_seq;         /* as its Redis id <ms>-<seq>; clients never use them */
+	uint32_t flags;                         /* shmd writes; SHMF_SLOT_* */
+	uint32_t flags_pad;                     /* zero */
+	uint64_t cursor_ms;                     /* shmd writes (replication): the last stream entry applied, */
+	uint64_t cursor_seq;                    /* as its Redis id <ms>-<seq>; clients never use them */
 	uint8_t pad[512 - 432];
 };
 
 /* Data segment header page. Written by shmd before the generation is
  * published; never changed afterwards. Clients copy and validate it. */
 struct shmf_data_header {
-	uint64_t magic;        /* SHMF_DATA_MAGIC */
-	uint32_t version;      /* SHMF_FORMAT_VERSION */
-	uint32_t header_size;  /* sizeof(struct shmf_data_header) */
-	uint64_t layout;       /* shmf_layout_fingerprint() */
-	uint32_t type;         /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;            /* Bloom: bits per key; cuckoo: fingerprint bits */
-	uint64_t nblocks;      /* number of 64-byte payload blocks */
-	uint64_t seed;         /* XXH3 seed, drawn with arc4random at creation */
-	uint64_t generation;   /* generation this file holds */
-	uint64_t capacity;     /* keys sized for */
-	uint64_t fpr_bits;     /* target FPR, IEEE-754 double bits */
-	uint64_t blocks_offset;/* SHMF_DATA_BLOCKS_OFF */
+	uint64_t magic;           /* SHMF_DATA_MAGIC */
+	uint32_t version;         /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;     /* sizeof(struct shmf_data_header) */
+	uint64_t layout;          /* shmf_layout_fingerprint() */
+	uint32_t type;            /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;               /* Bloom: bits per key; cuckoo: fingerprint bits */
+	uint64_t nblocks;         /* number of 64-byte payload blocks */
+	uint64_t seed;            /* XXH3 seed, drawn with arc4random at creation */
+	uint64_t generation;      /* generation this file holds */
+	uint64_t capacity;        /* keys sized for */
+	uint64_t fpr_bits;        /* target FPR, IEEE-754 double bits */
+	uint64_t blocks_offset;   /* SHMF_DATA_BLOCKS_OFF */
 	uint64_t counters_offset; /* SHMF_DATA_COUNTERS_OFF */
-	uint64_t nbuckets;     /* cuckoo: buckets; Bloom: 0 */
-	uint32_t max_kicks;    /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
+	uint64_t nbuckets;        /* cuckoo: buckets; Bloom: 0 */
+	uint32_t max_kicks;       /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
 	uint32_t pad;
 	char name[SHMF_NAME_MAX + 1];
 };
@@ -163,7 +163,7 @@ struct shmf_counter {
  * cache lines; no line is written by every adder.
  */
 #define SHMF_JOURNAL_HDR_BYTES   4096u
-#define SHMF_JOURNAL_RINGS_MAX   4096u       /* claiming handles at once */
+#define SHMF_JOURNAL_RINGS_MAX   4096u /* claiming handles at once */
 #define SHMF_JOURNAL_ENTRIES_MIN 16u
 #define SHMF_JOURNAL_ENTRIES_MAX (1u << 24) /* per ring: 256 MiB */
 
@@ -182,37 +182,37 @@ struct shmf_counter {
  * afterwards, except missed; validated (copied) by every process that maps
  * the journal. */
 struct shmf_journal_header {
-	uint64_t magic;            /* SHMF_JOURNAL_MAGIC */
-	uint32_t version;          /* SHMF_FORMAT_VERSION */
-	uint32_t header_size;      /* sizeof(struct shmf_journal_header) */
-	uint64_t layout;           /* shmf_layout_fingerprint() */
-	uint32_t nrings;           /* 1..SHMF_JOURNAL_RINGS_MAX */
-	uint32_t ring_entries;     /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
-	uint32_t entry_size;       /* sizeof(struct shmf_journal_entry) */
-	uint32_t ring_header_size; /* sizeof(struct shmf_journal_ring) */
-	uint64_t rings_offset;     /* SHMF_JOURNAL_HDR_BYTES */
-	uint64_t ring_bytes;       /* ring_header_size + ring_entries * entry_size */
-	uint64_t created_epoch;    /* unix seconds */
+	uint64_t magic;               /* SHMF_JOURNAL_MAGIC */
+	uint32_t version;             /* SHMF_FORMAT_VERSION */
+	uint32_t header_size;         /* sizeof(struct shmf_journal_header) */
+	uint64_t layout;              /* shmf_layout_fingerprint() */
+	uint32_t nrings;              /* 1..SHMF_JOURNAL_RINGS_MAX */
+	uint32_t ring_entries;        /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
+	uint32_t entry_size;          /* sizeof(struct shmf_journal_entry) */
+	uint32_t ring_header_size;    /* sizeof(struct shmf_journal_ring) */
+	uint64_t rings_offset;        /* SHMF_JOURNAL_HDR_BYTES */
+	uint64_t ring_bytes;          /* ring_header_size + ring_entries * entry_size */
+	uint64_t created_epoch;       /* unix seconds */
 	char name[SHMF_NAME_MAX + 1]; /* the filter's name */
-	_Atomic uint64_t missed;   /* adders (relaxed, only while they cannot journal): adds that
-	                              changed the filter but were journalled nowhere (no free
-	                              ring); shmd reads: the filter then needs a repair */
+	_Atomic uint64_t missed;      /* adders (relaxed, only while they cannot journal): adds that
+					 changed the filter but were journalled nowhere (no free
+					 ring); shmd reads: the filter then needs a repair */
 	uint64_t pad[7];
 };
 
 /* A ring's header: three cache lines, so that the claim, the adders' line
  * and shmd's line never share one. */
 struct shmf_journal_ring {
-	_Atomic uint64_t owner;   /* claiming handle: CAS 0 -> pid << 32 | token; on close
-	                             -> 0 or | CLOSED; shmd: CAS -> 0 to reclaim */
+	_Atomic uint64_t owner; /* claiming handle: CAS 0 -> pid << 32 | token; on close
+				   -> 0 or | CLOSED; shmd: CAS -> 0 to reclaim */
 	uint64_t pad0[7];
 	_Atomic uint64_t head;    /* owning handle's threads: CAS to reserve entry head */
 	_Atomic uint64_t dropped; /* owning handle (relaxed): entries that found the ring full;
-	                             never reset, shmd reads */
+				     never reset, shmd reads */
 	uint64_t pad1[6];
-	_Atomic uint64_t tail;    /* shmd only (release): next entry to drain; adders load it */
-	_Atomic uint64_t lost;    /* shmd only: entries it skipped (a dead owner's unwritten
-	                             reservation, damage); informational */
+	_Atomic uint64_t tail; /* shmd only (release): next entry to drain; adders load it */
+	_Atomic uint64_t lost; /* shmd only: entries it skipped (a dead owner's unwritten
+				  reservation, damage); informational */
 	uint64_t pad2[6];
 };
 
@@ -221,7 +221,7 @@ struct shmf_journal_entry {
 	_Atomic uint64_t hash;   /* adder, before op: shmf_hash(key, len, seed) */
 	_Atomic uint32_t op;     /* adder stores last (release); shmd loads (acquire), zeroes */
 	_Atomic uint32_t window; /* adder, before op: window number of the generation
-	                            (floor(created / window_secs)); 0 without a window */
+				    (floor(created / window_secs)); 0 without a window */
 };
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
@@ -232,8 +232,8 @@ _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
 _Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_HDR_BYTES, "data header fits its page");
 _Static_assert(sizeof(struct shmf_counter) == 64, "counter stripe is one cache line");
-_Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) ==
-	       SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF, "counters fill their page");
+_Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) == SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF,
+	       "counters fill their page");
 _Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
@@ -253,8 +253,7 @@ _Static_assert(offsetof(struct shmf_journal_entry, window) == 12, "journal entry
 _Static_assert(sizeof(_Atomic uint32_t) == 4, "4-byte atomics");
 
 /* Size of the control segment file. */
-#define SHMF_CTL_BYTES ((uint64_t)sizeof(struct shmf_ctl_header) + \
-			(uint64_t)SHMF_SLOTS * sizeof(struct shmf_slot))
+#define SHMF_CTL_BYTES ((uint64_t)sizeof(struct shmf_ctl_header) + (uint64_t)SHMF_SLOTS * sizeof(struct shmf_slot))
 
 /**
  * Fingerprint of the sizes, offsets and alignments of the structs above

@@ -110,8 +110,7 @@ void shmf_dir_close(struct shmf_dir *d)
 	d->fd = -1;
 }
 
-int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
-		       struct stat *st)
+int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden, struct stat *st)
 {
 	int fd = openat(dir->fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -140,9 +139,8 @@ int shmf_ctl_header_check(const struct shmf_ctl_header *h, uint64_t file_size)
 		return SHMF_E_VERSION;
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
-	if (h->header_size != sizeof(*h) || h->nslots != SHMF_SLOTS ||
-	    h->slot_size != sizeof(struct shmf_slot) || h->slots_offset != sizeof(*h) ||
-	    file_size != SHMF_CTL_BYTES)
+	if (h->header_size != sizeof(*h) || h->nslots != SHMF_SLOTS || h->slot_size != sizeof(struct shmf_slot) ||
+	    h->slots_offset != sizeof(*h) || file_size != SHMF_CTL_BYTES)
 		return SHMF_E_FORMAT;
 	return 0;
 }
@@ -264,8 +262,7 @@ int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_s
 		int r = shmf_slot_read(s, copy);
 		if (r < 0)
 			return r;
-		if (atomic_load_explicit(&copy->generation, memory_order_relaxed) == 0 ||
-		    strcmp(copy->name, name) != 0)
+		if (atomic_load_explicit(&copy->generation, memory_order_relaxed) == 0 || strcmp(copy->name, name) != 0)
 			continue;
 		r = shmf_slot_check(copy);
 		return r < 0 ? r : (int)i;
@@ -276,10 +273,10 @@ int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_s
 static int header_check_gen(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
 			    uint64_t file_size);
 
-int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
-			   uint64_t file_size)
+int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t file_size)
 {
-	return header_check_gen(h, slot, atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed),
+	return header_check_gen(h, slot,
+				atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed),
 				file_size);
 }
 
@@ -292,15 +289,12 @@ static int header_check_gen(const struct shmf_data_header *h, const struct shmf_
 		return SHMF_E_VERSION;
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
-	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k ||
-	    h->nblocks != slot->nblocks || h->nbuckets != slot->nbuckets ||
-	    shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
+	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k || h->nblocks != slot->nblocks ||
+	    h->nbuckets != slot->nbuckets || shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
 	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
 					 : h->max_kicks != 0) ||
-	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF ||
-	    h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
-	    h->generation != gen ||
-	    memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
+	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF || h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
+	    h->generation != gen || memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;
 	if (h->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
 	    file_size != SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES)
@@ -311,8 +305,9 @@ static int header_check_gen(const struct shmf_data_header *h, const struct shmf_
 int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
 		       struct shmf_data_map *out)
 {
-	return shmf_data_map_open_gen(dir, slot, atomic_load_explicit(&((struct shmf_slot *)slot)->generation,
-								     memory_order_relaxed),
+	return shmf_data_map_open_gen(dir, slot,
+				      atomic_load_explicit(&((struct shmf_slot *)slot)->generation,
+							   memory_order_relaxed),
 				      writable, out);
 }
 

@@ -17,8 +17,8 @@
 
 /* An open instance directory, checked for a trusted owner and mode. */
 struct shmf_dir {
-	int fd;       /* O_DIRECTORY descriptor */
-	uid_t owner;  /* every file in it must have this owner */
+	int fd;      /* O_DIRECTORY descriptor */
+	uid_t owner; /* every file in it must have this owner */
 };
 
 /* The control segment, mapped. */
@@ -34,9 +34,9 @@ struct shmf_data_map {
 	int fd;
 	size_t len;
 	void *base;
-	uint64_t *blocks;               /* nblocks * 8 words */
-	struct shmf_counter *counters;  /* SHMF_ITEM_STRIPES */
-	struct shmf_data_header hdr;    /* private copy, validated */
+	uint64_t *blocks;              /* nblocks * 8 words */
+	struct shmf_counter *counters; /* SHMF_ITEM_STRIPES */
+	struct shmf_data_header hdr;   /* private copy, validated */
 };
 
 /**
@@ -60,8 +60,7 @@ void shmf_dir_close(struct shmf_dir *d);
  * @return the descriptor, SHMF_E_NOTFOUND, SHMF_E_OWNER (wrong owner or
  *         mode, or a symbolic link), SHMF_E_FORMAT (not a regular file), -errno.
  */
-int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden,
-			 struct stat *st);
+int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden, struct stat *st);
 
 /**
  * Map and validate the control segment of @p dir.
@@ -112,8 +111,7 @@ int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot,
 int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *slot, uint64_t gen, int writable,
 			   struct shmf_data_map *out);
 
-int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot,
-			   uint64_t file_size);
+int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t file_size);
 
 void shmf_data_map_close(struct shmf_data_map *m);
 

@@ -10,8 +10,8 @@
 #include "commands.h"
 #include "spec.h"
 
-#define NO_EXPANSION                                                                                                 \
-	"ERR EXPANSION is not supported: shmfilter filters never grow; "                                             \
+#define NO_EXPANSION                                                     \
+	"ERR EXPANSION is not supported: shmfilter filters never grow; " \
 	"size the filter for its whole lifetime (NONSCALING is the only behaviour)"
 
 /* MODE octal at argv[*i] (its value next): 1 consumed, 0 no value, or
@@ -61,7 +61,8 @@ void cmd_bf_reserve(struct verb_call *c)
 				return;
 			continue;
 		}
-		reply_error(c->out, "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING, MODE octal, WINDOW d, GENERATIONS n)",
+		reply_error(c->out,
+			    "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING, MODE octal, WINDOW d, GENERATIONS n)",
 			    40, req->argv[i]);
 		return;
 	}
@@ -116,7 +117,8 @@ void cmd_bf_info(struct verb_call *c)
 			if (!strcasecmp(req->argv[2], keywords[i]))
 				only = i;
 		if (only < 0) {
-			reply_error(c->out, "ERR unknown BF.INFO field '%.*s' (CAPACITY, SIZE, FILTERS, ITEMS or EXPANSION)",
+			reply_error(c->out,
+				    "ERR unknown BF.INFO field '%.*s' (CAPACITY, SIZE, FILTERS, ITEMS or EXPANSION)",
 				    40, req->argv[2]);
 			return;
 		}
@@ -164,8 +166,10 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
 			reply_error(c->out, NO_EXPANSION);
 			return SHMF_E_INVAL;
 		} else if (val == NULL) {
-			reply_error(c->out, "ERR option '%.*s' needs a value, or is unknown "
-					    "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)", 40, opt);
+			reply_error(c->out,
+				    "ERR option '%.*s' needs a value, or is unknown "
+				    "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)",
+				    40, opt);
 			return SHMF_E_INVAL;
 		} else if (!strcasecmp(opt, "CAPACITY")) {
 			if (spec_parse_capacity(val, &spec->capacity) < 0) {
@@ -185,13 +189,16 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
 			if (mode_option(c, &i, spec) < 0)
 				return SHMF_E_INVAL;
 		} else {
-			reply_error(c->out, "ERR unknown option '%.*s' for 'bf.insert' "
-					    "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)", 40, opt);
+			reply_error(c->out,
+				    "ERR unknown option '%.*s' for 'bf.insert' "
+				    "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)",
+				    40, opt);
 			return SHMF_E_INVAL;
 		}
 	}
 	if (*nocreate && sized) {
-		reply_error(c->out, "ERR NOCREATE cannot be combined with CAPACITY or ERROR (they size a filter to create)");
+		reply_error(c->out,
+			    "ERR NOCREATE cannot be combined with CAPACITY or ERROR (they size a filter to create)");
 		return SHMF_E_INVAL;
 	}
 	return 0;

@@ -124,8 +124,8 @@ void cmd_command(struct verb_call *c)
 		for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
 			reply_status(out, command_help[i]);
 	} else {
-		reply_error(out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try COMMAND HELP.", 32,
-			    sub);
+		reply_error(out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try COMMAND HELP.",
+			    32, sub);
 	}
 }
 
@@ -175,8 +175,9 @@ static int sections(const struct request *req)
 		const char *name;
 		int bits;
 	} names[] = {
-		{ "server", SEC_SERVER }, { "clients", SEC_CLIENTS }, { "stats", SEC_STATS },
-		{ "keyspace", SEC_KEYSPACE }, { "default", SEC_ALL }, { "all", SEC_ALL }, { "everything", SEC_ALL },
+		{ "server", SEC_SERVER },     { "clients", SEC_CLIENTS }, { "stats", SEC_STATS },
+		{ "keyspace", SEC_KEYSPACE }, { "default", SEC_ALL },     { "all", SEC_ALL },
+		{ "everything", SEC_ALL },
 	};
 	if (req->argc == 1)
 		return SEC_ALL;

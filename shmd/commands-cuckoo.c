@@ -20,7 +20,8 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 {
 	if (!strcasecmp(opt, "BUCKETSIZE")) {
 		if (strcmp(val, "4") != 0) {
-			reply_error(c->out, "ERR BUCKETSIZE '%.*s' is not supported: buckets hold 4 fingerprints", 40, val);
+			reply_error(c->out, "ERR BUCKETSIZE '%.*s' is not supported: buckets hold 4 fingerprints", 40,
+				    val);
 			return SHMF_E_INVAL;
 		}
 	} else if (!strcasecmp(opt, "MAXITERATIONS")) {
@@ -36,12 +37,13 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 		}
 	} else if (!strcasecmp(opt, "MODE")) {
 		if (spec_parse_mode(val, 02, &spec->mode) < 0) {
-			reply_error(c->out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit", 40,
-				    val);
+			reply_error(c->out, "ERR bad MODE '%.*s': an octal mode like 0640, without the other-write bit",
+				    40, val);
 			return SHMF_E_INVAL;
 		}
 	} else {
-		reply_error(c->out, "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n)",
+		reply_error(c->out,
+			    "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n)",
 			    40, opt);
 		return SHMF_E_INVAL;
 	}
@@ -66,7 +68,8 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 			return SHMF_E_INVAL;
 		}
 		if (i + 1 >= req->argc) {
-			reply_error(c->out, "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
+			reply_error(c->out,
+				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
 				    40, opt);
 			return SHMF_E_INVAL;
 		}
@@ -171,7 +174,8 @@ static void insert(struct verb_call *c, int nx)
 			items = i + 1;
 		} else if (!strcasecmp(req->argv[i], "CAPACITY") && i + 1 < req->argc) {
 			if (spec_parse_capacity(req->argv[++i], &spec.capacity) < 0) {
-				reply_error(c->out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40, req->argv[i]);
+				reply_error(c->out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40,
+					    req->argv[i]);
 				return;
 			}
 		} else {

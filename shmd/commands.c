@@ -18,7 +18,8 @@
 int cmd_name_ok(struct verb_call *c)
 {
 	if (c->key_rc < 0) {
-		reply_error(c->out, "ERR invalid filter name '%.*s': %s", 80, c->req->argv[1], shmf_strerror(c->key_rc));
+		reply_error(c->out, "ERR invalid filter name '%.*s': %s", 80, c->req->argv[1],
+			    shmf_strerror(c->key_rc));
 		return SHMF_E_NAME;
 	}
 	return 0;
@@ -130,7 +131,8 @@ int cmd_window_option(struct verb_call *c, int *i, struct filter_spec *spec)
 	}
 	if (is_gens) {
 		if (spec_parse_capacity(val, &n) < 0 || n > SHMF_WINDOW_MAX) {
-			reply_error(c->out, "ERR bad GENERATIONS '%.*s': an integer from 1 to %u", 40, val, SHMF_WINDOW_MAX);
+			reply_error(c->out, "ERR bad GENERATIONS '%.*s': an integer from 1 to %u", 40, val,
+				    SHMF_WINDOW_MAX);
 			return SHMF_E_INVAL;
 		}
 		spec->window_gens = (uint32_t)n;

@@ -55,7 +55,8 @@ void cmd_many(struct verb_call *c, int slot, int type, int add, int first);
  */
 int cmd_window_option(struct verb_call *c, int *i, struct filter_spec *spec);
 
-/** The window options taken together: GENERATIONS needs WINDOW, WINDOW alone means 2. 0 or SHMF_E_INVAL after replying. */
+/** The window options taken together: GENERATIONS needs WINDOW, WINDOW alone means 2. 0 or SHMF_E_INVAL after replying.
+ */
 int cmd_window_complete(struct verb_call *c, struct filter_spec *spec);
 
 /** Create a filter; RedisBloom's "item exists" for a name in use. The slot, or a negative code after replying. */
@@ -78,8 +79,8 @@ verb_handler cmd_bf_reserve, cmd_bf_add, cmd_bf_madd, cmd_bf_exists, cmd_bf_mexi
 	cmd_bf_insert;
 
 /* ---- commands-cuckoo.c ---- */
-verb_handler cmd_cf_reserve, cmd_cf_add, cmd_cf_addnx, cmd_cf_insert, cmd_cf_insertnx, cmd_cf_exists,
-	cmd_cf_mexists, cmd_cf_del, cmd_cf_count, cmd_cf_info, cmd_cf_compact, cmd_shmf_addcapped;
+verb_handler cmd_cf_reserve, cmd_cf_add, cmd_cf_addnx, cmd_cf_insert, cmd_cf_insertnx, cmd_cf_exists, cmd_cf_mexists,
+	cmd_cf_del, cmd_cf_count, cmd_cf_info, cmd_cf_compact, cmd_shmf_addcapped;
 
 /* ---- commands-admin.c ---- */
 verb_handler cmd_shmf_list, cmd_shmf_info, cmd_shmf_drop, cmd_shmf_snapshot, cmd_shmf_swap, cmd_shmf_restore,

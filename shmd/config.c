@@ -16,19 +16,18 @@
 #include "rundir.h"
 #include "spec.h"
 
-const char config_default_text[] =
-	"[instance]\n"
-	"name = default\n"
-	"dir_mode = 0750\n"
-	"socket_mode = 0660\n"
-	"remove_on_exit = false\n"
-	"huge_pages = auto\n"
-	"\n"
-	"[filter default]\n"
-	"type = bloom\n"
-	"capacity = 1000000\n"
-	"fpr = 0.01\n"
-	"mode = 0640\n";
+const char config_default_text[] = "[instance]\n"
+				   "name = default\n"
+				   "dir_mode = 0750\n"
+				   "socket_mode = 0660\n"
+				   "remove_on_exit = false\n"
+				   "huge_pages = auto\n"
+				   "\n"
+				   "[filter default]\n"
+				   "type = bloom\n"
+				   "capacity = 1000000\n"
+				   "fpr = 0.01\n"
+				   "mode = 0640\n";
 
 struct parse_state {
 	struct config *c;
@@ -38,7 +37,7 @@ struct parse_state {
 	size_t errlen;
 	int failed;
 	const char *origin;
-	char msg[192];           /* what bad() was told, before its place is added */
+	char msg[192]; /* what bad() was told, before its place is added */
 };
 
 /* The first error of the text, "ORIGIN: [section] what was wrong" in
@@ -179,10 +178,12 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 	} else if (!strcmp(name, "max_request")) {
 		uint64_t n;
 		if (parse_size(value, &n) < 0 || n < TCP_MAX_REQUEST_MIN || n > REQUEST_MAX_BYTES)
-			return bad(ps, "max_request '%s': bytes from 1k to 64m (a number, or with k, kb, m or mb)", value);
+			return bad(ps, "max_request '%s': bytes from 1k to 64m (a number, or with k, kb, m or mb)",
+				   value);
 		t->max_request = (size_t)n;
 	} else {
-		return bad(ps, "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, max_request)", name);
+		return bad(ps, "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, max_request)",
+			   name);
 	}
 	return 1;
 }
@@ -195,7 +196,8 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 			return bad(ps, "type '%s': expected bloom or cuckoo", value);
 	} else if (!strcmp(name, "max_kicks")) {
 		if (spec_parse_kicks(value, &f->max_kicks) < 0)
-			return bad(ps, "max_kicks '%s': must be an integer from 1 to %u", value, SHMF_CUCKOO_KICKS_LIMIT);
+			return bad(ps, "max_kicks '%s': must be an integer from 1 to %u", value,
+				   SHMF_CUCKOO_KICKS_LIMIT);
 	} else if (!strcmp(name, "capacity")) {
 		if (spec_parse_capacity(value, &f->capacity) < 0)
 			return bad(ps, "capacity '%s': must be a positive integer", value);
@@ -312,8 +314,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	if (ps.failed)
 		return SHMF_E_INVAL;
 	if (rc > 0)
-		return errmsg(err, errlen, SHMF_E_INVAL, "%s:%d: syntax error (expected [section] or key = value)", origin,
-			      rc);
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s:%d: syntax error (expected [section] or key = value)",
+			      origin, rc);
 	if (rc < 0)
 		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
@@ -323,7 +325,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 			f->snapshot_keep = 3;
 		if (f->window_gens != 0 && f->window_secs == 0)
 			return errmsg(err, errlen, SHMF_E_INVAL,
-				      "%s: [filter %s] generations needs a window length (window = 10m)", origin, f->name);
+				      "%s: [filter %s] generations needs a window length (window = 10m)", origin,
+				      f->name);
 		if (f->window_secs != 0 && f->window_gens == 0)
 			f->window_gens = 2;
 		if (f->snapshot_dir[0] == '\0')

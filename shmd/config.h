@@ -43,11 +43,11 @@
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
 
-#define TCP_DEFAULT_PORT 6379
+#define TCP_DEFAULT_PORT       6379
 #define TCP_DEFAULT_MAXCLIENTS 1024
-#define TCP_MAXCLIENTS_LIMIT 65536
-#define TCP_MAX_REQUEST_MIN 1024u          /* a request smaller than this could not carry AUTH */
-#define TCP_PASSWORD_MAX 512
+#define TCP_MAXCLIENTS_LIMIT   65536
+#define TCP_MAX_REQUEST_MIN    1024u /* a request smaller than this could not carry AUTH */
+#define TCP_PASSWORD_MAX       512
 
 struct tcp_config {
 	int enabled;
@@ -55,16 +55,16 @@ struct tcp_config {
 	int port;
 	char requirepass[TCP_PASSWORD_MAX + 1]; /* "": no password */
 	unsigned maxclients;
-	size_t max_request;                      /* bytes, TCP_MAX_REQUEST_MIN..REQUEST_MAX_BYTES */
+	size_t max_request; /* bytes, TCP_MAX_REQUEST_MIN..REQUEST_MAX_BYTES */
 };
 
 struct config {
 	char instance[SHMF_NAME_MAX + 1];
 	mode_t dir_mode;
 	mode_t socket_mode;
-	gid_t gid;          /* (gid_t)-1: none */
+	gid_t gid; /* (gid_t)-1: none */
 	int remove_on_exit;
-	int huge_pages;     /* 1 auto, 0 off */
+	int huge_pages;         /* 1 auto, 0 off */
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];

@@ -14,7 +14,8 @@ int fscred_become(const struct fscred *as, struct fscred *saved, char *err, size
 	if (geteuid() != 0) {
 		if (as->uid == geteuid())
 			return 0;
-		return errmsg(err, errlen, -EPERM, "uid %u may not name files for this daemon (it runs as uid %u, not root)",
+		return errmsg(err, errlen, -EPERM,
+			      "uid %u may not name files for this daemon (it runs as uid %u, not root)",
 			      (unsigned)as->uid, (unsigned)geteuid());
 	}
 	saved->set = 1;

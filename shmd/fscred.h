@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 struct fscred {
-	int set;   /* 0: act as the daemon itself (configuration, periodic snapshots) */
+	int set; /* 0: act as the daemon itself (configuration, periodic snapshots) */
 	uid_t uid;
 	gid_t gid;
 };

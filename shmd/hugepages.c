@@ -43,8 +43,8 @@ void hugepages_prepare(const char *root, int want)
 	if (is_tmpfs(root))
 		return;
 	if (geteuid() != 0) {
-		log_msg(LOG_WARNING, "%s is not a tmpfs and only root may mount one: segments use the file system underneath",
-			root);
+		log_msg(LOG_WARNING,
+			"%s is not a tmpfs and only root may mount one: segments use the file system underneath", root);
 		return;
 	}
 	if (!dir_empty(root)) {

@@ -36,15 +36,14 @@ static void on_stop(int sig)
 
 static void usage(FILE *to)
 {
-	fprintf(to,
-		"usage: shmd [-f] [-c FILE] [-i INSTANCE]\n"
-		"  -f           stay in the foreground, log to stderr\n"
-		"  -c FILE      configuration file (INI); without it the embedded default:\n"
-		"               instance 'default', Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
-		"  -i INSTANCE  instance name (overrides the file)\n"
-		"  -p           print the embedded default configuration and exit\n"
-		"  -V           print the version and exit\n"
-		"Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
+	fprintf(to, "usage: shmd [-f] [-c FILE] [-i INSTANCE]\n"
+		    "  -f           stay in the foreground, log to stderr\n"
+		    "  -c FILE      configuration file (INI); without it the embedded default:\n"
+		    "               instance 'default', Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
+		    "  -i INSTANCE  instance name (overrides the file)\n"
+		    "  -p           print the embedded default configuration and exit\n"
+		    "  -V           print the version and exit\n"
+		    "Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
 }
 
 static void on_tick(struct registry *reg, void *arg)
@@ -67,7 +66,8 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 			memcpy(&fpr, &s->fpr_bits, sizeof(fpr));
 			if (s->capacity != f->capacity || fpr != f->fpr)
 				log_msg(LOG_WARNING,
-					"filter '%s': exists with capacity %" PRIu64 " and fpr %g, configuration says %" PRIu64
+					"filter '%s': exists with capacity %" PRIu64
+					" and fpr %g, configuration says %" PRIu64
 					" and %g; keeping the existing filter (drop it to resize)",
 					f->name, s->capacity, fpr, f->capacity, f->fpr);
 			continue;
@@ -91,10 +91,10 @@ struct daemon {
 	const char *config_path;
 	int foreground;
 	char sock_path[4096], pid_path[4096], root[4096];
-	struct pidfh *pfh;     /* NULL: not locked yet */
+	struct pidfh *pfh; /* NULL: not locked yet */
 	struct registry reg;
 	int reg_open;
-	int unix_fd, tcp_fd;   /* -1: none */
+	int unix_fd, tcp_fd; /* -1: none */
 	char tcp_name[128];
 };
 
@@ -216,8 +216,10 @@ static int open_all(struct daemon *d)
 		return 1;
 	}
 	if (!tcp_is_loopback(d->tcp_fd) && cfg->tcp.requirepass[0] == '\0')
-		log_msg(LOG_WARNING, "tcp listener %s is reachable beyond this host and has no requirepass: "
-				     "whoever reaches it may add to, create and drop filters", d->tcp_name);
+		log_msg(LOG_WARNING,
+			"tcp listener %s is reachable beyond this host and has no requirepass: "
+			"whoever reaches it may add to, create and drop filters",
+			d->tcp_name);
 	return 0;
 }
 
@@ -228,9 +230,14 @@ static int serve(struct daemon *d)
 	struct periodic periodic;
 	periodic_init(&periodic, &d->cfg, (uint64_t)time(NULL));
 	struct server_opts so = {
-		.unix_fd = d->unix_fd, .unix_path = d->sock_path, .tcp_fd = d->tcp_fd, .tcp_name = d->tcp_name,
-		.tcp_port = d->cfg.tcp.port, .requirepass = d->cfg.tcp.requirepass,
-		.tcp_maxclients = d->cfg.tcp.maxclients, .tcp_max_request = d->cfg.tcp.max_request,
+		.unix_fd = d->unix_fd,
+		.unix_path = d->sock_path,
+		.tcp_fd = d->tcp_fd,
+		.tcp_name = d->tcp_name,
+		.tcp_port = d->cfg.tcp.port,
+		.requirepass = d->cfg.tcp.requirepass,
+		.tcp_maxclients = d->cfg.tcp.maxclients,
+		.tcp_max_request = d->cfg.tcp.max_request,
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &periodic);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */

@@ -13,7 +13,7 @@
 #include "snapshot.h"
 
 #define SNAP_SUFFIX ".snap"
-#define LIST_MAX 1024
+#define LIST_MAX    1024
 
 void periodic_init(struct periodic *p, const struct config *cfg, uint64_t now)
 {
@@ -71,8 +71,8 @@ static void remove_stale_temporaries(const struct filter_spec *f)
 		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strstr(e->d_name, SNAP_SUFFIX ".tmp-") == NULL)
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
-			log_msg(LOG_WARNING, "filter '%s': removed %s/%s, left by a snapshot that did not finish", f->name,
-				f->snapshot_dir, e->d_name);
+			log_msg(LOG_WARNING, "filter '%s': removed %s/%s, left by a snapshot that did not finish",
+				f->name, f->snapshot_dir, e->d_name);
 	}
 	closedir(d);
 }
@@ -104,7 +104,8 @@ int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t 
 		char old[512];
 		snprintf(old, sizeof(old), "%s/%s", f->snapshot_dir, v[i]);
 		if (unlink(old) == 0)
-			log_msg(LOG_INFO, "filter '%s': removed old snapshot %s (keeping %u)", f->name, old, f->snapshot_keep);
+			log_msg(LOG_INFO, "filter '%s': removed old snapshot %s (keeping %u)", f->name, old,
+				f->snapshot_keep);
 	}
 	if (n > 0)
 		free_list(v, n);
@@ -163,7 +164,8 @@ int periodic_restore_newest(struct registry *r, const struct filter_spec *f)
 		log_msg(LOG_NOTICE, "filter '%s': missing at start; restored from snapshot %s", f->name, path);
 	}
 	if (slot < 0)
-		log_msg(LOG_WARNING, "filter '%s': missing at start and no usable snapshot in %s", f->name, f->snapshot_dir);
+		log_msg(LOG_WARNING, "filter '%s': missing at start and no usable snapshot in %s", f->name,
+			f->snapshot_dir);
 	if (n > 0)
 		free_list(v, n);
 	else

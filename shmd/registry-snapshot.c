@@ -79,8 +79,8 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 				shmf_cuckoo_lock_fini(&m->lock[i]);
 				shmf_data_map_close(dm);
 				ring_release(m);
-				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", copy->name,
-					      strerror(-rc));
+				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s",
+					      copy->name, strerror(-rc));
 			}
 		}
 		m->n = i + 1;
@@ -88,8 +88,8 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 	return 0;
 }
 
-int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
-		      char *err, size_t errlen)
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
+		      size_t errlen)
 {
 	struct shmf_slot copy;
 	int rc = registry_slot_copy(r, name, &copy, err, errlen);
@@ -107,11 +107,15 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	/* The shape and seed as the newest generation's data header has them,
 	 * the name and window as the slot does. */
 	const struct shmf_data_header *dh = &m.dm[0].hdr;
-	struct filter_spec spec = { .capacity = dh->capacity, .window_secs = copy.window_secs,
+	struct filter_spec spec = { .capacity = dh->capacity,
+				    .window_secs = copy.window_secs,
 				    .window_gens = copy.window_gens };
 	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
 	memcpy(spec.name, copy.name, sizeof(spec.name));
-	struct shmf_geometry g = { .type = dh->type, .k = dh->k, .nblocks = dh->nblocks, .nbuckets = dh->nbuckets,
+	struct shmf_geometry g = { .type = dh->type,
+				   .k = dh->k,
+				   .nblocks = dh->nblocks,
+				   .nbuckets = dh->nbuckets,
 				   .max_kicks = dh->max_kicks };
 	struct snap_source src = { .nsections = m.n };
 	snapshot_header_fill(&src.hdr, &spec, &g, dh->seed, copy.created_epoch, (uint64_t)time(NULL));
@@ -136,8 +140,8 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	}
 	ring_release(&m);
 	if (rc == 0)
-		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name, src.sec[0].generation,
-			src.nsections > 1 ? " and older live ones" : "", path);
+		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name,
+			src.sec[0].generation, src.nsections > 1 ? " and older live ones" : "", path);
 	return rc;
 }
 
@@ -180,13 +184,16 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		return errmsg(err, errlen, rc, "invalid filter name '%s'", name);
 	int slot = registry_find(r, name);
 	if (slot < 0 && how == REGISTRY_SWAP)
-		return errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' not found (swap replaces a live filter; restore creates one)",
-			    name);
+		return errmsg(err, errlen, SHMF_E_NOTFOUND,
+			      "filter '%s' not found (swap replaces a live filter; restore creates one)", name);
 	/* The file decides the shape and the window (a plain snapshot swapped
 	 * into a windowed filter makes it plain). */
-	struct filter_spec spec = { .type = (int)h->type, .capacity = h->capacity, .mode = 0640,
+	struct filter_spec spec = { .type = (int)h->type,
+				    .capacity = h->capacity,
+				    .mode = 0640,
 				    .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
-				    .window_secs = h->window_secs, .window_gens = h->window_gens };
+				    .window_secs = h->window_secs,
+				    .window_gens = h->window_gens };
 	memcpy(&spec.fpr, &h->fpr_bits, sizeof(double));
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	struct live_ring old = { 0 };
@@ -206,8 +213,9 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g);
 	if (g.data_bytes * h->nsections > r->max_bytes)
-		return errmsg(err, errlen, SHMF_E_TOOBIG, "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has",
-			    sf->path, h->nsections, g.data_bytes);
+		return errmsg(err, errlen, SHMF_E_TOOBIG,
+			      "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has", sf->path,
+			      h->nsections, g.data_bytes);
 
 	/* New generations, numbered so that the newest (section 0) is the
 	 * highest, each filled and checked before anything is published. */
@@ -223,14 +231,20 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		if ((rc = registry_data_create(r, &spec, &g, ring.gen[i], h->seed, 1, err, errlen)) < 0)
 			break;
 		made.gen[made.n++] = ring.gen[i];
-		struct shmf_slot copy = { .type = h->type, .k = g.k, .capacity = h->capacity, .fpr_bits = h->fpr_bits,
-					  .nblocks = g.nblocks, .nbuckets = g.nbuckets, .data_bytes = g.data_bytes };
+		struct shmf_slot copy = { .type = h->type,
+					  .k = g.k,
+					  .capacity = h->capacity,
+					  .fpr_bits = h->fpr_bits,
+					  .nblocks = g.nblocks,
+					  .nbuckets = g.nbuckets,
+					  .data_bytes = g.data_bytes };
 		atomic_store_explicit(&copy.generation, ring.gen[i], memory_order_relaxed);
 		snprintf(copy.name, sizeof(copy.name), "%s", name);
 		struct shmf_data_map dm = { .fd = -1 };
 		rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
 		if (rc < 0)
-			errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name, shmf_strerror(rc));
+			errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name,
+			       shmf_strerror(rc));
 		else
 			rc = fill_from(sf, i, &dm, err, errlen);
 		shmf_data_map_close(&dm);

@@ -60,7 +60,8 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	struct shmf_ctl_header h = { 0 };
 	int fd = openat(r->dir.fd, SHMF_CTL_FILE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
-		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, SHMF_CTL_FILE,
+			      strerror(errno));
 	int rc = 0;
 	if (fchmod(fd, mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0))
 		rc = -errno;
@@ -72,7 +73,8 @@ static int ctl_create(struct registry *r, mode_t mode, char *err, size_t errlen)
 	close(fd);
 	if (rc < 0) {
 		unlinkat(r->dir.fd, SHMF_CTL_FILE, 0);
-		return errmsg(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s/%s: cannot initialise: %s", r->dir_path, SHMF_CTL_FILE,
+			      strerror(-rc));
 	}
 	return 0;
 }
@@ -131,7 +133,8 @@ static void ctl_recover(struct registry *r)
 			rc = shmf_data_map_open(&r->dir, &copy, 0, &dm);
 		if (rc < 0) {
 			/* Unpublish, but leave any file in place for an operator. */
-			log_msg(LOG_ERR, "slot %u (filter '%.*s', generation %" PRIu64 "): %s; slot cleared, files left in %s",
+			log_msg(LOG_ERR,
+				"slot %u (filter '%.*s', generation %" PRIu64 "): %s; slot cleared, files left in %s",
 				i, SHMF_NAME_MAX, s->name, gen, shmf_strerror(rc), r->dir_path);
 			shmf_slot_write_begin(s);
 			atomic_store_explicit(&s->generation, 0, memory_order_release);
@@ -156,7 +159,8 @@ static void ctl_recover(struct registry *r)
 	size_t sl = strlen(SHMF_DATA_SUFFIX);
 	while ((e = readdir(d)) != NULL) {
 		size_t n = strlen(e->d_name);
-		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_DATA_SUFFIX) != 0 || data_file_live(r, e->d_name, refused))
+		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_DATA_SUFFIX) != 0 ||
+		    data_file_live(r, e->d_name, refused))
 			continue;
 		log_msg(LOG_WARNING, "%s/%s: no filter names this data file; removing it", r->dir_path, e->d_name);
 		unlinkat(r->dir.fd, e->d_name, 0);
@@ -164,8 +168,8 @@ static void ctl_recover(struct registry *r)
 	closedir(d);
 }
 
-int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid,
-		  char *err, size_t errlen)
+int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
+		  size_t errlen)
 {
 	char root[4096];
 	int rc;
@@ -202,13 +206,14 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	}
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
-		return errmsg(err, errlen, rc, "%s: %s (must be owned by us or root and not writable by group or others)",
-			    r->dir_path, shmf_strerror(rc));
+		return errmsg(err, errlen, rc,
+			      "%s: %s (must be owned by us or root and not writable by group or others)", r->dir_path,
+			      shmf_strerror(rc));
 	}
 	if (r->dir.owner != geteuid()) {
 		shmf_dir_close(&r->dir);
-		return errmsg(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u", r->dir_path,
-			    (unsigned)r->dir.owner, (unsigned)geteuid());
+		return errmsg(err, errlen, SHMF_E_OWNER, "%s: owned by uid %u, not by this daemon's uid %u",
+			      r->dir_path, (unsigned)r->dir.owner, (unsigned)geteuid());
 	}
 	struct statfs sfs;
 	if (fstatfs(r->dir.fd, &sfs) == 0 && (unsigned long)sfs.f_type != TMPFS_MAGIC)
@@ -223,7 +228,8 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		ctl_recover(r);
 	}
 	if (rc < 0) {
-		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE, shmf_strerror(rc));
+		errmsg(err, errlen, rc, "%s/%s: %s (move it away to start afresh)", r->dir_path, SHMF_CTL_FILE,
+		       shmf_strerror(rc));
 		goto out;
 	}
 	r->ctl.hdr->daemon_pid = (uint64_t)getpid();
@@ -259,7 +265,8 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	if (fd < 0)
 		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
 	if (fchmod(fd, spec->mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0)) {
-		rc = errmsg(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname, strerror(errno));
+		rc = errmsg(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname,
+			    strerror(errno));
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a
@@ -270,7 +277,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	rc = ftruncate(fd, (off_t)p->data_bytes) < 0 ? errno : posix_fallocate(fd, 0, alloc);
 	if (rc != 0) {
 		rc = errmsg(err, errlen, -rc, "filter '%s': cannot allocate %" PRIu64 " bytes in %s: %s", spec->name,
-			  p->data_bytes, r->dir_path, strerror(rc));
+			    p->data_bytes, r->dir_path, strerror(rc));
 		goto bad;
 	}
 	h.magic = SHMF_DATA_MAGIC;
@@ -346,33 +353,40 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s': unknown type %d", spec->name, spec->type);
 	if (spec->capacity == 0)
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': capacity must be a positive integer",
+			      spec->name);
 	if (!(spec->fpr > 0.0 && spec->fpr < 1.0))
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name, spec->fpr);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': error rate %g is not in (0, 1)", spec->name,
+			      spec->fpr);
 	if (spec->mode & ~(mode_t)0777 || spec->mode & S_IWOTH)
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
-			    spec->name, (unsigned)spec->mode);
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': mode %04o is not allowed (no other-write, permission bits only)",
+			      spec->name, (unsigned)spec->mode);
 	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only", spec->name);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only",
+			      spec->name);
 	if ((spec->window_secs == 0) != (spec->window_gens == 0) || spec->window_gens > SHMF_WINDOW_MAX)
 		return errmsg(err, errlen, SHMF_E_INVAL,
-			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64 " s, %u)",
+			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64
+			      " s, %u)",
 			      spec->name, SHMF_WINDOW_MAX, spec->window_secs, spec->window_gens);
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u", spec->name,
-			    spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u",
+			      spec->name, spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
 	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
-			    "filter '%s': capacity %" PRIu64 " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
-			    spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
+			      "filter '%s': capacity %" PRIu64
+			      " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
+			      spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
 	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO)
-		return errmsg(err, errlen, rc,
-			    "filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
-			    spec->name, spec->fpr);
+		return errmsg(
+			err, errlen, rc,
+			"filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
+			spec->name, spec->fpr);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
-			    spec->name, spec->fpr);
+			      spec->name, spec->fpr);
 	if (registry_find(r, spec->name) >= 0)
 		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
 	int slot = -1;
@@ -382,7 +396,8 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 			break;
 		}
 	if (slot < 0)
-		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name, SHMF_SLOTS);
+		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name,
+			      SHMF_SLOTS);
 
 	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
 	arc4random_buf(&seed, sizeof(seed));
@@ -391,7 +406,9 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	r->ctl.hdr->last_generation = gen;
 	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } };
 	registry_publish(r, slot, spec, &p, &ring);
-	log_msg(LOG_INFO, "filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64 ")",
+	log_msg(LOG_INFO,
+		"filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64
+		")",
 		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
 		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
 	return slot;
@@ -503,7 +520,8 @@ void registry_unlink_ring(struct registry *r, const char *name, const struct liv
 {
 	for (unsigned i = 0; i < ring->n && i < SHMF_WINDOW_MAX; i++) {
 		char fname[128];
-		if (shmf_data_filename(name, ring->gen[i], fname, sizeof(fname)) == 0 && unlinkat(r->dir.fd, fname, 0) < 0)
+		if (shmf_data_filename(name, ring->gen[i], fname, sizeof(fname)) == 0 &&
+		    unlinkat(r->dir.fd, fname, 0) < 0)
 			log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
 	}
 }
@@ -523,8 +541,9 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 	if (shmf_data_filename(s->name, s->live[0], fname, sizeof(fname)) == 0 &&
 	    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		spec->mode = st.st_mode & 0777;
-	*g = (struct shmf_geometry){ .type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets,
-				     .data_bytes = s->data_bytes };
+	*g = (struct shmf_geometry){
+		.type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets, .data_bytes = s->data_bytes
+	};
 }
 
 int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *copy, char *err, size_t errlen)
@@ -552,7 +571,8 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
 	 * of a window hashes keys the same way. */
 	struct shmf_data_map dm = { .fd = -1 };
 	if ((rc = shmf_data_map_open(&r->dir, &copy, 0, &dm)) < 0)
-		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name, shmf_strerror(rc));
+		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name,
+			      shmf_strerror(rc));
 	uint64_t seed = dm.hdr.seed;
 	uint32_t kicks = dm.hdr.max_kicks;
 	shmf_data_map_close(&dm);

@@ -23,13 +23,13 @@
 /* A snapshot of one filter, for LIST and INFO. */
 struct filter_info {
 	int slot;
-	shmf_info_t info;  /* as libshmf reports it */
+	shmf_info_t info; /* as libshmf reports it */
 	char data_file[SHMF_NAME_MAX + 32];
 	mode_t mode;
-	int huge_pages;    /* 1 if the data segment is backed by huge pages */
-	unsigned nlive;    /* live generations, newest first: */
+	int huge_pages; /* 1 if the data segment is backed by huge pages */
+	unsigned nlive; /* live generations, newest first: */
 	uint64_t live_gen[SHMF_WINDOW_MAX];
-	uint64_t live_age[SHMF_WINDOW_MAX];   /* seconds since it began */
+	uint64_t live_age[SHMF_WINDOW_MAX]; /* seconds since it began */
 	uint64_t live_items[SHMF_WINDOW_MAX];
 };
 
@@ -38,10 +38,10 @@ struct registry {
 	char dir_path[4096];
 	struct shmf_dir dir;
 	struct shmf_ctl_map ctl;
-	gid_t gid;                     /* group of files, or (gid_t)-1 to keep ours */
-	shmf_t *handles[SHMF_SLOTS];   /* the daemon's own read-write handles, opened lazily */
-	uint64_t max_bytes;            /* largest filter the daemon accepts (memory of the host) */
-	uint64_t last_publish_ns;      /* CLOCK_MONOTONIC of the last generation published */
+	gid_t gid;                   /* group of files, or (gid_t)-1 to keep ours */
+	shmf_t *handles[SHMF_SLOTS]; /* the daemon's own read-write handles, opened lazily */
+	uint64_t max_bytes;          /* largest filter the daemon accepts (memory of the host) */
+	uint64_t last_publish_ns;    /* CLOCK_MONOTONIC of the last generation published */
 };
 
 /**
@@ -53,8 +53,8 @@ struct registry {
  * @param ctl_mode  mode of the control segment (0640 by default)
  * @param gid       group for directory and files, or (gid_t)-1
  */
-int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid,
-		  char *err, size_t errlen);
+int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
+		  size_t errlen);
 
 /** Unmap everything. Segments stay on disk unless @p remove is set. */
 void registry_close(struct registry *r, int remove);
@@ -93,8 +93,8 @@ struct snap_file;
  * filter is copied under its relocation lock.
  * @return 0, SHMF_E_NOTFOUND, or -errno; err says what failed.
  */
-int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as,
-		      char *err, size_t errlen);
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
+		      size_t errlen);
 
 enum { REGISTRY_SWAP, REGISTRY_RESTORE };
 

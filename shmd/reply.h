@@ -12,8 +12,8 @@
 
 struct reply {
 	char *data;
-	size_t len;   /* bytes appended */
-	size_t sent;  /* bytes already written to the peer */
+	size_t len;  /* bytes appended */
+	size_t sent; /* bytes already written to the peer */
 	size_t cap;
 	int oom;
 };

@@ -16,11 +16,11 @@
 #include "shmf.h"
 
 enum guard_state {
-	G_ARRAY,  /* expecting "*<count>\r\n" */
-	G_BULK,   /* expecting "$<length>\r\n" */
-	G_BODY,   /* inside a bulk string's bytes */
-	G_CR,     /* expecting the CR after a bulk string */
-	G_LF,     /* expecting the LF after a bulk string */
+	G_ARRAY, /* expecting "*<count>\r\n" */
+	G_BULK,  /* expecting "$<length>\r\n" */
+	G_BODY,  /* inside a bulk string's bytes */
+	G_CR,    /* expecting the CR after a bulk string */
+	G_LF,    /* expecting the LF after a bulk string */
 };
 
 /* What hiredis builds: one request's arguments, in one allocation with
@@ -33,7 +33,7 @@ struct reqobj {
 	int argc;
 	char **argv;
 	size_t *lens;
-	char *pool;          /* small arguments, copied here */
+	char *pool; /* small arguments, copied here */
 	size_t pool_used;
 };
 
@@ -54,7 +54,10 @@ struct request_reader {
 };
 
 const struct request_limits request_limits_max = {
-	.max_bytes = REQUEST_MAX_BYTES, .max_args = REQUEST_MAX_ARGS, .max_arg = REQUEST_MAX_ARG, .why = "",
+	.max_bytes = REQUEST_MAX_BYTES,
+	.max_args = REQUEST_MAX_ARGS,
+	.max_arg = REQUEST_MAX_ARG,
+	.why = "",
 };
 
 static void reqobj_free(void *p)
@@ -63,7 +66,8 @@ static void reqobj_free(void *p)
 	if (o == NULL)
 		return;
 	for (int i = 0; i < o->argc; i++)
-		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool (NULL: free() ignores it) */
+		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool (NULL: free() ignores
+										  it) */
 			free(o->argv[i]);
 	free(o);
 }
@@ -217,8 +221,8 @@ static int header_done(struct request_reader *rr)
 		if (v < 1)
 			return fail(rr, "Protocol error: invalid multibulk length");
 		if ((unsigned long)v > rr->lim.max_args)
-			return fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s", (unsigned long)v,
-				    rr->lim.max_args, rr->lim.why);
+			return fail(rr, "Protocol error: %lu arguments, more than %lu in one request%s",
+				    (unsigned long)v, rr->lim.max_args, rr->lim.why);
 		rr->args_left = (unsigned long)v;
 		rr->st = G_BULK;
 		return 0;
@@ -256,8 +260,10 @@ static int header_bytes(struct request_reader *rr, const char *p, size_t n, size
 	char b[8];
 	if (rr->line_len == 0 && c != (rr->st == G_ARRAY ? '*' : '$')) {
 		if (rr->st == G_ARRAY)
-			return fail(rr, "Protocol error: expected '*' (a request is an array of bulk strings; "
-					"inline commands are not accepted), got %s", show(c, b));
+			return fail(rr,
+				    "Protocol error: expected '*' (a request is an array of bulk strings; "
+				    "inline commands are not accepted), got %s",
+				    show(c, b));
 		return fail(rr, "Protocol error: expected '$' (a bulk string), got %s", show(c, b));
 	}
 	if (rr->line_len == 0) {
@@ -334,7 +340,8 @@ static size_t guard(struct request_reader *rr, const char *p, size_t n)
 		rr->req_bytes += step;
 		if (rr->req_bytes > rr->lim.max_bytes) {
 			char size[32];
-			fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size), rr->lim.why);
+			fail(rr, "Protocol error: request larger than %s%s", size_text(rr->lim.max_bytes, size),
+			     rr->lim.why);
 			return i;
 		}
 		i += step;

@@ -30,10 +30,10 @@ struct request {
  * (the constants above); a connection may narrow them, for instance before
  * a TCP client has authenticated. */
 struct request_limits {
-	size_t max_bytes;        /* the whole request, headers included: 1..REQUEST_MAX_BYTES */
-	unsigned long max_args;  /* 1..REQUEST_MAX_ARGS */
-	size_t max_arg;          /* one argument's bytes: 0..REQUEST_MAX_ARG */
-	const char *why;         /* appended to the error, such as " before AUTH" ("" or NULL: nothing) */
+	size_t max_bytes;       /* the whole request, headers included: 1..REQUEST_MAX_BYTES */
+	unsigned long max_args; /* 1..REQUEST_MAX_ARGS */
+	size_t max_arg;         /* one argument's bytes: 0..REQUEST_MAX_ARG */
+	const char *why;        /* appended to the error, such as " before AUTH" ("" or NULL: nothing) */
 };
 
 /** The largest limits: 64 MiB, 1,048,576 arguments, 16 MiB an argument. */

@@ -41,8 +41,8 @@
 /* Bytes read from one client per turn, so that one cannot starve others. */
 #define READ_PER_TURN (1u << 20)
 /* After an error reply: input discarded before closing, at most. */
-#define DRAIN_BYTES (64u << 20)
-#define DRAIN_MS 2000
+#define DRAIN_BYTES     (64u << 20)
+#define DRAIN_MS        2000
 #define EVENTS_PER_WAIT 256
 /* Redis' words exactly: redis-py, for one, turns this text (and only
  * this) into a ConnectionError rather than a command's error. The limit
@@ -54,27 +54,30 @@
  * AUTH, HELLO with AUTH and SETNAME, and QUIT, and no way to make the
  * daemon buffer megabytes for a stranger. */
 static const struct request_limits preauth_limits = {
-	.max_bytes = 64u << 10, .max_args = 10, .max_arg = 16u << 10, .why = " before AUTH",
+	.max_bytes = 64u << 10,
+	.max_args = 10,
+	.max_arg = 16u << 10,
+	.why = " before AUTH",
 };
 
 /* An epoll event points at a listener or a connection. */
 struct listener {
-	int fd;         /* -1: none */
-	int kind;       /* SESSION_UNIX or SESSION_TCP */
+	int fd;   /* -1: none */
+	int kind; /* SESSION_UNIX or SESSION_TCP */
 };
 
 enum conn_state {
-	C_OPEN,      /* reading and answering requests */
-	C_CLOSING,   /* the last reply is queued (an error, QUIT, a limit): send it, then drain */
-	C_DRAINING,  /* sent and our side shut down; the peer's bytes are discarded until it closes */
+	C_OPEN,     /* reading and answering requests */
+	C_CLOSING,  /* the last reply is queued (an error, QUIT, a limit): send it, then drain */
+	C_DRAINING, /* sent and our side shut down; the peer's bytes are discarded until it closes */
 };
 
 struct conn {
 	int fd;
 	enum conn_state state;
-	int eof;        /* the peer closed its side: close once the replies are sent */
-	int counted;    /* counts against its listener's clients (not a turned-away one) */
-	uint32_t events;/* epoll interest registered now */
+	int eof;                 /* the peer closed its side: close once the replies are sent */
+	int counted;             /* counts against its listener's clients (not a turned-away one) */
+	uint32_t events;         /* epoll interest registered now */
 	uint64_t drain_deadline; /* ms, CLOCK_MONOTONIC */
 	size_t drain_left;
 	struct request_reader *rr;
@@ -86,10 +89,10 @@ struct conn {
 struct server {
 	struct registry *reg;
 	int ep;
-	struct listener lis[2];       /* by SESSION_UNIX / SESSION_TCP */
+	struct listener lis[2];          /* by SESSION_UNIX / SESSION_TCP */
 	struct request_limits limits[2]; /* once authenticated, by kind */
-	struct conn *conns;           /* every connection, newest first */
-	unsigned refusing;            /* turned-away connections still open */
+	struct conn *conns;              /* every connection, newest first */
+	unsigned refusing;               /* turned-away connections still open */
 	uint64_t next_id;
 	struct server_view view;
 };
@@ -113,8 +116,8 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return errmsg(err, errlen, -EEXIST, "socket path %s: exists and is not a socket; not replacing it",
-				      path);
+			return errmsg(err, errlen, -EEXIST,
+				      "socket path %s: exists and is not a socket; not replacing it", path);
 		unlink(path);
 	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -211,7 +214,8 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 			verbs_dispatch(&c->sess, s->reg, &req, &c->out);
 			if (c->sess.limits_changed) {
 				c->sess.limits_changed = 0;
-				request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
+				request_reader_set_limits(c->rr,
+							  c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
 			}
 			if (c->sess.quit)
 				c->state = C_CLOSING;
@@ -441,8 +445,8 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		log_msg(LOG_INFO, "listening on %s", o->unix_path);
 		if (o->tcp_fd >= 0)
 			log_msg(LOG_INFO, "listening on tcp %s (%s, at most %u clients, requests up to %zu bytes)",
-				o->tcp_name, s.view.requirepass[0] ? "AUTH required" : "no password",
-				o->tcp_maxclients, s.limits[SESSION_TCP].max_bytes);
+				o->tcp_name, s.view.requirepass[0] ? "AUTH required" : "no password", o->tcp_maxclients,
+				s.limits[SESSION_TCP].max_bytes);
 	}
 	struct epoll_event evs[EVENTS_PER_WAIT];
 	uint64_t last_sweep = now_ms();

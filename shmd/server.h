@@ -31,14 +31,14 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 
 /* What server_run() serves. */
 struct server_opts {
-	int unix_fd;               /* from server_listen() */
-	const char *unix_path;     /* unlinked at the end */
-	int tcp_fd;                /* from tcp_listen(), or -1 for none */
-	const char *tcp_name;      /* its address, "127.0.0.1:6379", for the log and INFO */
+	int unix_fd;           /* from server_listen() */
+	const char *unix_path; /* unlinked at the end */
+	int tcp_fd;            /* from tcp_listen(), or -1 for none */
+	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
 	int tcp_port;
-	const char *requirepass;   /* TCP clients must AUTH with it first; NULL or "": no password */
-	unsigned tcp_maxclients;   /* TCP connections at once */
-	size_t tcp_max_request;    /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	const char *requirepass; /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned tcp_maxclients; /* TCP connections at once */
+	size_t tcp_max_request;  /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
 };
 
 /**

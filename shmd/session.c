@@ -64,8 +64,9 @@ static int authenticate(struct session *s, const char *user, const char *pass, s
 		 * so AUTH default <anything> passes and AUTH <password> is a
 		 * configuration mistake worth saying so. */
 		if (user == NULL) {
-			reply_error(out, "ERR AUTH <password> called without any password configured for the default user. "
-					 "Are you sure your configuration is correct?");
+			reply_error(out,
+				    "ERR AUTH <password> called without any password configured for the default user. "
+				    "Are you sure your configuration is correct?");
 			return SHMF_E_INVAL;
 		}
 		if (strcmp(user, "default") != 0) {
@@ -326,15 +327,9 @@ static const struct {
 	int argc;
 	verb_handler *run;
 } client_subs[] = {
-	{ "id", 2, client_id },
-	{ "getname", 2, client_getname },
-	{ "info", 2, client_info },
-	{ "help", 2, client_help_reply },
-	{ "setname", 3, client_setname },
-	{ "setinfo", 4, client_setinfo },
-	{ "no-evict", 3, client_onoff },
-	{ "no-touch", 3, client_onoff },
-	{ "reply", 3, client_reply },
+	{ "id", 2, client_id },           { "getname", 2, client_getname }, { "info", 2, client_info },
+	{ "help", 2, client_help_reply }, { "setname", 3, client_setname }, { "setinfo", 4, client_setinfo },
+	{ "no-evict", 3, client_onoff },  { "no-touch", 3, client_onoff },  { "reply", 3, client_reply },
 };
 
 void cmd_client(struct verb_call *c)
@@ -344,7 +339,8 @@ void cmd_client(struct verb_call *c)
 		if (strcasecmp(sub, client_subs[i].name) != 0)
 			continue;
 		if (c->req->argc != client_subs[i].argc)
-			reply_error(c->out, "ERR wrong number of arguments for 'client|%s' command", client_subs[i].name);
+			reply_error(c->out, "ERR wrong number of arguments for 'client|%s' command",
+				    client_subs[i].name);
 		else
 			client_subs[i].run(c);
 		return;

@@ -36,11 +36,11 @@ enum { SESSION_UNIX, SESSION_TCP };
 /* The server as the compatibility verbs describe it (HELLO, INFO). Owned
  * and updated by the server loop. */
 struct server_view {
-	uint64_t started;           /* time() when the loop started */
-	const char *requirepass;    /* TCP clients must AUTH with it; "" none */
-	const char *tcp_name;       /* "127.0.0.1:6379", or NULL without a listener */
-	int tcp_port;               /* 0 without a listener */
-	unsigned clients[2];        /* connected now, by SESSION_UNIX / SESSION_TCP */
+	uint64_t started;        /* time() when the loop started */
+	const char *requirepass; /* TCP clients must AUTH with it; "" none */
+	const char *tcp_name;    /* "127.0.0.1:6379", or NULL without a listener */
+	int tcp_port;            /* 0 without a listener */
+	unsigned clients[2];     /* connected now, by SESSION_UNIX / SESSION_TCP */
 	unsigned maxclients[2];
 	uint64_t connections_received;
 	uint64_t commands_processed;
@@ -48,15 +48,15 @@ struct server_view {
 };
 
 struct session {
-	uint64_t id;                 /* CLIENT ID, HELLO's id: unique while the daemon runs */
-	int kind;                    /* SESSION_UNIX or SESSION_TCP */
-	int authed;                  /* may run the filter verbs */
-	int quit;                    /* QUIT: close once this reply is sent */
-	int limits_changed;          /* AUTH or RESET changed authed: the reader's limits follow */
-	char *name;                  /* CLIENT SETNAME, or NULL */
+	uint64_t id;                    /* CLIENT ID, HELLO's id: unique while the daemon runs */
+	int kind;                       /* SESSION_UNIX or SESSION_TCP */
+	int authed;                     /* may run the filter verbs */
+	int quit;                       /* QUIT: close once this reply is sent */
+	int limits_changed;             /* AUTH or RESET changed authed: the reader's limits follow */
+	char *name;                     /* CLIENT SETNAME, or NULL */
 	char lib_name[64], lib_ver[32]; /* CLIENT SETINFO */
-	char addr[64];               /* the peer: "127.0.0.1:51234", or "unix" */
-	struct fscred peer;          /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
+	char addr[64];                  /* the peer: "127.0.0.1:51234", or "unix" */
+	struct fscred peer;             /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
 	const struct server_view *srv;
 };
 

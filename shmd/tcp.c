@@ -25,7 +25,8 @@ static void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_
 
 int tcp_listen(const char *bind_addr, int port, char *name, size_t namelen, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_ADDRCONFIG };
 	struct addrinfo *res = NULL;
 	char serv[16];

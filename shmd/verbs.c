@@ -16,9 +16,9 @@
 #include "verbs.h"
 
 /* Most verbs: allowed over TCP once authenticated. */
-#define READS (VERB_READONLY | VERB_TCP_OK)
+#define READS  (VERB_READONLY | VERB_TCP_OK)
 #define WRITES (VERB_WRITES | VERB_TCP_OK)
-#define CONN (VERB_CONN | VERB_TCP_OK)
+#define CONN   (VERB_CONN | VERB_TCP_OK)
 /* Administration that names a file on the daemon's host: never over TCP. */
 #define FILE_ADMIN (VERB_WRITES | VERB_NAMES_FILE | VERB_ADMIN)
 
@@ -109,8 +109,10 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 	else if (v == NULL)
 		reply_error(out, "ERR unknown command '%.*s'", 64, req->argv[0]);
 	else if (s->kind == SESSION_TCP && !(v->flags & VERB_TCP_OK))
-		reply_error(out, "ERR %.*s is refused over TCP: it names a file on the daemon's host, which a network "
-				 "client may not (use the unix socket)", 16, req->argv[0]);
+		reply_error(out,
+			    "ERR %.*s is refused over TCP: it names a file on the daemon's host, which a network "
+			    "client may not (use the unix socket)",
+			    16, req->argv[0]);
 	else if (!verb_arity_ok(v, req->argc))
 		reply_error(out, "ERR wrong number of arguments for '%s' command", v->name);
 	else

@@ -38,25 +38,25 @@ enum {
 
 /* One request on its way to a handler, with what the dispatcher found. */
 struct verb_call {
-	const struct request *req;  /* argv[0] the verb; argc within the row's arity */
-	struct reply *out;          /* the handler appends exactly one reply */
+	const struct request *req; /* argv[0] the verb; argc within the row's arity */
+	struct reply *out;         /* the handler appends exactly one reply */
 	struct registry *reg;
-	struct session *sess;       /* the connection it came on */
-	const struct fscred *peer;  /* who names files (SO_PEERCRED); unset: the daemon itself */
-	int key_rc;                 /* the filter name at the row's key position: 0 legal, SHMF_E_NAME not
-				     * (checked once, by the dispatcher; the handler says so when it needs it) */
+	struct session *sess;      /* the connection it came on */
+	const struct fscred *peer; /* who names files (SO_PEERCRED); unset: the daemon itself */
+	int key_rc;                /* the filter name at the row's key position: 0 legal, SHMF_E_NAME not
+				    * (checked once, by the dispatcher; the handler says so when it needs it) */
 };
 
 typedef void verb_handler(struct verb_call *c);
 
 struct verb {
-	const char *name;     /* lower case, as COMMAND names it; matched in any case */
-	int min_args;         /* arguments, the verb included */
-	int max_args;         /* -1: no limit */
-	unsigned flags;       /* VERB_* */
-	int key;              /* argument that names a filter (COMMAND's first key), 0: none */
+	const char *name; /* lower case, as COMMAND names it; matched in any case */
+	int min_args;     /* arguments, the verb included */
+	int max_args;     /* -1: no limit */
+	unsigned flags;   /* VERB_* */
+	int key;          /* argument that names a filter (COMMAND's first key), 0: none */
 	verb_handler *run;
-	const char *summary;  /* COMMAND DOCS: one line */
+	const char *summary; /* COMMAND DOCS: one line */
 };
 
 /** Row @p i of the table, or NULL past the end (COMMAND lists them in this order). */

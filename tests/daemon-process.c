@@ -169,7 +169,8 @@ int sock_unix_connect(const char *path)
 
 int sock_tcp_connect(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	return connect_to(AF_INET, (struct sockaddr *)&sa, sizeof(sa));
 }
@@ -179,7 +180,8 @@ int sock_free_port(void)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
 		abort();
 	close(fd);
 	return ntohs(sa.sin_port);

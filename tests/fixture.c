@@ -73,8 +73,9 @@ int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capa
 		   uint32_t gens)
 {
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640, .window_secs = secs,
-				    .window_gens = gens };
+	struct filter_spec spec = {
+		.type = type, .capacity = capacity, .fpr = fpr, .mode = 0640, .window_secs = secs, .window_gens = gens
+	};
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
 	if (slot < 0) {

@@ -132,8 +132,9 @@ void fixture_reap(pid_t pid);
  * that their lengths are counted here. @return the cmocka result, or 2
  * for an unknown name or arrays of different lengths.
  */
-#define fixture_run(argc, argv, tests, names) \
-	fixture_run_tests(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]), names, sizeof(names) / sizeof((names)[0]))
+#define fixture_run(argc, argv, tests, names)                                           \
+	fixture_run_tests(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]), names, \
+			  sizeof(names) / sizeof((names)[0]))
 
 /** fixture_run() with the lengths given: @p n tests, @p nnames names. */
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,

@@ -254,7 +254,8 @@ static void test_batch_impls(void **state)
 		size_t expect = 0;
 		for (unsigned i = 0; i < N; i++) {
 			uint64_t h = shmf_hash(k[i].ptr, k[i].len, g.seed);
-			int one = shmf_bloom_block_check_key(blocks + shmf_block_index(h, NB) * SHMF_BLOCK_WORDS, h, kk);
+			int one = shmf_bloom_block_check_key(blocks + shmf_block_index(h, NB) * SHMF_BLOCK_WORDS, h,
+							     kk);
 			if (scalar[i] != one || simd[i] != one)
 				fail_msg("k %u key %u: one-key check %d, scalar batch %d, AVX-512 batch %d", kk, i, one,
 					 scalar[i], simd[i]);

@@ -99,7 +99,8 @@ static void stop_child(pid_t pid)
 	memset(&si, 0, sizeof(si));
 	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WSTOPPED | WEXITED), 0);
 	if (si.si_code != CLD_STOPPED)
-		fail_msg("process %d ended (code %d, status %d) instead of stopping", (int)pid, si.si_code, si.si_status);
+		fail_msg("process %d ended (code %d, status %d) instead of stopping", (int)pid, si.si_code,
+			 si.si_status);
 }
 
 static void kill_child(pid_t pid)
@@ -119,7 +120,7 @@ struct board {
 	_Atomic uint64_t progress[WORKERS]; /* worker i's adds [0, progress) have returned */
 	_Atomic int full[WORKERS];          /* worker i met SHMF_E_FULL and waits */
 	_Atomic int started[WORKERS];
-	_Atomic int slow_moves;             /* set by the test: workers slow their moves */
+	_Atomic int slow_moves; /* set by the test: workers slow their moves */
 };
 
 /* A relocation that takes its time between copying a fingerprint to its
@@ -174,8 +175,9 @@ static void assert_all_present(shmf_t *f, unsigned family, uint64_t n, const cha
 	for (uint64_t i = 0; i < n; i++) {
 		int r = shmf_check(f, key, fixture_key(key, family, i));
 		if (r != 1)
-			fail_msg("%s: key %llu of family %u (of %llu whose add returned) %s", what, (unsigned long long)i, family,
-				 (unsigned long long)n, r == 0 ? "is missing" : shmf_strerror(r));
+			fail_msg("%s: key %llu of family %u (of %llu whose add returned) %s", what,
+				 (unsigned long long)i, family, (unsigned long long)n,
+				 r == 0 ? "is missing" : shmf_strerror(r));
 	}
 }
 
@@ -382,7 +384,8 @@ static void test_lock_holder(void **state)
 			if (held && (run % 2 == 1 || atomic_load(&pk.meta->moving) != 0 || tries >= 1500))
 				break;
 			if (atomic_load(&b->full[0]))
-				fail_msg("run %u: the worker filled the filter before it was caught holding the lock", run);
+				fail_msg("run %u: the worker filled the filter before it was caught holding the lock",
+					 run);
 			kill(holder, SIGCONT);
 			held = 0;
 		}
@@ -624,8 +627,8 @@ static void make_source(const char *name, unsigned family, uint64_t n, uint64_t 
 }
 
 #define SRC_KEYS 20000
-#define FAM_A 0xa0
-#define FAM_B 0xb0
+#define FAM_A    0xa0
+#define FAM_B    0xb0
 
 /* The two files that swaps and restores alternate between: a.snap holds
  * keys [0, SRC_KEYS) of FAM_A, b.snap those of FAM_B. */
@@ -719,7 +722,8 @@ static void test_shmd_swap(void **state)
 		shmf_t *f = open_filter("sw", SHMF_RDWR);
 		unsigned now = which_source(f, "swap killed");
 		if (ok && now != target)
-			fail_msg("run %u: the swap answered OK, but the filter holds the old source after the restart", run);
+			fail_msg("run %u: the swap answered OK, but the filter holds the old source after the restart",
+				 run);
 		if (!ok) {
 			kept_old += now == cur;
 			got_new += now == target;
@@ -770,7 +774,8 @@ static void rot_adder(struct rot_board *b)
 			atomic_fetch_add(&b->errors, 1);
 			atomic_store(&b->last_error, r < 0 ? r : r1 < 0 ? r1 : r2);
 		}
-		b->gen[i] = r >= 0 && r1 == 0 && r2 == 0 && before.generation == after.generation ? before.generation : 0;
+		b->gen[i] = r >= 0 && r1 == 0 && r2 == 0 && before.generation == after.generation ? before.generation
+												  : 0;
 		atomic_store(&b->progress, i + 1);
 		if (i % 64 == 63)
 			sleep_us(1000);
@@ -794,7 +799,8 @@ static void test_shmd_rotate(void **state)
 		rot_adder(b);
 	while (atomic_load(&b->progress) < 100)
 		sleep_us(1000);
-	unsigned replied = 0, rotated_unanswered = 0, orphans_before = (unsigned)daemon_log_count(logpath, "no filter names this data file");
+	unsigned replied = 0, rotated_unanswered = 0,
+		 orphans_before = (unsigned)daemon_log_count(logpath, "no filter names this data file");
 	uint64_t checked = 0;
 	shmf_t *check = open_filter("rot", SHMF_RDONLY);
 	unsigned run;
@@ -826,8 +832,9 @@ static void test_shmd_rotate(void **state)
 				continue;
 			int r = shmf_check(check, key, fixture_key(key, 0x60, i));
 			if (r != 1)
-				fail_msg("run %u: key %llu, added into live generation %llu, %s", run, (unsigned long long)i,
-					 (unsigned long long)b->gen[i], r == 0 ? "is missing" : shmf_strerror(r));
+				fail_msg("run %u: key %llu, added into live generation %llu, %s", run,
+					 (unsigned long long)i, (unsigned long long)b->gen[i],
+					 r == 0 ? "is missing" : shmf_strerror(r));
 			checked++;
 		}
 		assert_no_orphans();
@@ -941,11 +948,13 @@ static void test_shmd_snapshot(void **state)
 			char key[32];
 			for (uint64_t k = checked[i]; k < p; k++)
 				if (shmf_check(f, key, fixture_key(key, 0x70 + i, k)) != 1)
-					fail_msg("run %u: key %llu of the %s adder lost", run, (unsigned long long)k, names[i]);
+					fail_msg("run %u: key %llu of the %s adder lost", run, (unsigned long long)k,
+						 names[i]);
 			for (int k = 0; k < 2000 && checked[i] > 0; k++) {
 				uint64_t j = rnd_below(checked[i]);
 				if (shmf_check(f, key, fixture_key(key, 0x70 + i, j)) != 1)
-					fail_msg("run %u: key %llu of the %s adder lost", run, (unsigned long long)j, names[i]);
+					fail_msg("run %u: key %llu of the %s adder lost", run, (unsigned long long)j,
+						 names[i]);
 			}
 			checked[i] = p;
 			shmf_close(f);
@@ -1047,12 +1056,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_shmd_restore, shmd_setup, shmd_teardown),
 	};
 	static const char *const names[] = { "workers_bloom", "workers_cuckoo", "lock_holder", "shmd_swap",
-					     "shmd_rotate", "shmd_snapshot", "shmd_restore" };
+					     "shmd_rotate",   "shmd_snapshot",  "shmd_restore" };
 	const char *env;
 	runs = fixture_long_mode() ? 200 : 20;
 	if ((env = getenv("SHMF_CRASH_RUNS")) != NULL && atoi(env) > 0)
 		runs = (unsigned)atoi(env);
-	rng = (env = getenv("SHMF_SEED")) != NULL ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	rng = (env = getenv("SHMF_SEED")) != NULL ? strtoull(env, NULL, 0)
+						  : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	fprintf(stderr, "test-crash: %u runs per case, SHMF_SEED=%" PRIu64 "\n", runs, rng);
 	shmd_path = argc > 2 ? argv[2] : NULL;
 	if (argc > 1 && !strncmp(argv[1], "shmd_", 5) && shmd_path == NULL) {

@@ -102,15 +102,20 @@ static void test_sizing(void **state)
 	 * headroom would take the same capacity past the size limit. */
 	uint64_t cap = (uint64_t)((double)((UINT64_C(1) << 43) - 10000) * 3.8);
 	assert_int_equal(shmf_cuckoo_size(cap, 0.01, 0, &p), 0);
-	struct shmf_geometry g = { .type = SHMF_TYPE_CUCKOO, .k = p.fp_bits, .nbuckets = p.nbuckets,
+	struct shmf_geometry g = { .type = SHMF_TYPE_CUCKOO,
+				   .k = p.fp_bits,
+				   .nbuckets = p.nbuckets,
 				   .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
-				   .max_kicks = SHMF_CUCKOO_MAX_KICKS }, now;
+				   .max_kicks = SHMF_CUCKOO_MAX_KICKS },
+			     now;
 	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 0.01, 0, &now), SHMF_E_TOOBIG);
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), 0);
 	g.nbuckets--; /* and a shape no sizing gives is not */
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), SHMF_E_TOOBIG);
 	assert_int_equal(shmf_cuckoo_size(1000, 0.01, 0, &p), 0);
-	g = (struct shmf_geometry){ .type = SHMF_TYPE_CUCKOO, .k = p.fp_bits, .nbuckets = p.nbuckets + 1,
+	g = (struct shmf_geometry){ .type = SHMF_TYPE_CUCKOO,
+				    .k = p.fp_bits,
+				    .nbuckets = p.nbuckets + 1,
 				    .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
 				    .max_kicks = SHMF_CUCKOO_MAX_KICKS };
 	assert_int_equal(shmf_geometry_sized(&g, 1000, 0.01), SHMF_E_FORMAT);
@@ -175,8 +180,8 @@ static void test_small_capacities(void **state)
 				assert_int_equal(r, 0);
 			}
 			if (n < caps[c])
-				fail_msg("capacity %llu, seed %llu: full after %llu keys",
-					 (unsigned long long)caps[c], (unsigned long long)t.g.seed, (unsigned long long)n);
+				fail_msg("capacity %llu, seed %llu: full after %llu keys", (unsigned long long)caps[c],
+					 (unsigned long long)t.g.seed, (unsigned long long)n);
 			if (n < least)
 				least = n;
 			table_close(&t);

@@ -105,9 +105,11 @@ static void test_redis_cli_works(void **state)
 {
 	(void)state;
 	char cmd[1024], out[256] = "";
-	snprintf(cmd, sizeof(cmd), "redis-cli -s '%s' BF.ADD default from-redis-cli 2>&1 && "
-				   "redis-cli -s '%s' BF.EXISTS default from-redis-cli 2>&1 && "
-				   "redis-cli -s '%s' PING 2>&1", sock_path, sock_path, sock_path);
+	snprintf(cmd, sizeof(cmd),
+		 "redis-cli -s '%s' BF.ADD default from-redis-cli 2>&1 && "
+		 "redis-cli -s '%s' BF.EXISTS default from-redis-cli 2>&1 && "
+		 "redis-cli -s '%s' PING 2>&1",
+		 sock_path, sock_path, sock_path);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	size_t n = fread(out, 1, sizeof(out) - 1, p);
@@ -191,8 +193,16 @@ static void test_survives_1000_malformed(void **state)
 {
 	(void)state;
 	static const char *const junk[] = {
-		"HELLO\r\n", "*1\r\n$-5\r\n", "*1\r\n:7\r\n", "*x\r\n", "*1\r\n$3\r\nabcdef\r\n", "\x00\xff\xfe",
-		"*3\r\n$6\r\nBF.ADD\r\n*1\r\n", "*99999999\r\n", "$5\r\nhello\r\n", "*1\r\n$99999999\r\n",
+		"HELLO\r\n",
+		"*1\r\n$-5\r\n",
+		"*1\r\n:7\r\n",
+		"*x\r\n",
+		"*1\r\n$3\r\nabcdef\r\n",
+		"\x00\xff\xfe",
+		"*3\r\n$6\r\nBF.ADD\r\n*1\r\n",
+		"*99999999\r\n",
+		"$5\r\nhello\r\n",
+		"*1\r\n$99999999\r\n",
 	};
 	srandom(7);
 	for (int i = 0; i < 1000; i++) {
@@ -309,18 +319,20 @@ static void test_unread_replies_stop_reading(void **state)
 		assert_true(n > 0);
 		for (ssize_t i = 0; i < n; i++) {
 			size_t at = (got + (size_t)i) % per;
-			char expect = at < (size_t)rlen ? hdr[at] : at < (size_t)rlen + arg ? 'p' : "\r\n"[at - rlen - arg];
+			char expect = at < (size_t)rlen         ? hdr[at]
+				      : at < (size_t)rlen + arg ? 'p'
+								: "\r\n"[at - rlen - arg];
 			if (buf[i] != expect)
-				fail_msg("reply byte %zu is 0x%02x, want 0x%02x", got + (size_t)i, (unsigned char)buf[i],
-					 (unsigned char)expect);
+				fail_msg("reply byte %zu is 0x%02x, want 0x%02x", got + (size_t)i,
+					 (unsigned char)buf[i], (unsigned char)expect);
 		}
 		got += (size_t)n;
 	}
 	free(buf);
 	free(body);
 	close(fd);
-	printf("a client that never read: shmd took %zu MiB (%d requests) and then stopped reading\n",
-	       accepted >> 20, complete);
+	printf("a client that never read: shmd took %zu MiB (%d requests) and then stopped reading\n", accepted >> 20,
+	       complete);
 }
 
 static void test_second_daemon_refuses(void **state)

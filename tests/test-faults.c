@@ -233,8 +233,8 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 				 strerror(c->err));
 		/* The error names the file, the step and the cause. */
 		if (strstr(err, path) == NULL || strstr(err, c->step) == NULL || !names_cause(err, c->err))
-			fail_msg("%s failing at call %lu: message '%s' lacks the path, '%s' or '%s'", kind_names[c->kind], n,
-				 err, c->step, strerror(c->err));
+			fail_msg("%s failing at call %lu: message '%s' lacks the path, '%s' or '%s'",
+				 kind_names[c->kind], n, err, c->step, strerror(c->err));
 		if (c->kind != SNAP_IO_ALLOC)
 			assert_int_equal(rc, -c->err);
 		assert_int_equal(image_of(path, &after), 0);
@@ -247,16 +247,19 @@ static unsigned fail_each_call(const char *name, const char *path, shmf_t *add, 
 			prev = items;
 		} else {
 			if (before.len != after.len || before.xxh != after.xxh)
-				fail_msg("%s failing at call %lu: the previous snapshot changed", kind_names[c->kind], n);
+				fail_msg("%s failing at call %lu: the previous snapshot changed", kind_names[c->kind],
+					 n);
 			assert_snapshot_holds(path, prev);
 		}
 		/* The live filter: same files, same bytes; every key still there. */
 		uint64_t live_after = instance_image(name, &files_after);
 		assert_int_equal(files_after, files_before);
 		if (live_after != live_before)
-			fail_msg("%s failing at call %lu: the live filter's data files changed", kind_names[c->kind], n);
+			fail_msg("%s failing at call %lu: the live filter's data files changed", kind_names[c->kind],
+				 n);
 		if (temporaries() != 0)
-			fail_msg("%s failing at call %lu: a temporary file was left in %s", kind_names[c->kind], n, fx.files);
+			fail_msg("%s failing at call %lu: a temporary file was left in %s", kind_names[c->kind], n,
+				 fx.files);
 		if (cuckoo)
 			assert_lock_free(name);
 		/* And a snapshot without faults writes what the filter holds now. */
@@ -300,10 +303,11 @@ static void test_write_faults(void **state)
 		assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
 		for (size_t i = 0; i < sizeof(write_cases) / sizeof(write_cases[0]); i++) {
 			const struct fault_case *fc = &write_cases[i];
-			unsigned points = fail_each_call(name, path, type == 0 ? w : c, 10 + (unsigned)i, fc, type == 1);
+			unsigned points = fail_each_call(name, path, type == 0 ? w : c, 10 + (unsigned)i, fc,
+							 type == 1);
 			print_message("%s: %s failing with %s%s: %u fault points, each refused cleanly\n", name,
-				      kind_names[fc->kind], strerror(fc->err), fc->partial ? " after a short write" : "",
-				      points);
+				      kind_names[fc->kind], strerror(fc->err),
+				      fc->partial ? " after a short write" : "", points);
 			assert_true(points >= 1);
 			total += points;
 		}
@@ -313,8 +317,8 @@ static void test_write_faults(void **state)
 			const struct fault_case *fc = &long_write_cases[i];
 			snprintf(path, sizeof(path), "%s/win.snap", fx.files);
 			unsigned points = fail_each_call("win", path, w, 40 + (unsigned)i, fc, 0);
-			print_message("win: %s failing with %s: %u fault points\n", kind_names[fc->kind], strerror(fc->err),
-				      points);
+			print_message("win: %s failing with %s: %u fault points\n", kind_names[fc->kind],
+				      strerror(fc->err), points);
 			total += points;
 		}
 	}
@@ -398,10 +402,11 @@ static unsigned fail_each_read(const char *name, const char *file, int restore, 
 			return (unsigned)(n - 1);
 		}
 		if (rc >= 0)
-			fail_msg("%s failing at call %lu: %s reported success", kind_names[fc->kind], n, restore ? "restore" : "swap");
+			fail_msg("%s failing at call %lu: %s reported success", kind_names[fc->kind], n,
+				 restore ? "restore" : "swap");
 		if (strstr(err, file) == NULL || strstr(err, fc->step) == NULL || !names_cause(err, fc->err))
-			fail_msg("%s failing at call %lu: message '%s' lacks the path, '%s' or '%s'", kind_names[fc->kind], n, err,
-				 fc->step, strerror(fc->err));
+			fail_msg("%s failing at call %lu: message '%s' lacks the path, '%s' or '%s'",
+				 kind_names[fc->kind], n, err, fc->step, strerror(fc->err));
 		/* Nothing published, no new generation's file left. */
 		uint64_t live_after = instance_image(name, &files_after);
 		assert_int_equal(files_after, files_before);
@@ -433,8 +438,8 @@ static void test_read_faults(void **state)
 		snprintf(fresh, sizeof(fresh), "restored-%zu", i);
 		unsigned restore_points = fail_each_read(fresh, file, 1, fc, 3);
 		print_message("swap and restore: %s failing with %s%s: %u and %u fault points, each refused cleanly\n",
-			      kind_names[fc->kind], strerror(fc->err), fc->partial ? " after a short write" : "", swap_points,
-			      restore_points);
+			      kind_names[fc->kind], strerror(fc->err), fc->partial ? " after a short write" : "",
+			      swap_points, restore_points);
 		assert_true(swap_points >= 1 && restore_points >= 1);
 		total += swap_points + restore_points;
 	}

@@ -86,14 +86,14 @@ static uint64_t rnd(void)
  * longjmp would run the rest of the test program in it). */
 static int in_child;
 
-#define fail_here(...)                                                   \
-	do {                                                             \
-		if (in_child) {                                          \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fputc('\n', stderr);                             \
-			_exit(3);                                        \
-		}                                                        \
-		fail_msg(__VA_ARGS__);                                   \
+#define fail_here(...)                                \
+	do {                                          \
+		if (in_child) {                       \
+			fprintf(stderr, __VA_ARGS__); \
+			fputc('\n', stderr);          \
+			_exit(3);                     \
+		}                                     \
+		fail_msg(__VA_ARGS__);                \
 	} while (0)
 
 static void result(int r, int max, const char *call)
@@ -305,7 +305,8 @@ static void test_fields(void **state)
 		int slot = registry_find(&fx.reg, filters[i]);
 		assert_true(slot >= 0);
 		size_t base = sizeof(struct shmf_ctl_header) + (size_t)slot * sizeof(struct shmf_slot);
-		scribble_fields("slot", ctl, base, slot_fields, sizeof(slot_fields) / sizeof(slot_fields[0]), filters[i], &t);
+		scribble_fields("slot", ctl, base, slot_fields, sizeof(slot_fields) / sizeof(slot_fields[0]),
+				filters[i], &t);
 		struct shmf_slot copy;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
 		/* The newest generation's data header, and the oldest's. */
@@ -383,8 +384,7 @@ static void scribble_payload(struct mapped *m, unsigned n)
 		case 1: /* the counters */
 			at = SHMF_DATA_COUNTERS_OFF + (r >> 8) % (SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF);
 			break;
-		default:
-			at = SHMF_DATA_BLOCKS_OFF + (r >> 8) % (m->len - SHMF_DATA_BLOCKS_OFF);
+		default: at = SHMF_DATA_BLOCKS_OFF + (r >> 8) % (m->len - SHMF_DATA_BLOCKS_OFF);
 		}
 		if (r & (1u << 7)) {
 			uint64_t v = rnd();
@@ -410,7 +410,8 @@ static void absurd_counters(void)
 		struct mapped m;
 		map_file(path, &m);
 		struct shmf_counter *c = (struct shmf_counter *)(m.p + SHMF_DATA_COUNTERS_OFF);
-		static const uint64_t values[] = { UINT64_C(1) << 62, UINT64_MAX, UINT64_C(1) << 40, UINT64_C(123456789012) };
+		static const uint64_t values[] = { UINT64_C(1) << 62, UINT64_MAX, UINT64_C(1) << 40,
+						   UINT64_C(123456789012) };
 		for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
 			atomic_store(&c[v].items, values[v]);
 			snprintf(current, sizeof(current), "filter %s: item counter %zu = %#llx", filters[i], v,
@@ -428,7 +429,8 @@ static void absurd_counters(void)
 				fail_msg("%s: info took %.1f s", current, secs);
 			if (!(info.fpr_estimate >= 0.0 && info.fpr_estimate <= 1.0) ||
 			    !(info.fill_ratio >= 0.0 && info.fill_ratio <= 1.0))
-				fail_msg("%s: estimates %g and %g out of [0, 1]", current, info.fpr_estimate, info.fill_ratio);
+				fail_msg("%s: estimates %g and %g out of [0, 1]", current, info.fpr_estimate,
+					 info.fill_ratio);
 			atomic_store(&c[v].items, 0);
 		}
 		unmap_file(&m);
@@ -474,7 +476,8 @@ static void test_payload(void **state)
 			for (unsigned s = 0; s < SHMF_CUCKOO_STRIPES; s++)
 				atomic_store(&meta->version[s], 1);
 			atomic_store(&meta->moving, UINT64_MAX);
-			snprintf(current, sizeof(current), "filter %s: every version stripe odd, moving all ones", filters[i]);
+			snprintf(current, sizeof(current), "filter %s: every version stripe odd, moving all ones",
+				 filters[i]);
 			use(ro, 0);
 			use(rw, 1);
 		}
@@ -514,7 +517,8 @@ static void test_racing(void **state)
 				if (shmf_open(FIXTURE_INSTANCE, filters[i], u ? SHMF_RDWR : SHMF_RDONLY, &f) < 0)
 					_exit(2);
 				(void)!write(ready[1], "r", 1);
-				snprintf(current, sizeof(current), "filter %s: user %d while a writer scribbles", filters[i], u);
+				snprintf(current, sizeof(current), "filter %s: user %d while a writer scribbles",
+					 filters[i], u);
 				for (;;)
 					use(f, u);
 			}
@@ -547,8 +551,8 @@ static void test_racing(void **state)
 			kill(users[u], SIGKILL);
 			assert_int_equal(waitpid(users[u], &st, 0), users[u]);
 			if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
-				fail_msg("filter %s: user %d died on its own (status %#x) while a writer scribbled", filters[i], u,
-					 st);
+				fail_msg("filter %s: user %d died on its own (status %#x) while a writer scribbled",
+					 filters[i], u, st);
 		}
 		memcpy(sl, &saved, sizeof(saved));
 		unmap_file(&m);
@@ -634,10 +638,8 @@ static void test_daemon(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		fixture_unit_test(test_fields, fx),
-		fixture_unit_test(test_odd_sequence, fx),
-		fixture_unit_test(test_payload, fx),
-		fixture_unit_test(test_racing, fx),
+		fixture_unit_test(test_fields, fx),  fixture_unit_test(test_odd_sequence, fx),
+		fixture_unit_test(test_payload, fx), fixture_unit_test(test_racing, fx),
 		fixture_unit_test(test_daemon, fx),
 	};
 	static const char *const names[] = { "fields", "odd_sequence", "payload", "racing", "daemon" };

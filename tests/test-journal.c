@@ -106,8 +106,12 @@ static int replicated(const char *name, int type, uint64_t capacity, double fpr,
 static int windowed(const char *name, int type, uint64_t secs, uint32_t gens)
 {
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type, .capacity = 20000, .fpr = type == SHMF_TYPE_BLOOM ? 1e-4 : 1e-3, .mode = 0640,
-				    .window_secs = secs, .window_gens = gens };
+	struct filter_spec spec = { .type = type,
+				    .capacity = 20000,
+				    .fpr = type == SHMF_TYPE_BLOOM ? 1e-4 : 1e-3,
+				    .mode = 0640,
+				    .window_secs = secs,
+				    .window_gens = gens };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	int slot = registry_create(&fx.reg, &spec, err, sizeof(err));
 	if (slot < 0)
@@ -349,7 +353,7 @@ static void test_entries_bloom(void)
 	uint8_t out[N];
 	for (unsigned i = 0; i < N; i++)
 		ks[i] = (shmf_key_t){ keys[i], fixture_key(keys[i], 2, i % 200) }; /* 100 repeats */
-	assert_int_equal(add_key(f, 2, 7), 1); /* present before the batch */
+	assert_int_equal(add_key(f, 2, 7), 1);                                     /* present before the batch */
 	size_t before = g.n;
 	assert_int_equal(drain_all(jr, &g, 0), 1);
 	int fresh = shmf_add_many(f, ks, N, out);
@@ -411,13 +415,13 @@ static void test_entries_cuckoo(void)
 	shmf_t *f = fixture_open("c", SHMF_RDWR);
 	size_t len = fixture_key(key, 1, 0);
 
-	assert_int_equal(shmf_add(f, key, len), 1);            /* ADD */
-	assert_int_equal(shmf_add(f, key, len), 1);            /* ADD: a second copy */
-	assert_int_equal(shmf_add_capped(f, key, len, 3), 2);  /* CAPPED: stored the third */
-	assert_int_equal(shmf_add_capped(f, key, len, 3), 3);  /* at the cap: nothing */
-	assert_int_equal(shmf_del(f, key, len), 1);            /* DEL */
+	assert_int_equal(shmf_add(f, key, len), 1);           /* ADD */
+	assert_int_equal(shmf_add(f, key, len), 1);           /* ADD: a second copy */
+	assert_int_equal(shmf_add_capped(f, key, len, 3), 2); /* CAPPED: stored the third */
+	assert_int_equal(shmf_add_capped(f, key, len, 3), 3); /* at the cap: nothing */
+	assert_int_equal(shmf_del(f, key, len), 1);           /* DEL */
 	size_t len2 = fixture_key(key + 16, 1, 1);
-	assert_int_equal(shmf_del(f, key + 16, len2), 0);      /* nothing to delete: nothing */
+	assert_int_equal(shmf_del(f, key + 16, len2), 0);        /* nothing to delete: nothing */
 	assert_int_equal(shmf_add_unique(f, key + 16, len2), 1); /* CAPPED (cap 1) */
 	assert_int_equal(shmf_add_unique(f, key + 16, len2), 0); /* present: nothing */
 	assert_int_equal(shmf_count(f, key, len), 2);
@@ -496,8 +500,9 @@ static void test_apply_bloom(void)
 	struct got gb = { 0 };
 	assert_int_equal(drain_all(jb, &gb, 0), 0);
 	/* Bad entries: refused one by one. */
-	struct shmf_jentry bad[] = { { 1, 0, 0 }, { 1, SHMF_JOP_MAX + 1, 0 }, { 1, SHMF_JOP_DEL, 0 },
-				     { 1, SHMF_JOP_CAPPED, 0 } };
+	struct shmf_jentry bad[] = {
+		{ 1, 0, 0 }, { 1, SHMF_JOP_MAX + 1, 0 }, { 1, SHMF_JOP_DEL, 0 }, { 1, SHMF_JOP_CAPPED, 0 }
+	};
 	assert_int_equal(shmf_journal_apply(b, &bad[0]), SHMF_E_INVAL);
 	assert_int_equal(shmf_journal_apply(b, &bad[1]), SHMF_E_INVAL);
 	assert_int_equal(shmf_journal_apply(b, &bad[2]), SHMF_E_TYPE);
@@ -827,9 +832,10 @@ static void test_scribbled(void **state)
 {
 	(void)state;
 	replicated("h", SHMF_TYPE_BLOOM, 10000, 1e-6, 2, 64);
-#define H(field)                                                        \
-	#field, offsetof(struct shmf_journal_header, field),            \
-		sizeof(((struct shmf_journal_header *)0)->field) < 8 ? sizeof(((struct shmf_journal_header *)0)->field) : 8
+#define H(field)                                                     \
+#field, offsetof(struct shmf_journal_header, field),         \
+		sizeof(((struct shmf_journal_header *)0)->field) < 8 \
+		? sizeof(((struct shmf_journal_header *)0)->field) : 8
 	header_field(H(magic), 0x4e, SHMF_E_FORMAT);
 	header_field(H(version), SHMF_FORMAT_VERSION + 1, SHMF_E_VERSION);
 	header_field(H(layout), 1, SHMF_E_LAYOUT);
@@ -900,7 +906,8 @@ static void test_scribbled(void **state)
 		/* Sometimes the fields that matter most, set to extremes. */
 		if (round % 7 == 0) {
 			struct shmf_journal_ring *r = (struct shmf_journal_ring *)(m + SHMF_JOURNAL_HDR_BYTES +
-										  (x % 4) * shmf_journal_ring_bytes(64));
+										   (x % 4) *
+											   shmf_journal_ring_bytes(64));
 			static const uint64_t v[] = { 0, 1, 63, 64, 65, UINT64_MAX, UINT64_MAX - 63, UINT64_C(1) << 63 };
 			uint64_t val = v[(x >> 8) % 8];
 			switch ((x >> 16) % 4) {
@@ -928,8 +935,8 @@ static void test_scribbled(void **state)
 
 /* ---- threads ----------------------------------------------------------- */
 
-#define THREADS 4
-#define PER_THREAD 100000
+#define THREADS     4
+#define PER_THREAD  100000
 #define SHARED_KEYS 20000
 
 struct tworker {
@@ -937,7 +944,7 @@ struct tworker {
 	shmf_t *f;
 	atomic_int *go;
 	unsigned id;
-	uint8_t *fresh;   /* [PER_THREAD + SHARED_KEYS]: this thread's add set a bit */
+	uint8_t *fresh; /* [PER_THREAD + SHARED_KEYS]: this thread's add set a bit */
 };
 
 static void *tadder(void *arg)
@@ -1004,7 +1011,7 @@ static void test_threads(void **state)
 		for (uint64_t i = 0; i < PER_THREAD + SHARED_KEYS; i++)
 			if (w[t].fresh[i])
 				want[nw++] = i % 5 == 0 && i / 5 < SHARED_KEYS ? key_hash(99, i / 5, seed)
-									 : key_hash(20 + t, i, seed);
+									       : key_hash(20 + t, i, seed);
 	qsort(want, nw, sizeof(*want), cmp_u64);
 	uint64_t *have = sorted_hashes(&g);
 	print_message("threads: %zu adds set a bit (shared keys raced: %zu reported new more than once), "
@@ -1028,8 +1035,8 @@ static void test_threads(void **state)
 
 /* ---- processes --------------------------------------------------------- */
 
-#define PROCS 4
-#define PER_PROC 20000
+#define PROCS       4
+#define PER_PROC    20000
 #define PROC_SHARED 4000
 
 struct pboard {
@@ -1089,7 +1096,8 @@ static void test_processes(void **state)
 	for (unsigned c = 0; c < PROCS; c++)
 		for (uint64_t i = 0; i < PER_PROC + PROC_SHARED; i++)
 			if (b->fresh[c][i])
-				want[nw++] = i < PER_PROC ? key_hash(30 + c, i, seed) : key_hash(98, i - PER_PROC, seed);
+				want[nw++] = i < PER_PROC ? key_hash(30 + c, i, seed)
+							  : key_hash(98, i - PER_PROC, seed);
 	qsort(want, nw, sizeof(*want), cmp_u64);
 	uint64_t *have = sorted_hashes(&g);
 	print_message("processes: %zu adds set a bit, %zu entries drained\n", nw, g.n);
@@ -1133,7 +1141,8 @@ static void test_fork(void **state)
 		assert_int_equal(add_key(f, 1, i), 1);
 	int parent_ring = wstats(f).ring;
 	assert_true(parent_ring >= 0);
-	_Atomic int *child_ring = mmap(NULL, sizeof(*child_ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	_Atomic int *child_ring = mmap(NULL, sizeof(*child_ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				       -1, 0);
 	atomic_store(child_ring, -2);
 	pid_t p = fork();
 	if (p == 0) {

@@ -22,8 +22,8 @@
 
 #include "fixture.h"
 
-#define ADDERS 4
-#define CHECKERS 2
+#define ADDERS    4
+#define CHECKERS  2
 #define PER_ADDER 250000
 
 /* Shared between the processes through an anonymous shared mapping. */

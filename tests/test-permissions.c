@@ -72,8 +72,8 @@ static void remove_users(void)
 	char cmd[256];
 	if (!users_made)
 		return;
-	snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null; userdel %s 2>/dev/null; groupdel %s 2>/dev/null", member_name,
-		 outsider_name, group_name);
+	snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null; userdel %s 2>/dev/null; groupdel %s 2>/dev/null",
+		 member_name, outsider_name, group_name);
 	(void)!system(cmd);
 	users_made = 0;
 }
@@ -170,7 +170,8 @@ static int setup(void **state)
 		fprintf(stderr, "cannot create the test users and group\n");
 		return -1;
 	}
-	if (daemon_rundir_make(root, sizeof(root), "perm") < 0 || chmod(root, 0755) < 0) /* as /run/shmd: others may pass */
+	if (daemon_rundir_make(root, sizeof(root), "perm") < 0 || chmod(root, 0755) < 0) /* as /run/shmd: others may
+											    pass */
 		return -1;
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
@@ -547,8 +548,18 @@ static void test_names(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-		"..", ".", "../" INSTANCE "/ro", "ro/../ro", "/etc/passwd", "a/b", ".hidden", "..ro", "ro\n", "ro ",
-		"0123456789012345678901234567890123456789012345678901234567890123", "",
+		"..",
+		".",
+		"../" INSTANCE "/ro",
+		"ro/../ro",
+		"/etc/passwd",
+		"a/b",
+		".hidden",
+		"..ro",
+		"ro\n",
+		"ro ",
+		"0123456789012345678901234567890123456789012345678901234567890123",
+		"",
 	};
 	shmf_t *f = NULL;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -597,8 +608,10 @@ static void test_names(void **state)
 	/* And in the configuration. */
 	char badconf[160];
 	snprintf(badconf, sizeof(badconf), "%s/bad.conf", root);
-	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = other\n[filter ../escape]\ncapacity = 10\n"), 0);
-	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid filter name '../escape'\"", shmd_path, badconf);
+	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = other\n[filter ../escape]\ncapacity = 10\n"),
+			 0);
+	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid filter name '../escape'\"", shmd_path,
+		 badconf);
 	assert_int_equal(run(cmd), 0);
 	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = ../other\n"), 0);
 	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid instance name\"", shmd_path, badconf);
@@ -615,7 +628,7 @@ int main(int argc, char **argv)
 	}
 	shmd_path = argv[1];
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_modes), cmocka_unit_test(test_users), cmocka_unit_test(test_readonly),
+		cmocka_unit_test(test_modes),   cmocka_unit_test(test_users), cmocka_unit_test(test_readonly),
 		cmocka_unit_test(test_planted), cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -206,8 +206,10 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 	expect(CMD("BF.CARD", "cf"), "-WRONGTYPE filter 'cf' is a cuckoo filter; use the CF.* commands\r\n");
 	expect(CMD("CF.ADD", "main", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
 	expect(CMD("CF.DEL", "main", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
-	expect(CMD("SHMF.ADDCAPPED", "main", "x", "1"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
-	expect(CMD("CF.INSERT", "main", "ITEMS", "x"), "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("SHMF.ADDCAPPED", "main", "x", "1"),
+	       "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
+	expect(CMD("CF.INSERT", "main", "ITEMS", "x"),
+	       "-WRONGTYPE filter 'main' is a bloom filter; use the BF.* commands\r\n");
 	expect(CMD("SHMF.DROP", "cf"), "+OK\r\n");
 	expect(CMD("SHMF.DROP", "cf2"), "+OK\r\n");
 }
@@ -240,7 +242,9 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 5, { "CF.RESERVE", "x", "100", "COLOR", "red" }, "-ERR unknown option 'COLOR'" },
 		{ 5, { "CF.INSERT", "x", "CAPACITY", "0", "ITEMS" }, "-ERR bad CAPACITY '0'" },
 		{ 4, { "CF.INSERT", "x", "NOCREATE", "k" }, "-ERR unknown option 'k'" },
-		{ 5, { "CF.INSERT", "x", "NOCREATE", "NOCREATE", "ITEMS" }, "-ERR ITEMS and at least one item are required" },
+		{ 5,
+		  { "CF.INSERT", "x", "NOCREATE", "NOCREATE", "ITEMS" },
+		  "-ERR ITEMS and at least one item are required" },
 		{ 4, { "SHMF.ADDCAPPED", "cfm", "x", "-1" }, "-ERR bad cap '-1'" },
 		{ 4, { "SHMF.ADDCAPPED", "cfm", "x", "many" }, "-ERR bad cap 'many'" },
 		{ 3, { "CF.ADD", "nosuch", "a" }, "-ERR filter 'nosuch' not found" },

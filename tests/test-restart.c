@@ -102,7 +102,8 @@ static void assert_keys(unsigned round, uint64_t upto[2][ADDERS])
 		for (unsigned id = 0; id < ADDERS; id++)
 			for (uint64_t i = 0; i < upto[f][id]; i++)
 				if (shmf_check(h, key, key_of(key, round, f, id, i)) != 1)
-					fail_msg("round %u: key %s (of %llu) lost", round, key, (unsigned long long)upto[f][id]);
+					fail_msg("round %u: key %s (of %llu) lost", round, key,
+						 (unsigned long long)upto[f][id]);
 		shmf_close(h);
 	}
 }
@@ -213,13 +214,14 @@ int main(int argc, char **argv)
 	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
 	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
 	mkdir(snaps, 0700);
-	if (daemon_write_conf(conf,
-			      "[instance]\nname = rs\nsnapshot_dir = %s\n"
-			      "[filter rb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
-			      "snapshot_keep = 2\n"
-			      "[filter rc]\ntype = cuckoo\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
-			      "snapshot_keep = 2\n",
-			      snaps) < 0)
+	if (daemon_write_conf(
+		    conf,
+		    "[instance]\nname = rs\nsnapshot_dir = %s\n"
+		    "[filter rb]\ntype = bloom\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
+		    "snapshot_keep = 2\n"
+		    "[filter rc]\ntype = cuckoo\ncapacity = 4000000\nfpr = 0.01\nmode = 0660\nsnapshot_every = 1s\n"
+		    "snapshot_keep = 2\n",
+		    snaps) < 0)
 		return 1;
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_restart) };
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -131,21 +131,11 @@ struct damage {
 static void apply(const char *path, const struct damage *d, size_t len)
 {
 	switch (d->how) {
-	case SHORTEN_BY:
-		assert_int_equal(truncate(path, (off_t)(len - d->where)), 0);
-		break;
-	case TRUNCATE_TO:
-		assert_int_equal(truncate(path, (off_t)d->where), 0);
-		break;
-	case PATCH_U32:
-		patch(path, d->where, 4, d->value);
-		break;
-	case PATCH_U64:
-		patch(path, d->where, 8, d->value);
-		break;
-	case CHMOD:
-		assert_int_equal(chmod(path, (mode_t)d->value), 0);
-		break;
+	case SHORTEN_BY: assert_int_equal(truncate(path, (off_t)(len - d->where)), 0); break;
+	case TRUNCATE_TO: assert_int_equal(truncate(path, (off_t)d->where), 0); break;
+	case PATCH_U32: patch(path, d->where, 4, d->value); break;
+	case PATCH_U64: patch(path, d->where, 8, d->value); break;
+	case CHMOD: assert_int_equal(chmod(path, (mode_t)d->value), 0); break;
 	case CHOWN_NOBODY:
 		if (geteuid() != 0)
 			fail_msg("the owner checks need root (chown); run the suite as root");
@@ -182,7 +172,8 @@ static void test_data_damage(void **state)
 		  "data wrong layout fingerprint" },
 		{ PATCH_U64, offsetof(struct shmf_data_header, nblocks), UINT64_C(1) << 60, SHMF_E_FORMAT,
 		  "data header claims more blocks than the file has" },
-		{ PATCH_U32, offsetof(struct shmf_data_header, k), 0, SHMF_E_FORMAT, "data header k differs from the slot" },
+		{ PATCH_U32, offsetof(struct shmf_data_header, k), 0, SHMF_E_FORMAT,
+		  "data header k differs from the slot" },
 		{ CHMOD, 0, 0646, SHMF_E_OWNER, "data writable by others" },
 		{ CHOWN_NOBODY, 0, 0, SHMF_E_OWNER, "data owned by nobody" },
 	};
@@ -196,9 +187,11 @@ static void test_control_damage(void **state)
 	const struct damage damage[] = {
 		{ SHORTEN_BY, 1, 0, SHMF_E_FORMAT, "control truncated by a byte" },
 		{ TRUNCATE_TO, 10, 0, SHMF_E_FORMAT, "control truncated into its header" },
-		{ PATCH_U64, offsetof(struct shmf_ctl_header, magic), SHMF_DATA_MAGIC, SHMF_E_FORMAT, "control wrong magic" },
+		{ PATCH_U64, offsetof(struct shmf_ctl_header, magic), SHMF_DATA_MAGIC, SHMF_E_FORMAT,
+		  "control wrong magic" },
 		{ PATCH_U32, offsetof(struct shmf_ctl_header, version), 99, SHMF_E_VERSION, "control wrong version" },
-		{ PATCH_U64, offsetof(struct shmf_ctl_header, layout), 42, SHMF_E_LAYOUT, "control wrong layout fingerprint" },
+		{ PATCH_U64, offsetof(struct shmf_ctl_header, layout), 42, SHMF_E_LAYOUT,
+		  "control wrong layout fingerprint" },
 		{ PATCH_U32, offsetof(struct shmf_ctl_header, nslots), 1u << 30, SHMF_E_FORMAT,
 		  "control claims more slots than it holds" },
 		/* A slot whose fields contradict each other. */

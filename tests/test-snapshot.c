@@ -234,8 +234,7 @@ static void test_damaged(void **state)
 		assert_refused(bad, info.generation, "metadata bit flipped");
 	}
 	/* One payload bit, in the first chunk, a middle one and the last. */
-	size_t payload_bits[] = { SHMF_SNAP_PAYLOAD_OFF, SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_CHUNK + 12345,
-				  table - 1 };
+	size_t payload_bits[] = { SHMF_SNAP_PAYLOAD_OFF, SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_CHUNK + 12345, table - 1 };
 	for (size_t i = 0; i < 3; i++) {
 		memcpy(buf, orig, len);
 		buf[payload_bits[i]] ^= 0x80;
@@ -388,7 +387,8 @@ static void test_killed_writer(void **state)
 		uint64_t now = (uint64_t)run + 1; /* keys added so far */
 		if (sf.sec[0].items != prev && sf.sec[0].items != now)
 			fail_msg("run %d: snapshot holds %llu items, want %llu (previous) or %llu (new)", run,
-				 (unsigned long long)sf.sec[0].items, (unsigned long long)prev, (unsigned long long)now);
+				 (unsigned long long)sf.sec[0].items, (unsigned long long)prev,
+				 (unsigned long long)now);
 		snapshot_close(&sf);
 	}
 	print_message("killed writer: %u runs killed mid-write, %u completed first\n", killed_mid, completed);
@@ -399,7 +399,7 @@ static void test_killed_writer(void **state)
 /* ---- Swaps under load -------------------------------------------------- */
 
 #define CHECKERS 4
-#define COMMON 20000
+#define COMMON   20000
 struct swapboard {
 	_Atomic int stop;
 	_Atomic uint64_t final_gen;
@@ -545,16 +545,13 @@ static void test_older_sizing(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		fixture_unit_test(test_roundtrip, fx),
-		fixture_unit_test(test_damaged, fx),
-		fixture_unit_test(test_concurrent, fx),
-		fixture_unit_test(test_killed_writer, fx),
-		fixture_unit_test(test_swap_under_load, fx),
-		fixture_unit_test(test_older_sizing, fx),
+		fixture_unit_test(test_roundtrip, fx),       fixture_unit_test(test_damaged, fx),
+		fixture_unit_test(test_concurrent, fx),      fixture_unit_test(test_killed_writer, fx),
+		fixture_unit_test(test_swap_under_load, fx), fixture_unit_test(test_older_sizing, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
-	static const char *const names[] = { "roundtrip", "damaged", "concurrent", "killed_writer", "swap_under_load",
-					     "older_sizing" };
+	static const char *const names[] = { "roundtrip",     "damaged",         "concurrent",
+					     "killed_writer", "swap_under_load", "older_sizing" };
 	return fixture_run(argc, argv, tests, names);
 }

@@ -35,8 +35,8 @@
 #include "config.h"
 #include "daemon-process.h"
 
-#define PASSWORD "tcp-test-pw"
-#define MAXCLIENTS 64
+#define PASSWORD    "tcp-test-pw"
+#define MAXCLIENTS  64
 #define MAX_REQUEST (64 * 1024)
 
 static const char *shmd_path;
@@ -86,8 +86,8 @@ static int start_daemon(struct daemon *d, const char *inst, const char *tcp_sect
 		char ini[160], text[2048], section[1024];
 		snprintf(ini, sizeof(ini), "%s/%s.ini", root, inst);
 		snprintf(section, sizeof(section), tcp_section, d->port);
-		snprintf(text, sizeof(text), "[instance]\nname = %s\n\n[filter f]\ncapacity = 100000\nfpr = 0.01\n\n%s", inst,
-			 section);
+		snprintf(text, sizeof(text), "[instance]\nname = %s\n\n[filter f]\ncapacity = 100000\nfpr = 0.01\n\n%s",
+			 inst, section);
 		FILE *f = fopen(ini, "w");
 		assert_non_null(f);
 		fputs(text, f);
@@ -327,7 +327,8 @@ static void listening(pid_t pid, char *out, size_t len)
 			char local[64];
 			unsigned st;
 			unsigned long inode;
-			if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode) != 3 || st != 0x0A)
+			if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode) != 3 ||
+			    st != 0x0A)
 				continue;
 			for (int i = 0; i < n; i++)
 				if (inodes[i] == inode) {
@@ -378,7 +379,8 @@ static void test_port_in_use_is_named(void **state)
 	int st = start_daemon(&d, "clash", "[tcp]\nenabled = yes\nport = %d\n", main_d.port);
 	assert_int_equal(st, 1);
 	char want[128];
-	snprintf(want, sizeof(want), "shmd: tcp listener 127.0.0.1:%d: cannot listen: Address already in use", main_d.port);
+	snprintf(want, sizeof(want), "shmd: tcp listener 127.0.0.1:%d: cannot listen: Address already in use",
+		 main_d.port);
 	if (strstr(slurp(d.log), want) == NULL)
 		fail_msg("log '%s' lacks '%s'", slurp(d.log), want);
 	/* It took nothing with it: its unix socket is gone, the main one serves. */
@@ -450,9 +452,11 @@ static void test_auth_required_accepted_refused(void **state)
 	RT(fd, NOAUTH, "NOSUCHVERB");
 	RT(fd, NOAUTH, "CLIENT", "SETNAME", "x");
 	RT(fd, NOAUTH, "INFO");
-	RT(fd, "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> "
-	       "AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol "
-	       "version at the same time\r\n", "HELLO", "2");
+	RT(fd,
+	   "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> "
+	   "AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol "
+	   "version at the same time\r\n",
+	   "HELLO", "2");
 	RT(fd, WRONG, "AUTH", "wrong");
 	RT(fd, WRONG, "AUTH", PASSWORD "x");
 	RT(fd, WRONG, "AUTH", "tcp-test-p"); /* a prefix */
@@ -522,8 +526,10 @@ static void test_auth_required_accepted_refused(void **state)
 	struct daemon d;
 	assert_int_equal(start_daemon(&d, "nopass", "[tcp]\nenabled = yes\nport = %d\n", 0), 0);
 	fd = sock_tcp_connect(d.port);
-	RT(fd, "-ERR AUTH <password> called without any password configured for the default user. Are you sure "
-	       "your configuration is correct?\r\n", "AUTH", "pw");
+	RT(fd,
+	   "-ERR AUTH <password> called without any password configured for the default user. Are you sure "
+	   "your configuration is correct?\r\n",
+	   "AUTH", "pw");
 	RT(fd, "+OK\r\n", "AUTH", "default", "anything");
 	close(fd);
 	stop_daemon(&d);
@@ -630,7 +636,8 @@ static void test_same_replies_as_unix_socket(void **state)
 			for (; argc < 8 && script[i][argc] != NULL; argc++) {
 				const char *a = script[i][argc];
 				if (a[0] == '@') {
-					snprintf(names[argc], sizeof(names[argc]), "%s%s", side ? "UNIX" : "TCPX", a + 1);
+					snprintf(names[argc], sizeof(names[argc]), "%s%s", side ? "UNIX" : "TCPX",
+						 a + 1);
 					a = names[argc];
 				}
 				argv[argc] = a;
@@ -655,12 +662,18 @@ static void test_same_replies_as_unix_socket(void **state)
 	char never[64];
 	snprintf(never, sizeof(never), "/tmp/shmf-tcp-never-%ld.snap", (long)getpid());
 	unlink(never);
-	RT(tfd, "-ERR SHMF.SNAPSHOT is refused over TCP: it names a file on the daemon's host, which a network client "
-		"may not (use the unix socket)\r\n", "SHMF.SNAPSHOT", "f", never);
-	RT(tfd, "-ERR shmf.restore is refused over TCP: it names a file on the daemon's host, which a network client "
-		"may not (use the unix socket)\r\n", "shmf.restore", "g", "/etc/passwd");
-	RT(tfd, "-ERR SHMF.SWAP is refused over TCP: it names a file on the daemon's host, which a network client "
-		"may not (use the unix socket)\r\n", "SHMF.SWAP", "f", "/etc/passwd");
+	RT(tfd,
+	   "-ERR SHMF.SNAPSHOT is refused over TCP: it names a file on the daemon's host, which a network client "
+	   "may not (use the unix socket)\r\n",
+	   "SHMF.SNAPSHOT", "f", never);
+	RT(tfd,
+	   "-ERR shmf.restore is refused over TCP: it names a file on the daemon's host, which a network client "
+	   "may not (use the unix socket)\r\n",
+	   "shmf.restore", "g", "/etc/passwd");
+	RT(tfd,
+	   "-ERR SHMF.SWAP is refused over TCP: it names a file on the daemon's host, which a network client "
+	   "may not (use the unix socket)\r\n",
+	   "SHMF.SWAP", "f", "/etc/passwd");
 	int written = access(never, F_OK) == 0;
 	unlink(never);
 	assert_false(written);
@@ -726,10 +739,13 @@ static void test_connection_verbs(void **state)
 	r = CMD(fd, "COMMAND");
 	assert_int_equal(r->elements, count);
 	freeReplyObject(r);
-	RT(fd, "*1\r\n*10\r\n$6\r\nbf.add\r\n:3\r\n*2\r\n+write\r\n+denyoom\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
+	RT(fd,
+	   "*1\r\n*10\r\n$6\r\nbf.add\r\n:3\r\n*2\r\n+write\r\n+denyoom\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
 	   "COMMAND", "INFO", "BF.ADD");
-	RT(fd, "*2\r\n*10\r\n$10\r\nbf.mexists\r\n:-3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
-	       "$-1\r\n", "COMMAND", "INFO", "bf.mexists", "nosuch");
+	RT(fd,
+	   "*2\r\n*10\r\n$10\r\nbf.mexists\r\n:-3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
+	   "$-1\r\n",
+	   "COMMAND", "INFO", "bf.mexists", "nosuch");
 	RT(fd, "*0\r\n", "COMMAND", "DOCS");
 	RT(fd, "*0\r\n", "COMMAND", "DOCS", "BF.ADD");
 	RT(fd, "*1\r\n$6\r\nclicks\r\n", "COMMAND", "GETKEYS", "BF.ADD", "clicks", "k");
@@ -803,8 +819,9 @@ static void test_pipelining(void **state)
 			len += (size_t)sprintf(req + len, "*3\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n$%d\r\n%s\r\n", k, key);
 			wlen += (size_t)sprintf(want + wlen, ":1\r\n");
 		} else {
-			len += (size_t)sprintf(req + len, "*4\r\n$10\r\nBF.MEXISTS\r\n$1\r\nf\r\n$%d\r\n%s\r\n$4\r\nnope\r\n",
-					       k, key);
+			len += (size_t)sprintf(req + len,
+					       "*4\r\n$10\r\nBF.MEXISTS\r\n$1\r\nf\r\n$%d\r\n%s\r\n$4\r\nnope\r\n", k,
+					       key);
 			wlen += (size_t)sprintf(want + wlen, "*2\r\n:1\r\n:0\r\n");
 		}
 	}
@@ -854,8 +871,9 @@ static void test_many_clients(void **state)
 			char req[256], key[32], prev[32];
 			snprintf(key, sizeof(key), "many-%d-%d", c, round);
 			snprintf(prev, sizeof(prev), "many-%d-%d", (c + 1) % C, round - 1);
-			size_t n = (size_t)sprintf(req, "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$%zu\r\n%s\r\n"
-							"*3\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n$%zu\r\n%s\r\n",
+			size_t n = (size_t)sprintf(req,
+						   "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$%zu\r\n%s\r\n"
+						   "*3\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n$%zu\r\n%s\r\n",
 						   strlen(key), key, strlen(prev), prev);
 			sock_send_all(fds[c], req, n);
 		}
@@ -1033,8 +1051,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_request_size_limit),
 	};
 	static const char *const names[] = {
-		"listener", "port_in_use", "config", "auth", "preauth_limits", "same_replies",
-		"connection_verbs", "pipelining", "many_clients", "client_limit", "request_size",
+		"listener",         "port_in_use", "config",       "auth",         "preauth_limits", "same_replies",
+		"connection_verbs", "pipelining",  "many_clients", "client_limit", "request_size",
 	};
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *which = argc > 2 ? argv[2] : "all";

@@ -31,18 +31,18 @@
 static struct fixture fx;
 
 #define SHARED 4
-#define OWN 2
+#define OWN    2
 
 struct worker {
 	pthread_t t;
-	shmf_t *f;        /* shared, or NULL: open one of its own */
+	shmf_t *f; /* shared, or NULL: open one of its own */
 	const char *name;
 	unsigned family;
-	int capped;       /* cuckoo: every other add a capped one */
-	int check_only;   /* swaps: the keys are the file's, not this thread's */
+	int capped;     /* cuckoo: every other add a capped one */
+	int check_only; /* swaps: the keys are the file's, not this thread's */
 	atomic_int *stop;
 	uint64_t adds, checks;
-	int bad;          /* first unexpected answer */
+	int bad; /* first unexpected answer */
 	char what[128];
 };
 
@@ -71,7 +71,8 @@ static void *work(void *p)
 		if (r < 0) {
 			if (!w->bad) {
 				w->bad = 1;
-				snprintf(w->what, sizeof(w->what), "add %llu: %s", (unsigned long long)i, shmf_strerror(r));
+				snprintf(w->what, sizeof(w->what), "add %llu: %s", (unsigned long long)i,
+					 shmf_strerror(r));
 			}
 			break;
 		}
@@ -82,7 +83,8 @@ static void *work(void *p)
 		w->checks++;
 		if (r != 1 && !w->bad) {
 			w->bad = 1;
-			snprintf(w->what, sizeof(w->what), "key %llu, added before, reads %d", (unsigned long long)j, r);
+			snprintf(w->what, sizeof(w->what), "key %llu, added before, reads %d", (unsigned long long)j,
+				 r);
 		}
 	}
 	if (w->f == NULL)
@@ -97,8 +99,12 @@ static void run_workers(const char *name, int type, int check_only, void (*chang
 	struct worker w[SHARED + OWN];
 	shmf_t *shared = fixture_open(name, check_only ? SHMF_RDONLY : SHMF_RDWR);
 	for (unsigned i = 0; i < SHARED + OWN; i++) {
-		w[i] = (struct worker){ .f = i < SHARED ? shared : NULL, .name = name, .family = 0x50 + i,
-					.capped = type == SHMF_TYPE_CUCKOO, .check_only = check_only, .stop = &stop };
+		w[i] = (struct worker){ .f = i < SHARED ? shared : NULL,
+					.name = name,
+					.family = 0x50 + i,
+					.capped = type == SHMF_TYPE_CUCKOO,
+					.check_only = check_only,
+					.stop = &stop };
 		assert_int_equal(pthread_create(&w[i].t, NULL, work, &w[i]), 0);
 	}
 	for (int r = 0; r < rounds; r++) {
@@ -121,7 +127,8 @@ static void run_workers(const char *name, int type, int check_only, void (*chang
 		for (unsigned i = 0; i < SHARED + OWN; i++)
 			for (uint64_t k = 0; k < w[i].adds; k++)
 				if (shmf_check(shared, key, fixture_key(key, w[i].family, k)) != 1)
-					fail_msg("%s: key %llu of thread %u missing at the end", name, (unsigned long long)k, i);
+					fail_msg("%s: key %llu of thread %u missing at the end", name,
+						 (unsigned long long)k, i);
 	}
 	shmf_info_t info;
 	assert_int_equal(shmf_info(shared, &info), 0);

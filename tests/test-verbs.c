@@ -107,8 +107,8 @@ static void test_rows_are_well_formed(void **state)
 static void test_flags_follow_the_design(void **state)
 {
 	(void)state;
-	static const char *const admin[] = { "bf.reserve", "cf.reserve", "shmf.drop", "shmf.snapshot",
-					     "shmf.swap", "shmf.restore", "shmf.rotate" };
+	static const char *const admin[] = { "bf.reserve", "cf.reserve",   "shmf.drop",  "shmf.snapshot",
+					     "shmf.swap",  "shmf.restore", "shmf.rotate" };
 	static const char *const files[] = { "shmf.snapshot", "shmf.swap", "shmf.restore" };
 	const struct verb *v;
 	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
@@ -185,7 +185,8 @@ static void test_tcp_rules_from_the_row(void **state)
 		upper(v->name, up, sizeof(up));
 		snprintf(want, sizeof(want),
 			 "-ERR %s is refused over TCP: it names a file on the daemon's host, which a network client "
-			 "may not (use the unix socket)\r\n", up);
+			 "may not (use the unix socket)\r\n",
+			 up);
 		expect(run(&s, 1, (const char *[]){ up }), want, v->name);
 	}
 	session_free(&s);
@@ -233,11 +234,13 @@ static void test_command_reads_the_table(void **state)
 	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
 		int arity = v->max_args == v->min_args ? v->min_args : -v->min_args;
 		const char *flags = v->flags & VERB_CONN
-					    ? (v->flags & VERB_NOAUTH ? "*4\r\n+loading\r\n+stale\r\n+fast\r\n+no_auth\r\n"
-								      : "*3\r\n+loading\r\n+stale\r\n+fast\r\n")
+					    ? (v->flags & VERB_NOAUTH
+						       ? "*4\r\n+loading\r\n+stale\r\n+fast\r\n+no_auth\r\n"
+						       : "*3\r\n+loading\r\n+stale\r\n+fast\r\n")
 				    : v->flags & VERB_READONLY ? "*2\r\n+readonly\r\n+fast\r\n"
 							       : "*2\r\n+write\r\n+denyoom\r\n";
-		snprintf(want, sizeof(want), "*1\r\n*10\r\n$%zu\r\n%s\r\n:%d\r\n%s:%d\r\n:%d\r\n:%d\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
+		snprintf(want, sizeof(want),
+			 "*1\r\n*10\r\n$%zu\r\n%s\r\n:%d\r\n%s:%d\r\n:%d\r\n:%d\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
 			 strlen(v->name), v->name, arity, flags, v->key, v->key, v->key);
 		expect(run(&s, 3, (const char *[]){ "COMMAND", "INFO", v->name }), want, v->name);
 		n++;

@@ -53,14 +53,14 @@ static void test_lifetime(void **state)
 	char err[REGISTRY_ERR_MAX];
 	fixture_window(&fx, "w", SHMF_TYPE_BLOOM, 100000, 1e-6, 1, 3);
 	shmf_t *f = fixture_open("w", SHMF_RDWR);
-	assert_int_equal(add_all(f, 1, 200), 200);          /* new */
-	assert_int_equal(add_all(f, 1, 200), 0);            /* same generation */
+	assert_int_equal(add_all(f, 1, 200), 200); /* new */
+	assert_int_equal(add_all(f, 1, 200), 0);   /* same generation */
 	fixture_rotate(&fx, "w");
 	assert_int_equal(present(f, 1, 200), 200);
-	assert_int_equal(add_all(f, 1, 100), 0);            /* held by an older live generation */
+	assert_int_equal(add_all(f, 1, 100), 0); /* held by an older live generation */
 	fixture_rotate(&fx, "w");
 	assert_int_equal(add_all(f, 2, 200), 200);
-	assert_int_equal(present(f, 1, 200), 200);          /* 3 live: family 1's still in */
+	assert_int_equal(present(f, 1, 200), 200); /* 3 live: family 1's still in */
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
 	assert_int_equal(info.live_generations, 3);
@@ -70,14 +70,14 @@ static void test_lifetime(void **state)
 	/* Family 1's first generation retired; its keys 0..99 were added
 	 * again in the second (was-new 0, but the bits were set there). */
 	assert_int_equal(present(f, 1, 100), 100);
-	assert_int_equal(present(f, 1, 200) - 100, 0);      /* 100..199 only in the retired one */
+	assert_int_equal(present(f, 1, 200) - 100, 0); /* 100..199 only in the retired one */
 	assert_int_equal(present(f, 2, 200), 200);
 	fixture_rotate(&fx, "w");
-	assert_int_equal(present(f, 1, 200), 0);            /* all its generations retired */
+	assert_int_equal(present(f, 1, 200), 0); /* all its generations retired */
 	assert_int_equal(present(f, 2, 200), 200);
 	fixture_rotate(&fx, "w");
 	assert_int_equal(present(f, 2, 200), 0);
-	assert_int_equal(add_all(f, 1, 200), 200);          /* new again */
+	assert_int_equal(add_all(f, 1, 200), 200); /* new again */
 	/* Rotating a plain filter is refused. */
 	fixture_bloom(&fx, "plain", 1000, 0.01);
 	assert_int_equal(registry_rotate(&fx.reg, "plain", err, sizeof(err)), SHMF_E_TYPE);
@@ -194,7 +194,8 @@ static void worker(struct board *b, unsigned id)
 				atomic_fetch_add(&b->errors[id], 1);
 				continue;
 			}
-			int live = info.generation < info.live_generations || gen_of[i] > info.generation - info.live_generations;
+			int live = info.generation < info.live_generations ||
+				   gen_of[i] > info.generation - info.live_generations;
 			if (live && r == 0)
 				atomic_fetch_add(&b->misses[id], 1);
 			atomic_fetch_add(&b->checks[id], 1);
@@ -228,8 +229,8 @@ static void run_rotations(int type)
 		assert_int_equal(atomic_load(&b->misses[i]), 0);
 		checks += atomic_load(&b->checks[i]);
 	}
-	print_message("%s: 20 rotations, %llu checks of live keys, no miss\n", type == SHMF_TYPE_BLOOM ? "bloom" : "cuckoo",
-		      (unsigned long long)checks);
+	print_message("%s: 20 rotations, %llu checks of live keys, no miss\n",
+		      type == SHMF_TYPE_BLOOM ? "bloom" : "cuckoo", (unsigned long long)checks);
 	assert_true(checks > 1000);
 	munmap(b, sizeof(*b));
 	registry_drop(&fx.reg, "mp", NULL, 0);

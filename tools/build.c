@@ -31,14 +31,14 @@
 #include "spec.h"
 
 #define READ_BLOCK (1u << 20)
-#define BATCH 1024
+#define BATCH      1024
 
 /* The table being trained, in private memory (cuckoo: a memfd, because the
  * relocation lock is a lock on a file). */
 struct table {
 	struct shmf_geometry g;
 	uint64_t seed;
-	void *payload;  /* g.nblocks * 64 bytes */
+	void *payload; /* g.nblocks * 64 bytes */
 	int memfd;
 	struct shmf_bloom_geom bloom;
 	struct shmf_cuckoo_geom cuckoo;
@@ -48,8 +48,8 @@ struct table {
 };
 
 struct progress {
-	int on;            /* stderr is a terminal */
-	uint64_t total;    /* input bytes, 0 when unknown */
+	int on;         /* stderr is a terminal */
+	uint64_t total; /* input bytes, 0 when unknown */
 	uint64_t done;
 	double start, last;
 };
@@ -225,15 +225,17 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 	struct filter_spec *s = &a->spec;
 	switch (opt) {
 	case 't':
-		return spec_parse_type(arg, &s->type) < 0 ? build_usage("--type '%s': must be bloom or cuckoo", arg) : 0;
+		return spec_parse_type(arg, &s->type) < 0 ? build_usage("--type '%s': must be bloom or cuckoo", arg)
+							  : 0;
 	case 'c':
-		return spec_parse_capacity(arg, &s->capacity) < 0 ? build_usage("--capacity '%s': not a positive integer", arg)
-								     : 0;
-	case 'p':
-		return spec_parse_fpr(arg, &s->fpr) < 0 ? build_usage("--fpr '%s': not a number in (0, 1)", arg) : 0;
+		return spec_parse_capacity(arg, &s->capacity) < 0
+			       ? build_usage("--capacity '%s': not a positive integer", arg)
+			       : 0;
+	case 'p': return spec_parse_fpr(arg, &s->fpr) < 0 ? build_usage("--fpr '%s': not a number in (0, 1)", arg) : 0;
 	case 'k':
 		return spec_parse_kicks(arg, &s->max_kicks) < 0
-			       ? build_usage("--max-kicks '%s': not an integer from 1 to %u", arg, SHMF_CUCKOO_KICKS_LIMIT)
+			       ? build_usage("--max-kicks '%s': not an integer from 1 to %u", arg,
+					     SHMF_CUCKOO_KICKS_LIMIT)
 			       : 0;
 	case 'f': a->from = arg; return 0;
 	case 'o': a->out = arg; return 0;
@@ -246,10 +248,10 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 static int build_parse(int argc, char **argv, struct build_args *a)
 {
 	static const struct option opts[] = {
-		{ "type", required_argument, NULL, 't' },     { "capacity", required_argument, NULL, 'c' },
-		{ "fpr", required_argument, NULL, 'p' },      { "from", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },   { "max-kicks", required_argument, NULL, 'k' },
-		{ "name", required_argument, NULL, 'n' },     { NULL, 0, NULL, 0 },
+		{ "type", required_argument, NULL, 't' },   { "capacity", required_argument, NULL, 'c' },
+		{ "fpr", required_argument, NULL, 'p' },    { "from", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' }, { "max-kicks", required_argument, NULL, 'k' },
+		{ "name", required_argument, NULL, 'n' },   { NULL, 0, NULL, 0 },
 	};
 	const char *name = "built";
 	int opt, rc;
@@ -259,7 +261,8 @@ static int build_parse(int argc, char **argv, struct build_args *a)
 		if ((rc = build_option(opt, optarg, a, &name)) != 0)
 			return rc;
 	if (optind != argc || a->spec.capacity == 0 || a->spec.fpr == 0 || a->from == NULL || a->out == NULL)
-		return build_usage("%s", optind != argc ? "unexpected argument" : "--capacity, --fpr, --from and -o are required");
+		return build_usage("%s", optind != argc ? "unexpected argument"
+							: "--capacity, --fpr, --from and -o are required");
 	/* Checked before it is copied: a longer name would be truncated. */
 	if (shmf_name_check(name) < 0)
 		return build_usage("--name '%s': not a valid filter name", name);
@@ -288,7 +291,8 @@ static int build_read(struct table *t, const char *from, double *secs)
 		close(fd);
 	progress_show(&p, t->keys, 1);
 	if (rc == SHMF_E_FULL)
-		fprintf(stderr, "shmctl: build: the cuckoo filter is full after %" PRIu64 " keys: give a larger --capacity\n",
+		fprintf(stderr,
+			"shmctl: build: the cuckoo filter is full after %" PRIu64 " keys: give a larger --capacity\n",
 			t->keys);
 	*secs = now_s() - p.start;
 	return rc < 0 ? -1 : 0;
@@ -329,7 +333,7 @@ int shmctl_build(int argc, char **argv)
 	double secs;
 	if (build_read(&t, a.from, &secs) < 0 || build_write(&t, s, a.out) < 0)
 		return 2;
-	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", a.out, spec_type_name(s->type),
-	       t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
+	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", a.out,
+	       spec_type_name(s->type), t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
 	return 0;
 }

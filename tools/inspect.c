@@ -46,8 +46,9 @@ static void print_text(const struct snap_file *sf)
 		printf("window          none\n");
 	printf("file_bytes      %" PRIu64 "\n", h->file_bytes);
 	for (unsigned i = 0; i < h->nsections; i++)
-		printf("generation      %" PRIu64 ": created %s, items %" PRIu64 ", deletes %" PRIu64 "\n", sf->sec[i].generation,
-		       when(sf->sec[i].created_epoch, a, sizeof(a)), sf->sec[i].items, sf->sec[i].deletes);
+		printf("generation      %" PRIu64 ": created %s, items %" PRIu64 ", deletes %" PRIu64 "\n",
+		       sf->sec[i].generation, when(sf->sec[i].created_epoch, a, sizeof(a)), sf->sec[i].items,
+		       sf->sec[i].deletes);
 }
 
 static void print_json(const struct snap_file *sf, const char *verdict)
@@ -56,14 +57,17 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
 	printf("{\"version\":%u,\"name\":\"%s\",\"type\":\"%s\",\"capacity\":%" PRIu64 ",\"error_rate\":%.17g,\"k\":%u,"
-	       "\"blocks\":%" PRIu64 ",\"buckets\":%" PRIu64 ",\"max_kicks\":%u,\"seed\":%" PRIu64 ",\"created\":%" PRIu64
-	       ",\"snapshot_taken\":%" PRIu64 ",\"window_secs\":%" PRIu64 ",\"window_generations\":%u,\"file_bytes\":%" PRIu64
-	       ",\"generations\":[",
+	       "\"blocks\":%" PRIu64 ",\"buckets\":%" PRIu64 ",\"max_kicks\":%u,\"seed\":%" PRIu64
+	       ",\"created\":%" PRIu64 ",\"snapshot_taken\":%" PRIu64 ",\"window_secs\":%" PRIu64
+	       ",\"window_generations\":%u,\"file_bytes\":%" PRIu64 ",\"generations\":[",
 	       h->version, h->name, spec_type_name((int)h->type), h->capacity, fpr, h->k, h->nblocks, h->nbuckets,
-	       h->max_kicks, h->seed, h->created_epoch, h->snapshot_epoch, h->window_secs, h->window_gens, h->file_bytes);
+	       h->max_kicks, h->seed, h->created_epoch, h->snapshot_epoch, h->window_secs, h->window_gens,
+	       h->file_bytes);
 	for (unsigned i = 0; i < h->nsections; i++)
-		printf("%s{\"generation\":%" PRIu64 ",\"created\":%" PRIu64 ",\"items\":%" PRIu64 ",\"deletes\":%" PRIu64 "}",
-		       i ? "," : "", sf->sec[i].generation, sf->sec[i].created_epoch, sf->sec[i].items, sf->sec[i].deletes);
+		printf("%s{\"generation\":%" PRIu64 ",\"created\":%" PRIu64 ",\"items\":%" PRIu64
+		       ",\"deletes\":%" PRIu64 "}",
+		       i ? "," : "", sf->sec[i].generation, sf->sec[i].created_epoch, sf->sec[i].items,
+		       sf->sec[i].deletes);
 	printf("],\"checksum\":\"%s\"}\n", verdict);
 }
 
@@ -88,7 +92,8 @@ int shmctl_inspect(int argc, char **argv, int json)
 		print_json(&sf, rc == 0 ? "ok" : "damaged");
 	} else {
 		print_text(&sf);
-		printf("checksum        %s\n", rc == 0 ? "ok (header, generations, every payload chunk, trailer)" : "DAMAGED");
+		printf("checksum        %s\n",
+		       rc == 0 ? "ok (header, generations, every payload chunk, trailer)" : "DAMAGED");
 	}
 	if (rc < 0)
 		fprintf(stderr, "shmctl: inspect: %s\n", err);

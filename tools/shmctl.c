@@ -20,7 +20,7 @@
 #include "shmf.h"
 
 #define EXIT_ABSENT 1
-#define EXIT_ERROR 2
+#define EXIT_ERROR  2
 /* Keys per batch (one BF.MADD / BF.MEXISTS / CF.INSERT / CF.MEXISTS request,
  * or one pipeline of single-key requests). */
 #define CHUNK 10000
@@ -337,9 +337,9 @@ struct keys {
 	const char **argv; /* argv[0..head) the request prefix, then the keys */
 	size_t *lens;
 	int head;
-	size_t n;          /* keys in this batch */
-	size_t total, ones;/* keys seen, and keys whose answer was "yes" */
-	int full;          /* cuckoo add: the filter filled up */
+	size_t n;           /* keys in this batch */
+	size_t total, ones; /* keys seen, and keys whose answer was "yes" */
+	int full;           /* cuckoo add: the filter filled up */
 };
 
 /* SHMF.INFO's "type" of the filter: 1 if cuckoo, 0 if Bloom. */
@@ -350,7 +350,8 @@ static int filter_is_cuckoo(const char *what, const char *filter)
 	int cuckoo = 0;
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
 		if (r->element[i]->type == REDIS_REPLY_STRING && !strcmp(r->element[i]->str, "type"))
-			cuckoo = r->element[i + 1]->type == REDIS_REPLY_STRING && !strcmp(r->element[i + 1]->str, "cuckoo");
+			cuckoo = r->element[i + 1]->type == REDIS_REPLY_STRING &&
+				 !strcmp(r->element[i + 1]->str, "cuckoo");
 	freeReplyObject(r);
 	return cuckoo;
 }
@@ -380,13 +381,12 @@ static void answer(struct keys *k, size_t i, const redisReply *e)
 	case OP_DEL:
 		k->ones += (size_t)(v == 1);
 		if (!k->quiet)
-			printf("%s\t%.*s\n", v == 1 ? (k->op == OP_CHECK ? "present" : "deleted")
-					      : (k->op == OP_CHECK ? "absent" : "not found"),
+			printf("%s\t%.*s\n",
+			       v == 1 ? (k->op == OP_CHECK ? "present" : "deleted")
+				      : (k->op == OP_CHECK ? "absent" : "not found"),
 			       len, key);
 		break;
-	case OP_COUNT:
-		printf("%lld\t%.*s\n", v, len, key);
-		break;
+	case OP_COUNT: printf("%lld\t%.*s\n", v, len, key); break;
 	case OP_CAPPED:
 		k->ones += (size_t)(v < atoll(k->cap));
 		if (!k->quiet)
@@ -411,7 +411,8 @@ static void run_batch(struct keys *k)
 	} else {
 		for (size_t i = 0; i < k->n; i++) {
 			const char *req[4] = { k->argv[0], k->argv[1], k->argv[k->head + i], k->cap };
-			size_t lens[4] = { strlen(req[0]), strlen(req[1]), k->lens[k->head + i], k->cap ? strlen(k->cap) : 0 };
+			size_t lens[4] = { strlen(req[0]), strlen(req[1]), k->lens[k->head + i],
+					   k->cap ? strlen(k->cap) : 0 };
 			send_request(k->what, k->op == OP_CAPPED ? 4 : 3, req, lens);
 		}
 		for (size_t i = 0; i < k->n; i++) {
@@ -500,7 +501,8 @@ static int verb_keys(int argc, char **argv, enum key_op op)
 	static const char *const bloom_verbs[] = { "BF.MADD", "BF.MEXISTS" };
 	static const char *const cuckoo_verbs[] = { "CF.INSERT", "CF.MEXISTS", "CF.DEL", "CF.COUNT", "SHMF.ADDCAPPED" };
 	if (!k.cuckoo && op >= OP_DEL)
-		die_usage("%s: filter '%s' is a Bloom filter; %s works on cuckoo filters only", argv[0], filter, argv[0]);
+		die_usage("%s: filter '%s' is a Bloom filter; %s works on cuckoo filters only", argv[0], filter,
+			  argv[0]);
 	k.argv[0] = k.cuckoo ? cuckoo_verbs[op] : bloom_verbs[op];
 	k.argv[1] = filter;
 	k.head = 2;
@@ -519,7 +521,8 @@ static int verb_keys(int argc, char **argv, enum key_op op)
 	switch (op) {
 	case OP_ADD:
 		if (k.full) {
-			fprintf(stderr, "%s: add: filter '%s' is full: %zu of %zu keys added\n", prog, filter, k.ones, k.total);
+			fprintf(stderr, "%s: add: filter '%s' is full: %zu of %zu keys added\n", prog, filter, k.ones,
+				k.total);
 			return EXIT_ERROR;
 		}
 		if (k.cuckoo)
@@ -539,8 +542,7 @@ static int verb_keys(int argc, char **argv, enum key_op op)
 		if (k.quiet)
 			printf("%zu of %zu keys added\n", k.ones, k.total);
 		return k.ones == k.total ? 0 : EXIT_ABSENT;
-	case OP_COUNT:
-		break;
+	case OP_COUNT: break;
 	}
 	return 0;
 }
@@ -585,7 +587,8 @@ static int verb_file(int argc, char **argv, const char *cmd)
 		snprintf(path, sizeof(path), "%s", argv[2]);
 	} else {
 		char cwd[4096];
-		if (getcwd(cwd, sizeof(cwd)) == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
+		if (getcwd(cwd, sizeof(cwd)) == NULL ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
 			die_usage("%s: path too long", argv[2]);
 	}
 	const char *req[] = { cmd, argv[1], path };
@@ -625,11 +628,12 @@ static const struct verb {
 	int (*run)(int argc, char **argv, int json);
 	enum key_op op;
 } verbs[] = {
-	{ "create", verb_create, 0 }, { "list", verb_list, 0 },    { "info", verb_info, 0 },
-	{ "drop", verb_drop, 0 },     { "ping", verb_ping, 0 },    { "add", NULL, OP_ADD },
-	{ "check", NULL, OP_CHECK },  { "del", NULL, OP_DEL },     { "count", NULL, OP_COUNT },
+	{ "create", verb_create, 0 },      { "list", verb_list, 0 },         { "info", verb_info, 0 },
+	{ "drop", verb_drop, 0 },          { "ping", verb_ping, 0 },         { "add", NULL, OP_ADD },
+	{ "check", NULL, OP_CHECK },       { "del", NULL, OP_DEL },          { "count", NULL, OP_COUNT },
 	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
-	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },    { "build", verb_build, 0 },       { "inspect", shmctl_inspect, 0 },
+	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },   { "build", verb_build, 0 },
+	{ "inspect", shmctl_inspect, 0 },
 };
 
 int main(int argc, char **argv)

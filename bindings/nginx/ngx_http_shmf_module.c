@@ -41,11 +41,11 @@
 
 /* One filter as the configuration names it; in each worker, its handle. */
 typedef struct {
-	ngx_str_t instance;   /* empty: the default instance */
+	ngx_str_t instance; /* empty: the default instance */
 	ngx_str_t name;
-	ngx_flag_t writable;  /* some location adds through it: open SHMF_RDWR */
-	shmf_t *f;            /* worker: the handle, NULL until opened */
-	ngx_msec_t retry_at;  /* worker: no open attempt before this time */
+	ngx_flag_t writable; /* some location adds through it: open SHMF_RDWR */
+	shmf_t *f;           /* worker: the handle, NULL until opened */
+	ngx_msec_t retry_at; /* worker: no open attempt before this time */
 } ngx_http_shmf_filter_t;
 
 typedef struct {
@@ -140,13 +140,13 @@ static shmf_t *ngx_http_shmf_handle(ngx_http_shmf_filter_t *flt, ngx_log_t *log)
 	if (flt->retry_at != 0 && (ngx_msec_int_t)(flt->retry_at - ngx_current_msec) > 0)
 		return NULL;
 	rc = shmf_open(flt->instance.len ? (const char *)flt->instance.data : NULL, (const char *)flt->name.data,
-	               flt->writable ? SHMF_RDWR : SHMF_RDONLY, &f);
+		       flt->writable ? SHMF_RDWR : SHMF_RDONLY, &f);
 	if (rc < 0) {
 		flt->retry_at = ngx_current_msec + 1000;
 		if (flt->retry_at == 0)
 			flt->retry_at = 1;
 		ngx_log_error(NGX_LOG_ERR, log, 0, "shmf: filter \"%V\" of instance \"%s\": cannot open: %s",
-		              &flt->name, instance_or_default(flt), shmf_strerror(rc));
+			      &flt->name, instance_or_default(flt), shmf_strerror(rc));
 		return NULL;
 	}
 	flt->f = f;
@@ -173,7 +173,7 @@ static ngx_int_t ngx_http_shmf_lookup(ngx_http_request_t *r, ngx_http_shmf_loc_c
 	rc = lcf->add ? shmf_add_unique(f, key.data, key.len) : shmf_check(f, key.data, key.len);
 	if (rc < 0) {
 		ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "shmf: filter \"%V\" of instance \"%s\": %s: %s",
-		              &flt->name, instance_or_default(flt), lcf->add ? "add" : "check", shmf_strerror(rc));
+			      &flt->name, instance_or_default(flt), lcf->add ? "add" : "check", shmf_strerror(rc));
 		if (rc == SHMF_E_DROPPED) {
 			shmf_close(flt->f);
 			flt->f = NULL;
@@ -289,8 +289,9 @@ static char *ngx_http_shmf_merge_loc_conf(ngx_conf_t *cf, void *parent, void *ch
 	ngx_conf_merge_value(conf->add, prev->add, 0);
 
 	if (conf->filter != NULL && conf->key == NULL) {
-		ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"shmf_filter %V\" needs \"shmf_key\" (the key to look up, such as $arg_url)",
-		                   &conf->filter->name);
+		ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+				   "\"shmf_filter %V\" needs \"shmf_key\" (the key to look up, such as $arg_url)",
+				   &conf->filter->name);
 		return NGX_CONF_ERROR;
 	}
 	if (conf->filter != NULL && conf->add)
@@ -317,7 +318,8 @@ static char *ngx_http_shmf_filter(ngx_conf_t *cf, ngx_command_t *cmd, void *conf
 	}
 	if (cf->args->nelts == 3) {
 		if (value[2].len <= 9 || ngx_strncmp(value[2].data, "instance=", 9) != 0) {
-			ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\" (expected instance=NAME)", &value[2]);
+			ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\" (expected instance=NAME)",
+					   &value[2]);
 			return NGX_CONF_ERROR;
 		}
 		instance.data = value[2].data + 9;
@@ -330,7 +332,7 @@ static char *ngx_http_shmf_filter(ngx_conf_t *cf, ngx_command_t *cmd, void *conf
 	rc = shmf_open(instance.len ? (const char *)instance.data : NULL, (const char *)name.data, SHMF_RDONLY, &f);
 	if (rc == SHMF_E_NAME || rc == SHMF_E_INVAL) {
 		ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "shmf_filter \"%V\"%s%V: %s", &name,
-		                   instance.len ? " instance=" : "", &instance, shmf_strerror(SHMF_E_NAME));
+				   instance.len ? " instance=" : "", &instance, shmf_strerror(SHMF_E_NAME));
 		return NGX_CONF_ERROR;
 	}
 	if (rc == 0)

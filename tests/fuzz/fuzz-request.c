@@ -38,12 +38,14 @@ static void take(struct request_reader *rr, const struct request_limits *l, stru
 		uint64_t d = (uint64_t)req.argc, total = 0;
 		for (int i = 0; i < req.argc; i++) {
 			if (req.lens[i] > l->max_arg || req.argv[i][req.lens[i]] != '\0')
-				fuzz_fail("argument %d of %zu bytes (limit %zu), or not terminated", i, req.lens[i], l->max_arg);
+				fuzz_fail("argument %d of %zu bytes (limit %zu), or not terminated", i, req.lens[i],
+					  l->max_arg);
 			d = XXH3_64bits_withSeed(req.argv[i], req.lens[i], d);
 			total += req.lens[i];
 		}
 		if (total > l->max_bytes)
-			fuzz_fail("request of %llu bytes of arguments (limit %zu)", (unsigned long long)total, l->max_bytes);
+			fuzz_fail("request of %llu bytes of arguments (limit %zu)", (unsigned long long)total,
+				  l->max_bytes);
 		if (o->n < MAX_REQS)
 			o->digest[o->n] = d;
 		o->n++;
@@ -103,8 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t piece = data[0] % 64 + 1;
 	uint8_t lb = data[size - 1];
 	const struct request_limits *max = &request_limits_max;
-	struct request_limits l = { .max_bytes = 32 + (size_t)lb * 4, .max_args = lb % 8 + 1,
-				    .max_arg = (size_t)(lb / 8) * 4, .why = " before AUTH" };
+	struct request_limits l = { .max_bytes = 32 + (size_t)lb * 4,
+				    .max_args = lb % 8 + 1,
+				    .max_arg = (size_t)(lb / 8) * 4,
+				    .why = " before AUTH" };
 	data++, size--;
 	run(data, size, size, 0, max, &whole);
 	run(data, size, piece, 0, max, &cut);

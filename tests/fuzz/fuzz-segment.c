@@ -37,8 +37,8 @@
 #include "segment.h"
 #include "shmf.h"
 
-#define INSTANCE "fz"
-#define FILE_MAX (UINT64_C(64) << 20)
+#define INSTANCE  "fz"
+#define FILE_MAX  (UINT64_C(64) << 20)
 #define HDR_BYTES sizeof(struct shmf_data_header)
 
 static char dir[128];
@@ -64,8 +64,8 @@ static void remove_stale(void)
 	while (d != NULL && (e = readdir(d)) != NULL) {
 		long pid;
 		char cmd[300];
-		if (sscanf(e->d_name, "shmf-fuzz-%ld", &pid) != 1 || pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno != ESRCH) ||
-		    kill((pid_t)pid, 0) == 0)
+		if (sscanf(e->d_name, "shmf-fuzz-%ld", &pid) != 1 || pid <= 0 ||
+		    (kill((pid_t)pid, 0) < 0 && errno != ESRCH) || kill((pid_t)pid, 0) == 0)
 			continue;
 		snprintf(cmd, sizeof(cmd), "rm -rf '/dev/shm/%s'", e->d_name);
 		if (system(cmd) != 0)
@@ -243,7 +243,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	shmf_t *f = NULL;
 	int r = shmf_open(INSTANCE, name, rdwr ? SHMF_RDWR : SHMF_RDONLY, &f);
 	if (getenv("SHMF_FUZZ_VERBOSE") != NULL)
-		fprintf(stderr, "open %s (%s): %s\n", name, rdwr ? "read-write" : "read-only", r ? shmf_strerror(r) : "ok");
+		fprintf(stderr, "open %s (%s): %s\n", name, rdwr ? "read-write" : "read-only",
+			r ? shmf_strerror(r) : "ok");
 	if (r == 0) {
 		if (!ctl_ok || !slot_ok)
 			fuzz_fail("opened a filter whose control header or slot fails validation");

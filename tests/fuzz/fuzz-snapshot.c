@@ -51,7 +51,8 @@ static void load(const uint8_t *data, size_t size)
 		int r2 = snapshot_copy_section(&sf, i, out_fd, 8192, err, sizeof(err));
 		if ((r1 < 0) != (r2 < 0))
 			fuzz_fail("read and copy of section %u disagree", i);
-		if (r1 == 0 && memcmp(buf, data + SHMF_SNAP_PAYLOAD_OFF + i * sf.hdr.section_bytes, sf.hdr.section_bytes))
+		if (r1 == 0 &&
+		    memcmp(buf, data + SHMF_SNAP_PAYLOAD_OFF + i * sf.hdr.section_bytes, sf.hdr.section_bytes))
 			fuzz_fail("section %u read back differs from the file", i);
 	}
 	free(buf);

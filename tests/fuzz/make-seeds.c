@@ -55,8 +55,12 @@ static char root[64];
 static void filter(const char *name, int type, uint64_t capacity, double fpr, uint32_t gens)
 {
 	char err[REGISTRY_ERR_MAX], key[32];
-	struct filter_spec spec = { .type = type, .capacity = capacity, .fpr = fpr, .mode = 0640,
-				    .window_secs = gens ? 60 : 0, .window_gens = gens };
+	struct filter_spec spec = { .type = type,
+				    .capacity = capacity,
+				    .fpr = fpr,
+				    .mode = 0640,
+				    .window_secs = gens ? 60 : 0,
+				    .window_gens = gens };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	if (registry_create(&reg, &spec, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -112,11 +116,13 @@ static void filter(const char *name, int type, uint64_t capacity, double fpr, ui
 static const char *const requests[][2] = {
 	{ "ping", "*1\r\n$4\r\nPING\r\n" },
 	{ "add", "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$5\r\nhello\r\n" },
-	{ "pipeline", "*2\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n*1\r\n$4\r\nPING\r\n*4\r\n$7\r\nBF.MADD\r\n$1\r\nf\r\n$1\r\na\r\n$0\r\n\r\n" },
+	{ "pipeline",
+	  "*2\r\n$9\r\nBF.EXISTS\r\n$1\r\nf\r\n*1\r\n$4\r\nPING\r\n*4\r\n$7\r\nBF.MADD\r\n$1\r\nf\r\n$1\r\na\r\n$0\r\n\r\n" },
 	{ "binary", "*2\r\n$4\r\nECHO\r\n$5\r\na\0\r\nb\r\n" },
 	{ "inline", "PING\r\n" },
 	{ "partial", "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$100\r\nabc" },
-	{ "reserve", "*7\r\n$10\r\nBF.RESERVE\r\n$5\r\nclick\r\n$5\r\n0.001\r\n$7\r\n1000000\r\n$6\r\nWINDOW\r\n$3\r\n10m\r\n$11\r\nGENERATIONS\r\n" },
+	{ "reserve",
+	  "*7\r\n$10\r\nBF.RESERVE\r\n$5\r\nclick\r\n$5\r\n0.001\r\n$7\r\n1000000\r\n$6\r\nWINDOW\r\n$3\r\n10m\r\n$11\r\nGENERATIONS\r\n" },
 	{ "huge", "*1048577\r\n$1\r\nx\r\n" },
 	{ "auth-narrow", "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$40\r\n"
 			 "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\r\n\x21" },
@@ -124,10 +130,11 @@ static const char *const requests[][2] = {
 
 static const char *const configs[][2] = {
 	{ "default", NULL },
-	{ "full", "; a comment\n[instance]\nname = edge\ndir_mode = 0710\nsocket_mode = 0600\ngroup = root ; inline\n"
-		  "remove_on_exit = yes\nhuge_pages = off\nsnapshot_dir = /var/lib/shmd\n\n[filter clicks]\ntype = bloom\n"
-		  "capacity = 50000000\nfpr = 0.001\nmode = 0660\nsnapshot_every = 5m\nsnapshot_keep = 3\nwindow = 10m\n"
-		  "generations = 3\n\n[filter push]\ntype = cuckoo\ncapacity = 10000000\nfpr = 0.01\nmax_kicks = 500\n" },
+	{ "full",
+	  "; a comment\n[instance]\nname = edge\ndir_mode = 0710\nsocket_mode = 0600\ngroup = root ; inline\n"
+	  "remove_on_exit = yes\nhuge_pages = off\nsnapshot_dir = /var/lib/shmd\n\n[filter clicks]\ntype = bloom\n"
+	  "capacity = 50000000\nfpr = 0.001\nmode = 0660\nsnapshot_every = 5m\nsnapshot_keep = 3\nwindow = 10m\n"
+	  "generations = 3\n\n[filter push]\ntype = cuckoo\ncapacity = 10000000\nfpr = 0.01\nmax_kicks = 500\n" },
 	{ "bad", "[filter a]\ncapacity = -1\n[filter a]\n" },
 	{ "syntax", "[instance\nname\n" },
 	{ "tcp", "[tcp]\nenabled = yes\nbind = ::1\nport = 6380\nrequirepass = secret ; comment\nmaxclients = 10\n"
