@@ -62,20 +62,6 @@
 
 static struct fixture fx;
 
-static int setup(void **state)
-{
-	(void)state;
-	fixture_setup(&fx);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
-	return 0;
-}
-
 /* ---- Helpers ----------------------------------------------------------- */
 
 /* Test-only: mark the filter in @p slot replicated, as shmd will once the
@@ -1343,19 +1329,14 @@ static void test_killed(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_entries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_scribbled, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dead_owner, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
+		fixture_unit_test(test_create, fx),  fixture_unit_test(test_entries, fx),
+		fixture_unit_test(test_apply, fx),   fixture_unit_test(test_full, fx),
+		fixture_unit_test(test_window, fx),  fixture_unit_test(test_scribbled, fx),
+		fixture_unit_test(test_threads, fx), fixture_unit_test(test_processes, fx),
+		fixture_unit_test(test_fork, fx),    fixture_unit_test(test_dead_owner, fx),
+		fixture_unit_test(test_killed, fx),
 	};
 	static const char *const names[] = { "create",  "entries",   "apply", "full",       "window", "scribbled",
 					     "threads", "processes", "fork",  "dead_owner", "killed" };
-	return fixture_run(argc, argv, tests, names, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return fixture_run(argc, argv, tests, names);
 }
