@@ -64,14 +64,14 @@ print(ok, bad)' "$dir/meson-logs/testlog.json") || counts="0 1"
 }
 
 # threads: the threaded code (libshmf handles shared by threads, the cuckoo
-# relocation lock) under ThreadSanitizer: only the tests of suite threads,
-# and only their programs built (keep the list in step with the suite).
+# relocation lock, the journal's rings) under ThreadSanitizer: only the tests
+# of suite threads, and only their programs built (the list read from meson).
 threads() {
 	local dir=build-tsan
 	echo "=== $dir: build (ThreadSanitizer, suite threads)"
 	if ! { if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" -Dtests=true -Db_sanitize=thread -Db_lundef=false; else
 		meson setup "$dir" -Dtests=true -Db_sanitize=thread -Db_lundef=false; fi; } >"$dir.setup.log" 2>&1 ||
-		! meson compile -C "$dir" tests/test-threads tests/test-handle tests/test-cuckoo-handle; then
+		! meson compile -C "$dir" $(suite_programs "$dir" threads); then
 		cat "$dir.setup.log" 2>/dev/null
 		echo "=== $dir: build FAILED"
 		failed=$((failed + 1))
@@ -94,6 +94,16 @@ format() {
 		failed=$((failed + 1))
 		echo "=== format: 0 passed, 1 failed"
 	fi
+}
+
+# suite_programs DIR SUITE: the build targets (tests/test-x) of the programs
+# that suite SUITE runs.
+suite_programs() {
+	meson introspect "$1" --tests | python3 -c '
+import json, os, sys
+d, suite = os.path.abspath(sys.argv[1]), sys.argv[2]
+progs = {os.path.relpath(t["cmd"][0], d) for t in json.load(sys.stdin) if suite in t["suite"] or "shmfilter:" + suite in t["suite"]}
+print(" ".join(sorted(p for p in progs if not p.startswith(".."))))' "$1" "$2"
 }
 
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
