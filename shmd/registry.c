@@ -614,3 +614,23 @@ void registry_rotate_due(struct registry *r, uint64_t now)
 			log_msg(LOG_ERR, "%s", err);
 	}
 }
+
+void registry_cursor_set(struct registry *r, int slot, uint64_t ms, uint64_t seq)
+{
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	/* release: the stores stay in this order (and after the entries they
+	 * cover were applied); a reader after a crash sees a prefix of them. */
+	if (__atomic_load_n(&s->cursor_ms, __ATOMIC_RELAXED) != ms) {
+		__atomic_store_n(&s->cursor_seq, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->cursor_ms, ms, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&s->cursor_seq, seq, __ATOMIC_RELEASE);
+}
+
+void registry_cursor_get(const struct registry *r, int slot, uint64_t *ms, uint64_t *seq)
+{
+	const struct shmf_slot *s = &r->ctl.slots[slot];
+	/* acquire: pairs with the release stores in registry_cursor_set(). */
+	*ms = __atomic_load_n(&s->cursor_ms, __ATOMIC_ACQUIRE);
+	*seq = __atomic_load_n(&s->cursor_seq, __ATOMIC_ACQUIRE);
+}

@@ -122,6 +122,23 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
  * window_secs old or older. */
 void registry_rotate_due(struct registry *r, uint64_t now);
 
+/* A replicated filter's stream cursor: the id <ms>-<seq> of the last
+ * stream entry applied to it, kept in its slot (control segment, tmpfs),
+ * so that it survives a SIGKILL of shmd. Written by shmd only; clients
+ * never read it. Unlike the rest of the registry, these two may be called
+ * from the replication thread: each field is stored and loaded atomically. */
+
+/**
+ * Store the cursor of the filter in @p slot. Never moves it ahead of the
+ * truth, even if the daemon dies between the two stores: when ms changes,
+ * seq is first set to 0, so a torn cursor is at or behind <ms>-<seq> (a
+ * replay, never a skip).
+ */
+void registry_cursor_set(struct registry *r, int slot, uint64_t ms, uint64_t seq);
+
+/** Load the cursor of the filter in @p slot (0-0: none yet). */
+void registry_cursor_get(const struct registry *r, int slot, uint64_t *ms, uint64_t *seq);
+
 /** Fill @p slots with the live slots in slot order; returns how many. */
 int registry_list(struct registry *r, int slots[SHMF_SLOTS]);
 
