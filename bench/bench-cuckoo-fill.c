@@ -42,7 +42,8 @@ static void table_open(struct table *t, const struct shmf_cuckoo_params *p)
 		exit(1);
 	}
 	unlink(path);
-	shmf_cuckoo_lock_init(&t->lock, fd);
+	close(fd);
+	shmf_cuckoo_lock_init(&t->lock, 0);
 	t->g = (struct shmf_cuckoo_geom){ .buckets = (char *)t->base + sizeof(struct shmf_cuckoo_meta),
 					  .nbuckets = p->nbuckets,
 					  .fp_bits = p->fp_bits,
@@ -54,8 +55,6 @@ static void table_open(struct table *t, const struct shmf_cuckoo_params *p)
 static void table_close(struct table *t)
 {
 	munmap(t->base, t->len);
-	shmf_cuckoo_lock_fini(&t->lock);
-	close(t->lock.file_fd);
 }
 
 /* Keys a fresh table with @p seed takes before its first SHMF_E_FULL. */

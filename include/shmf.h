@@ -118,6 +118,7 @@ extern "C" {
 #define SHMF_E_DROPPED  (-5013) /**< the filter was dropped while this handle was open */
 #define SHMF_E_TOOBIG   (-5014) /**< the requested filter is larger than this library allows */
 #define SHMF_E_PROTO    (-5015) /**< the control socket answered something unexpected */
+#define SHMF_E_BUSY     (-5016) /**< a cuckoo filter's relocation lock stayed held past its timeout */
 #define SHMF_E_FIRST    (-5099) /**< lowest library code */
 #define SHMF_E_LAST     (-5000) /**< highest library code */
 

@@ -64,7 +64,7 @@ struct part {
 		struct shmf_bloom_geom bloom;   /* type Bloom: the filter in this mapping */
 		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	};
-	struct shmf_cuckoo_lock lock; /* type cuckoo: its relocation lock, this process's */
+	struct shmf_cuckoo_lock lock; /* type cuckoo: this process's side of its relocation lock */
 	uint32_t window;              /* its window number, floor(created / window_secs); 0: no window */
 	struct shmf_data_map data;
 };
@@ -103,8 +103,6 @@ static void view_free(struct view *v)
 	if (v == NULL)
 		return;
 	for (unsigned i = 0; i < v->nparts; i++) {
-		if (v->type == SHMF_TYPE_CUCKOO)
-			shmf_cuckoo_lock_fini(&v->p[i].lock);
 		shmf_data_map_close(&v->p[i].data);
 	}
 	free(v);
@@ -122,7 +120,7 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 	pt->items = &pt->data.counters[f->stripe].items;
 	pt->deletes = &pt->data.counters[f->stripe].deletes;
 	if (pt->data.hdr.type == SHMF_TYPE_CUCKOO) {
-		shmf_cuckoo_lock_init(&pt->lock, pt->data.fd);
+		shmf_cuckoo_lock_init(&pt->lock, pt->data.hdr.lock_timeout_ms);
 		pt->cuckoo = (struct shmf_cuckoo_geom){
 			.buckets = (char *)pt->data.blocks + sizeof(struct shmf_cuckoo_meta),
 			.nbuckets = pt->data.hdr.nbuckets,
@@ -131,6 +129,7 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 			.max_kicks = pt->data.hdr.max_kicks,
 			.meta = (struct shmf_cuckoo_meta *)pt->data.blocks,
 			.lock = &pt->lock,
+			.cow = (struct shmf_cuckoo_cow *)((char *)pt->data.base + SHMF_DATA_COW_OFF),
 		};
 	} else {
 		pt->bloom = (struct shmf_bloom_geom){ pt->data.blocks, pt->data.hdr.nblocks, pt->data.hdr.seed,

@@ -1,9 +1,14 @@
 /* cuckoo.c - the cuckoo filter's operations on shared buckets (cuckoo.h). */
 #include <errno.h>
-#include <fcntl.h>
+#include <linux/futex.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
-#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuckoo.h"
@@ -17,8 +22,11 @@ void (*shmf_cuckoo_read_hook)(void);
 void (*shmf_cuckoo_move_hook)(void);
 #endif
 
-/* Reads that race a move this many times fall back to a locked read. */
-#define READ_TRIES 64
+/* Reads that race a move this many times fall back to count_stable(),
+ * which gives up checking the versions after STABLE_TRIES (backing off,
+ * about 40 ms in all). */
+#define READ_TRIES   64
+#define STABLE_TRIES 2048
 /* Relocation paths that a concurrent writer spoilt before we could use
  * them: after this many the filter is, for this caller, full. */
 #define PATH_TRIES 32
@@ -129,17 +137,30 @@ static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cu
 
 /* ---- The writer lock --------------------------------------------------- */
 
-static int ofd(int fd, short type)
-{
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
-}
+/* A robust futex lock (cuckoo.h): the word holds the holder's thread id,
+ * FUTEX_WAITERS when someone sleeps on it, and FUTEX_OWNER_DIED once the
+ * kernel found its holder dead. Taking it free is one CAS and releasing it
+ * one exchange; the kernel is entered only to sleep and to wake a sleeper.
+ *
+ * Not a pthread robust mutex: glibc unlinks one from its thread's list
+ * through pointers it reads from the mutex itself (DEQUEUE_MUTEX), so
+ * anyone who may write the filter could make a writer, or shmd, store a
+ * value of their choice at an address of their choice. This lock keeps the
+ * link it must restore in private memory (struct shmf_cuckoo_lock), and
+ * only the kernel ever reads the link in shared memory. */
 
-/* Bumped in the child of every fork(): a lock whose descriptor is from an
- * older generation shares its open file description with the parent. */
+/* Where the kernel looks for the futex word relative to a robust-list
+ * link: glibc registers every thread's list with this offset (a pthread
+ * mutex's __lock is 32 bytes before its list link on LP64). */
+#define FUTEX_OFFSET \
+	(-(long)(offsetof(struct shmf_cuckoo_lockword, list_next) - offsetof(struct shmf_cuckoo_lockword, word)))
+
+/* Spins on a held lock before sleeping: most holders (a capped add) keep
+ * it for tens of nanoseconds. */
+#define LOCK_SPINS 200
+
+/* Bumped in the child of every fork(): a thread's cached id and robust
+ * list are from an older generation there. */
 static _Atomic unsigned fork_generation;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -153,59 +174,168 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, int file_fd)
+/* This thread as the lock knows it. */
+struct self {
+	struct robust_list_head *head; /* the thread's robust list, as registered with the kernel */
+	uint32_t tid;
+	unsigned generation; /* the fork generation head and tid belong to */
+};
+static __thread struct self self;
+/* A list of the library's own, for a thread that has none registered
+ * (a C library other than glibc): only this lock's links are on it. */
+static __thread struct robust_list_head own_head;
+
+static __attribute__((noinline, cold)) int self_setup(unsigned generation)
 {
-	pthread_once(&atfork_once, register_atfork);
-	l->file_fd = file_fd;
-	l->fd = file_fd;
-	l->generation = atomic_load_explicit(&fork_generation, memory_order_relaxed);
-	pthread_mutex_init(&l->mutex, NULL);
+	struct robust_list_head *h = NULL;
+	size_t len = 0;
+	if (syscall(SYS_get_robust_list, 0, &h, &len) != 0)
+		return -errno;
+	if (h == NULL) {
+		own_head.list.next = &own_head.list;
+		own_head.futex_offset = FUTEX_OFFSET;
+		own_head.list_op_pending = NULL;
+		if (syscall(SYS_set_robust_list, &own_head, sizeof(own_head)) != 0)
+			return -errno;
+		h = &own_head;
+	}
+	/* Another layout would have the kernel look for the word elsewhere. */
+	if (h->futex_offset != FUTEX_OFFSET)
+		return -ENOTSUP;
+	self.head = h;
+	self.tid = (uint32_t)syscall(SYS_gettid);
+	self.generation = generation;
+	return 0;
 }
 
-void shmf_cuckoo_lock_fini(struct shmf_cuckoo_lock *l)
-{
-	if (l->fd != l->file_fd)
-		close(l->fd);
-	pthread_mutex_destroy(&l->mutex);
-}
-
-/* After a fork, open the data file again (through /proc/self/fd, which
- * works for an unlinked file too) for a description of our own. */
-static int own_fd_locked(struct shmf_cuckoo_lock *l)
+static inline int self_ready(void)
 {
 	unsigned gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
-	if (l->generation != gen) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", l->file_fd);
-		int mode = (fcntl(l->file_fd, F_GETFL) & O_ACCMODE) == O_RDWR ? O_RDWR : O_RDONLY;
-		int fd = open(path, mode | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		if (l->fd != l->file_fd)
-			close(l->fd);
-		l->fd = fd;
-		l->generation = gen;
+	if (__builtin_expect(self.head != NULL && self.generation == gen, 1))
+		return 0;
+	return self_setup(gen);
+}
+
+void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms)
+{
+	pthread_once(&atfork_once, register_atfork);
+	l->timeout_ms = timeout_ms ? timeout_ms : SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT;
+	l->saved_list = NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep while the word is @p v, until @p deadline (CLOCK_MONOTONIC ns). */
+static void futex_wait_until(_Atomic uint32_t *word, uint32_t v, uint64_t deadline)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u), .tv_nsec = (long)(deadline % 1000000000u) };
+	(void)syscall(SYS_futex, word, FUTEX_WAIT_BITSET, v, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+static void futex_wake_one(_Atomic uint32_t *word)
+{
+	(void)syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* The lock is held: spin a little, then sleep on it, until it is free or
+ * its holder died, or @p deadline_ns passes. @return 0 (taken) or
+ * SHMF_E_BUSY. */
+static __attribute__((noinline)) int lock_wait(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns)
+{
+	uint32_t waiters = 0;
+	uint64_t deadline = 0;
+	for (unsigned spin = 0;; spin++) {
+		uint32_t v = atomic_load_explicit(&lw->word, memory_order_relaxed);
+		if (v == 0 || (v & FUTEX_OWNER_DIED)) {
+			/* Free, or its holder died (the kernel cleared its id and
+			 * set OWNER_DIED): take it, keeping the waiters bit for the
+			 * others, and setting it once we slept ourselves (another
+			 * sleeper may be left). acquire: pairs with the release
+			 * exchange in unlock_word. */
+			uint32_t want = self.tid | (v & FUTEX_WAITERS) | waiters;
+			if (atomic_compare_exchange_weak_explicit(&lw->word, &v, want, memory_order_acquire,
+								  memory_order_relaxed))
+				return 0;
+			continue;
+		}
+		if (spin < LOCK_SPINS) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		if (deadline == 0)
+			deadline = now_ns() + timeout_ns;
+		else if (now_ns() >= deadline)
+			return SHMF_E_BUSY;
+		/* Announce a sleeper, so that the unlock (or the kernel, when
+		 * the holder dies) wakes one. */
+		if (!(v & FUTEX_WAITERS) &&
+		    !atomic_compare_exchange_weak_explicit(&lw->word, &v, v | FUTEX_WAITERS, memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		waiters = FUTEX_WAITERS;
+		futex_wait_until(&lw->word, v | FUTEX_WAITERS, deadline);
 	}
-	return l->fd;
 }
 
-/* Take the OFD lock in @p type mode (F_WRLCK or F_RDLCK), after this
- * process's other threads. */
-static int lock_as(const struct shmf_cuckoo_geom *g, short type)
+/* Take the lock word within @p timeout_ns and link it into this thread's
+ * robust list. The kernel reads list_op_pending if the thread dies between
+ * taking the word and linking it, so the lock is never held unlisted. */
+static int lock_word(const struct shmf_cuckoo_geom *g, uint64_t timeout_ns)
 {
-	struct shmf_cuckoo_lock *l = g->lock;
-	pthread_mutex_lock(&l->mutex);
-	int fd = own_fd_locked(l);
-	int r = fd < 0 ? fd : ofd(fd, type);
+	int r = self_ready();
 	if (r < 0)
-		pthread_mutex_unlock(&l->mutex);
-	return r;
+		return r;
+	struct shmf_cuckoo_lockword *lw = &g->meta->lock;
+	struct robust_list_head *h = self.head;
+	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
+	h->list_op_pending = node;
+	/* Compiler barriers: the kernel reads the list after this thread
+	 * stopped, so program order is all the order it needs. */
+	atomic_signal_fence(memory_order_seq_cst);
+	uint32_t v = 0;
+	/* acquire: pairs with the release exchange in unlock_word. */
+	if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&lw->word, &v, self.tid, memory_order_acquire,
+								      memory_order_relaxed),
+			     0) &&
+	    (r = lock_wait(lw, timeout_ns)) < 0) {
+		atomic_signal_fence(memory_order_seq_cst);
+		h->list_op_pending = NULL;
+		return r;
+	}
+	/* In front of the list: the library takes no other robust lock while
+	 * it holds this one, so the unlock finds it in front again. */
+	g->lock->saved_list = h->list.next;
+	lw->list_next = (uint64_t)(uintptr_t)h->list.next;
+	atomic_signal_fence(memory_order_seq_cst);
+	h->list.next = node;
+	atomic_signal_fence(memory_order_seq_cst);
+	h->list_op_pending = NULL;
+	return 0;
 }
 
-static void unlock_any(const struct shmf_cuckoo_geom *g)
+static void unlock_word(const struct shmf_cuckoo_geom *g)
 {
-	(void)ofd(g->lock->fd, F_UNLCK);
-	pthread_mutex_unlock(&g->lock->mutex);
+	struct shmf_cuckoo_lockword *lw = &g->meta->lock;
+	struct robust_list_head *h = self.head;
+	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
+	h->list_op_pending = node;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* The link to restore comes from private memory, never from the
+	 * shared one. */
+	if (h->list.next == node)
+		h->list.next = g->lock->saved_list;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* release: pairs with the acquiring CAS of the next holder. */
+	uint32_t v = atomic_exchange_explicit(&lw->word, 0, memory_order_release);
+	if (v & FUTEX_WAITERS)
+		futex_wake_one(&lw->word);
+	atomic_signal_fence(memory_order_seq_cst);
+	h->list_op_pending = NULL;
 }
 
 /* Close the version window of a holder that died mid-move: its stripes
@@ -230,7 +360,7 @@ static void repair_locked(const struct shmf_cuckoo_geom *g)
 
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g)
 {
-	int r = lock_as(g, F_WRLCK);
+	int r = lock_word(g, (uint64_t)g->lock->timeout_ms * 1000000u);
 	if (r == 0)
 		repair_locked(g);
 	return r;
@@ -238,10 +368,71 @@ int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g)
 
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g)
 {
-	unlock_any(g);
+	unlock_word(g);
+}
+
+int shmf_cuckoo_lock_held(const struct shmf_cuckoo_meta *m)
+{
+	uint32_t v = atomic_load_explicit(&((struct shmf_cuckoo_meta *)m)->lock.word, memory_order_relaxed);
+	return (v & FUTEX_TID_MASK) != 0;
 }
 
 /* ---- Reads ------------------------------------------------------------- */
+
+/*
+ * One read that a single move in progress cannot fool, whatever the parity
+ * of the versions: bucket i1, then i2, then i1 again, between two reads of
+ * both versions that must agree (no window opened or closed meanwhile, so
+ * at most the one move whose window was open throughout touched them). A
+ * move copies before it clears: if the reader missed the fingerprint in
+ * the first i1 because it was still in i2, and in i2 because it had left,
+ * then it had arrived in i1 before the second look (and the other way
+ * round, i2 holds it after it left i1). The larger of the two counts: it
+ * counts a fingerprint twice only while it is in both buckets.
+ * @return 1 and *n, or 0 if a window opened or closed meanwhile (*n is
+ * the count anyway).
+ */
+static int count_stable(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned *n)
+{
+	uint32_t w = g->fp_bits;
+	_Atomic uint64_t *s1 = shmf_cuckoo_stripe(g, k->i1), *s2 = shmf_cuckoo_stripe(g, k->i2);
+	/* acquire: pairs with the releases that open and close windows. */
+	uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
+	uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
+	/* acquire, each: the three loads happen in this order, and one that
+	 * sees a move's clear sees its copy (the CASes are seq_cst). */
+	_Atomic uint64_t *b64 = (_Atomic uint64_t *)g->buckets;
+	_Atomic uint32_t *b32 = (_Atomic uint32_t *)g->buckets;
+#define LOAD(i)                                                          \
+	(w == 16 ? atomic_load_explicit(b64 + (i), memory_order_acquire) \
+		 : (uint64_t)atomic_load_explicit(b32 + (i), memory_order_acquire))
+	uint64_t a = LOAD(k->i1);
+	uint64_t b = k->i2 != k->i1 ? LOAD(k->i2) : 0;
+	uint64_t a2 = LOAD(k->i1);
+#undef LOAD
+	atomic_thread_fence(memory_order_acquire);
+	int valid = atomic_load_explicit(s1, memory_order_relaxed) == v1 &&
+		    atomic_load_explicit(s2, memory_order_relaxed) == v2;
+	unsigned nb = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b, k->fp, w), w);
+	unsigned n1 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(a, k->fp, w), w) + nb;
+	unsigned n2 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(a2, k->fp, w), w) + nb;
+	*n = n1 > n2 ? n1 : n2;
+	return valid;
+}
+
+/* Back off after @p t failed tries: spin, then yield, then sleep. */
+static void backoff(unsigned t)
+{
+	if (t < 16) {
+		for (unsigned i = 0; i < (1u << (t / 2)); i++)
+			__builtin_ia32_pause();
+	} else if (t < 48) {
+		sched_yield();
+	} else {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
 
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
@@ -251,13 +442,17 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 			return n;
 		__builtin_ia32_pause();
 	}
-	/* A move keeps racing us (or its mover died with the window open):
-	 * read under the lock in shared mode, when no move can run. */
-	int r = lock_as(g, F_RDLCK);
-	if (r < 0)
-		return r;
-	unsigned n = shmf_cuckoo_copies(g, k);
-	unlock_any(g);
+	/* Moves keep racing us, or a mover is stopped or died with its window
+	 * open: read in a way one move in progress cannot fool. Moves do not
+	 * open windows on the same two stripes back to back for long, so this
+	 * soon succeeds; only a writer scribbling the versions could keep it
+	 * from it, and gets the unchecked count after STABLE_TRIES. */
+	unsigned n = 0;
+	for (unsigned t = 0; t < STABLE_TRIES; t++) {
+		if (count_stable(g, k, &n))
+			break;
+		backoff(t);
+	}
 	return (int)n;
 }
 
@@ -293,6 +488,63 @@ static void window_close_locked(const struct shmf_cuckoo_geom *g, uint64_t a, ui
 	atomic_fetch_add_explicit(&g->meta->moves, 1, memory_order_relaxed);
 }
 
+/* ---- The snapshot log (lock held) -------------------------------------- */
+
+/* How long a lock holder waits for room in the snapshot log before it
+ * cancels the copy (the copier drains it every COPY_PIECE bytes, so only
+ * a copier that stopped or died makes anyone wait that long). */
+#define COW_WAIT_NS (5 * 1000000u)
+
+/* Wait for room for @p n entries after @p head. @return 1, or 0 if the
+ * copier did not make room in time (or the log's counters are not
+ * plausible). */
+static int cow_room_locked(struct shmf_cuckoo_cow *c, uint64_t head, unsigned n)
+{
+	uint64_t deadline = 0;
+	for (unsigned t = 0;; t++) {
+		/* acquire: pairs with the copier's release store of tail, after
+		 * it read the entries we are about to reuse. */
+		uint64_t used = head - atomic_load_explicit(&c->tail, memory_order_acquire);
+		if (used > SHMF_CUCKOO_COW_ENTRIES)
+			return 0;
+		if (used + n <= SHMF_CUCKOO_COW_ENTRIES)
+			return 1;
+		if (t < 64) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		uint64_t now = now_ns();
+		if (deadline == 0)
+			deadline = now + COW_WAIT_NS;
+		else if (now >= deadline)
+			return 0;
+		sched_yield();
+	}
+}
+
+/* While a snapshot copies the table, log the words of buckets @p a and
+ * @p b before a move changes them (shmf_cuckoo_copy). A copier that makes
+ * no room in time loses its copy, not the writer its time. */
+static void cow_log_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
+{
+	struct shmf_cuckoo_cow *c = g->cow;
+	if (c == NULL || atomic_load_explicit(&c->active, memory_order_relaxed) == 0)
+		return;
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
+	if (!cow_room_locked(c, head, 2)) {
+		atomic_store_explicit(&c->active, 0, memory_order_relaxed);
+		return;
+	}
+	uint64_t at[2] = { a, b };
+	for (unsigned j = 0; j < 2; j++) {
+		struct shmf_cuckoo_cow_entry *e = &c->entry[(head + j) % SHMF_CUCKOO_COW_ENTRIES];
+		atomic_store_explicit(&e->bucket, at[j], memory_order_relaxed);
+		atomic_store_explicit(&e->word, shmf_cuckoo_bucket_load(g, at[j]), memory_order_relaxed);
+	}
+	/* release: the entries are visible before the copier sees head. */
+	atomic_store_explicit(&c->head, head + 2, memory_order_release);
+}
+
 /* Move one fingerprint to its other bucket: copy first, then clear the
  * old slot, so at every instant it is in at least one of its buckets.
  * @return 1 moved; 0 if the new bucket had no room or the old copy was
@@ -301,6 +553,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 {
 	uint32_t w = g->fp_bits;
 	int moved = 0;
+	cow_log_locked(g, m->from, m->to);
 	window_open_locked(g, m->from, m->to);
 	if (place(g, m->to, m->fp)) {
 		SHMF_TEST_HOOK(shmf_cuckoo_move_hook);
@@ -422,5 +675,138 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 		return r;
 	r = unplace(g, k->i1, k->fp) || unplace(g, k->i2, k->fp);
 	shmf_cuckoo_unlock(g);
+	return r;
+}
+
+/* ---- A consistent copy while writers go on ----------------------------- */
+
+/* Bytes copied between two looks at the snapshot log: a lock holder waits
+ * for room at most about as long as copying this takes. */
+#define COPY_PIECE (64u * 1024u)
+/* Pre-images kept at most (16 bytes each): a copy that writers outrun for
+ * that long fails with -ENOMEM rather than take the memory. */
+#define COPY_LOG_MAX (UINT64_C(1) << 26)
+
+struct pre_image {
+	uint64_t bucket, word;
+};
+
+struct pre_images {
+	struct pre_image *v;
+	uint64_t n, cap;
+};
+
+/* Take what the lock holders logged. @return 0, SHMF_E_FORMAT (the log's
+ * counters or a bucket number are not plausible: overwritten), -ENOMEM. */
+static int drain(const struct shmf_cuckoo_geom *g, struct pre_images *log)
+{
+	struct shmf_cuckoo_cow *c = g->cow;
+	/* acquire: pairs with the lock holder's release store of head. */
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+	if (head - tail > SHMF_CUCKOO_COW_ENTRIES)
+		return SHMF_E_FORMAT;
+	for (; tail != head; tail++) {
+		if (log->n == log->cap) {
+			uint64_t cap = log->cap ? log->cap * 2 : 4096;
+			struct pre_image *v = cap <= COPY_LOG_MAX ? realloc(log->v, cap * sizeof(*v)) : NULL;
+			if (v == NULL)
+				return -ENOMEM;
+			log->v = v;
+			log->cap = cap;
+		}
+		const struct shmf_cuckoo_cow_entry *e = &c->entry[tail % SHMF_CUCKOO_COW_ENTRIES];
+		struct pre_image *p = &log->v[log->n++];
+		p->bucket = atomic_load_explicit(&e->bucket, memory_order_relaxed);
+		p->word = atomic_load_explicit(&e->word, memory_order_relaxed);
+		if (p->bucket >= g->nbuckets)
+			return SHMF_E_FORMAT;
+	}
+	/* release: we read the entries before a lock holder may reuse them. */
+	atomic_store_explicit(&c->tail, tail, memory_order_release);
+	return 0;
+}
+
+/* Take the lock within the lock's timeout while draining the log: a
+ * holder may be waiting for room in it. */
+static int lock_draining(const struct shmf_cuckoo_geom *g, struct pre_images *log)
+{
+	uint64_t deadline = now_ns() + (uint64_t)g->lock->timeout_ms * 1000000u;
+	for (;;) {
+		int r = drain(g, log);
+		if (r < 0)
+			return r;
+		if ((r = lock_word(g, 200000)) != SHMF_E_BUSY)
+			return r;
+		if (now_ns() >= deadline)
+			return SHMF_E_BUSY;
+	}
+}
+
+int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes)
+{
+	static _Atomic uint32_t sessions;
+	const uint64_t meta_bytes = sizeof(struct shmf_cuckoo_meta);
+	uint64_t width = g->fp_bits / 2; /* bytes per bucket: 4 slots */
+	if (g->cow == NULL || bytes < meta_bytes + g->nbuckets * width)
+		return SHMF_E_INVAL;
+	struct shmf_cuckoo_cow *c = g->cow;
+	uint64_t session = (uint64_t)getpid() << 32 | (atomic_fetch_add(&sessions, 1) + 1);
+	struct pre_images log = { 0 };
+
+	/* Under the lock: no move is open (what a dead holder left is
+	 * repaired), so the relocation state is copied as it is, the lock
+	 * word aside; from now on every move logs what it changes. */
+	int r = shmf_cuckoo_lock(g);
+	if (r < 0)
+		return r;
+	struct shmf_cuckoo_meta *m = dst;
+	memcpy(m, g->meta, meta_bytes);
+	memset(&m->lock, 0, sizeof(m->lock));
+	atomic_store_explicit(&c->tail, atomic_load_explicit(&c->head, memory_order_relaxed), memory_order_relaxed);
+	atomic_store_explicit(&c->active, session, memory_order_relaxed);
+	shmf_cuckoo_unlock(g);
+
+	/* The buckets, without the lock. A bucket that no move touched meanwhile
+	 * changed only by adds and deletes; the others are put back below. A
+	 * torn read of a word (memcpy) mixes old and new only in lanes that
+	 * changed meanwhile: a lock-free add or delete, or a move, logged. */
+	const char *src = (const char *)g->meta + meta_bytes;
+	char *out = (char *)dst + meta_bytes;
+	uint64_t table = bytes - meta_bytes;
+	for (uint64_t off = 0; off < table && r == 0; off += COPY_PIECE) {
+		uint64_t len = table - off < COPY_PIECE ? table - off : COPY_PIECE;
+		memcpy(out + off, src + off, len);
+		r = drain(g, &log);
+	}
+
+	/* Stop the logging under the lock: every move until now is logged. */
+	int lr = lock_draining(g, &log);
+	if (lr == 0) {
+		if (r == 0)
+			r = drain(g, &log);
+		if (atomic_load_explicit(&c->active, memory_order_relaxed) != session && r == 0)
+			r = -EAGAIN; /* a writer cancelled the copy */
+		atomic_store_explicit(&c->active, 0, memory_order_relaxed);
+		shmf_cuckoo_unlock(g);
+	} else {
+		/* Without the lock: harmless to the movers, who only stop logging. */
+		atomic_store_explicit(&c->active, 0, memory_order_relaxed);
+		if (r == 0)
+			r = lr;
+	}
+
+	/* Each touched bucket as it was before the first move that touched
+	 * it: the log is in time order, so the earliest entry is put last. */
+	for (uint64_t i = log.n; r == 0 && i-- > 0;) {
+		const struct pre_image *p = &log.v[i];
+		if (width == 8)
+			memcpy(out + p->bucket * 8, &p->word, 8);
+		else {
+			uint32_t w32 = (uint32_t)p->word;
+			memcpy(out + p->bucket * 4, &w32, 4);
+		}
+	}
+	free(log.v);
 	return r;
 }

@@ -11,22 +11,23 @@
  * where alt is an involution that needs only the bucket and the
  * fingerprint, so a fingerprint can be moved without its key.
  *
- * Concurrency (see docs/design.md): lookups never write and take no lock (one
- * that keeps racing moves reads under the lock in shared mode at last);
+ * Concurrency (see docs/design.md): lookups never write and take no lock;
  * placing a fingerprint in a free slot or clearing one is one CAS on the
- * bucket; only relocation ("kicks") takes the writer lock, an
- * open-file-description lock on byte 0 of the data file that the kernel
- * releases if its holder dies. A move writes the fingerprint into its new
+ * bucket; only relocation ("kicks") and capped adds take the writer lock, a
+ * robust futex word in the table's shared memory (struct
+ * shmf_cuckoo_lockword): no system call uncontended, and the kernel marks
+ * it when its holder dies. A move writes the fingerprint into its new
  * bucket before clearing the old one, inside a version window (odd while
  * moving) on the version stripes of both buckets, so a reader that raced
- * a move sees the version change and reads again; after a bounded number
- * of tries it reads under the lock in shared mode.
+ * a move sees the version change and reads again; one that keeps racing
+ * (or finds a window that a stopped or dead mover left open) reads in a
+ * way one move in progress cannot fool, still without a lock.
  */
 #ifndef SHMF_CUCKOO_H
 #define SHMF_CUCKOO_H
 
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hash.h"
@@ -37,18 +38,52 @@
 #define SHMF_CUCKOO_KICKS_LIMIT 1024u /* largest configurable bound (the path lives on the stack) */
 #define SHMF_CUCKOO_LOAD        0.95  /* sizing: load at capacity */
 
+/* Longest and default wait for the writer lock, in milliseconds; the data
+ * header's lock_timeout_ms (0: the default) chooses per filter. */
+#define SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT 1000u
+#define SHMF_CUCKOO_LOCK_TIMEOUT_MAX     3600000u
+
+/*
+ * The writer lock: a futex word laid out for the kernel's robust-futex list
+ * (Documentation/locking/robust-futex-ABI.rst). The holder links list_next
+ * into its thread's robust list (the one glibc registered), so that when it
+ * dies the kernel sets FUTEX_OWNER_DIED in the word and wakes a waiter. The
+ * link sits 32 bytes after the word, where glibc's futex_offset expects a
+ * pthread mutex's link, and list_prev where glibc writes a back pointer if
+ * the thread locks a robust mutex while holding this lock (it never does in
+ * the library). Nobody reads the links from shared memory but the kernel
+ * walking a dying holder's list: a writer that scribbles them can make the
+ * kernel look at wrong addresses of that dying process, and no more.
+ */
+struct shmf_cuckoo_lockword {
+	_Atomic uint32_t word; /* writers: 0 free, else holder's thread id | FUTEX_WAITERS;
+				  kernel: FUTEX_OWNER_DIED when the holder died */
+	uint32_t pad;
+	uint64_t reserved[2];
+	uint64_t list_prev; /* see above: glibc's back pointer, never read by the library */
+	uint64_t list_next; /* holder: its robust-list link; read by the kernel only */
+};
+
 /* The relocation state in shared memory, before the version stripes.
- * Written only by the holder of the writer lock. */
+ * Written only by the holder of the writer lock (and the lock word by its
+ * takers). Its size is part of the snapshot format (the payload holds it). */
 struct shmf_cuckoo_meta {
-	_Atomic uint64_t moving; /* lock holder: stripes+1 of the move in progress
-				    (a | b << 32), 0 when none; the next holder
-				    repairs the versions of a holder that died */
-	_Atomic uint64_t moves;  /* lock holder: relocations done (informational) */
-	uint64_t pad[6];
+	_Atomic uint64_t moving;          /* lock holder: stripes+1 of the move in progress
+					     (a | b << 32), 0 when none; the next holder
+					     repairs the versions of a holder that died */
+	_Atomic uint64_t moves;           /* lock holder: relocations done (informational) */
+	struct shmf_cuckoo_lockword lock; /* writers: the relocation lock */
+	uint64_t pad[1];
 	_Atomic uint64_t version[SHMF_CUCKOO_STRIPES]; /* lock holder: odd while a move
 							   touches a bucket of the stripe;
 							   readers: seqlock validation */
 };
+
+_Static_assert(sizeof(struct shmf_cuckoo_lockword) == 40, "lock word and its robust-list link");
+_Static_assert(offsetof(struct shmf_cuckoo_lockword, list_next) - offsetof(struct shmf_cuckoo_lockword, word) == 32,
+	       "the link where glibc's robust futex_offset looks for it");
+_Static_assert(offsetof(struct shmf_cuckoo_meta, lock) == 16, "lock in the meta block's first line");
+_Static_assert(sizeof(struct shmf_cuckoo_meta) == 8256, "meta block size: part of the snapshot format");
 
 /* Payload of a cuckoo data segment: the meta block, then the table
  * rounded up to whole 64-byte blocks. */
@@ -65,25 +100,48 @@ struct shmf_cuckoo_params {
 };
 
 /*
- * One process's way to the relocation lock of a mapped table: the OFD lock
- * on byte 0 of the data file, taken through a descriptor of the process's
- * own (fork() shares open file descriptions, and with them OFD locks, so a
- * child reopens the file on its first locked call), under a mutex for the
- * threads that share the descriptor (one OFD lock serves them all: a
- * second thread would share, or convert, it).
+ * The snapshot log: a snapshot copies a table while writers go on, and
+ * every move made meanwhile first logs the words of the two buckets it is
+ * about to change; the copy then takes, for each bucket a move touched, its
+ * word from before the first such move (shmf_cuckoo_copy). It lives in the
+ * data header page (SHMF_DATA_COW_OFF, segment-format.h), outside the
+ * payload a snapshot holds. The lock holder is its one producer, the copier
+ * its one consumer.
  */
-struct shmf_cuckoo_lock {
-	int file_fd;         /* the data file as mapped; not owned */
-	int fd;              /* the descriptor locked: file_fd, or a reopened one (owned) */
-	unsigned generation; /* the fork generation fd belongs to */
-	pthread_mutex_t mutex;
+#define SHMF_CUCKOO_COW_ENTRIES 128u /* a power of 2 */
+
+struct shmf_cuckoo_cow_entry {
+	_Atomic uint64_t bucket; /* lock holder, before head: the bucket a move is about to change */
+	_Atomic uint64_t word;   /* lock holder, before head: its word then */
 };
 
-/** Start using @p file_fd's lock in this process. */
-void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, int file_fd);
+struct shmf_cuckoo_cow {
+	_Atomic uint64_t active; /* copier, under the lock: its session while it copies, else 0; a lock
+				    holder that found no room for too long stores 0 (the copy fails) */
+	uint64_t pad0[7];
+	_Atomic uint64_t head; /* lock holder (release): entries logged; copier reads (acquire) */
+	uint64_t pad1[7];
+	_Atomic uint64_t tail; /* copier (release): entries taken; lock holder reads (acquire) */
+	uint64_t pad2[7];
+	struct shmf_cuckoo_cow_entry entry[SHMF_CUCKOO_COW_ENTRIES]; /* entry i % ENTRIES */
+};
 
-/** Close what shmf_cuckoo_lock_init() and later reopens made (not file_fd). */
-void shmf_cuckoo_lock_fini(struct shmf_cuckoo_lock *l);
+_Static_assert(sizeof(struct shmf_cuckoo_cow) == 192 + 16 * SHMF_CUCKOO_COW_ENTRIES, "snapshot log size");
+
+/*
+ * A process's side of the relocation lock of a mapped table: how long a
+ * writer waits for it, and the holder's private note of how to unlink it
+ * from its thread's robust list (never read back from shared memory).
+ * Threads of a process share one; only the holder writes it.
+ */
+struct shmf_cuckoo_lock {
+	uint32_t timeout_ms; /* wait at most this long, then SHMF_E_BUSY */
+	void *saved_list;    /* holder: its thread's robust-list head before the lock was linked */
+};
+
+/** Start using a table's lock in this process; @p timeout_ms 0 is the
+ * default (SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT). */
+void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms);
 
 /* A mapped cuckoo table. */
 struct shmf_cuckoo_geom {
@@ -93,7 +151,9 @@ struct shmf_cuckoo_geom {
 	uint32_t fp_bits; /* 8 or 16 */
 	uint32_t max_kicks;
 	struct shmf_cuckoo_meta *meta;
-	struct shmf_cuckoo_lock *lock; /* this process's relocation lock of the table */
+	struct shmf_cuckoo_lock *lock; /* this process's side of the relocation lock */
+	struct shmf_cuckoo_cow *cow;   /* the snapshot log in the data header page; NULL where
+					  nothing copies the table while writers run */
 };
 
 /**
@@ -260,10 +320,13 @@ static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const 
 
 /**
  * Copies of the key's fingerprint in its two buckets (once if they are the
- * same bucket), read consistently with respect to relocation: tries
- * shmf_cuckoo_count_try() a bounded number of times, then reads under the
- * lock in shared mode. Never blocks unless moves keep racing it.
- * @return the count (0..8), or -errno if the fallback lock failed.
+ * same bucket), read consistently with respect to relocation and without
+ * writing anything (read-only mappings use it): tries
+ * shmf_cuckoo_count_try() a bounded number of times, then reads in a way
+ * that one move in progress cannot fool (a mover that is stopped or died
+ * with its window open leaves exactly that), backing off while moves keep
+ * racing it.
+ * @return the count (0..8).
  */
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
@@ -272,7 +335,7 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
  * either bucket is taken with one CAS; when both are full, relocation
  * under the writer lock makes room.
  * @return 0, SHMF_E_FULL (no room within max_kicks moves: nothing was
- *         changed, no key lost), or -errno from the lock.
+ *         changed, no key lost), SHMF_E_BUSY or another error from the lock.
  */
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
@@ -280,19 +343,47 @@ int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
  * Add a copy only if fewer than @p cap are present, atomically against
  * every other capped add (cap 1 is add-if-absent): holds the writer lock.
  * @return the count before the call (the add happened iff it is < cap),
- *         SHMF_E_FULL (count < cap but no room; nothing changed), or -errno.
+ *         SHMF_E_FULL (count < cap but no room; nothing changed), or an
+ *         error from the lock.
  */
 int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap);
 
 /**
  * Remove one copy of the fingerprint.
- * @return 1 removed, 0 none found, or -errno from the fallback lock.
+ * @return 1 removed, 0 none found, or an error from the lock (taken only
+ *         when moves keep racing the lock-free delete).
  */
 int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
-/* The writer lock, for the daemon (snapshots copy under it) and for tests
- * (a holder that is killed). @return 0 or -errno. */
+/**
+ * The writer lock, for the library's writers and for tests (a holder that
+ * is stopped or killed). Waits at most the lock's timeout; a holder that
+ * died is detected (the kernel marks the word) and what its move left
+ * open is repaired before this returns.
+ * @return 0, SHMF_E_BUSY (still held, or its bytes overwritten, after the
+ *         timeout), or -ENOTSUP (this thread's robust list has a layout
+ *         other than glibc's: the lock cannot be held safely).
+ */
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
+
+/** Whether the writer lock word of @p m names a holder (for tests and
+ * diagnostics: a holder that died reads as not holding). */
+int shmf_cuckoo_lock_held(const struct shmf_cuckoo_meta *m);
+
+/**
+ * Copy a table's payload (the meta block, then the buckets: @p bytes, the
+ * data file from SHMF_DATA_BLOCKS_OFF on) into private memory @p dst while
+ * writers go on, holding the writer lock only for a moment at the start
+ * and at the end; @p g->cow must be set. The copy is an image in which
+ * every fingerprint stored before the call began is in one of its
+ * buckets, once (each bucket as it was before the first move that touched
+ * it during the copy, or as read); adds and deletes that run during the
+ * copy may or may not be in it.
+ * @return 0, SHMF_E_BUSY (the lock), -EAGAIN (writers waited for room in
+ *         the log for too long and cancelled the copy: try again),
+ *         SHMF_E_FORMAT (the log was overwritten), -ENOMEM.
+ */
+int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes);
 
 #endif

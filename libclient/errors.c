@@ -23,6 +23,9 @@ const char *shmf_strerror(int err)
 	case SHMF_E_DROPPED: return "filter was dropped while the handle was open";
 	case SHMF_E_TOOBIG: return "filter would be too large";
 	case SHMF_E_PROTO: return "unexpected reply on the control socket";
+	case SHMF_E_BUSY:
+		return "the cuckoo filter's relocation lock stayed held past the filter's lock timeout (a writer "
+		       "stopped or stuck holding it, or its bytes overwritten)";
 	default: break;
 	}
 	if (err < 0 && err > -4096)

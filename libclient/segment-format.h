@@ -32,8 +32,11 @@
 
 /* Format versions: 2: multiply-shift bit positions (hash.h); 3: cuckoo
  * filters; 4: time windows (slot of 512 bytes); 5: fleet journal, slot
- * flags and stream cursor. */
-#define SHMF_FORMAT_VERSION 5u
+ * flags and stream cursor; 6: the cuckoo relocation lock is a robust
+ * futex word in the meta block instead of a lock on the data file (a
+ * writer of format 5 would not exclude one of format 6), with its timeout
+ * in the data header and the snapshot log in the header page. */
+#define SHMF_FORMAT_VERSION 6u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -51,8 +54,12 @@
 #define SHMF_K_MAX        32u
 #define SHMF_WINDOW_MAX   16u /* generations in a time window's ring */
 
-/* Data segment: header page, counter page, blocks. */
+/* Data segment: header page, counter page, blocks. The header page holds
+ * the header (written once) and, for a cuckoo filter, the snapshot log
+ * (struct shmf_cuckoo_cow, cuckoo.h) at SHMF_DATA_COW_OFF, which writers
+ * and shmd change while a snapshot copies the table. */
 #define SHMF_DATA_HDR_BYTES    4096u
+#define SHMF_DATA_COW_OFF      1024u
 #define SHMF_DATA_COUNTERS_OFF 4096u
 #define SHMF_DATA_BLOCKS_OFF   8192u
 
@@ -113,7 +120,7 @@ struct shmf_slot {
 	uint8_t pad[512 - 432];
 };
 
-/* Data segment header page. Written by shmd before the generation is
+/* Data segment header. Written by shmd before the generation is
  * published; never changed afterwards. Clients copy and validate it. */
 struct shmf_data_header {
 	uint64_t magic;           /* SHMF_DATA_MAGIC */
@@ -131,7 +138,8 @@ struct shmf_data_header {
 	uint64_t counters_offset; /* SHMF_DATA_COUNTERS_OFF */
 	uint64_t nbuckets;        /* cuckoo: buckets; Bloom: 0 */
 	uint32_t max_kicks;       /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
-	uint32_t pad;
+	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0: the default
+				     (1 s); Bloom: 0 */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -230,7 +238,7 @@ _Static_assert(sizeof(struct shmf_slot) == 512, "slot is eight cache lines");
 _Static_assert(offsetof(struct shmf_slot, live) == 152, "slot ring offset");
 _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
-_Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_HDR_BYTES, "data header fits its page");
+_Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_COW_OFF, "data header before the snapshot log");
 _Static_assert(sizeof(struct shmf_counter) == 64, "counter stripe is one cache line");
 _Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) == SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF,
 	       "counters fill their page");

@@ -16,6 +16,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+_Static_assert(SHMF_DATA_COW_OFF >= sizeof(struct shmf_data_header) &&
+		       SHMF_DATA_COW_OFF + sizeof(struct shmf_cuckoo_cow) <= SHMF_DATA_HDR_BYTES,
+	       "the snapshot log fits the header page after the header");
+
 uint64_t shmf_layout_fingerprint(void)
 {
 	// clang-format off
@@ -53,6 +57,11 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_journal_ring, tail), offsetof(struct shmf_journal_ring, lost),
 		sizeof(struct shmf_journal_entry), offsetof(struct shmf_journal_entry, op),
 		offsetof(struct shmf_journal_entry, window), SHMF_JOP_MAX, SHMF_JOURNAL_OWNER_CLOSED,
+		offsetof(struct shmf_data_header, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, lock),
+		sizeof(struct shmf_cuckoo_lockword), offsetof(struct shmf_cuckoo_lockword, list_next),
+		offsetof(struct shmf_cuckoo_meta, version), SHMF_DATA_COW_OFF, sizeof(struct shmf_cuckoo_cow),
+		offsetof(struct shmf_cuckoo_cow, head), offsetof(struct shmf_cuckoo_cow, tail),
+		offsetof(struct shmf_cuckoo_cow, entry), SHMF_CUCKOO_COW_ENTRIES,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
@@ -291,8 +300,9 @@ static int header_check_gen(const struct shmf_data_header *h, const struct shmf_
 		return SHMF_E_LAYOUT;
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k || h->nblocks != slot->nblocks ||
 	    h->nbuckets != slot->nbuckets || shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
-	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
-					 : h->max_kicks != 0) ||
+	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT ||
+						   h->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX
+					 : h->max_kicks != 0 || h->lock_timeout_ms != 0) ||
 	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF || h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
 	    h->generation != gen || memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;

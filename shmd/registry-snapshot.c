@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,35 +27,20 @@
 #include "rundir.h"
 #include "snapshot.h"
 
-static struct shmf_cuckoo_geom cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
-{
-	return (struct shmf_cuckoo_geom){
-		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
-		.nbuckets = dm->hdr.nbuckets,
-		.seed = dm->hdr.seed,
-		.fp_bits = dm->hdr.k,
-		.max_kicks = dm->hdr.max_kicks,
-		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
-		.lock = lock,
-	};
-}
-
-/* The live generations of a filter, mapped read-write (the cuckoo writer
- * lock needs a writable descriptor), cuckoo ones locked. */
+/* The live generations of a filter, mapped read-write (a cuckoo copy
+ * takes the relocation lock and reads the snapshot log), and the private
+ * copy of each cuckoo generation (copy_cuckoo). */
 struct ring_maps {
 	unsigned n;
 	struct shmf_data_map dm[SHMF_WINDOW_MAX];
-	struct shmf_cuckoo_lock lock[SHMF_WINDOW_MAX];
-	struct shmf_cuckoo_geom g[SHMF_WINDOW_MAX];
+	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: the consistent image written; NULL until made */
 };
 
 static void ring_release(struct ring_maps *m)
 {
 	for (unsigned i = 0; i < m->n; i++) {
-		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO) {
-			shmf_cuckoo_unlock(&m->g[i]);
-			shmf_cuckoo_lock_fini(&m->lock[i]);
-		}
+		if (m->copy[i] != NULL)
+			munmap(m->copy[i], (size_t)(m->dm[i].hdr.nblocks * SHMF_BLOCK_BYTES));
 		shmf_data_map_close(&m->dm[i]);
 	}
 	m->n = 0;
@@ -66,25 +52,53 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 	for (unsigned i = 0; i < copy->nlive; i++) {
 		struct shmf_data_map *dm = &m->dm[i];
 		dm->fd = -1;
+		m->copy[i] = NULL;
 		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[i], 1, dm);
 		if (rc < 0) {
 			ring_release(m);
 			return errmsg(err, errlen, rc, "filter '%s': cannot map generation %" PRIu64 ": %s", copy->name,
 				      copy->live[i], shmf_strerror(rc));
 		}
-		if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
-			shmf_cuckoo_lock_init(&m->lock[i], dm->fd);
-			m->g[i] = cuckoo_geom(dm, &m->lock[i]);
-			if ((rc = shmf_cuckoo_lock(&m->g[i])) < 0) {
-				shmf_cuckoo_lock_fini(&m->lock[i]);
-				shmf_data_map_close(dm);
-				ring_release(m);
-				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s",
-					      copy->name, strerror(-rc));
-			}
-		}
 		m->n = i + 1;
 	}
+	return 0;
+}
+
+/* Generation @p i of a cuckoo filter, copied into private memory as a
+ * consistent image (every fingerprint stored before the copy began is in
+ * one of its buckets) while writers go on: shmf_cuckoo_copy() holds the
+ * relocation lock only at its start and end, and writers log what their
+ * moves change meanwhile. A copy that writers cancelled (they relocated
+ * faster than it read their log) is tried again, a few times. */
+static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *err, size_t errlen)
+{
+	const struct shmf_data_map *dm = &m->dm[i];
+	size_t bytes = (size_t)(dm->hdr.nblocks * SHMF_BLOCK_BYTES);
+	void *dst = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (dst == MAP_FAILED)
+		return errmsg(err, errlen, -errno, "filter '%s': no memory for a copy of %zu bytes: %s", name, bytes,
+			      strerror(errno));
+	m->copy[i] = dst;
+	struct shmf_cuckoo_lock lock;
+	shmf_cuckoo_lock_init(&lock, dm->hdr.lock_timeout_ms);
+	struct shmf_cuckoo_geom g = {
+		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
+		.nbuckets = dm->hdr.nbuckets,
+		.seed = dm->hdr.seed,
+		.fp_bits = dm->hdr.k,
+		.max_kicks = dm->hdr.max_kicks,
+		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
+		.lock = &lock,
+		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
+	};
+	int rc = -EAGAIN;
+	for (int tries = 0; tries < 5 && rc == -EAGAIN; tries++)
+		rc = shmf_cuckoo_copy(&g, dst, bytes);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': cannot copy generation %" PRIu64 ": %s", name,
+			      dm->hdr.generation,
+			      rc == -EAGAIN ? "writers kept relocating faster than the copy read their log"
+					    : shmf_strerror(rc));
 	return 0;
 }
 
@@ -95,14 +109,18 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	int rc = registry_slot_copy(r, name, &copy, err, errlen);
 	if (rc < 0)
 		return rc;
-	/* Cuckoo: no fingerprint moves while the copy is taken (the writer
-	 * lock of every generation is held), so every key stored before it
-	 * began is in one of its buckets in the copy. Bloom bits only ever get
-	 * set, so a copy taken while adds go on holds every key whose add
-	 * returned before it began. */
+	/* Cuckoo: each generation copied consistently first (copy_cuckoo), so
+	 * every key stored before the snapshot began is in one of its buckets
+	 * in the file. Bloom bits only ever get set, so a copy taken while
+	 * adds go on holds every key whose add returned before it began. */
 	struct ring_maps m;
 	if ((rc = ring_take(r, &copy, &m, err, errlen)) < 0)
 		return rc;
+	for (unsigned i = 0; i < m.n; i++)
+		if (m.dm[i].hdr.type == SHMF_TYPE_CUCKOO && (rc = copy_cuckoo(&m, i, name, err, errlen)) < 0) {
+			ring_release(&m);
+			return rc;
+		}
 
 	/* The shape and seed as the newest generation's data header has them,
 	 * the name and window as the slot does. */
@@ -120,7 +138,7 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	struct snap_source src = { .nsections = m.n };
 	snapshot_header_fill(&src.hdr, &spec, &g, dh->seed, copy.created_epoch, (uint64_t)time(NULL));
 	for (unsigned i = 0; i < m.n; i++) {
-		src.payload[i] = m.dm[i].blocks;
+		src.payload[i] = m.copy[i] != NULL ? m.copy[i] : (const void *)m.dm[i].blocks;
 		src.sec[i] = (struct shmf_snap_section){
 			.generation = m.dm[i].hdr.generation,
 			.created_epoch = copy.live_created[i],
@@ -165,10 +183,12 @@ static int fill_from(struct snap_file *sf, unsigned sec, struct shmf_data_map *d
 	atomic_store_explicit(&dm->counters[0].items, sf->sec[sec].items, memory_order_relaxed);
 	atomic_store_explicit(&dm->counters[0].deletes, sf->sec[sec].deletes, memory_order_relaxed);
 	if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
-		/* The copy was taken under the writer lock, so no move was open;
-		 * make sure of it rather than trust the file (an odd version
-		 * would send every reader to the locked fallback). */
+		/* A copy has no move open and its lock free; make sure of it
+		 * rather than trust the file (an odd version would send readers
+		 * to their slow read, a held lock word every writer to its
+		 * timeout). */
 		struct shmf_cuckoo_meta *m = (struct shmf_cuckoo_meta *)dm->blocks;
+		memset(&m->lock, 0, sizeof(m->lock));
 		atomic_store_explicit(&m->moving, 0, memory_order_relaxed);
 		for (unsigned i = 0; i < SHMF_CUCKOO_STRIPES; i++)
 			atomic_store_explicit(&m->version[i], 0, memory_order_relaxed);

@@ -6,10 +6,9 @@
  * public calls, in test-cuckoo-handle.)
  *
  * The table lives in a file under /dev/shm mapped MAP_SHARED, as a data
- * segment does. Forked processes use the table as they inherited it: the
- * lock reopens the file in a child on its first locked call (an OFD lock
- * belongs to one open file description, which fork() shares); the killed
- * lock holder test fails if it does not.
+ * segment does, and its snapshot log in a shared anonymous mapping (a data
+ * segment keeps it in its header page). Forked processes use the table as
+ * they inherited it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuckoo.h"
@@ -32,6 +32,7 @@
 
 struct table {
 	char path[64];
+	int fd;
 	size_t len;
 	void *base;
 	struct shmf_cuckoo_lock lock;
@@ -43,7 +44,7 @@ static void table_open(struct table *t, uint64_t capacity, double fpr)
 	struct shmf_cuckoo_params p;
 	assert_int_equal(shmf_cuckoo_size(capacity, fpr, 1, &p), 0);
 	snprintf(t->path, sizeof(t->path), "/dev/shm/shmf-test-cuckoo.%d", (int)getpid());
-	int fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
 	t->len = sizeof(struct shmf_cuckoo_meta) + p.table_bytes;
 	assert_int_equal(ftruncate(fd, (off_t)t->len), 0);
@@ -57,16 +58,24 @@ static void table_open(struct table *t, uint64_t capacity, double fpr)
 		.max_kicks = SHMF_CUCKOO_MAX_KICKS,
 		.meta = t->base,
 		.lock = &t->lock,
+		.cow = fixture_shared_map(sizeof(struct shmf_cuckoo_cow)),
 	};
-	shmf_cuckoo_lock_init(&t->lock, fd);
+	shmf_cuckoo_lock_init(&t->lock, 0);
 }
 
 static void table_close(struct table *t)
 {
 	munmap(t->base, t->len);
-	shmf_cuckoo_lock_fini(&t->lock);
-	close(t->lock.file_fd);
+	munmap(t->g.cow, sizeof(struct shmf_cuckoo_cow));
+	close(t->fd);
 	unlink(t->path);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static struct shmf_cuckoo_key key(const struct table *t, unsigned family, uint64_t i)
@@ -395,9 +404,8 @@ static void test_lock_holder_killed(void **state)
 	table_open(&t, 20000, 0.01);
 	uint64_t n = fill_until_full_buckets(&t, 9);
 
-	/* 1. A process holding the lock is killed: the kernel drops its lock,
-	 * so a writer that needs it gets it at once (F_OFD_SETLK, which never
-	 * waits, succeeds). */
+	/* 1. A process holding the lock is killed: the kernel marks the lock
+	 * word (robust list), so a writer that needs it gets it at once. */
 	int ready[2];
 	assert_int_equal(pipe(ready), 0);
 	pid_t pid = fork();
@@ -411,18 +419,21 @@ static void test_lock_holder_killed(void **state)
 	}
 	char c;
 	assert_int_equal(read(ready[0], &c, 1), 1);
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), -1); /* held by the child */
+	assert_true(shmf_cuckoo_lock_held(t.g.meta));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), 0); /* first attempt */
-	fl.l_type = F_UNLCK;
-	assert_int_equal(fcntl(t.lock.file_fd, F_OFD_SETLK, &fl), 0);
+	assert_false(shmf_cuckoo_lock_held(t.g.meta)); /* the kernel cleared the holder */
+	uint64_t t0 = now_ms();
+	assert_int_equal(shmf_cuckoo_lock(&t.g), 0);
+	assert_true(now_ms() - t0 < 100); /* at once, not after the timeout */
+	assert_true(shmf_cuckoo_lock_held(t.g.meta));
+	shmf_cuckoo_unlock(&t.g);
+	assert_false(shmf_cuckoo_lock_held(t.g.meta));
 
 	/* 2. A writer killed between copying a fingerprint to its new bucket
 	 * and clearing the old one: the version window stays open, readers
-	 * still answer (from the locked fallback), the next writer closes the
-	 * window, and no key is lost. */
+	 * still answer (the read one move cannot fool), the next writer closes
+	 * the window, and no key is lost. */
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {

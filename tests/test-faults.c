@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "cuckoo.h"
 #include "fixture.h"
 #include "periodic.h"
 #include "rundir.h"
@@ -146,11 +147,11 @@ static void assert_lock_free(const char *name)
 	assert_true(slot >= 0);
 	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
 	fixture_path(&fx, fname, path, sizeof(path));
-	int fd = open(path, O_RDWR);
+	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-	assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
-	assert_int_equal(fl.l_type, F_UNLCK);
+	struct shmf_cuckoo_meta meta;
+	assert_int_equal(pread(fd, &meta, sizeof(meta), SHMF_DATA_BLOCKS_OFF), (ssize_t)sizeof(meta));
+	assert_false(shmf_cuckoo_lock_held(&meta));
 	close(fd);
 }
 

@@ -199,9 +199,10 @@ static void test_threads_survive_remaps(void **state)
 static void test_strerror(void **state)
 {
 	(void)state;
-	const int codes[] = { SHMF_E_NOTFOUND, SHMF_E_FORMAT, SHMF_E_VERSION, SHMF_E_LAYOUT, SHMF_E_OWNER,
-			      SHMF_E_READONLY, SHMF_E_TYPE,   SHMF_E_FULL,    SHMF_E_INVAL,  SHMF_E_NAME,
-			      SHMF_E_EXISTS,   SHMF_E_RUNDIR, SHMF_E_DROPPED, SHMF_E_TOOBIG, SHMF_E_PROTO };
+	const int codes[] = { SHMF_E_NOTFOUND, SHMF_E_FORMAT,   SHMF_E_VERSION, SHMF_E_LAYOUT,
+			      SHMF_E_OWNER,    SHMF_E_READONLY, SHMF_E_TYPE,    SHMF_E_FULL,
+			      SHMF_E_INVAL,    SHMF_E_NAME,     SHMF_E_EXISTS,  SHMF_E_RUNDIR,
+			      SHMF_E_DROPPED,  SHMF_E_TOOBIG,   SHMF_E_PROTO,   SHMF_E_BUSY };
 	const unsigned n = sizeof(codes) / sizeof(codes[0]);
 	for (unsigned i = 0; i < n; i++) {
 		assert_true(codes[i] >= SHMF_E_FIRST && codes[i] <= SHMF_E_LAST);

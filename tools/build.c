@@ -101,7 +101,7 @@ static int table_init(struct table *t, int type, uint64_t capacity, double fpr, 
 		t->payload = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->memfd, 0);
 		if (t->payload == MAP_FAILED)
 			return -errno;
-		shmf_cuckoo_lock_init(&t->lock, t->memfd);
+		shmf_cuckoo_lock_init(&t->lock, 0);
 		t->cuckoo = (struct shmf_cuckoo_geom){
 			.buckets = (char *)t->payload + sizeof(struct shmf_cuckoo_meta),
 			.nbuckets = t->g.nbuckets,
