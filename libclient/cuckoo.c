@@ -13,15 +13,6 @@
 
 #include "cuckoo.h"
 
-/* Test builds (SHMF_TEST_HOOKS) can stall a reader between its two bucket
- * loads and a relocation between its copy and its clear (cuckoo.h), to
- * widen the windows in which a move could fool a reader or be caught by
- * a kill; other builds have neither the hooks nor a branch on them. */
-#ifdef SHMF_TEST_HOOKS
-void (*shmf_cuckoo_read_hook)(void);
-void (*shmf_cuckoo_move_hook)(void);
-#endif
-
 /* Reads that race a move this many times fall back to count_stable(),
  * which gives up checking the versions after STABLE_TRIES (backing off,
  * about 40 ms in all). */
@@ -30,6 +21,21 @@ void (*shmf_cuckoo_move_hook)(void);
 /* Relocation paths that a concurrent writer spoilt before we could use
  * them: after this many the filter is, for this caller, full. */
 #define PATH_TRIES 32
+
+/* Test builds (SHMF_TEST_HOOKS) can stall a reader between its bucket
+ * loads and a relocation between its copy and its clear (cuckoo.h), to
+ * widen the windows in which a move could fool a reader or be caught by
+ * a kill, and send every count to its slow read; other builds have
+ * neither the hooks nor a branch on them. */
+#ifdef SHMF_TEST_HOOKS
+void (*shmf_cuckoo_read_hook)(void);
+void (*shmf_cuckoo_move_hook)(void);
+void (*shmf_cuckoo_copy_hook)(void);
+unsigned shmf_cuckoo_read_tries = READ_TRIES;
+#define FAST_TRIES shmf_cuckoo_read_tries
+#else
+#define FAST_TRIES READ_TRIES
+#endif
 
 /* ---- Sizing ------------------------------------------------------------ */
 
@@ -407,7 +413,9 @@ static int count_stable(const struct shmf_cuckoo_geom *g, const struct shmf_cuck
 	(w == 16 ? atomic_load_explicit(b64 + (i), memory_order_acquire) \
 		 : (uint64_t)atomic_load_explicit(b32 + (i), memory_order_acquire))
 	uint64_t a = LOAD(k->i1);
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
 	uint64_t b = k->i2 != k->i1 ? LOAD(k->i2) : 0;
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
 	uint64_t a2 = LOAD(k->i1);
 #undef LOAD
 	atomic_thread_fence(memory_order_acquire);
@@ -436,7 +444,7 @@ static void backoff(unsigned t)
 
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	for (int t = 0; t < READ_TRIES; t++) {
+	for (unsigned t = 0; t < FAST_TRIES; t++) {
 		int n = shmf_cuckoo_count_try(g, k);
 		if (n >= 0)
 			return n;
@@ -777,6 +785,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 	for (uint64_t off = 0; off < table && r == 0; off += COPY_PIECE) {
 		uint64_t len = table - off < COPY_PIECE ? table - off : COPY_PIECE;
 		memcpy(out + off, src + off, len);
+		SHMF_TEST_HOOK(shmf_cuckoo_copy_hook);
 		r = drain(g, &log);
 	}
 

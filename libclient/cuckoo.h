@@ -249,6 +249,12 @@ extern void (*shmf_cuckoo_read_hook)(void);
 /* Test builds only: called by a relocation between writing a fingerprint
  * into its new bucket and clearing the old one. */
 extern void (*shmf_cuckoo_move_hook)(void);
+/* Test builds only: called by shmf_cuckoo_copy() after each piece it
+ * copied without the lock. */
+extern void (*shmf_cuckoo_copy_hook)(void);
+/* Test builds only: the quick tries shmf_cuckoo_count() makes before its
+ * read that one move cannot fool (64; 0 sends every count there). */
+extern unsigned shmf_cuckoo_read_tries;
 /* Call test hook @p h if a test has set it; nothing at all in other builds. */
 #define SHMF_TEST_HOOK(h)        \
 	do {                     \

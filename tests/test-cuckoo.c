@@ -16,12 +16,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -347,8 +350,12 @@ static void test_no_false_negatives_under_churn(void **state)
 			}
 			_exit(0);
 		}
-		/* Reader: sweep the stable keys until the writers are done. */
+		/* Reader: sweep the stable keys until the writers are done. The
+		 * second reader counts only with the read that one move cannot
+		 * fool (which every count falls back to). */
 		shmf_cuckoo_read_hook = stall_reads;
+		if (p == 5)
+			shmf_cuckoo_read_tries = 0;
 		while (!atomic_load(&sh->writers_done)) {
 			for (uint64_t i = 0; i < stable; i++) {
 				struct shmf_cuckoo_key k = key(&t, 8, i);
@@ -471,6 +478,257 @@ static void test_lock_holder_killed(void **state)
 	table_close(&t);
 }
 
+static void stop_mid_move(void)
+{
+	raise(SIGSTOP);
+}
+
+/* Fork a writer that takes the lock (with @p mid_move: that relocates, and
+ * stops in the middle of a move) and stops itself there. @return its pid,
+ * stopped. */
+static pid_t stopped_holder(struct table *t, int mid_move)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (!mid_move) {
+			if (shmf_cuckoo_lock(&t->g) != 0)
+				_exit(2);
+			raise(SIGSTOP);
+			shmf_cuckoo_unlock(&t->g);
+			_exit(0);
+		}
+		shmf_cuckoo_move_hook = stop_mid_move;
+		for (uint64_t i = 0;; i++) {
+			struct shmf_cuckoo_key k = key(t, 12, i);
+			if (shmf_cuckoo_add(&t->g, &k) != 0)
+				_exit(3);
+			if (atomic_load(&t->g.meta->moves) > 0 && !mid_move)
+				_exit(0);
+		}
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	if (!WIFSTOPPED(st))
+		fail_msg("the lock holder ended (status %#x) instead of stopping", st);
+	return pid;
+}
+
+/* Every key of @p family below @p n is found, by checks that do not wait
+ * for the lock: @return the milliseconds they took. */
+static uint64_t all_found(const struct table *t, unsigned family, uint64_t n, const char *what)
+{
+	uint64_t t0 = now_ms();
+	for (uint64_t i = 0; i < n; i++) {
+		struct shmf_cuckoo_key k = key(t, family, i);
+		if (shmf_cuckoo_count(&t->g, &k) < 1)
+			fail_msg("key %llu not found %s", (unsigned long long)i, what);
+	}
+	return now_ms() - t0;
+}
+
+/* A locked call answers SHMF_E_BUSY after the lock's timeout, not before
+ * and not much later. */
+static void assert_busy_in_time(struct table *t, unsigned family, const char *what)
+{
+	struct shmf_cuckoo_key k = key(t, family, 0);
+	uint64_t t0 = now_ms();
+	int r = shmf_cuckoo_add_capped(&t->g, &k, 1);
+	uint64_t ms = now_ms() - t0;
+	if (r != SHMF_E_BUSY || ms < t->lock.timeout_ms || ms > t->lock.timeout_ms + 2000)
+		fail_msg("%s: a capped add answered %d after %llu ms (SHMF_E_BUSY after %u ms expected)", what, r,
+			 (unsigned long long)ms, t->lock.timeout_ms);
+}
+
+/* A holder that is stopped (SIGSTOP), holding the lock or in the middle of
+ * a move: writers that need the lock get SHMF_E_BUSY after the timeout,
+ * checks are not held up, and when the holder goes on (or is killed)
+ * everything does. */
+static void test_lock_holder_stopped(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	t.lock.timeout_ms = 200;
+	uint64_t n = fill_until_full_buckets(&t, 13);
+
+	/* 1. Stopped holding the lock. */
+	pid_t pid = stopped_holder(&t, 0);
+	assert_true(shmf_cuckoo_lock_held(t.g.meta));
+	uint64_t ms = all_found(&t, 13, n, "while a lock holder is stopped");
+	assert_busy_in_time(&t, 14, "lock holder stopped");
+	kill(pid, SIGCONT);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(shmf_cuckoo_lock(&t.g), 0);
+	shmf_cuckoo_unlock(&t.g);
+	printf("holder stopped: %llu checks in %llu ms, a capped add SHMF_E_BUSY after %u ms\n", (unsigned long long)n,
+	       (unsigned long long)ms, t.lock.timeout_ms);
+
+	/* 2. Stopped in the middle of a move: its window stays open, checks
+	 * of the keys on its two stripes use the read one move cannot fool
+	 * (its holder is alive, so the window is no stale one). */
+	pid = stopped_holder(&t, 1);
+	uint64_t moving = atomic_load(&t.g.meta->moving);
+	assert_true(moving != 0);
+	ms = all_found(&t, 13, n, "while a writer is stopped mid-move");
+	assert_busy_in_time(&t, 15, "stopped mid-move");
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(shmf_cuckoo_lock(&t.g), 0);
+	assert_int_equal(atomic_load(&t.g.meta->moving), 0);
+	shmf_cuckoo_unlock(&t.g);
+	all_found(&t, 13, n, "after the writer stopped mid-move was killed");
+	printf("writer stopped mid-move on stripes %llu and %llu: %llu checks in %llu ms\n",
+	       (unsigned long long)(moving & 0xffffffffu) - 1, (unsigned long long)(moving >> 32) - 1,
+	       (unsigned long long)n, (unsigned long long)ms);
+	table_close(&t);
+}
+
+/* Stop this process the first time it is called. */
+static void stop_once(void)
+{
+	static int stopped;
+	if (!stopped++)
+		raise(SIGSTOP);
+}
+
+/* The image a copy made, as a table to look keys up in. */
+static struct shmf_cuckoo_geom image_of(const struct table *t, void *img)
+{
+	struct shmf_cuckoo_geom g = t->g;
+	g.meta = img;
+	g.buckets = (char *)img + sizeof(struct shmf_cuckoo_meta);
+	g.cow = NULL;
+	return g;
+}
+
+/*
+ * shmf_cuckoo_copy() while 2 writers add and delete at 90-95% load (moves
+ * all the time): every key stored before the copy began is in the image,
+ * once (the stable keys are each added once; the image counts no more
+ * copies of one than the table has once the writers stopped, give or take
+ * keys of the churn that share its fingerprint and buckets). A copier that
+ * stops in the middle holds no writer up: the writers cancel its copy
+ * after a few milliseconds without room in the log.
+ */
+static void test_copy_while_moving(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 200000, 0.01);
+	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 2;
+	for (uint64_t i = 0; i < stable; i++) {
+		struct shmf_cuckoo_key k = key(&t, 16, i);
+		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+	}
+	_Atomic int *stop = fixture_shared_map(sizeof(*stop));
+	pid_t pids[2];
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		assert_true(pids[p] >= 0);
+		if (pids[p] != 0)
+			continue;
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failing test ends its writers too */
+		unsigned family = 17 + (unsigned)p;
+		for (uint64_t i = 0; i < churn; i++) {
+			struct shmf_cuckoo_key k = key(&t, family, i);
+			if (shmf_cuckoo_add(&t.g, &k) != 0)
+				_exit(2);
+		}
+		for (uint64_t round = 0; !atomic_load(stop); round++) {
+			for (uint64_t i = round & 1; i < churn; i += 2) {
+				struct shmf_cuckoo_key k = key(&t, family, i);
+				if (shmf_cuckoo_del(&t.g, &k) != 1)
+					_exit(3);
+			}
+			for (uint64_t i = round & 1; i < churn; i += 2) {
+				struct shmf_cuckoo_key k = key(&t, family, i);
+				if (shmf_cuckoo_add(&t.g, &k) != 0)
+					_exit(4);
+			}
+		}
+		_exit(0);
+	}
+	void *img = malloc(t.len);
+	assert_non_null(img);
+	unsigned copies = 0, cancelled = 0;
+	uint64_t moves0 = atomic_load(&t.g.meta->moves), most = 0;
+	while (copies < 10) {
+		uint64_t m0 = atomic_load(&t.g.meta->moves);
+		int r = shmf_cuckoo_copy(&t.g, img, t.len);
+		if (r == -EAGAIN) {
+			cancelled++;
+			assert_true(cancelled < 100);
+			continue;
+		}
+		assert_int_equal(r, 0);
+		copies++;
+		uint64_t during = atomic_load(&t.g.meta->moves) - m0;
+		most = during > most ? during : most;
+		struct shmf_cuckoo_geom g = image_of(&t, img);
+		assert_int_equal(atomic_load(&g.meta->moving), 0);
+		assert_false(shmf_cuckoo_lock_held(g.meta));
+		for (uint64_t i = 0; i < stable; i++) {
+			struct shmf_cuckoo_key k = key(&t, 16, i);
+			if (shmf_cuckoo_count(&g, &k) < 1)
+				fail_msg("copy %u: stable key %llu missing from the image (%llu moves during the copy)",
+					 copies, (unsigned long long)i, (unsigned long long)during);
+		}
+	}
+	/* 3. The copier stopped in the middle: writers go on. */
+	uint64_t worst_ns = 0;
+	{
+		pid_t copier = fork();
+		assert_true(copier >= 0);
+		if (copier == 0) {
+			shmf_cuckoo_copy_hook = stop_once;
+			int r = shmf_cuckoo_copy(&t.g, img, t.len);
+			_exit(r == -EAGAIN ? 0 : r == 0 ? 5 : 6);
+		}
+		int st;
+		assert_int_equal(waitpid(copier, &st, WUNTRACED), copier);
+		assert_true(WIFSTOPPED(st));
+		assert_true(atomic_load(&t.g.cow->active) != 0);
+		/* This process adds at high load too, timing each add. */
+		for (uint64_t i = 0; i < 20000; i++) {
+			struct shmf_cuckoo_key k = key(&t, 19, i);
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			int r = shmf_cuckoo_add(&t.g, &k);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			assert_true(r == 0 || r == SHMF_E_FULL);
+			uint64_t ns = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec));
+			worst_ns = ns > worst_ns ? ns : worst_ns;
+			if (r == 0 && shmf_cuckoo_del(&t.g, &k) != 1)
+				fail_msg("key 19/%llu added, then not found by its delete", (unsigned long long)i);
+		}
+		assert_int_equal(atomic_load(&t.g.cow->active), 0); /* the writers cancelled the copy */
+		kill(copier, SIGCONT);
+		assert_int_equal(waitpid(copier, &st, 0), copier);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("the stopped copier's copy was not cancelled (status %#x)", st);
+	}
+	atomic_store(stop, 1);
+	for (int p = 0; p < 2; p++) {
+		int st;
+		assert_int_equal(waitpid(pids[p], &st, 0), pids[p]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("writer %d: status %#x", p, st);
+	}
+	printf("%u consistent copies (%u cancelled and tried again) while writers made %llu moves, up to %llu "
+	       "during one copy; with the copier stopped, the slowest add took %.1f ms\n",
+	       copies, cancelled, (unsigned long long)(atomic_load(&t.g.meta->moves) - moves0),
+	       (unsigned long long)most, (double)worst_ns / 1e6);
+	assert_true(most > 100);
+	if (worst_ns > 200 * 1000000u)
+		fail_msg("an add waited %.1f ms for a stopped copier (the log wait is 5 ms)", (double)worst_ns / 1e6);
+	free(img);
+	munmap((void *)stop, sizeof(*stop));
+	table_close(&t);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -481,7 +739,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_delete_and_count),
 		cmocka_unit_test(test_no_false_negatives_under_churn),
 		cmocka_unit_test(test_lock_holder_killed),
+		cmocka_unit_test(test_lock_holder_stopped),
+		cmocka_unit_test(test_copy_while_moving),
 	};
-	const char *const names[] = { "sizing", "small", "load_fpr", "full", "delete", "churn", "killed" };
+	const char *const names[] = { "sizing", "small",  "load_fpr", "full", "delete",
+				      "churn",  "killed", "stopped",  "copy" };
 	return fixture_run(argc, argv, all, names);
 }
