@@ -13,15 +13,20 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuckoo.h"
 #include "fixture.h"
+#include "rundir.h"
 
 static struct fixture fx;
 
@@ -228,9 +233,10 @@ static void test_threads_share_a_handle(void **state)
 /*
  * A handle opened before fork() and used by parent and child: while the
  * parent holds the relocation lock (stopped mid-move by the test hook),
- * the child's capped add through the inherited handle must wait for it.
- * Without a lock descriptor of its own the child would share the parent's
- * open file description, and with it the lock, and go straight through.
+ * the child's capped add through the inherited handle must wait for it:
+ * the child takes the lock as a thread of its own (its own id in the lock
+ * word, its own robust list), not as the parent's thread it was copied
+ * from.
  */
 static int go_fd = -1, done_fd = -1, child_overtook = -1;
 
@@ -280,6 +286,107 @@ static void test_handle_shared_across_fork(void **state)
 	shmf_close(f);
 }
 
+/* Capped adds of @p n new keys of @p family in a forked process (another
+ * process, as in the issue): @return the nanoseconds they took, or 0 if
+ * one failed. */
+static uint64_t capped_adds_elsewhere(const char *name, unsigned family, uint64_t n)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		shmf_t *f;
+		uint64_t ns = 0;
+		if (shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &f) == 0) {
+			char key[32];
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			uint64_t i;
+			/* Counts above 0: another key's fingerprint in the same
+			 * buckets (the filter's false positives). */
+			for (i = 0; i < n; i++)
+				if (shmf_add_capped(f, key, fixture_key(key, family, i), 4) < 0)
+					break;
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			if (i == n)
+				ns = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec));
+			shmf_close(f);
+		}
+		_exit(write(fds[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+	}
+	uint64_t ns = 0;
+	assert_int_equal(read(fds[0], &ns, sizeof(ns)), (ssize_t)sizeof(ns));
+	fixture_reap(pid);
+	close(fds[0]);
+	close(fds[1]);
+	return ns;
+}
+
+/*
+ * The issue's attack: a process that may only read the filter opens its
+ * data file O_RDONLY, takes F_OFD_SETLK F_RDLCK over the whole of it and
+ * keeps it. Writers take no file lock any more: capped adds in another
+ * process go at the speed they had without it, and a snapshot of the
+ * filter (the daemon's code) completes.
+ */
+static void test_reader_file_lock(void **state)
+{
+	(void)state;
+	fixture_filter(&fx, "rl", SHMF_TYPE_CUCKOO, 200000, 0.01);
+	char fname[128], path[600], snap[600], err[REGISTRY_ERR_MAX];
+	int slot = registry_find(&fx.reg, "rl");
+	assert_true(slot >= 0);
+	shmf_data_filename("rl", atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
+	fixture_path(&fx, fname, path, sizeof(path));
+	fixture_path(&fx, "rl.snap", snap, sizeof(snap));
+	const uint64_t n = 20000;
+	uint64_t before = capped_adds_elsewhere("rl", 40, n);
+	assert_true(before > 0);
+
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t reader = fork();
+	assert_true(reader >= 0);
+	if (reader == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(path, O_RDONLY);
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+		if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0)
+			_exit(2);
+		(void)!write(ready[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	alarm(60); /* a writer blocked by the reader's lock fails the test instead of hanging it */
+	uint64_t during = capped_adds_elsewhere("rl", 41, n);
+	assert_true(during > 0);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(registry_snapshot(&fx.reg, "rl", snap, NULL, err, sizeof(err)), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	alarm(0);
+	double snap_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	kill(reader, SIGKILL);
+	waitpid(reader, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	printf("capped adds in another process: %.0f ns each before a reader locked the data file, %.0f ns while it "
+	       "held the lock; a snapshot meanwhile took %.1f ms\n",
+	       (double)before / (double)n, (double)during / (double)n, snap_ms);
+	/* The same speed, give or take a noisy machine; the old file lock made
+	 * them wait for as long as the reader liked. */
+	assert_true(during < 4 * before + 200000000u);
+	assert_true(snap_ms < 5000);
+	shmf_t *f = fixture_open("rl", SHMF_RDONLY);
+	char key[32];
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(shmf_check(f, key, fixture_key(key, 41, i)), 1);
+	shmf_close(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -288,7 +395,8 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_batches_fill_up, fx),
 		fixture_unit_test(test_threads_share_a_handle, fx),
 		fixture_unit_test(test_handle_shared_across_fork, fx),
+		fixture_unit_test(test_reader_file_lock, fx),
 	};
-	const char *const names[] = { "cap", "calls", "batches", "threads", "fork" };
+	const char *const names[] = { "cap", "calls", "batches", "threads", "fork", "reader_lock" };
 	return fixture_run(argc, argv, all, names);
 }
