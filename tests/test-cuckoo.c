@@ -586,6 +586,11 @@ static void test_lock_holder_stopped(void **state)
 	table_close(&t);
 }
 
+static void stall_copy(void)
+{
+	usleep(1000);
+}
+
 /* Stop this process the first time it is called. */
 static void stop_once(void)
 {
@@ -655,6 +660,14 @@ static void test_copy_while_moving(void **state)
 	assert_non_null(img);
 	unsigned copies = 0, cancelled = 0;
 	uint64_t moves0 = atomic_load(&t.g.meta->moves), most = 0;
+	/* Copy once the writers relocate, a millisecond per piece: moves then
+	 * run during every copy. */
+	for (unsigned ms = 0; atomic_load(&t.g.meta->moves) - moves0 < 10000; ms++) {
+		if (ms > 60000)
+			fail_msg("the writers made no 10,000 moves in a minute");
+		usleep(1000);
+	}
+	shmf_cuckoo_copy_hook = stall_copy;
 	while (copies < 10) {
 		uint64_t m0 = atomic_load(&t.g.meta->moves);
 		int r = shmf_cuckoo_copy(&t.g, img, t.len);
@@ -677,7 +690,8 @@ static void test_copy_while_moving(void **state)
 					 copies, (unsigned long long)i, (unsigned long long)during);
 		}
 	}
-	/* 3. The copier stopped in the middle: writers go on. */
+	shmf_cuckoo_copy_hook = NULL;
+	/* The copier stopped in the middle: writers go on. */
 	uint64_t worst_ns = 0;
 	{
 		pid_t copier = fork();
