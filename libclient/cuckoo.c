@@ -163,7 +163,7 @@ static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cu
 
 /* Spins on a held lock before sleeping: most holders (a capped add) keep
  * it for tens of nanoseconds. */
-#define LOCK_SPINS 200
+#define LOCK_SPINS 100
 
 /* Bumped in the child of every fork(): a thread's cached id and robust
  * list are from an older generation there. */
@@ -270,7 +270,10 @@ static __attribute__((noinline)) int lock_wait(struct shmf_cuckoo_lockword *lw, 
 			continue;
 		}
 		if (spin < LOCK_SPINS) {
-			__builtin_ia32_pause();
+			/* Look less often the longer it stays held: every look
+			 * takes the line from the holder, who writes it too. */
+			for (unsigned i = 0; i < (1u << (spin < 6 ? spin : 6)); i++)
+				__builtin_ia32_pause();
 			continue;
 		}
 		if (deadline == 0)
@@ -493,7 +496,9 @@ static void window_close_locked(const struct shmf_cuckoo_geom *g, uint64_t a, ui
 	if (sb != sa)
 		atomic_store_explicit(sb, atomic_load_explicit(sb, memory_order_relaxed) + 1, memory_order_release);
 	atomic_store_explicit(&g->meta->moving, 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->meta->moves, 1, memory_order_relaxed);
+	/* Only the lock holder writes it: no read-modify-write needed. */
+	atomic_store_explicit(&g->meta->moves, atomic_load_explicit(&g->meta->moves, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
 
 /* ---- The snapshot log (lock held) -------------------------------------- */
