@@ -21,6 +21,7 @@ struct filter_spec {
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0 for the default (1 s) */
 	uint64_t window_secs; /* time window: seconds per generation, 0: none */
 	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */

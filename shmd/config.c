@@ -198,6 +198,12 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 		if (spec_parse_kicks(value, &f->max_kicks) < 0)
 			return bad(ps, "max_kicks '%s': must be an integer from 1 to %u", value,
 				   SHMF_CUCKOO_KICKS_LIMIT);
+	} else if (!strcmp(name, "lock_timeout_ms")) {
+		uint64_t ms;
+		if (spec_parse_capacity(value, &ms) < 0 || ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
+			return bad(ps, "lock_timeout_ms '%s': must be an integer from 1 to %u", value,
+				   SHMF_CUCKOO_LOCK_TIMEOUT_MAX);
+		f->lock_timeout_ms = (uint32_t)ms;
 	} else if (!strcmp(name, "capacity")) {
 		if (spec_parse_capacity(value, &f->capacity) < 0)
 			return bad(ps, "capacity '%s': must be a positive integer", value);

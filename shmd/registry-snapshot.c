@@ -283,6 +283,7 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		struct shmf_geometry cg;
 		registry_spec_of(r, s, &cur, &cg);
 		spec.mode = cur.mode;
+		spec.lock_timeout_ms = spec.type == SHMF_TYPE_CUCKOO ? cur.lock_timeout_ms : 0;
 		old.n = s->nlive;
 		memcpy(old.gen, s->live, sizeof(old.gen));
 	} else if ((slot = free_slot(r)) < 0) {

@@ -289,6 +289,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	h.nblocks = p->nblocks;
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
+	h.lock_timeout_ms = spec->type == SHMF_TYPE_CUCKOO ? spec->lock_timeout_ms : 0;
 	h.seed = seed;
 	h.generation = gen;
 	h.capacity = spec->capacity;
@@ -365,6 +366,12 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (spec->max_kicks != 0 && spec->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks applies to cuckoo filters only",
 			      spec->name);
+	if (spec->lock_timeout_ms != 0 && spec->type != SHMF_TYPE_CUCKOO)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': lock timeout applies to cuckoo filters only",
+			      spec->name);
+	if (spec->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': lock timeout %u ms is above the limit of %u",
+			      spec->name, spec->lock_timeout_ms, SHMF_CUCKOO_LOCK_TIMEOUT_MAX);
 	if ((spec->window_secs == 0) != (spec->window_gens == 0) || spec->window_gens > SHMF_WINDOW_MAX)
 		return errmsg(err, errlen, SHMF_E_INVAL,
 			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64
@@ -541,6 +548,14 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 	if (shmf_data_filename(s->name, s->live[0], fname, sizeof(fname)) == 0 &&
 	    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		spec->mode = st.st_mode & 0777;
+	/* The relocation lock's timeout, as the newest generation has it. */
+	struct shmf_data_header h;
+	int fd = s->type == SHMF_TYPE_CUCKOO ? openat(r->dir.fd, fname, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    h.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
+		spec->lock_timeout_ms = h.lock_timeout_ms;
+	if (fd >= 0)
+		close(fd);
 	*g = (struct shmf_geometry){
 		.type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets, .data_bytes = s->data_bytes
 	};

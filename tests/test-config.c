@@ -67,6 +67,7 @@ static void test_full_file(void **state)
 			    "type = cuckoo\n"
 			    "capacity = 1000\n"
 			    "max_kicks = 800\n"
+			    "lock_timeout_ms = 250\n"
 			    "snapshot_every = 1d\n"
 			    "snapshot_dir = /srv/snaps\n"
 			    "[filter empty]\n";
@@ -108,7 +109,9 @@ static void test_full_file(void **state)
 	assert_int_equal(c.filters[2].type, SHMF_TYPE_CUCKOO);
 	assert_int_equal(c.filters[2].capacity, 1000);
 	assert_int_equal(c.filters[2].max_kicks, 800);
-	assert_string_equal(c.filters[3].name, "empty"); /* an empty section declares a default filter */
+	assert_int_equal(c.filters[2].lock_timeout_ms, 250);
+	assert_int_equal(c.filters[1].lock_timeout_ms, 0); /* the default: 1 s */
+	assert_string_equal(c.filters[3].name, "empty");   /* an empty section declares a default filter */
 	assert_int_equal(c.filters[3].capacity, 1000000);
 	assert_int_equal(c.filters[3].type, SHMF_TYPE_BLOOM);
 
@@ -140,6 +143,10 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\ntype = cuckoo\nmax_kicks = 0\n",
 		  "cfg: [filter x] max_kicks '0': must be an integer from 1 to 1024" },
 		{ "[filter x]\ntype = cuckoo\nmax_kicks = 5000\n", "cfg: [filter x] max_kicks '5000'" },
+		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 0\n",
+		  "cfg: [filter x] lock_timeout_ms '0': must be an integer from 1 to 3600000" },
+		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 3600001\n",
+		  "cfg: [filter x] lock_timeout_ms '3600001'" },
 		{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
 		{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
 		{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },

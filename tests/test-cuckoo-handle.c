@@ -387,6 +387,95 @@ static void test_reader_file_lock(void **state)
 	shmf_close(f);
 }
 
+/* The lock timeout in the data header of filter @p name's newest generation. */
+static uint32_t header_lock_timeout(const char *name)
+{
+	char fname[128], path[600];
+	int slot = registry_find(&fx.reg, name);
+	assert_true(slot >= 0);
+	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
+	fixture_path(&fx, fname, path, sizeof(path));
+	struct shmf_data_header h;
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	return h.lock_timeout_ms;
+}
+
+static void stop_mid_move(void)
+{
+	raise(SIGSTOP);
+}
+
+/*
+ * A filter's lock_timeout_ms (configuration, filter_spec) reaches its data
+ * header, a handle waits that long for a lock held by a stopped writer and
+ * then answers SHMF_E_BUSY, and rotations and swaps keep it. A Bloom
+ * filter with one is refused.
+ */
+static void test_lock_timeout(void **state)
+{
+	(void)state;
+	char err[REGISTRY_ERR_MAX], snap[600];
+	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO,
+				    .capacity = 2000,
+				    .fpr = 0.01,
+				    .mode = 0640,
+				    .lock_timeout_ms = 150,
+				    .window_secs = 3600,
+				    .window_gens = 2 };
+	snprintf(spec.name, sizeof(spec.name), "lt");
+	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	assert_int_equal(header_lock_timeout("lt"), 150);
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		shmf_t *f;
+		if (shmf_open(FIXTURE_INSTANCE, "lt", SHMF_RDWR, &f) < 0)
+			_exit(2);
+		shmf_cuckoo_move_hook = stop_mid_move;
+		char key[32];
+		for (uint64_t i = 0;; i++)
+			if (shmf_add(f, key, fixture_key(key, 50, i)) != 1)
+				_exit(3);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	shmf_t *f = fixture_open("lt", SHMF_RDWR);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(shmf_add_capped(f, "k", 1, 1), SHMF_E_BUSY);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	printf("a capped add waited %.0f ms for a writer stopped mid-move (lock_timeout_ms 150)\n", ms);
+	assert_true(ms >= 150 && ms < 900);
+	assert_int_equal(shmf_check(f, "k", 1), 0); /* checks do not wait */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(shmf_add_capped(f, "k", 1, 1), 0);
+	shmf_close(f);
+
+	fixture_rotate(&fx, "lt");
+	assert_int_equal(header_lock_timeout("lt"), 150);
+	fixture_path(&fx, "lt.snap", snap, sizeof(snap));
+	assert_int_equal(registry_snapshot(&fx.reg, "lt", snap, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, "lt", snap, REGISTRY_SWAP, err, sizeof(err)) >= 0);
+	assert_int_equal(header_lock_timeout("lt"), 150);
+	f = fixture_open("lt", SHMF_RDONLY);
+	assert_int_equal(shmf_check(f, "k", 1), 1);
+	shmf_close(f);
+
+	struct filter_spec bloom = {
+		.type = SHMF_TYPE_BLOOM, .capacity = 2000, .fpr = 0.01, .mode = 0640, .lock_timeout_ms = 150
+	};
+	snprintf(bloom.name, sizeof(bloom.name), "ltb");
+	assert_int_equal(registry_create(&fx.reg, &bloom, err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "lock timeout applies to cuckoo filters only"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -396,7 +485,8 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_threads_share_a_handle, fx),
 		fixture_unit_test(test_handle_shared_across_fork, fx),
 		fixture_unit_test(test_reader_file_lock, fx),
+		fixture_unit_test(test_lock_timeout, fx),
 	};
-	const char *const names[] = { "cap", "calls", "batches", "threads", "fork", "reader_lock" };
+	const char *const names[] = { "cap", "calls", "batches", "threads", "fork", "reader_lock", "lock_timeout" };
 	return fixture_run(argc, argv, all, names);
 }
