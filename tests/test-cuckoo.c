@@ -697,14 +697,14 @@ static void test_copy_while_moving(void **state)
 		pid_t copier = fork();
 		assert_true(copier >= 0);
 		if (copier == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			shmf_cuckoo_copy_hook = stop_once;
 			int r = shmf_cuckoo_copy(&t.g, img, t.len);
 			_exit(r == -EAGAIN ? 0 : r == 0 ? 5 : 6);
 		}
 		int st;
 		assert_int_equal(waitpid(copier, &st, WUNTRACED), copier);
-		assert_true(WIFSTOPPED(st));
-		assert_true(atomic_load(&t.g.cow->active) != 0);
+		assert_true(WIFSTOPPED(st)); /* copying (the churning writers may cancel it already) */
 		/* This process adds at high load too, timing each add. */
 		for (uint64_t i = 0; i < 20000; i++) {
 			struct shmf_cuckoo_key k = key(&t, 19, i);
