@@ -695,7 +695,7 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 
 /* Bytes copied between two looks at the snapshot log: a lock holder waits
  * for room at most about as long as copying this takes. */
-#define COPY_PIECE (64u * 1024u)
+#define COPY_PIECE (32u * 1024u)
 /* Pre-images kept at most (16 bytes each): a copy that writers outrun for
  * that long fails with -ENOMEM rather than take the memory. */
 #define COPY_LOG_MAX (UINT64_C(1) << 26)

@@ -92,7 +92,7 @@ static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *
 		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
 	};
 	int rc = -EAGAIN;
-	for (int tries = 0; tries < 5 && rc == -EAGAIN; tries++)
+	for (int tries = 0; tries < 10 && rc == -EAGAIN; tries++)
 		rc = shmf_cuckoo_copy(&g, dst, bytes);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': cannot copy generation %" PRIu64 ": %s", name,
