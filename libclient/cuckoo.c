@@ -536,26 +536,37 @@ static int cow_room_locked(struct shmf_cuckoo_cow *c, uint64_t head, unsigned n)
 }
 
 /* While a snapshot copies the table, log the words of buckets @p a and
- * @p b before a move changes them (shmf_cuckoo_copy). A copier that makes
- * no room in time loses its copy, not the writer its time. */
+ * @p b before a move changes them (shmf_cuckoo_copy), those the copy has
+ * not passed yet. A copier that makes no room in time loses its copy, not
+ * the writer its time. */
 static void cow_log_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
 	struct shmf_cuckoo_cow *c = g->cow;
 	if (c == NULL || atomic_load_explicit(&c->active, memory_order_relaxed) == 0)
 		return;
+	/* acquire: pairs with the copier's release store after it read the
+	 * buckets below: those reads come before our writes to them. */
+	uint64_t copied = atomic_load_explicit(&c->copied, memory_order_acquire);
+	uint64_t at[2];
+	unsigned n = 0;
+	if (a >= copied)
+		at[n++] = a;
+	if (b >= copied && b != a)
+		at[n++] = b;
+	if (n == 0)
+		return;
 	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
-	if (!cow_room_locked(c, head, 2)) {
+	if (!cow_room_locked(c, head, n)) {
 		atomic_store_explicit(&c->active, 0, memory_order_relaxed);
 		return;
 	}
-	uint64_t at[2] = { a, b };
-	for (unsigned j = 0; j < 2; j++) {
+	for (unsigned j = 0; j < n; j++) {
 		struct shmf_cuckoo_cow_entry *e = &c->entry[(head + j) % SHMF_CUCKOO_COW_ENTRIES];
 		atomic_store_explicit(&e->bucket, at[j], memory_order_relaxed);
 		atomic_store_explicit(&e->word, shmf_cuckoo_bucket_load(g, at[j]), memory_order_relaxed);
 	}
 	/* release: the entries are visible before the copier sees head. */
-	atomic_store_explicit(&c->head, head + 2, memory_order_release);
+	atomic_store_explicit(&c->head, head + n, memory_order_release);
 }
 
 /* Move one fingerprint to its other bucket: copy first, then clear the
@@ -777,19 +788,25 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 	memcpy(m, g->meta, meta_bytes);
 	memset(&m->lock, 0, sizeof(m->lock));
 	atomic_store_explicit(&c->tail, atomic_load_explicit(&c->head, memory_order_relaxed), memory_order_relaxed);
+	atomic_store_explicit(&c->copied, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->active, session, memory_order_relaxed);
 	shmf_cuckoo_unlock(g);
 
-	/* The buckets, without the lock. A bucket that no move touched meanwhile
-	 * changed only by adds and deletes; the others are put back below. A
-	 * torn read of a word (memcpy) mixes old and new only in lanes that
-	 * changed meanwhile: a lock-free add or delete, or a move, logged. */
+	/* The buckets, without the lock. A bucket that no move touched before
+	 * it was read changed only by adds and deletes; the others are put back
+	 * below, each as it was before the first move that touched it (moves
+	 * after it was read need no log: it is copied). A torn read of a word
+	 * (memcpy) mixes old and new only in lanes that changed meanwhile: a
+	 * lock-free add or delete, or a move, logged. */
 	const char *src = (const char *)g->meta + meta_bytes;
 	char *out = (char *)dst + meta_bytes;
 	uint64_t table = bytes - meta_bytes;
 	for (uint64_t off = 0; off < table && r == 0; off += COPY_PIECE) {
 		uint64_t len = table - off < COPY_PIECE ? table - off : COPY_PIECE;
 		memcpy(out + off, src + off, len);
+		/* release: the reads above come before any move that sees this
+		 * and changes a bucket below without logging it. */
+		atomic_store_explicit(&c->copied, (off + len) / width, memory_order_release);
 		SHMF_TEST_HOOK(shmf_cuckoo_copy_hook);
 		r = drain(g, &log);
 	}

@@ -118,7 +118,9 @@ struct shmf_cuckoo_cow_entry {
 struct shmf_cuckoo_cow {
 	_Atomic uint64_t active; /* copier, under the lock: its session while it copies, else 0; a lock
 				    holder that found no room for too long stores 0 (the copy fails) */
-	uint64_t pad0[7];
+	_Atomic uint64_t copied; /* copier (release): buckets below this one are copied, a move need not
+				    log them; lock holders read it (acquire) */
+	uint64_t pad0[6];
 	_Atomic uint64_t head; /* lock holder (release): entries logged; copier reads (acquire) */
 	uint64_t pad1[7];
 	_Atomic uint64_t tail; /* copier (release): entries taken; lock holder reads (acquire) */

@@ -60,7 +60,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_data_header, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, lock),
 		sizeof(struct shmf_cuckoo_lockword), offsetof(struct shmf_cuckoo_lockword, list_next),
 		offsetof(struct shmf_cuckoo_meta, version), SHMF_DATA_COW_OFF, sizeof(struct shmf_cuckoo_cow),
-		offsetof(struct shmf_cuckoo_cow, head), offsetof(struct shmf_cuckoo_cow, tail),
+		offsetof(struct shmf_cuckoo_cow, copied), offsetof(struct shmf_cuckoo_cow, head),
+		offsetof(struct shmf_cuckoo_cow, tail),
 		offsetof(struct shmf_cuckoo_cow, entry), SHMF_CUCKOO_COW_ENTRIES,
 	};
 	// clang-format on
