@@ -715,10 +715,19 @@ struct pre_image {
 	uint64_t bucket, word;
 };
 
+/* In chunks, never moved once written: a drain that copied a growing array
+ * would keep lock holders waiting for room while it did. */
+#define CHUNK_ENTRIES (UINT64_C(1) << 16)
+
 struct pre_images {
-	struct pre_image *v;
-	uint64_t n, cap;
+	struct pre_image *chunk[COPY_LOG_MAX / CHUNK_ENTRIES];
+	uint64_t n;
 };
+
+static struct pre_image *pre_image_at(struct pre_images *log, uint64_t i)
+{
+	return &log->chunk[i / CHUNK_ENTRIES][i % CHUNK_ENTRIES];
+}
 
 /* Take what the lock holders logged. @return 0, SHMF_E_FORMAT (the log's
  * counters or a bucket number are not plausible: overwritten), -ENOMEM. */
@@ -731,16 +740,13 @@ static int drain(const struct shmf_cuckoo_geom *g, struct pre_images *log)
 	if (head - tail > SHMF_CUCKOO_COW_ENTRIES)
 		return SHMF_E_FORMAT;
 	for (; tail != head; tail++) {
-		if (log->n == log->cap) {
-			uint64_t cap = log->cap ? log->cap * 2 : 4096;
-			struct pre_image *v = cap <= COPY_LOG_MAX ? realloc(log->v, cap * sizeof(*v)) : NULL;
-			if (v == NULL)
+		if (log->n % CHUNK_ENTRIES == 0) {
+			if (log->n == COPY_LOG_MAX || (log->chunk[log->n / CHUNK_ENTRIES] = malloc(
+							       CHUNK_ENTRIES * sizeof(struct pre_image))) == NULL)
 				return -ENOMEM;
-			log->v = v;
-			log->cap = cap;
 		}
 		const struct shmf_cuckoo_cow_entry *e = &c->entry[tail % SHMF_CUCKOO_COW_ENTRIES];
-		struct pre_image *p = &log->v[log->n++];
+		struct pre_image *p = pre_image_at(log, log->n++);
 		p->bucket = atomic_load_explicit(&e->bucket, memory_order_relaxed);
 		p->word = atomic_load_explicit(&e->word, memory_order_relaxed);
 		if (p->bucket >= g->nbuckets)
@@ -776,7 +782,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 		return SHMF_E_INVAL;
 	struct shmf_cuckoo_cow *c = g->cow;
 	uint64_t session = (uint64_t)getpid() << 32 | (atomic_fetch_add(&sessions, 1) + 1);
-	struct pre_images log = { 0 };
+	struct pre_images log = { 0 }; /* 8 KiB of chunk pointers */
 
 	/* Under the lock: no move is open (what a dead holder left is
 	 * repaired), so the relocation state is copied as it is, the lock
@@ -830,7 +836,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 	/* Each touched bucket as it was before the first move that touched
 	 * it: the log is in time order, so the earliest entry is put last. */
 	for (uint64_t i = log.n; r == 0 && i-- > 0;) {
-		const struct pre_image *p = &log.v[i];
+		const struct pre_image *p = pre_image_at(&log, i);
 		if (width == 8)
 			memcpy(out + p->bucket * 8, &p->word, 8);
 		else {
@@ -838,6 +844,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 			memcpy(out + p->bucket * 4, &w32, 4);
 		}
 	}
-	free(log.v);
+	for (uint64_t i = 0; i < (log.n + CHUNK_ENTRIES - 1) / CHUNK_ENTRIES; i++)
+		free(log.chunk[i]);
 	return r;
 }

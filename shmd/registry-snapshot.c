@@ -91,9 +91,14 @@ static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *
 		.lock = &lock,
 		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
 	};
-	int rc = -EAGAIN;
-	for (int tries = 0; tries < 10 && rc == -EAGAIN; tries++)
+	int rc = shmf_cuckoo_copy(&g, dst, bytes);
+	for (int tries = 1; tries < 10 && rc == -EAGAIN; tries++) {
+		log_msg(LOG_INFO,
+			"filter '%s': copy of generation %" PRIu64 " for a snapshot cancelled by writers "
+			"that found no room in the snapshot log; copying again",
+			name, dm->hdr.generation);
 		rc = shmf_cuckoo_copy(&g, dst, bytes);
+	}
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': cannot copy generation %" PRIu64 ": %s", name,
 			      dm->hdr.generation,
