@@ -22,28 +22,31 @@
  * -------
  * - fork(): a handle opened before fork() keeps working in the child (the
  *   mappings are shared, not copied). Close it in each process that no longer
- *   needs it; closing in one process does not affect the other. For cuckoo
- *   filters the child takes the relocation lock through a descriptor of its
- *   own (reopened on its first locked call), so parent and child exclude
- *   each other. Do not fork while another thread is inside a call on the
- *   handle: the child would inherit that thread's handle mutex, held.
+ *   needs it; closing in one process does not affect the other. Parent and
+ *   child exclude each other from a cuckoo filter's relocation lock as any
+ *   two processes do. Do not fork while another thread is inside a call on
+ *   the handle: the child would inherit that thread's handle mutex, held.
  * - Threads: all calls on one handle are safe from several threads at once,
  *   including the remap that follows a new generation. The old mapping is
  *   unmapped only after every thread has left the call that used it
  *   (liburcu-bp grace period). shmf_close() must not race with other calls
- *   on the same handle. Under valgrind (3.19), threads that add to one
- *   cuckoo filter through different handles can hang: valgrind runs one
- *   thread at a time and keeps that turn through the wait for the
- *   relocation lock (F_OFD_SETLKW). Share one handle between the threads,
- *   or run them without valgrind.
- * - A worker that crashes leaves nothing behind: no lock is held in shared
- *   memory (the cuckoo relocation lock is an open-file-description lock,
- *   which the kernel drops with the process; a move cut short leaves a
- *   duplicate fingerprint, never a lost one), and Bloom adds are single
- *   atomic operations per 64-bit word. An add
- *   interrupted between words leaves some of the key's bits set; the key
- *   then reads as absent (it was never reported added) and the next add of
- *   it reports it new.
+ *   on the same handle.
+ * - A worker that crashes leaves nothing held: a cuckoo filter's relocation
+ *   lock (a word in the filter's shared memory, taken without a system call
+ *   when free) is on the kernel's robust-futex list of the thread holding
+ *   it, so when that thread dies the kernel marks it and the next writer
+ *   takes it at once and repairs what a move cut short left (a duplicate
+ *   fingerprint, never a lost one). Bloom adds are single atomic operations
+ *   per 64-bit word: an add interrupted between words leaves some of the
+ *   key's bits set; the key then reads as absent (it was never reported
+ *   added) and the next add of it reports it new.
+ * - A worker that is stopped (SIGSTOP, a debugger) or stuck while it holds a
+ *   cuckoo filter's relocation lock, or a writer that overwrites the lock's
+ *   bytes, makes the calls that need the lock (capped and unique adds, adds
+ *   that must relocate, rarely a delete) wait the filter's lock timeout
+ *   (lock_timeout_ms in its configuration, 1 second by default) and answer
+ *   SHMF_E_BUSY; checks and counts never wait for it, and nobody who can
+ *   only read a filter can delay its writers.
  * - Daemon restart: the segments stay in the runtime directory, so open
  *   handles keep working while shmd is down or restarting. shmd re-attaches
  *   the same segments when it starts again.
@@ -226,8 +229,9 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  *         Cuckoo: 1 (a copy was stored). Or SHMF_E_READONLY (the handle
  *         was opened for checks only), SHMF_E_INVAL, SHMF_E_FULL (cuckoo:
  *         no room even after relocating; the filter is unchanged),
- *         SHMF_E_DROPPED, -errno from the relocation lock, or an error
- *         from remapping.
+ *         SHMF_E_DROPPED, SHMF_E_BUSY (cuckoo: the add had to relocate and
+ *         the relocation lock stayed held past the filter's lock timeout;
+ *         nothing was stored), or an error from remapping.
  */
 SHMF_API int shmf_add(shmf_t *f, const void *key, size_t len);
 
@@ -248,13 +252,15 @@ SHMF_API int shmf_add_unique(shmf_t *f, const void *key, size_t len);
  * with the same key and cap store exactly cap copies in all. The
  * frequency-cap call ("at most 4 pushes per device per day").
  * A plain shmf_add() of the same key is not part of that atomicity.
- * It takes the relocation lock (two fcntl calls), so it costs about a
- * microsecond, not nanoseconds.
+ * It takes the relocation lock (a word in shared memory: no system call
+ * unless another process holds it).
  *
  * @return the number of copies present before the call (the add happened
  *         if and only if that is below @p cap), or SHMF_E_TYPE (a Bloom
  *         filter), SHMF_E_FULL (below the cap but no room; nothing
- *         changed), or an error as for shmf_add().
+ *         changed), SHMF_E_BUSY (the relocation lock stayed held past
+ *         the filter's lock timeout; nothing changed), or an error as for
+ *         shmf_add().
  */
 SHMF_API int shmf_add_capped(shmf_t *f, const void *key, size_t len, unsigned cap);
 
@@ -266,8 +272,9 @@ SHMF_API int shmf_add_capped(shmf_t *f, const void *key, size_t len, unsigned ca
  * copy is removed instead and that key reads as absent afterwards.
  *
  * @return 1 if a copy was removed, 0 if none was found, or SHMF_E_TYPE
- *         (a Bloom filter), SHMF_E_READONLY, SHMF_E_INVAL, -errno from the
- *         relocation lock, or an error from remapping.
+ *         (a Bloom filter), SHMF_E_READONLY, SHMF_E_INVAL, SHMF_E_BUSY
+ *         (moves kept racing the delete and the relocation lock stayed
+ *         held past the lock timeout), or an error from remapping.
  */
 SHMF_API int shmf_del(shmf_t *f, const void *key, size_t len);
 
