@@ -56,11 +56,8 @@ step "crash, faults, hostile, threads (plain, long)" \
 step "build-san" setup build-san -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all
 step "crash, faults, hostile, threads (ASan + UBSan, long)" \
 	meson test -C build-san "${adversarial[@]}" --num-processes 1 --timeout-multiplier 40 --print-errorlogs
-# Not the threaded tests (suite threads; ThreadSanitizer runs them below):
-# valgrind (3.19) holds its one lock on threads through F_OFD_SETLKW, so a
-# thread waiting for the cuckoo relocation lock stops the thread holding it.
 step "client-library tests under valgrind memcheck" \
-	meson test -C build --suite unit --suite multiprocess --no-suite threads --suite hostile --suite faults \
+	meson test -C build --suite unit --suite multiprocess --suite threads --suite hostile --suite faults \
 	--suite fuzz-replay --num-processes 2 --timeout-multiplier 40 --print-errorlogs \
 	--wrapper "valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite"
 step "build-tsan" setup build-tsan -Db_sanitize=thread -Db_lundef=false
