@@ -337,7 +337,8 @@ static inline struct shmf_cuckoo_key cuckoo_key(const struct part *p, const void
 	return shmf_cuckoo_locate(&p->cuckoo, shmf_hash(key, len, p->cuckoo.seed));
 }
 
-/* Copies of the key in part @p p (cuckoo), or an error from the fallback lock. */
+/* Copies of the key in part @p p (cuckoo): the one-try read inline, the
+ * rest out of line (shmf_cuckoo_count). */
 static int cuckoo_count_in(const struct part *p, const struct shmf_cuckoo_key *k)
 {
 	int r = shmf_cuckoo_count_try(&p->cuckoo, k);
@@ -603,10 +604,9 @@ static int keys_valid(const shmf_key_t *keys, size_t n)
 }
 
 /* Cuckoo batch check: keys located CUCKOO_AHEAD ahead and both their
- * buckets prefetched, so that many misses are in flight. *err gets a
- * negative code if the locked fallback of a lookup failed. */
+ * buckets prefetched, so that many misses are in flight. */
 #define CUCKOO_AHEAD 16
-static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
+static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	const struct shmf_cuckoo_geom *g = &p->cuckoo;
 	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
@@ -618,10 +618,8 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 			size_t j = i - CUCKOO_AHEAD;
 			const struct shmf_cuckoo_key *k = &ring[j % CUCKOO_AHEAD];
 			int r = shmf_cuckoo_count_try(g, k);
-			if (__builtin_expect(r < 0, 0) && (r = shmf_cuckoo_count(g, k)) < 0) {
-				*err = r;
-				return 0;
-			}
+			if (__builtin_expect(r < 0, 0))
+				r = shmf_cuckoo_count(g, k);
 			out[j] = r > 0;
 			present += (size_t)(r > 0);
 		}
@@ -667,7 +665,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	if (v->type == SHMF_TYPE_BLOOM) {
 		present = shmf_bloom_check_batch(&v->p[0].bloom, keys, n, out, SHMF_BLOOM_AUTO);
 	} else {
-		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
+		present = cuckoo_check_many(&v->p[0], keys, n, out);
 	}
 	if (r >= 0 && v->nparts > 1 && present < n)
 		present += check_many_older(v, keys, n, out, &r);
