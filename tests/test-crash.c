@@ -367,7 +367,10 @@ static void test_lock_holder(void **state)
 		char name[32], err[REGISTRY_ERR_MAX];
 		snprintf(name, sizeof(name), "lh%u", run);
 		shmf_t *f;
-		uint64_t pre = cuckoo_prefilled(name, 100000, 90, &f);
+		/* 10% of a million-key filter to fill: with the lock a word in
+		 * shared memory, the worker fills 100,000 keys' 10% in a
+		 * millisecond or two, before a random stop catches it. */
+		uint64_t pre = cuckoo_prefilled(name, 1000000, 90, &f);
 		struct peek pk;
 		peek_open(name, &pk);
 		memset(b, 0, sizeof(*b));
