@@ -10,7 +10,10 @@
  * random mutation would almost never get right, so that mutations reach
  * the checks behind it:
  *   0x01 control header constants (magic, version, layout, sizes)
- *   0x02 data header constants (magic, version, layout, sizes, offsets)
+ *   0x02 data header constants (magic, version, layout, sizes, offsets),
+ *        and a cuckoo relocation lock timeout of 1 or 2 ms (Bloom: 0): the
+ *        payload's lock word is any bytes, and a held one costs every
+ *        locked call its timeout
  *   0x04 data header agrees with the slot (type, k, blocks, buckets,
  *        name, and each file's generation)
  *   0x08 the slot's data_bytes agrees with its nblocks
@@ -202,6 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dh.nbuckets = slot.nbuckets;
 		memcpy(dh.name, slot.name, sizeof(dh.name));
 	}
+	if (flags & 0x02) /* after 0x04, which may set the type */
+		dh.lock_timeout_ms = dh.type == SHMF_TYPE_CUCKOO ? 1 + dh.lock_timeout_ms % 2 : 0;
 
 	/* The validators on their own: they must not read past what they get. */
 	int ctl_ok = shmf_ctl_header_check(&ch, SHMF_CTL_BYTES) == 0;
