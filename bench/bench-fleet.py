@@ -28,10 +28,16 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
 from fleet import Failure, Fleet, check, figure  # noqa: E402
 
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def dropped(status):
+    return int(status.get("dropped_journal_full", 0)) + int(status.get("missed", 0))
 
 
 def cpu_ticks(pid):
@@ -62,7 +68,8 @@ def main():
     print("fleet: 3 nodes, 1 Redis, a Bloom filter of %d keys at 1e-6 on each; %d adds/s per node for %.0f s"
           % (capacity, rate, secs))  # fmt: skip
     with Fleet(build, "bench-fleet") as f:
-        nodes = f.start(3, {"clicks": bloom, "plain": plain})
+        # Rings that hold one run of the add loop below (shmd drains between runs).
+        nodes = f.start(3, {"clicks": bloom, "plain": plain}, journal_entries=262144)
         pids = {"redis": f.redis.proc.pid}
         pids.update({x.name: x.proc.pid for x in nodes})
         before = {k: cpu_ticks(p) for k, p in pids.items()}
@@ -100,6 +107,8 @@ def main():
         figure("fleet_add_replicated_ns", sp["replicated_ns"], "ns per add of a new key (live fleet, node1)")
         figure("fleet_add_plain_ns", sp["plain_ns"], "ns (a filter of the same shape that does not replicate)")
         figure("fleet_add_ratio", sp["ratio"], "x")
+        s = nodes[0].status("clicks")
+        check(dropped(s) == 0, "the add loop overflowed node1's journal: %r" % s)
 
     if a.bench_filter:
         args = [a.bench_filter, "--demo" if a.quick else "--no-attach"]

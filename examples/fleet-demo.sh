@@ -91,7 +91,7 @@ for i in 2 3; do
 		status=1
 	fi
 done
-node 3 check -q clicks click:never-added
+node 3 check -q clicks click:never-added >/dev/null
 echo "node 3: shmctl check clicks click:never-added: exit $? (1: absent)"
 echo
 echo "node 2: shmctl replication"
