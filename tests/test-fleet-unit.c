@@ -1,0 +1,164 @@
+/*
+ * test-fleet-unit.c - the fleet's parts that need no Redis: the seed and
+ * shape every node must agree on, the stream entry's batch and id, and
+ * the [replication] configuration with its errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "fleet.h"
+#include "fixture.h"
+
+static void test_seed(void **state)
+{
+	(void)state;
+	/* The formula of the design, spelled out here independently. */
+	uint64_t key = XXH3_64bits("s3cret", 6);
+	assert_true(fleet_seed("s3cret", "clicks") == XXH3_64bits_withSeed("clicks", 6, key));
+	/* The same on every call; another secret or name, another seed. */
+	assert_true(fleet_seed("s3cret", "clicks") == fleet_seed("s3cret", "clicks"));
+	assert_true(fleet_seed("s3cret", "clicks") != fleet_seed("s3cret!", "clicks"));
+	assert_true(fleet_seed("s3cret", "clicks") != fleet_seed("s3cret", "click"));
+	assert_true(fleet_seed("", "a") != fleet_seed("", "b"));
+}
+
+static struct shmf_slot shaped(void)
+{
+	struct shmf_slot s;
+	memset(&s, 0, sizeof(s));
+	s.type = SHMF_TYPE_BLOOM;
+	s.k = 7;
+	s.capacity = 1000000;
+	double fpr = 0.01;
+	memcpy(&s.fpr_bits, &fpr, sizeof(fpr));
+	s.nblocks = 150000;
+	s.window_secs = 600;
+	s.window_gens = 3;
+	return s;
+}
+
+static void test_shape(void **state)
+{
+	(void)state;
+	struct shmf_slot s = shaped();
+	uint64_t base = fleet_shape(&s, 42);
+	assert_true(base == fleet_shape(&s, 42));
+	assert_true(base != fleet_shape(&s, 43));
+	/* Every field of the shape changes it; the rest of the slot does not. */
+	uint64_t *fields[] = { &s.capacity, &s.fpr_bits, &s.nblocks, &s.nbuckets, &s.window_secs };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		struct shmf_slot t = s;
+		uint64_t *f = (uint64_t *)((char *)&t + ((char *)fields[i] - (char *)&s));
+		*f += 1;
+		assert_true(fleet_shape(&t, 42) != base);
+	}
+	struct shmf_slot t = s;
+	t.type = SHMF_TYPE_CUCKOO;
+	assert_true(fleet_shape(&t, 42) != base);
+	t = s;
+	t.k = 8;
+	assert_true(fleet_shape(&t, 42) != base);
+	t = s;
+	t.window_gens = 4;
+	assert_true(fleet_shape(&t, 42) != base);
+	t = s;
+	t.created_epoch = 12345;
+	t.cursor_ms = 99;
+	t.flags = SHMF_SLOT_REPLICATED;
+	snprintf(t.name, sizeof(t.name), "other");
+	t.live_created[0] = 777;
+	assert_true(fleet_shape(&t, 42) == base);
+
+	char text[17];
+	uint64_t back = 0;
+	fleet_shape_text(base, text);
+	assert_int_equal(strlen(text), 16);
+	assert_int_equal(fleet_shape_parse(text, 16, &back), 0);
+	assert_true(back == base);
+	fleet_shape_text(0xABCDEFull, text);
+	assert_string_equal(text, "0000000000abcdef");
+	assert_int_equal(fleet_shape_parse("0000000000ABCDEF", 16, &back), 0);
+	assert_true(back == 0xABCDEFull);
+	assert_int_equal(fleet_shape_parse("0000000000abcdeg", 16, &back), SHMF_E_INVAL);
+	assert_int_equal(fleet_shape_parse("abcdef", 6, &back), SHMF_E_INVAL);
+	assert_int_equal(fleet_shape_parse("0000000000abcdef0", 17, &back), SHMF_E_INVAL);
+}
+
+static void test_batch(void **state)
+{
+	(void)state;
+	static struct shmf_jentry in[FLEET_BATCH_MAX], out[FLEET_BATCH_MAX];
+	static unsigned char buf[FLEET_BATCH_MAX * FLEET_ENTRY_BYTES + FLEET_ENTRY_BYTES];
+	uint64_t rnd = 7;
+	for (size_t i = 0; i < FLEET_BATCH_MAX; i++)
+		in[i] = (struct shmf_jentry){ .hash = fixture_random(&rnd),
+					      .op = 1 + (uint32_t)(i % SHMF_JOP_MAX),
+					      .window = (uint32_t)fixture_random(&rnd) };
+	assert_int_equal(fleet_batch_encode(in, FLEET_BATCH_MAX, buf), FLEET_BATCH_MAX * FLEET_ENTRY_BYTES);
+	assert_int_equal(fleet_batch_decode(buf, FLEET_BATCH_MAX * FLEET_ENTRY_BYTES, out), FLEET_BATCH_MAX);
+	assert_memory_equal(in, out, sizeof(in));
+
+	/* The journal's entry layout, little-endian, byte for byte. */
+	struct shmf_jentry one = { .hash = 0x0102030405060708ull, .op = SHMF_JOP_DEL, .window = 0xA0B0C0D0u };
+	static const unsigned char want[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 2, 0, 0, 0, 0xD0, 0xC0, 0xB0, 0xA0 };
+	assert_int_equal(fleet_batch_encode(&one, 1, buf), 16);
+	assert_memory_equal(buf, want, 16);
+
+	/* Refused whole: a ragged length, too many entries, an unknown op. */
+	assert_int_equal(fleet_batch_decode(buf, 15, out), SHMF_E_FORMAT);
+	assert_int_equal(fleet_batch_decode(buf, 17, out), SHMF_E_FORMAT);
+	assert_int_equal(fleet_batch_decode(buf, (FLEET_BATCH_MAX + 1) * FLEET_ENTRY_BYTES, out), SHMF_E_FORMAT);
+	assert_int_equal(fleet_batch_decode(buf, 0, out), 0);
+	fleet_batch_encode(in, 3, buf);
+	buf[16 + 8] = 0; /* entry 1: op 0 */
+	assert_int_equal(fleet_batch_decode(buf, 48, out), SHMF_E_FORMAT);
+	buf[16 + 8] = SHMF_JOP_MAX + 1;
+	assert_int_equal(fleet_batch_decode(buf, 48, out), SHMF_E_FORMAT);
+	buf[16 + 8] = SHMF_JOP_ADD;
+	assert_int_equal(fleet_batch_decode(buf, 48, out), 3);
+}
+
+static void test_ids(void **state)
+{
+	(void)state;
+	struct fleet_id id;
+	char text[48];
+	assert_int_equal(fleet_id_parse("1700000000123-7", 15, &id), 0);
+	assert_true(id.ms == 1700000000123ull && id.seq == 7);
+	assert_string_equal(fleet_id_text(id, text, sizeof(text)), "1700000000123-7");
+	assert_int_equal(fleet_id_parse("18446744073709551615-18446744073709551615", 41, &id), 0);
+	assert_true(id.ms == UINT64_MAX && id.seq == UINT64_MAX);
+	assert_int_equal(fleet_id_parse("0-0", 3, &id), 0);
+	assert_true(id.ms == 0 && id.seq == 0);
+	/* Only the given bytes count. */
+	assert_int_equal(fleet_id_parse("5-3junk", 3, &id), 0);
+	assert_true(id.ms == 5 && id.seq == 3);
+	const char *bad[] = { "", "5", "5-", "-3", "a-1", "1-b", "1-2-3", "18446744073709551616-0", "+1-2", " 1-2" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(fleet_id_parse(bad[i], strlen(bad[i]), &id), SHMF_E_INVAL);
+	struct fleet_id a = { 5, 3 }, b = { 5, 4 }, c = { 6, 0 };
+	assert_true(fleet_id_cmp(a, b) < 0 && fleet_id_cmp(b, a) > 0 && fleet_id_cmp(a, a) == 0);
+	assert_true(fleet_id_cmp(b, c) < 0 && fleet_id_cmp(c, b) > 0);
+	assert_true(fleet_window(1200, 600) == 2 && fleet_window(1799, 600) == 2 && fleet_window(5, 0) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seed),
+		cmocka_unit_test(test_shape),
+		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_ids),
+	};
+	static const char *const names[] = { "seed", "shape", "batch", "ids" };
+	return fixture_run(argc, argv, tests, names);
+}
