@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
-#include "fleet.h"
+#include "config.h"
 #include "fixture.h"
+#include "fleet.h"
 
 static void test_seed(void **state)
 {
@@ -151,14 +153,100 @@ static void test_ids(void **state)
 	assert_true(fleet_window(1200, 600) == 2 && fleet_window(1799, 600) == 2 && fleet_window(5, 0) == 0);
 }
 
+static void test_config(void **state)
+{
+	(void)state;
+	struct config c;
+	char err[512];
+	const char full[] = "[replication]\n"
+			    "redis = redis.example:6380\n"
+			    "password = pw\n"
+			    "user = fleet\n"
+			    "node = web-7\n"
+			    "secret = s3cret\n"
+			    "stream_prefix = f:\n"
+			    "retention = 5000\n"
+			    "journal_rings = 8\n"
+			    "journal_entries = 1024\n"
+			    "[filter clicks]\n"
+			    "replicate = yes\n"
+			    "[filter local]\n";
+	if (config_parse(&c, full, "t", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_true(c.repl.enabled);
+	assert_string_equal(c.repl.host, "redis.example");
+	assert_int_equal(c.repl.port, 6380);
+	assert_string_equal(c.repl.password, "pw");
+	assert_string_equal(c.repl.user, "fleet");
+	assert_string_equal(c.repl.node, "web-7");
+	assert_string_equal(c.repl.secret, "s3cret");
+	assert_string_equal(c.repl.stream_prefix, "f:");
+	assert_int_equal(c.repl.retention, 5000);
+	assert_int_equal(c.repl.journal_rings, 8);
+	assert_int_equal(c.repl.journal_entries, 1024);
+	assert_int_equal(c.nfilters, 2);
+	assert_int_equal(c.filters[0].replicate, 1);
+	assert_int_equal(c.filters[1].replicate, 0);
+
+	/* Defaults; a unix socket; node from the host name; no section at all. */
+	if (config_parse(&c, "[replication]\nredis = /run/redis/redis.sock\n", "t", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	assert_string_equal(c.repl.host, "/run/redis/redis.sock");
+	assert_int_equal(c.repl.port, 0);
+	assert_string_equal(c.repl.node, host);
+	assert_string_equal(c.repl.stream_prefix, "shmf:");
+	assert_int_equal(c.repl.retention, 1000000);
+	assert_int_equal(c.repl.journal_rings, 64);
+	assert_int_equal(c.repl.journal_entries, 16384);
+	assert_int_equal(config_parse(&c, "[replication]\nredis = [::1]:7000\n", "t", err, sizeof(err)), 0);
+	assert_string_equal(c.repl.host, "::1");
+	assert_int_equal(c.repl.port, 7000);
+	assert_int_equal(config_parse(&c, config_default_text, "t", err, sizeof(err)), 0);
+	assert_false(c.repl.enabled);
+	assert_int_equal(c.filters[0].replicate, 0);
+
+	/* Each error names the section, the key or the filter, and the cause. */
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		{ "[filter a]\nreplicate = yes\n", "[filter a] replicate = yes needs a [replication] section" },
+		{ "[replication]\nredis = h:1\n[filter a]\nreplicate = yes\n",
+		  "[filter a] replicates but [replication] has no secret" },
+		{ "[filter a]\nreplicate = maybe\n", "replicate 'maybe': expected yes or no" },
+		{ "[replication]\nredis = localhost\n", "[replication] redis 'localhost': host:port" },
+		{ "[replication]\nredis = h:0\n", "redis 'h:0': host:port (port 1 to 65535)" },
+		{ "[replication]\nredis = h:65536\n", "redis 'h:65536'" },
+		{ "[replication]\nredis = :6379\n", "redis ':6379'" },
+		{ "[replication]\nredis = run/redis.sock\n", "redis 'run/redis.sock'" },
+		{ "[replication]\njournal_entries = 1000\n",
+		  "journal_entries '1000': entries per ring, a power of 2, from 16 to 16777216" },
+		{ "[replication]\njournal_entries = 8\n", "journal_entries '8'" },
+		{ "[replication]\njournal_entries = 33554432\n", "journal_entries '33554432'" },
+		{ "[replication]\njournal_rings = 0\n", "journal_rings '0': rings per journal" },
+		{ "[replication]\njournal_rings = 4097\n", "journal_rings '4097'" },
+		{ "[replication]\nretention = -5\n", "retention '-5'" },
+		{ "[replication]\nnode = web 7\n", "[replication] node: this host's name in the fleet" },
+		{ "[replication]\nuser = u\n", "[replication] user 'u' needs a password" },
+		{ "[replication]\nsecrets = x\n", "unknown key 'secrets' in [replication]" },
+		{ "[replication]\n[replication]\n", "[replication] given twice" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (config_parse(&c, bad[i].text, "conf", err, sizeof(err)) != SHMF_E_INVAL)
+			fail_msg("accepted: %s", bad[i].text);
+		if (strstr(err, bad[i].says) == NULL || strncmp(err, "conf", 4) != 0)
+			fail_msg("for %s: said '%s', not '%s'", bad[i].text, err, bad[i].says);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed),
-		cmocka_unit_test(test_shape),
-		cmocka_unit_test(test_batch),
-		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_seed), cmocka_unit_test(test_shape),  cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_ids),  cmocka_unit_test(test_config),
 	};
-	static const char *const names[] = { "seed", "shape", "batch", "ids" };
+	static const char *const names[] = { "seed", "shape", "batch", "ids", "config" };
 	return fixture_run(argc, argv, tests, names);
 }
