@@ -54,6 +54,7 @@ static void usage(FILE *to)
 		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
 		"  create FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
 		"         [--window 10m [--generations N]]                 a time window of N generations (default 2)\n"
+		"         [--replicate]                                 keep it in step with the fleet ([replication])\n"
 		"                                                      create a filter (Bloom unless --type)\n"
 		"  list [--json]                                       list the filters\n"
 		"  info FILTER [--json]                                describe a filter\n"
@@ -255,8 +256,13 @@ static int verb_create(int argc, char **argv, int json)
 	(void)json;
 	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL, *kicks = NULL;
 	const char *window = NULL, *gens = NULL;
+	int replicate = 0;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
+		if (!strcmp(argv[i], "--replicate")) {
+			replicate = 1;
+			continue;
+		}
 		if (!strcmp(argv[i], "--capacity"))
 			slot = &capacity;
 		else if (!strcmp(argv[i], "--fpr"))
@@ -319,6 +325,8 @@ static int verb_create(int argc, char **argv, int json)
 		req[n++] = "GENERATIONS";
 		req[n++] = gens;
 	}
+	if (replicate)
+		req[n++] = "REPLICATE";
 	redisReply *r = call("create", n, req, NULL);
 	freeReplyObject(r);
 	return 0;
