@@ -134,6 +134,8 @@ static void remove_stray_journals(struct registry *r)
 			close(fd);
 		return;
 	}
+	/* The dup shares its offset with the data-file sweep's, at the end. */
+	rewinddir(d);
 	struct dirent *e;
 	size_t sl = strlen(SHMF_JOURNAL_SUFFIX);
 	while ((e = readdir(d)) != NULL) {

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -19,6 +22,8 @@
 #include "config.h"
 #include "fixture.h"
 #include "fleet.h"
+#include "journal.h"
+#include "spec.h"
 
 static void test_seed(void **state)
 {
@@ -241,12 +246,236 @@ static void test_config(void **state)
 	}
 }
 
+/* ---- the registry's side: replicated filters ---------------------------- */
+
+static struct fixture fx;
+
+static void fleet_on(void)
+{
+	fx.reg.fleet =
+		(struct registry_fleet){ .enabled = 1, .secret = "s3cret", .journal_rings = 4, .journal_entries = 64 };
+}
+
+static int create(const char *name, int type, int replicate, uint64_t window, uint32_t gens, char *err, size_t errlen)
+{
+	struct filter_spec spec;
+	spec_defaults(&spec, name);
+	spec.type = type;
+	spec.capacity = 1000;
+	spec.mode = 0660;
+	spec.replicate = replicate;
+	spec.window_secs = window;
+	spec.window_gens = gens;
+	return registry_create(&fx.reg, &spec, err, errlen);
+}
+
+static int journal_exists(const char *name, mode_t *mode)
+{
+	char fname[128];
+	struct stat st;
+	snprintf(fname, sizeof(fname), "%s.journal", name);
+	if (fstatat(fx.reg.dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (mode != NULL)
+		*mode = st.st_mode & 0777;
+	return 1;
+}
+
+static uint64_t seed_of(int slot)
+{
+	uint64_t seed = 0;
+	assert_int_equal(registry_seed(&fx.reg, slot, &seed), 0);
+	return seed;
+}
+
+static void test_registry_replicated(void **state)
+{
+	(void)state;
+	char err[REGISTRY_ERR_MAX];
+	/* No fleet: refused, by name. */
+	assert_int_equal(create("r", SHMF_TYPE_BLOOM, 1, 0, 0, err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "filter 'r': cannot replicate: shmd's configuration has no [replication]"));
+	fx.reg.fleet = (struct registry_fleet){ .enabled = 1, .secret = "", .journal_rings = 4, .journal_entries = 64 };
+	assert_int_equal(create("r", SHMF_TYPE_BLOOM, 1, 0, 0, err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "no secret"));
+	assert_false(journal_exists("r", NULL));
+	assert_int_equal(registry_find(&fx.reg, "r"), SHMF_E_NOTFOUND);
+
+	fleet_on();
+	int r = create("r", SHMF_TYPE_BLOOM, 1, 0, 0, err, sizeof(err));
+	int c = create("c", SHMF_TYPE_CUCKOO, 1, 0, 0, err, sizeof(err));
+	int p = create("p", SHMF_TYPE_BLOOM, 0, 0, 0, err, sizeof(err));
+	assert_true(r >= 0 && c >= 0 && p >= 0);
+	mode_t mode = 0;
+	assert_true(journal_exists("r", &mode));
+	assert_int_equal(mode, 0660);
+	assert_true(journal_exists("c", NULL));
+	assert_false(journal_exists("p", NULL));
+	assert_true(fx.reg.ctl.slots[r].flags & SHMF_SLOT_REPLICATED);
+	assert_true(fx.reg.ctl.slots[c].flags & SHMF_SLOT_REPLICATED);
+	assert_int_equal(fx.reg.ctl.slots[p].flags, 0);
+	/* The fleet's seed for replicated filters, a random one otherwise. */
+	assert_true(seed_of(r) == fleet_seed("s3cret", "r"));
+	assert_true(seed_of(c) == fleet_seed("s3cret", "c"));
+	assert_true(seed_of(p) != fleet_seed("s3cret", "p"));
+	/* An adder of a replicated filter journals; of a plain one not. */
+	shmf_t *h = fixture_open("r", SHMF_RDWR);
+	struct shmf_journal_writer_stats ws;
+	assert_int_equal(shmf_add(h, "k", 1), 1);
+	assert_int_equal(shmf_journal_handle_stats(h, &ws), 0);
+	assert_int_equal(ws.journals, 1);
+	assert_true(ws.ring >= 0);
+	shmf_close(h);
+
+	/* The cursor lives with the filter: kept by a swap, cleared by a drop. */
+	uint64_t ms, seq;
+	registry_cursor_get(&fx.reg, r, &ms, &seq);
+	assert_true(ms == 0 && seq == 0);
+	registry_cursor_set(&fx.reg, r, 1700000000123ull, 5);
+	char snap[512];
+	snprintf(snap, sizeof(snap), "%s/r.snap", fx.files);
+	assert_int_equal(registry_snapshot(&fx.reg, "r", snap, NULL, err, sizeof(err)), 0);
+	assert_int_equal(fixture_replace(&fx, "r", snap, REGISTRY_SWAP, err, sizeof(err)), r);
+	registry_cursor_get(&fx.reg, r, &ms, &seq);
+	assert_true(ms == 1700000000123ull && seq == 5);
+	assert_true(fx.reg.ctl.slots[r].flags & SHMF_SLOT_REPLICATED);
+	assert_true(journal_exists("r", NULL));
+	assert_int_equal(registry_drop(&fx.reg, "r", err, sizeof(err)), 0);
+	assert_false(journal_exists("r", NULL));
+	assert_int_equal(fx.reg.ctl.slots[r].flags, 0);
+	registry_cursor_get(&fx.reg, r, &ms, &seq);
+	assert_true(ms == 0 && seq == 0);
+	/* The slot again, for a plain filter: nothing of the old one. */
+	int again = create("q", SHMF_TYPE_BLOOM, 0, 0, 0, err, sizeof(err));
+	assert_int_equal(again, r);
+	assert_int_equal(fx.reg.ctl.slots[again].flags, 0);
+
+	/* A plain filter made replicated: journal, flag. */
+	assert_int_equal(registry_replicate(&fx.reg, p, err, sizeof(err)), 0);
+	assert_true(journal_exists("p", NULL));
+	assert_true(fx.reg.ctl.slots[p].flags & SHMF_SLOT_REPLICATED);
+}
+
+static void test_registry_restart(void **state)
+{
+	(void)state;
+	char err[REGISTRY_ERR_MAX];
+	fleet_on();
+	int r = create("r", SHMF_TYPE_BLOOM, 1, 0, 0, err, sizeof(err));
+	assert_true(r >= 0);
+	registry_cursor_set(&fx.reg, r, 42, 7);
+	shmf_t *h = fixture_open("r", SHMF_RDWR);
+	assert_int_equal(shmf_add(h, "waiting", 7), 1);
+	shmf_close(h);
+	/* A journal nobody names (a crash between making it and publishing). */
+	assert_int_equal(shmf_journal_create(fx.reg.dir.fd, "ghost", 0640, (gid_t)-1, 1, 16), 0);
+	registry_close(&fx.reg, 0);
+	assert_int_equal(registry_open(&fx.reg, FIXTURE_INSTANCE, 0750, 0640, (gid_t)-1, err, sizeof(err)), 0);
+	fleet_on();
+	assert_int_equal(registry_find(&fx.reg, "r"), r);
+	assert_true(fx.reg.ctl.slots[r].flags & SHMF_SLOT_REPLICATED);
+	uint64_t ms, seq;
+	registry_cursor_get(&fx.reg, r, &ms, &seq);
+	assert_true(ms == 42 && seq == 7);
+	assert_true(journal_exists("r", NULL));
+	assert_false(journal_exists("ghost", NULL));
+	/* The entry written before the restart is still there to send. */
+	struct shmf_journal_reader *jr;
+	assert_int_equal(shmf_journal_reader_open(&fx.reg.dir, "r", &jr), 0);
+	struct shmf_journal_stats js;
+	shmf_journal_stats(jr, &js, NULL, 0);
+	assert_int_equal(js.depth, 1);
+	shmf_journal_reader_close(jr);
+
+	/* A journal lost (the file removed): made again at start; without a
+	 * fleet configured, starting is refused by name. */
+	char fname[64];
+	snprintf(fname, sizeof(fname), "r.journal");
+	assert_int_equal(unlinkat(fx.reg.dir.fd, fname, 0), 0);
+	assert_int_equal(registry_fleet_attach(&fx.reg, err, sizeof(err)), 0);
+	assert_true(journal_exists("r", NULL));
+	fx.reg.fleet.enabled = 0;
+	assert_int_equal(registry_fleet_attach(&fx.reg, err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "filter 'r' replicates"));
+	assert_non_null(strstr(err, "no [replication] section"));
+}
+
+static void test_registry_windows(void **state)
+{
+	(void)state;
+	char err[REGISTRY_ERR_MAX];
+	fleet_on();
+	uint64_t before = (uint64_t)time(NULL);
+	int w = create("w", SHMF_TYPE_BLOOM, 1, 60, 3, err, sizeof(err));
+	uint64_t after = (uint64_t)time(NULL);
+	assert_true(w >= 0);
+	const struct shmf_slot *s = &fx.reg.ctl.slots[w];
+	/* The first generation begins at the wall-clock boundary. */
+	uint64_t W = s->live_created[0] / 60;
+	assert_int_equal(s->live_created[0] % 60, 0);
+	assert_true(W == before / 60 || W == after / 60);
+	/* By hand: only to the current window, which it is already. */
+	if ((uint64_t)time(NULL) / 60 == W) {
+		assert_int_equal(registry_rotate(&fx.reg, "w", err, sizeof(err)), SHMF_E_TYPE);
+		assert_non_null(strstr(err, "wall-clock window"));
+	}
+	registry_cursor_set(&fx.reg, w, 9, 9);
+	/* The next window (an entry of a node whose clock is ahead). */
+	assert_int_equal(registry_rotate_to(&fx.reg, "w", W + 1, err, sizeof(err)), 0);
+	assert_int_equal(s->nlive, 2);
+	assert_int_equal(s->live_created[0], (W + 1) * 60);
+	assert_int_equal(s->live_created[1], W * 60);
+	/* Not back, not twice. */
+	assert_int_equal(registry_rotate_to(&fx.reg, "w", W + 1, err, sizeof(err)), 0);
+	assert_int_equal(registry_rotate_to(&fx.reg, "w", W, err, sizeof(err)), 0);
+	assert_int_equal(s->nlive, 2);
+	/* Windows slept through: what left the ring of 3 is retired. */
+	assert_int_equal(registry_rotate_to(&fx.reg, "w", W + 3, err, sizeof(err)), 0);
+	assert_int_equal(s->nlive, 2); /* W + 1 and W + 3; W left */
+	assert_int_equal(s->live_created[0], (W + 3) * 60);
+	assert_int_equal(s->live_created[1], (W + 1) * 60);
+	/* The clock decides: due once now is in a later window, to that window. */
+	registry_rotate_due(&fx.reg, (W + 4) * 60 - 1);
+	assert_int_equal(s->live_created[0], (W + 3) * 60);
+	registry_rotate_due(&fx.reg, (W + 5) * 60 + 17);
+	assert_int_equal(s->live_created[0], (W + 5) * 60);
+	assert_int_equal(s->nlive, 2); /* W + 5, W + 3 */
+	/* Every republish kept the cursor and the flag. */
+	uint64_t ms, seq;
+	registry_cursor_get(&fx.reg, w, &ms, &seq);
+	assert_true(ms == 9 && seq == 9);
+	assert_true(s->flags & SHMF_SLOT_REPLICATED);
+	/* A plain windowed filter keeps rotating by its own age. */
+	int p = create("p", SHMF_TYPE_BLOOM, 0, 60, 3, err, sizeof(err));
+	assert_int_equal(registry_rotate_to(&fx.reg, "p", W + 9, err, sizeof(err)), SHMF_E_TYPE);
+	uint64_t created = fx.reg.ctl.slots[p].live_created[0];
+	registry_rotate_due(&fx.reg, created + 59);
+	assert_int_equal(fx.reg.ctl.slots[p].nlive, 1);
+	registry_rotate_due(&fx.reg, created + 60);
+	assert_int_equal(fx.reg.ctl.slots[p].nlive, 2);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed), cmocka_unit_test(test_shape),  cmocka_unit_test(test_batch),
-		cmocka_unit_test(test_ids),  cmocka_unit_test(test_config),
+		cmocka_unit_test(test_seed),
+		cmocka_unit_test(test_shape),
+		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_config),
+		fixture_unit_test(test_registry_replicated, fx),
+		fixture_unit_test(test_registry_restart, fx),
+		fixture_unit_test(test_registry_windows, fx),
 	};
-	static const char *const names[] = { "seed", "shape", "batch", "ids", "config" };
+	static const char *const names[] = {
+		"seed",
+		"shape",
+		"batch",
+		"ids",
+		"config",
+		"registry_replicated",
+		"registry_restart",
+		"registry_windows",
+	};
 	return fixture_run(argc, argv, tests, names);
 }
