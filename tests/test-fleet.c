@@ -16,6 +16,13 @@
  *                  Redis runs, B has every key
  *   wrong_password Redis refuses the password: disconnected, with the
  *                  reason in SHMF.REPLICATION and the log
+ *   windows        entries written into the stream by hand as another node
+ *                  would: of the next window (this node starts it early),
+ *                  of a retired window (counted), far ahead (applied at
+ *                  once), of an unknown version or op (counted malformed)
+ *   replay         a crash between applying and storing the cursor, as a
+ *                  cursor moved back: Bloom unchanged, cuckoo copies added
+ *                  again (docs/design.md says so)
  *
  * Usage: test-fleet SHMD SHMCTL TEST. redis-server must be installed
  * (scripts/install-deps.sh): without it the test fails, it never skips.
@@ -38,7 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <xxhash.h>
+
 #include "daemon-process.h"
+#include "segment-format.h"
 #include "shmf.h"
 
 #define REPL_TEXT 640 /* a text field of SHMF.REPLICATION */
@@ -574,6 +585,170 @@ static void test_wrong_password(void **state)
 	wait_int(&nodes[0], "clicks", "sent", 1, 10000);
 }
 
+/* The seed and a key's hash on every node, spelled out (fleet.h, hash.h). */
+static uint64_t fleet_hash(const char *filter, const char *k)
+{
+	const char secret[] = "fleet-test-secret";
+	uint64_t seed = XXH3_64bits_withSeed(filter, strlen(filter), XXH3_64bits(secret, strlen(secret)));
+	return XXH3_64bits_withSeed(k, strlen(k), seed);
+}
+
+/* XADD one stream entry as node @p node would: version @p v, @p shape,
+ * one journal entry (hash, op, window) little-endian. */
+static void xadd_one(const char *stream, const char *v, const char *node, const char *shape, uint64_t hash, uint32_t op,
+		     uint32_t window)
+{
+	unsigned char b[16];
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(hash >> (8 * i));
+	for (int i = 0; i < 4; i++) {
+		b[8 + i] = (unsigned char)(op >> (8 * i));
+		b[12 + i] = (unsigned char)(window >> (8 * i));
+	}
+	redisReply *r = redis("XADD %s * v %s n %s s %s e %b", stream, v, node, shape, b, sizeof(b));
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	freeReplyObject(r);
+}
+
+static long long info_int(const struct node *n, const char *filter, const char *name)
+{
+	const char *argv[] = { "SHMF.INFO", filter };
+	redisReply *r = node_call(n, 2, argv);
+	const redisReply *v = field(r, name);
+	assert_non_null(v);
+	long long x = v->integer;
+	freeReplyObject(r);
+	return x;
+}
+
+static void test_windows(void **state)
+{
+	(void)state;
+	char shape[17], k[32];
+	enum { SECS = 20 };
+	redis_start(NULL);
+	node_start(&nodes[1], NULL,
+		   "[filter win]\ncapacity = 10000\nfpr = 0.001\nmode = 0660\nwindow = 20s\ngenerations = 3\n"
+		   "replicate = yes\n");
+	/* Not too near a boundary: this node's own rotation must not be what the test sees. */
+	while ((uint64_t)time(NULL) % SECS >= SECS - 3)
+		usleep(100000);
+	uint64_t W = (uint64_t)time(NULL) / SECS;
+	/* The filter may have begun in the window before if the node started
+	 * just before a boundary: wait for its own rotation then. */
+	uint64_t end = now_ms() + 5000;
+	while (info_int(&nodes[1], "win", "live_generations") != 1 && (uint64_t)time(NULL) / SECS == W &&
+	       now_ms() < end)
+		usleep(10000);
+	long long gens = info_int(&nodes[1], "win", "live_generations");
+	/* B's own entry gives B's shape, as another node of the same shape has it. */
+	shmf_t *b = open_on(&nodes[1], "win");
+	assert_int_equal(shmf_add(b, "own", 3), 1);
+	wait_int(&nodes[1], "win", "own_skipped", 1, 5000);
+	redisReply *r = redis("XRANGE shmf:win - +");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(shape, sizeof(shape), "%s", field(r->element[0]->element[1], "s")->str);
+	freeReplyObject(r);
+
+	/* Node C's clock is ahead: its first entry of window W + 1 comes while
+	 * B is still in W. B starts W + 1 then, and the key goes there. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "next"), SHMF_JOP_ADD, (uint32_t)(W + 1));
+	wait_int(&nodes[1], "win", "applied", 1, 5000);
+	assert_true((uint64_t)time(NULL) / SECS == W);
+	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
+	assert_int_equal(shmf_check(b, "next", 4), 1);
+	char line[128];
+	snprintf(line, sizeof(line), "another node started window %llu first", (unsigned long long)(W + 1));
+	assert_int_equal(daemon_log_count(nodes[1].log, line), 1);
+
+	/* Far ahead (beyond the skew a clock may have): applied to the newest
+	 * at once, no rotation. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "far"), SHMF_JOP_ADD, (uint32_t)(W + 1000));
+	wait_int(&nodes[1], "win", "applied", 2, 1500);
+	assert_int_equal(shmf_check(b, "far", 3), 1);
+	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
+
+	/* A window every live generation began after: retired, counted. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "old"), SHMF_JOP_ADD, 1);
+	wait_int(&nodes[1], "win", "dropped_retired_window", 1, 5000);
+	assert_int_equal(shmf_check(b, "old", 3), 0);
+
+	/* Another version, an op no node writes, a cuckoo op on Bloom:
+	 * malformed, never applied. */
+	xadd_one("shmf:win", "2", "C", shape, fleet_hash("win", "v2"), SHMF_JOP_ADD, (uint32_t)W);
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "op9"), 9, (uint32_t)W);
+	wait_int(&nodes[1], "win", "malformed", 2, 5000);
+	assert_int_equal(shmf_check(b, "v2", 2), 0);
+	assert_int_equal(shmf_check(b, "op9", 3), 0);
+	assert_int_equal(repl_int(&nodes[1], "win", "applied"), 2);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(shmf_check(b, k, key(k, "none", i)), 0);
+	shmf_close(b);
+}
+
+/* Set the cursor of filter @p filter in node @p n's control segment (the
+ * node stopped): what a crash between applying and storing it leaves. */
+static void cursor_poke(const struct node *n, const char *filter, uint64_t ms, uint64_t seq)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%s", n->root, n->instance, SHMF_CTL_FILE);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		off_t at = (off_t)(sizeof(struct shmf_ctl_header) + i * sizeof(struct shmf_slot));
+		char name[SHMF_NAME_MAX + 1];
+		assert_int_equal(pread(fd, name, sizeof(name), at + offsetof(struct shmf_slot, name)), sizeof(name));
+		if (strcmp(name, filter) != 0)
+			continue;
+		assert_int_equal(pwrite(fd, &ms, 8, at + offsetof(struct shmf_slot, cursor_ms)), 8);
+		assert_int_equal(pwrite(fd, &seq, 8, at + offsetof(struct shmf_slot, cursor_seq)), 8);
+		close(fd);
+		return;
+	}
+	fail_msg("no slot named %s in %s", filter, path);
+}
+
+static void test_replay(void **state)
+{
+	(void)state;
+	char k[32];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *ab = open_on(&nodes[0], "clicks"), *ac = open_on(&nodes[0], "caps");
+	for (unsigned i = 0; i < 40; i++) {
+		assert_int_equal(shmf_add(ab, k, key(k, "re", i)), 1);
+		assert_int_equal(shmf_add(ac, k, key(k, "re", i)), 1);
+	}
+	wait_int(&nodes[1], "clicks", "applied", 40, 10000);
+	wait_int(&nodes[1], "caps", "applied", 40, 10000);
+	/* B stops; its cursors go back to the start, as if it had died after
+	 * applying every entry and before storing any cursor. */
+	node_stop(&nodes[1]);
+	cursor_poke(&nodes[1], "clicks", 0, 0);
+	cursor_poke(&nodes[1], "caps", 0, 0);
+	node_start(&nodes[1], NULL, filters);
+	wait_int(&nodes[1], "clicks", "applied", 40, 10000);
+	wait_int(&nodes[1], "caps", "applied", 40, 10000);
+	shmf_t *bb = open_on(&nodes[1], "clicks"), *bc = open_on(&nodes[1], "caps");
+	shmf_info_t ib, ic;
+	assert_int_equal(shmf_info(bb, &ib), 0);
+	assert_int_equal(shmf_info(bc, &ic), 0);
+	/* Bloom: every bit was set already, the replay changed nothing. */
+	for (unsigned i = 0; i < 40; i++)
+		assert_int_equal(shmf_check(bb, k, key(k, "re", i)), 1);
+	/* Cuckoo: each replayed add stored its copy again. */
+	assert_int_equal(ic.items, 80);
+	for (unsigned i = 0; i < 40; i++)
+		assert_int_equal(shmf_count(bc, k, key(k, "re", i)), 2);
+	shmf_close(ab);
+	shmf_close(ac);
+	shmf_close(bb);
+	shmf_close(bc);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -611,6 +786,8 @@ int main(int argc, char **argv)
 		{ "foreign", cmocka_unit_test_setup_teardown(test_foreign, setup, teardown) },
 		{ "redis_down", cmocka_unit_test_setup_teardown(test_redis_down, setup, teardown) },
 		{ "wrong_password", cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown) },
+		{ "windows", cmocka_unit_test_setup_teardown(test_windows, setup, teardown) },
+		{ "replay", cmocka_unit_test_setup_teardown(test_replay, setup, teardown) },
 	};
 	if (argc != 4) {
 		fprintf(stderr, "usage: test-fleet SHMD SHMCTL TEST\n");
