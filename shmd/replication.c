@@ -771,13 +771,18 @@ static int check_stream(struct replication *e, redisContext *c, struct follow *f
 				 "stream %s ends at %s, before this node's cursor %s (the stream was reset: Redis lost "
 				 "its data)",
 				 f->stream, fleet_id_text(last, a, sizeof(a)), fleet_id_text(cur, b, sizeof(b)));
-		else if ((cur.ms | cur.seq) != 0 &&
-			 (have_maxdel ? fleet_id_cmp(maxdel, cur) > 0 : have_first && fleet_id_cmp(first, cur) > 0))
+		/* Trimmed (MAXLEN) past the cursor: the oldest entry left is
+		 * after it; deleted (XDEL) past it: max-deleted-entry-id. A
+		 * trim that stopped exactly at the cursor looks the same as one
+		 * past it; that needs a node behind by the whole retention. */
+		else if ((cur.ms | cur.seq) != 0 && ((have_first && fleet_id_cmp(first, cur) > 0) ||
+						     (have_maxdel && fleet_id_cmp(maxdel, cur) > 0)))
 			snprintf(why, sizeof(why),
-				 "stream %s was trimmed past this node's cursor %s (entries up to %s are gone: raise "
-				 "retention)",
+				 "stream %s was trimmed past this node's cursor %s (entries up to %s are gone: "
+				 "raise retention)",
 				 f->stream, fleet_id_text(cur, a, sizeof(a)),
-				 fleet_id_text(have_maxdel ? maxdel : first, b, sizeof(b)));
+				 fleet_id_text(have_maxdel && fleet_id_cmp(maxdel, cur) > 0 ? maxdel : first, b,
+					       sizeof(b)));
 	}
 	freeReplyObject(r);
 	if (why[0] == '\0')

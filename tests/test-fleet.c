@@ -20,6 +20,9 @@
  *                  would: of the next window (this node starts it early),
  *                  of a retired window (counted), far ahead (applied at
  *                  once), of an unknown version or op (counted malformed)
+ *   diverged       Redis loses the stream (FLUSHALL), or trims it past a
+ *                  stopped node's cursor: diverged, saying what to do, and
+ *                  still serving and following
  *   replay         a crash between applying and storing the cursor, as a
  *                  cursor moved back: Bloom unchanged, cuckoo copies added
  *                  again (docs/design.md says so)
@@ -688,6 +691,51 @@ static void test_windows(void **state)
 	shmf_close(b);
 }
 
+static void test_diverged(void **state)
+{
+	(void)state;
+	char k[32], got[REPL_TEXT];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *a = open_on(&nodes[0], "clicks"), *b = open_on(&nodes[1], "clicks");
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_int(&nodes[1], "clicks", "applied", 10, 10000);
+	wait_state(&nodes[1], "clicks", "following", 5000);
+
+	/* Redis lost its data: the stream is gone, B's cursor is not 0-0. */
+	redisReply *r = redis("FLUSHALL");
+	assert_non_null(r);
+	freeReplyObject(r);
+	wait_state(&nodes[1], "clicks", "diverged", 5000);
+	repl_str(&nodes[1], "clicks", "last_error", got, sizeof(got));
+	assert_non_null(strstr(got, "stream shmf:clicks is gone"));
+	assert_non_null(strstr(got, "shmctl pull clicks --from PEER"));
+	assert_non_null(strstr(got, "shmctl merge clicks SNAPSHOT"));
+	assert_int_equal(daemon_log_count(nodes[1].log, "filter 'clicks': diverged"), 1);
+	/* It keeps serving, and following what comes now. */
+	assert_int_equal(shmf_check(b, k, key(k, "d", 0)), 1);
+	for (unsigned i = 10; i < 20; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_present(b, "d", 10, 20, 10000);
+	wait_state(&nodes[1], "clicks", "diverged", 1000);
+
+	/* Trimmed past a stopped node's cursor. */
+	node_stop(&nodes[1]);
+	for (unsigned i = 20; i < 30; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_int(&nodes[0], "clicks", "sent", 30, 10000);
+	r = redis("XTRIM shmf:clicks MAXLEN 1");
+	assert_non_null(r);
+	freeReplyObject(r);
+	node_start(&nodes[1], NULL, filters);
+	wait_state(&nodes[1], "clicks", "diverged", 5000);
+	assert_non_null(strstr(repl_str(&nodes[1], "clicks", "last_error", got, sizeof(got)), "was trimmed past"));
+	shmf_close(a);
+	shmf_close(b);
+}
+
 /* Set the cursor of filter @p filter in node @p n's control segment (the
  * node stopped): what a crash between applying and storing it leaves. */
 static void cursor_poke(const struct node *n, const char *filter, uint64_t ms, uint64_t seq)
@@ -787,6 +835,7 @@ int main(int argc, char **argv)
 		{ "redis_down", cmocka_unit_test_setup_teardown(test_redis_down, setup, teardown) },
 		{ "wrong_password", cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown) },
 		{ "windows", cmocka_unit_test_setup_teardown(test_windows, setup, teardown) },
+		{ "diverged", cmocka_unit_test_setup_teardown(test_diverged, setup, teardown) },
 		{ "replay", cmocka_unit_test_setup_teardown(test_replay, setup, teardown) },
 	};
 	if (argc != 4) {
