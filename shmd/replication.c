@@ -253,8 +253,17 @@ static void on_published(void *arg, struct registry *r, int slot)
 				copy.name);
 		}
 		if (f != NULL) {
+			uint64_t shape = fleet_shape(&copy, seed);
+			/* A swap or restore from a file of another seed (made
+			 * without the fleet's secret): say why the others refuse. */
+			if (shape != f->shape && seed != fleet_seed(e->cfg.secret, copy.name))
+				log_msg(LOG_WARNING,
+					"filter '%s': its hash seed is not the fleet's (the filter or its snapshot was "
+					"made without this secret): every other node will refuse its entries as a "
+					"foreign shape",
+					copy.name);
 			f->epoch++;
-			f->shape = fleet_shape(&copy, seed);
+			f->shape = shape;
 		}
 	}
 	pthread_cond_broadcast(&e->cond);
@@ -778,7 +787,7 @@ static int check_stream(struct replication *e, redisContext *c, struct follow *f
 		else if ((cur.ms | cur.seq) != 0 && ((have_first && fleet_id_cmp(first, cur) > 0) ||
 						     (have_maxdel && fleet_id_cmp(maxdel, cur) > 0)))
 			snprintf(why, sizeof(why),
-				 "stream %s was trimmed past this node's cursor %s (entries up to %s are gone: "
+				 "stream %s was trimmed past this node's cursor %s (entries before %s are gone: "
 				 "raise retention)",
 				 f->stream, fleet_id_text(cur, a, sizeof(a)),
 				 fleet_id_text(have_maxdel && fleet_id_cmp(maxdel, cur) > 0 ? maxdel : first, b,
