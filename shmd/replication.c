@@ -1034,7 +1034,6 @@ void replication_repaired(struct replication *e, int slot)
 	if (f != NULL) {
 		f->diverged = 0;
 		f->why[0] = '\0';
-		f->check_ms = 0;
 	}
 	pthread_mutex_unlock(&e->lock);
 }

@@ -107,7 +107,8 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 
 /**
  * The filter in @p slot was repaired (SHMF.MERGE, a pull): clear its
- * diverged state; it is checked against the stream again within a second.
+ * diverged state; the follower checks it against the stream again within
+ * a second.
  */
 void replication_repaired(struct replication *e, int slot);
 
