@@ -9,6 +9,9 @@
  *                  entry is its adder's, each journalled add sent once);
  *                  each node skips its own entries; shmctl replication
  *                  --json is valid JSON
+ *   created        filters made replicated at run time (BF.RESERVE and
+ *                  CF.RESERVE ... REPLICATE, shmctl create --replicate)
+ *                  replicate; one made without it does not
  *   foreign        a filter of another shape on B: A's entries refused,
  *                  counted and reported, never applied
  *   redis_down     Redis not running at start: shmd serves, says
@@ -504,6 +507,71 @@ static void test_converge(void **state)
 	shmf_close(bc);
 }
 
+static void test_created(void **state)
+{
+	(void)state;
+	char k[32], cmd[1024];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, "");
+	node_start(&nodes[1], NULL, "");
+	const char *bf[] = { "BF.RESERVE", "viaverb", "0.001", "5000", "REPLICATE" };
+	const char *cf[] = { "CF.RESERVE", "cfverb", "5000", "REPLICATE", "ERROR", "0.01" };
+	const char *plain[] = { "BF.RESERVE", "plain", "0.001", "5000" };
+	for (int i = 0; i < 2; i++) {
+		redisReply *r = node_call(&nodes[i], 5, bf);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		r = node_call(&nodes[i], 6, cf);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		r = node_call(&nodes[i], 4, plain);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		snprintf(cmd, sizeof(cmd),
+			 "SHMF_RUNTIME_DIR='%s' '%s' -i %s create viactl --capacity 5000 --fpr 0.001 --replicate > /dev/null",
+			 nodes[i].root, shmctl_path, nodes[i].instance);
+		assert_int_equal(system(cmd), 0);
+	}
+	const char *names[] = { "viaverb", "cfverb", "viactl" };
+	for (int f = 0; f < 3; f++) {
+		shmf_t *a = open_on(&nodes[0], names[f]), *b = open_on(&nodes[1], names[f]);
+		for (unsigned i = 0; i < 20; i++)
+			assert_int_equal(shmf_add(a, k, key(k, names[f], i)), 1);
+		wait_present(b, names[f], 0, 20, 10000);
+		shmf_close(a);
+		shmf_close(b);
+	}
+	/* Without REPLICATE: no journal, nothing sent, not reported. */
+	shmf_t *a = open_on(&nodes[0], "plain"), *b = open_on(&nodes[1], "plain");
+	assert_int_equal(shmf_add(a, "p", 1), 1);
+	const char *rq[] = { "SHMF.REPLICATION", "plain" };
+	redisReply *r = node_call(&nodes[0], 2, rq);
+	assert_int_equal(r->type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(r->str, "filter 'plain' does not replicate"));
+	freeReplyObject(r);
+	const char *all[] = { "SHMF.REPLICATION" };
+	r = node_call(&nodes[0], 1, all);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 3);
+	freeReplyObject(r);
+	usleep(200000);
+	assert_int_equal(shmf_check(b, "p", 1), 0);
+	redisReply *x = redis("EXISTS shmf:plain");
+	assert_int_equal(x->integer, 0);
+	freeReplyObject(x);
+	shmf_close(a);
+	shmf_close(b);
+	/* A drop takes the journal with it. */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s/viaverb.journal", nodes[0].root, nodes[0].instance);
+	assert_int_equal(access(path, F_OK), 0);
+	const char *drop[] = { "SHMF.DROP", "viaverb" };
+	r = node_call(&nodes[0], 2, drop);
+	assert_int_equal(r->type, REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static void test_foreign(void **state)
 {
 	(void)state;
@@ -831,6 +899,7 @@ int main(int argc, char **argv)
 		struct CMUnitTest test;
 	} all[] = {
 		{ "converge", cmocka_unit_test_setup_teardown(test_converge, setup, teardown) },
+		{ "created", cmocka_unit_test_setup_teardown(test_created, setup, teardown) },
 		{ "foreign", cmocka_unit_test_setup_teardown(test_foreign, setup, teardown) },
 		{ "redis_down", cmocka_unit_test_setup_teardown(test_redis_down, setup, teardown) },
 		{ "wrong_password", cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown) },
