@@ -85,6 +85,7 @@ struct rfilter {
 	shmf_t *apply;
 	int apply_err;
 	uint64_t hold_since_ms; /* an entry waits for its window's rotation since; 0: none */
+	uint64_t hold_gave_up;  /* the window waited for in vain: not waited for again */
 	uint64_t check_ms;      /* last XINFO STREAM */
 	uint64_t foreign_log_ms;
 };
@@ -599,7 +600,7 @@ static int must_hold(struct replication *e, struct follow *fw, const struct shmf
 	for (int i = 0; i < n; i++)
 		if (ent[i].window > want)
 			want = ent[i].window;
-	if (want <= newest || want * copy.window_secs * 1000 > wall_ms() + REPL_SKEW_MS) {
+	if (want <= newest || want * copy.window_secs * 1000 > wall_ms() + REPL_SKEW_MS || want == f->hold_gave_up) {
 		f->hold_since_ms = 0;
 		return 0;
 	}
@@ -607,6 +608,7 @@ static int must_hold(struct replication *e, struct follow *fw, const struct shmf
 	if (f->hold_since_ms == 0)
 		f->hold_since_ms = now;
 	if (now - f->hold_since_ms > HOLD_MAX_MS) {
+		f->hold_gave_up = want;
 		log_msg(LOG_WARNING,
 			"filter '%s': entries of window %" PRIu64 " waited %d ms for this node to start it; applying "
 			"them to window %" PRIu64 " (is this node's clock far behind?)",
