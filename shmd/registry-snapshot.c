@@ -176,6 +176,74 @@ static int fill_from(struct snap_file *sf, unsigned sec, struct shmf_data_map *d
 	return 0;
 }
 
+/* The spec a snapshot's header describes, under the name @p name: the file
+ * decides the shape and the window (a plain snapshot swapped into a
+ * windowed filter makes it plain). */
+static void spec_from_header(const struct shmf_snap_header *h, const char *name, struct filter_spec *spec)
+{
+	*spec = (struct filter_spec){ .type = (int)h->type,
+				      .capacity = h->capacity,
+				      .mode = 0640,
+				      .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
+				      .window_secs = h->window_secs,
+				      .window_gens = h->window_gens };
+	memcpy(&spec->fpr, &h->fpr_bits, sizeof(double));
+	snprintf(spec->name, sizeof(spec->name), "%s", name);
+}
+
+/* Map the new generation @p gen (created, not published) and fill it from
+ * section @p i of @p sf. */
+static int fill_generation(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *g,
+			   struct snap_file *sf, unsigned i, uint64_t gen, char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	struct shmf_slot copy = { .type = h->type,
+				  .k = g->k,
+				  .capacity = h->capacity,
+				  .fpr_bits = h->fpr_bits,
+				  .nblocks = g->nblocks,
+				  .nbuckets = g->nbuckets,
+				  .data_bytes = g->data_bytes };
+	atomic_store_explicit(&copy.generation, gen, memory_order_relaxed);
+	snprintf(copy.name, sizeof(copy.name), "%s", spec->name);
+	struct shmf_data_map dm = { .fd = -1 };
+	int rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
+	if (rc < 0)
+		errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", spec->name,
+		       shmf_strerror(rc));
+	else
+		rc = fill_from(sf, i, &dm, err, errlen);
+	shmf_data_map_close(&dm);
+	return rc;
+}
+
+/* New generations for every section of @p sf, numbered so that the newest
+ * (section 0) is the highest, each filled and checked before anything is
+ * published. On an error every file made is unlinked again. */
+static int fill_generations(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *g,
+			    struct snap_file *sf, struct live_ring *ring, char *err, size_t errlen)
+{
+	unsigned n = sf->hdr.nsections;
+	uint64_t base = r->ctl.hdr->last_generation + 1;
+	*ring = (struct live_ring){ .n = n };
+	for (unsigned i = 0; i < n; i++) {
+		ring->gen[i] = base + (n - 1 - i);
+		ring->created[i] = sf->sec[i].created_epoch;
+	}
+	struct live_ring made = { 0 };
+	int rc = 0;
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		if ((rc = registry_data_create(r, spec, g, ring->gen[i], sf->hdr.seed, 1, err, errlen)) < 0)
+			break;
+		made.gen[made.n++] = ring->gen[i];
+		rc = fill_generation(r, spec, g, sf, i, ring->gen[i], err, errlen);
+	}
+	r->ctl.hdr->last_generation = base + n - 1;
+	if (rc < 0)
+		registry_unlink_ring(r, spec->name, &made);
+	return rc;
+}
+
 int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
@@ -186,16 +254,8 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	if (slot < 0 && how == REGISTRY_SWAP)
 		return errmsg(err, errlen, SHMF_E_NOTFOUND,
 			      "filter '%s' not found (swap replaces a live filter; restore creates one)", name);
-	/* The file decides the shape and the window (a plain snapshot swapped
-	 * into a windowed filter makes it plain). */
-	struct filter_spec spec = { .type = (int)h->type,
-				    .capacity = h->capacity,
-				    .mode = 0640,
-				    .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
-				    .window_secs = h->window_secs,
-				    .window_gens = h->window_gens };
-	memcpy(&spec.fpr, &h->fpr_bits, sizeof(double));
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	struct filter_spec spec;
+	spec_from_header(h, name, &spec);
 	struct live_ring old = { 0 };
 	if (slot >= 0) {
 		struct shmf_slot *s = &r->ctl.slots[slot];
@@ -216,49 +276,14 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has", sf->path,
 			      h->nsections, g.data_bytes);
-
-	/* New generations, numbered so that the newest (section 0) is the
-	 * highest, each filled and checked before anything is published. */
-	unsigned n = h->nsections;
-	struct live_ring ring = { .n = n };
-	uint64_t base = r->ctl.hdr->last_generation + 1;
-	for (unsigned i = 0; i < n; i++) {
-		ring.gen[i] = base + (n - 1 - i);
-		ring.created[i] = sf->sec[i].created_epoch;
-	}
-	struct live_ring made = { 0 };
-	for (unsigned i = 0; i < n && rc == 0; i++) {
-		if ((rc = registry_data_create(r, &spec, &g, ring.gen[i], h->seed, 1, err, errlen)) < 0)
-			break;
-		made.gen[made.n++] = ring.gen[i];
-		struct shmf_slot copy = { .type = h->type,
-					  .k = g.k,
-					  .capacity = h->capacity,
-					  .fpr_bits = h->fpr_bits,
-					  .nblocks = g.nblocks,
-					  .nbuckets = g.nbuckets,
-					  .data_bytes = g.data_bytes };
-		atomic_store_explicit(&copy.generation, ring.gen[i], memory_order_relaxed);
-		snprintf(copy.name, sizeof(copy.name), "%s", name);
-		struct shmf_data_map dm = { .fd = -1 };
-		rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
-		if (rc < 0)
-			errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", name,
-			       shmf_strerror(rc));
-		else
-			rc = fill_from(sf, i, &dm, err, errlen);
-		shmf_data_map_close(&dm);
-	}
-	r->ctl.hdr->last_generation = base + n - 1;
-	if (rc < 0) {
-		registry_unlink_ring(r, name, &made);
+	struct live_ring ring;
+	if ((rc = fill_generations(r, &spec, &g, sf, &ring, err, errlen)) < 0)
 		return rc;
-	}
 	registry_publish(r, slot, &spec, &g, &ring);
 	registry_unlink_ring(r, name, &old);
 	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s", name,
 		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, ring.gen[0],
-		n > 1 ? " and older live ones" : "", sf->sec[0].items,
+		h->nsections > 1 ? " and older live ones" : "", sf->sec[0].items,
 		old.n ? "; the previous generations are unlinked" : "");
 	return slot;
 }
