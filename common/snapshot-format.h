@@ -32,7 +32,11 @@
 
 #define SHMF_SNAP_MAGIC       "SHMFSNAP"
 #define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
-#define SHMF_SNAP_VERSION     1u
+/* Versions: 1 the first; 2 the stream cursor and flags of a replicated
+ * filter (bytes 184-203, reserved and zero in version 1, so that a version
+ * 1 file reads as cursor 0-0, not replicated). Readers accept both. */
+#define SHMF_SNAP_VERSION     2u
+#define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
 #define SHMF_SNAP_SECTIONS    16u        /* most generations in one file */
@@ -59,9 +63,16 @@ struct shmf_snap_header {
 	uint64_t section_bytes;  /* 104: payload bytes per section, nblocks * 64 */
 	uint64_t file_bytes;     /* 112: size of the whole file */
 	char name[SHMF_NAME_MAX + 1]; /* 120: filter name, NUL-padded */
-	uint8_t reserved[64];    /* 184: zero */
+	uint64_t cursor_ms;      /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
+	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
+	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
+	uint8_t reserved[44];    /* 204: zero */
 	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
+
+/* Header flags. */
+#define SHMF_SNAP_F_REPLICATED 0x1u                   /* the filter replicated (its slot's SHMF_SLOT_REPLICATED) */
+#define SHMF_SNAP_F_ALL        SHMF_SNAP_F_REPLICATED /* every flag defined; others make the file malformed */
 
 struct shmf_snap_section {
 	uint64_t generation;     /*  0: generation number in the daemon that wrote it */
@@ -74,6 +85,8 @@ struct shmf_snap_section {
 
 _Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 bytes");
 _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
+_Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");
+_Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");
 _Static_assert(256 + SHMF_SNAP_SECTIONS * 64 <= SHMF_SNAP_PAYLOAD_OFF, "section headers fit before the payload");

@@ -72,6 +72,20 @@ struct snap_file {
  */
 int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen);
 
+/**
+ * Check a snapshot header held in memory (a file's, or the first chunk of a
+ * SCANDUMP): magic, checksum, version (SHMF_SNAP_VERSION_MIN to
+ * SHMF_SNAP_VERSION) and every field as snapshot_open() does, but for the
+ * size of a file. @p what names it in @p err ("snapshot /path").
+ * @return 0, SHMF_E_FORMAT, SHMF_E_VERSION or SHMF_E_TOOBIG.
+ */
+int snapshot_header_check(const struct shmf_snap_header *h, const char *what, char *err, size_t errlen);
+
+/** Check the checksum and fields of section headers @p sec of a checked
+ * header @p h. @return 0 or SHMF_E_FORMAT. */
+int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, const char *what,
+			    char *err, size_t errlen);
+
 /** The shape a snapshot header stores, as a geometry (data_bytes computed):
  * the shape a filter restored from it gets. */
 void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g);
