@@ -83,6 +83,54 @@ struct shmf_snap_section {
 	uint64_t xxh3;           /* 56: XXH3-64 (seed 0) of bytes 0..55 */
 };
 
+/*
+ * Dump chunks: a filter copied over the protocol, chunk by chunk
+ * (BF.SCANDUMP / BF.LOADCHUNK, CF.SCANDUMP / CF.LOADCHUNK; shmd's own
+ * format, which RedisBloom does not load). Every chunk is a chunk header
+ * then its data:
+ *
+ *   chunk 0, the header chunk: struct shmf_snap_header (as a snapshot file
+ *   has it, checksums and all), nsections struct shmf_snap_section, then
+ *   nsections u64: each section's cuckoo relocation count when the dump
+ *   began (Bloom: 0)
+ *   chunks 1..total, the payload chunks: SHMF_CHUNK_BYTES of one section's
+ *   payload (the last of a section may be shorter), sections in order,
+ *   each from its first byte to its last
+ *
+ * The iterator that goes with chunk i (what SCANDUMP answers, and what
+ * LOADCHUNK takes with it) is tag << 32 | (i + 1), tag being 31 bits of
+ * the XXH3 of the filter's seed, generations and relocation counts, so
+ * that an iterator of a filter that was rotated, replaced or (cuckoo)
+ * relocated entries since is told apart.
+ */
+#define SHMF_CHUNK_MAGIC      "SHMFCHNK"
+#define SHMF_CHUNK_VERSION    1u
+#define SHMF_CHUNK_KIND_HEAD  1u
+#define SHMF_CHUNK_KIND_DATA  2u
+#define SHMF_CHUNK_BYTES      SHMF_SNAP_CHUNK /* payload bytes of a data chunk, at most */
+#define SHMF_CHUNK_TAG_MASK   0x7fffffffu
+
+struct shmf_chunk_header {
+	char magic[8];       /*  0: "SHMFCHNK" */
+	uint32_t version;    /*  8: SHMF_CHUNK_VERSION */
+	uint32_t kind;       /* 12: SHMF_CHUNK_KIND_* */
+	uint64_t index;      /* 16: 0 the header chunk, 1..total the payload chunks */
+	uint64_t total;      /* 24: payload chunks in the dump */
+	uint32_t section;    /* 32: payload: the section (0 newest); header: 0 */
+	uint32_t tag;        /* 36: the iterator's tag (31 bits) */
+	uint64_t offset;     /* 40: payload: byte offset in the section's payload; header: 0 */
+	uint64_t length;     /* 48: bytes of data after this header */
+	uint64_t generation; /* 56: payload: the generation read (the section header's); header: 0 */
+	uint64_t seed;       /* 64: the filter's hash seed */
+	uint64_t moves;      /* 72: payload: the section's cuckoo relocation count at the copy; header: 0 */
+	uint64_t reserved;   /* 80: zero */
+	uint64_t xxh3;       /* 88: XXH3-64 (seed 0) of bytes 0..87 and then the data */
+};
+
+_Static_assert(sizeof(struct shmf_chunk_header) == 96, "chunk header is 96 bytes");
+_Static_assert(offsetof(struct shmf_chunk_header, xxh3) == 88, "chunk checksum last");
+_Static_assert(SHMF_CHUNK_BYTES + 96 <= (16u << 20), "a chunk fits a RESP argument (16 MiB)");
+
 _Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 bytes");
 _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
 _Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");

@@ -196,9 +196,7 @@ static void writer_free(struct writer *w)
 	free(w->buf);
 }
 
-/* The writer's fields of the header (magic, version, sizes, chunking),
- * zeroed reserved bytes, and the header and section checksums. */
-static void seal(struct snap_source *src)
+void snapshot_seal(struct snap_source *src)
 {
 	struct shmf_snap_header *h = &src->hdr;
 	memcpy(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic));
@@ -339,7 +337,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	unsigned n = src->nsections;
 	if (n == 0 || n > SHMF_SNAP_SECTIONS)
 		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
-	seal(src);
+	snapshot_seal(src);
 	int rc = writer_open(&w, path, &src->hdr, mode, err, errlen);
 	if (rc < 0)
 		return rc;

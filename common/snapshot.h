@@ -39,6 +39,13 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch);
 
 /**
+ * Fill in the writer's fields of @p src's header (magic, version, sizes,
+ * chunking, reserved bytes zeroed) and the header and section checksums,
+ * as snapshot_write() does: what a dump's header chunk carries.
+ */
+void snapshot_seal(struct snap_source *src);
+
+/**
  * Write @p src to @p path crash-safely: a temporary file in the same
  * directory, fsync, rename over @p path, fsync of the directory. A crash
  * or an error at any point leaves @p path as it was (the previous

@@ -21,6 +21,7 @@
 #include "hugepages.h"
 #include "log.h"
 #include "periodic.h"
+#include "scandump.h"
 #include "registry.h"
 #include "rundir.h"
 #include "server.h"
@@ -51,6 +52,7 @@ static void on_tick(struct registry *reg, void *arg)
 	uint64_t now = (uint64_t)time(NULL);
 	registry_rotate_due(reg, now);
 	periodic_tick(arg, reg, now);
+	scandump_expire(); /* loads by chunks abandoned without a word */
 }
 
 /* Create the configured filters the instance does not hold yet. */

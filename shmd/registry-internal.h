@@ -9,7 +9,8 @@
 
 #include "geometry.h"
 #include "registry.h"
-#include "snapshot-format.h"
+#include "cuckoo.h"
+#include "snapshot.h"
 
 /* Create generation @p gen's data file for @p spec, shaped @p p, with hash
  * seed @p seed: allocated, header written, not yet named by any slot.
@@ -43,6 +44,30 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 
 /* Unlink the data files of @p ring's generations of filter @p name. */
 void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring);
+
+/* The live generations of a filter, mapped read-write (the cuckoo writer
+ * lock needs a writable descriptor), cuckoo ones locked. */
+struct ring_maps {
+	unsigned n;
+	struct shmf_data_map dm[SHMF_WINDOW_MAX];
+	struct shmf_cuckoo_lock lock[SHMF_WINDOW_MAX];
+	struct shmf_cuckoo_geom g[SHMF_WINDOW_MAX];
+};
+
+/* Map every live generation of the filter @p copy describes (a checked
+ * slot copy) into @p m, and take the relocation lock of each cuckoo one:
+ * no fingerprint moves until registry_ring_release(). @return 0, or an
+ * error with nothing held. */
+int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
+
+/* Unlock and unmap what registry_ring_take() took. */
+void registry_ring_release(struct ring_maps *m);
+
+/* What a snapshot of the filter in @p slot (@p copy, its generations
+ * taken in @p m) says: header fields (its stream cursor read now), one
+ * section header and payload pointer per generation. Not sealed. */
+void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
+			  struct snap_source *src);
 
 /*
  * A replacement of a filter by the contents of a snapshot (a file, or the

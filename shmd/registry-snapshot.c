@@ -39,16 +39,7 @@ static struct shmf_cuckoo_geom cuckoo_geom(const struct shmf_data_map *dm, struc
 	};
 }
 
-/* The live generations of a filter, mapped read-write (the cuckoo writer
- * lock needs a writable descriptor), cuckoo ones locked. */
-struct ring_maps {
-	unsigned n;
-	struct shmf_data_map dm[SHMF_WINDOW_MAX];
-	struct shmf_cuckoo_lock lock[SHMF_WINDOW_MAX];
-	struct shmf_cuckoo_geom g[SHMF_WINDOW_MAX];
-};
-
-static void ring_release(struct ring_maps *m)
+void registry_ring_release(struct ring_maps *m)
 {
 	for (unsigned i = 0; i < m->n; i++) {
 		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO) {
@@ -60,7 +51,7 @@ static void ring_release(struct ring_maps *m)
 	m->n = 0;
 }
 
-static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
+int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
 {
 	m->n = 0;
 	for (unsigned i = 0; i < copy->nlive; i++) {
@@ -68,7 +59,7 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 		dm->fd = -1;
 		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[i], 1, dm);
 		if (rc < 0) {
-			ring_release(m);
+			registry_ring_release(m);
 			return errmsg(err, errlen, rc, "filter '%s': cannot map generation %" PRIu64 ": %s", copy->name,
 				      copy->live[i], shmf_strerror(rc));
 		}
@@ -78,7 +69,7 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 			if ((rc = shmf_cuckoo_lock(&m->g[i])) < 0) {
 				shmf_cuckoo_lock_fini(&m->lock[i]);
 				shmf_data_map_close(dm);
-				ring_release(m);
+				registry_ring_release(m);
 				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s",
 					      copy->name, strerror(-rc));
 			}
@@ -88,6 +79,38 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 	return 0;
 }
 
+void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
+			  struct snap_source *src)
+{
+	/* The shape and seed as the newest generation's data header has them,
+	 * the name and window as the slot does. */
+	const struct shmf_data_header *dh = &m->dm[0].hdr;
+	struct filter_spec spec = { .capacity = dh->capacity,
+				    .window_secs = copy->window_secs,
+				    .window_gens = copy->window_gens };
+	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
+	memcpy(spec.name, copy->name, sizeof(spec.name));
+	struct shmf_geometry g = { .type = dh->type,
+				   .k = dh->k,
+				   .nblocks = dh->nblocks,
+				   .nbuckets = dh->nbuckets,
+				   .max_kicks = dh->max_kicks };
+	memset(src, 0, sizeof(*src));
+	src->nsections = m->n;
+	snapshot_header_fill(&src->hdr, &spec, &g, dh->seed, copy->created_epoch, (uint64_t)time(NULL));
+	registry_cursor_get(r, slot, &src->hdr.cursor_ms, &src->hdr.cursor_seq);
+	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		src->payload[i] = m->dm[i].blocks;
+		src->sec[i] = (struct shmf_snap_section){
+			.generation = m->dm[i].hdr.generation,
+			.created_epoch = copy->live_created[i],
+			.items = shmf_data_items(&m->dm[i]),
+			.deletes = shmf_data_deletes(&m->dm[i]),
+		};
+	}
+}
+
 int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
 		      size_t errlen)
 {
@@ -95,47 +118,19 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
-	/* The stream cursor before the payload is copied: the copy holds at
-	 * least what the cursor covers, so a replay from it misses nothing
-	 * (and may apply again what the copy already holds). */
-	uint64_t cursor_ms, cursor_seq;
-	registry_cursor_get(r, slot, &cursor_ms, &cursor_seq);
 	/* Cuckoo: no fingerprint moves while the copy is taken (the writer
 	 * lock of every generation is held), so every key stored before it
 	 * began is in one of its buckets in the copy. Bloom bits only ever get
 	 * set, so a copy taken while adds go on holds every key whose add
 	 * returned before it began. */
 	struct ring_maps m;
-	if ((rc = ring_take(r, &copy, &m, err, errlen)) < 0)
+	if ((rc = registry_ring_take(r, &copy, &m, err, errlen)) < 0)
 		return rc;
-
-	/* The shape and seed as the newest generation's data header has them,
-	 * the name and window as the slot does. */
-	const struct shmf_data_header *dh = &m.dm[0].hdr;
-	struct filter_spec spec = { .capacity = dh->capacity,
-				    .window_secs = copy.window_secs,
-				    .window_gens = copy.window_gens };
-	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
-	memcpy(spec.name, copy.name, sizeof(spec.name));
-	struct shmf_geometry g = { .type = dh->type,
-				   .k = dh->k,
-				   .nblocks = dh->nblocks,
-				   .nbuckets = dh->nbuckets,
-				   .max_kicks = dh->max_kicks };
-	struct snap_source src = { .nsections = m.n };
-	snapshot_header_fill(&src.hdr, &spec, &g, dh->seed, copy.created_epoch, (uint64_t)time(NULL));
-	src.hdr.cursor_ms = cursor_ms;
-	src.hdr.cursor_seq = cursor_seq;
-	src.hdr.flags = copy.flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
-	for (unsigned i = 0; i < m.n; i++) {
-		src.payload[i] = m.dm[i].blocks;
-		src.sec[i] = (struct shmf_snap_section){
-			.generation = m.dm[i].hdr.generation,
-			.created_epoch = copy.live_created[i],
-			.items = shmf_data_items(&m.dm[i]),
-			.deletes = shmf_data_deletes(&m.dm[i]),
-		};
-	}
+	/* The stream cursor is read before the payload is copied: the copy
+	 * holds at least what the cursor covers, so a replay from it misses
+	 * nothing (and may apply again what the copy already holds). */
+	struct snap_source src;
+	registry_snap_source(r, slot, &copy, &m, &src);
 	struct fscred saved;
 	rc = fscred_become(as, &saved, err, errlen);
 	if (rc == 0) {
@@ -146,7 +141,7 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 		rc = snapshot_write(path, &src, mode, err, errlen);
 		fscred_restore(&saved);
 	}
-	ring_release(&m);
+	registry_ring_release(&m);
 	if (rc == 0)
 		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name,
 			src.sec[0].generation, src.nsections > 1 ? " and older live ones" : "", path);
