@@ -568,9 +568,10 @@ static int fill_at(int fd, const void *buf, size_t n, uint64_t off)
 }
 
 /* Read section @p i chunk by chunk, checking each: into @p dst, or
- * written to @p out_fd at @p out_off, or (both unset) only checked. */
-static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off, char *err,
-			size_t errlen)
+ * written to @p out_fd at @p out_off, or handed to @p fn, or (all unset)
+ * only checked. */
+static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off,
+			snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
 	void *buf = NULL;
@@ -596,6 +597,8 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 				  sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
+		if (fn != NULL)
+			fn(arg, at, p, len);
 		if (out_fd >= 0 && (rc = fill_at(out_fd, p, len, out_off + at)) < 0) {
 			rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path, strerror(-rc));
 			break;
@@ -607,12 +610,17 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 
 int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
 {
-	return read_section(sf, i, dst, -1, 0, err, errlen);
+	return read_section(sf, i, dst, -1, 0, NULL, NULL, err, errlen);
 }
 
 int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen)
 {
-	return read_section(sf, i, NULL, out_fd, out_off, err, errlen);
+	return read_section(sf, i, NULL, out_fd, out_off, NULL, NULL, err, errlen);
+}
+
+int snapshot_scan_section(struct snap_file *sf, unsigned i, snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen)
+{
+	return read_section(sf, i, NULL, -1, 0, fn, arg, err, errlen);
 }
 
 void snapshot_close(struct snap_file *sf)

@@ -111,6 +111,17 @@ int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err
  */
 int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen);
 
+/* What snapshot_scan_section() hands each checked chunk to: @p len bytes
+ * at payload offset @p off. */
+typedef void snapshot_chunk_fn(void *arg, uint64_t off, const void *buf, size_t len);
+
+/**
+ * As snapshot_read_section(), but each chunk is handed to @p fn once its
+ * checksum matched (a chunk-sized buffer, not the whole payload, is held).
+ * A damaged chunk stops the scan: the chunks before it were handed over.
+ */
+int snapshot_scan_section(struct snap_file *sf, unsigned i, snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen);
+
 /** Close what snapshot_open() opened. */
 void snapshot_close(struct snap_file *sf);
 

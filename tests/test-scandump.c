@@ -29,6 +29,7 @@
 #include <xxhash.h>
 
 #include "fixture.h"
+#include "merge.h"
 #include "registry-internal.h"
 #include "scandump.h"
 #include "session.h"
@@ -798,14 +799,159 @@ static void test_cursor(void **state)
 	session_free(&s);
 }
 
+/* ---- SHMF.MERGE ------------------------------------------------------------ */
+
+/* SHMF.MERGE name path on a connection of our own identity; the reply. */
+static void merge_call(struct session *s, const char *name, const char *path, struct answer *a)
+{
+	const char *argv[] = { "SHMF.MERGE", name, path };
+	call(s, 3, argv, NULL, a);
+}
+
+/* A filter of the same shape and seed as @p name, through a snapshot of it
+ * taken before any key was added, restored under @p copy. */
+static void same_seed_copy(const char *name, const char *copy)
+{
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	file_path("seed.snap", path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+}
+
+/* Set the start of each live generation of windowed filter @p name, as the
+ * daemon's rotation would have by the clock. */
+static void set_created(const char *name, const uint64_t *created, unsigned n)
+{
+	struct shmf_slot *sl = &fx.reg.ctl.slots[registry_find(&fx.reg, name)];
+	assert_int_equal(sl->nlive, n);
+	shmf_slot_write_begin(sl);
+	memcpy(sl->live_created, created, n * sizeof(created[0]));
+	shmf_slot_write_end(sl);
+}
+
+static void test_merge(void **state)
+{
+	(void)state;
+	char path[512], other[512], err[SNAPSHOT_ERR_MAX];
+	struct answer a;
+	struct session s;
+	session_init(&s, 10, SESSION_UNIX, &view);
+	s.peer = (struct fscred){ .set = 1, .uid = geteuid(), .gid = getegid() };
+	const uint64_t n = 20000;
+
+	/* Two copies of one filter that were cut off from each other: each
+	 * has keys the other lacks. Merging b's snapshot into a gives a both. */
+	fixture_bloom(&fx, "a", 8000000, 0.01);
+	same_seed_copy("a", "b");
+	add_keys("a", 70, n);
+	add_keys("b", 71, n);
+	assert_true(count_present("a", 71, n) < n / 10);
+	file_path("b.snap", path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, "b", path, NULL, err, sizeof(err)), 0);
+	merge_call(&s, "a", path, &a);
+	expect(&a, "+OK\r\n", NULL);
+	assert_int_equal(count_present("a", 70, n), n);
+	assert_int_equal(count_present("a", 71, n), n);
+	/* Merging again changes nothing: a union is idempotent. */
+	struct merge_report rep;
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(merge_snapshot(&fx.reg, "a", &sf, &rep, err, sizeof(err)), 0);
+	snapshot_close(&sf);
+	assert_int_equal(rep.bits, 0);
+	assert_int_equal(rep.merged, 1);
+
+	/* Refused, with a untouched (its answers for c's keys unchanged):
+	 * another seed, another shape, a cuckoo file or filter, a damaged
+	 * payload (in its last chunk: the chunks before it are whole). */
+	fixture_bloom(&fx, "c", 8000000, 0.01); /* another seed */
+	fixture_bloom(&fx, "d", 100000, 0.001); /* another k and size */
+	fixture_filter(&fx, "e", SHMF_TYPE_CUCKOO, 100000, 0.01);
+	same_seed_copy("a", "f");
+	add_keys("c", 72, n);
+	add_keys("d", 72, n);
+	add_keys("e", 72, 1000);
+	add_keys("f", 72, n);
+	uint64_t before = count_present("a", 72, n);
+	assert_true(before < n / 10);
+	const struct {
+		const char *src, *into, *says;
+	} refused[] = {
+		{ "c", "a", "seed" },
+		{ "d", "a", "k 6 here" },
+		{ "e", "a", "union of cuckoo tables is not defined" },
+		{ "a", "e", "union of cuckoo tables is not defined" },
+		{ "f", "a", "checksum mismatch" },
+		{ "c", "nosuch", "not found" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		file_path(refused[i].src, other, sizeof(other));
+		assert_int_equal(registry_snapshot(&fx.reg, refused[i].src, other, NULL, err, sizeof(err)), 0);
+		if (!strcmp(refused[i].src, "f")) {
+			int fd = open(other, O_RDWR);
+			struct stat st;
+			assert_int_equal(fstat(fd, &st), 0);
+			/* The last payload byte: before the chunk table and the trailer. */
+			off_t at = SHMF_SNAP_PAYLOAD_OFF + 9904128 - 8192 - 1;
+			char byte;
+			assert_int_equal(pread(fd, &byte, 1, at), 1);
+			byte ^= 0x40;
+			assert_int_equal(pwrite(fd, &byte, 1, at), 1);
+			close(fd);
+		}
+		merge_call(&s, refused[i].into, other, &a);
+		expect(&a, "-ERR ", refused[i].says);
+		assert_int_equal(count_present("a", 72, n), before);
+		assert_int_equal(count_present("a", 70, n), n);
+	}
+	/* A file the client may not read (the daemon could), a relative path. */
+	s.peer = (struct fscred){ .set = 1, .uid = 65534, .gid = 65534 };
+	merge_call(&s, "a", path, &a);
+	expect(&a, "-ERR ", "Permission denied");
+	merge_call(&s, "a", "b.snap", &a);
+	expect(&a, "-ERR ", "absolute");
+	s.peer = (struct fscred){ .set = 1, .uid = geteuid(), .gid = getegid() };
+
+	/* Windows: each section into the live generation of its window. w
+	 * and w2 share seed and shape; w2's newest window is w's middle one,
+	 * and w2's oldest is older than any of w's. */
+	uint64_t t = (uint64_t)time(NULL) / 60 * 60;
+	fixture_window(&fx, "w", SHMF_TYPE_BLOOM, 100000, 0.01, 60, 3);
+	fixture_rotate(&fx, "w");
+	fixture_rotate(&fx, "w");
+	same_seed_copy("w", "w2");
+	set_created("w", (const uint64_t[]){ t, t - 60, t - 120 }, 3);
+	set_created("w2", (const uint64_t[]){ t - 60, t - 120, t - 180 }, 3);
+	add_keys("w", 80, n);
+	add_keys("w2", 81, n);
+	file_path("w2.snap", path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, "w2", path, NULL, err, sizeof(err)), 0);
+	merge_call(&s, "w", path, &a);
+	expect(&a, "+OK merged 2 of 3 generations; 1 had no live generation", NULL);
+	assert_int_equal(count_present("w", 80, n), n);
+	assert_int_equal(count_present("w", 81, n), n);
+	/* w2's newest went into w's middle generation: two rotations retire
+	 * it and keep w's newest. */
+	fixture_rotate(&fx, "w");
+	fixture_rotate(&fx, "w");
+	assert_int_equal(count_present("w", 80, n), n);
+	assert_true(count_present("w", 81, n) < n / 10);
+	/* Another window shape is refused. */
+	fixture_window(&fx, "w3", SHMF_TYPE_BLOOM, 100000, 0.01, 120, 3);
+	merge_call(&s, "w3", path, &a);
+	expect(&a, "-ERR ", "window seconds 120 here, 60 in the file");
+	session_free(&s);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		fixture_unit_test(test_roundtrip, fx),    fixture_unit_test(test_concurrent, fx),
 		fixture_unit_test(test_cuckoo_moved, fx), fixture_unit_test(test_bad_chunks, fx),
 		fixture_unit_test(test_abandoned, fx),    fixture_unit_test(test_cursor, fx),
+		fixture_unit_test(test_merge, fx),
 	};
-	static const char *const names[] = { "roundtrip",  "concurrent", "cuckoo_moved",
-					     "bad_chunks", "abandoned",  "cursor" };
+	static const char *const names[] = { "roundtrip", "concurrent", "cuckoo_moved", "bad_chunks",
+					     "abandoned", "cursor",     "merge" };
 	return fixture_run(argc, argv, tests, names);
 }
