@@ -332,6 +332,14 @@ static void test_pull(void **state)
 	dest_cursor("big", &ms, &seq);
 	assert_int_equal(ms, 1700000000000ull);
 	assert_int_equal(seq, 17);
+	/* shmctl inspect shows it (the snapshot dest_cursor() took). */
+	snprintf(args, sizeof(args), "inspect %s/check.snap", dst.root);
+	if (shmctl(&out, args) != 0 || strstr(out, "stream_cursor   1700000000000-17\n") == NULL ||
+	    strstr(out, "format          shmfilter snapshot, version 2") == NULL)
+		fail_msg("inspect: %s", out);
+	snprintf(args, sizeof(args), "inspect %s/check.snap --json", dst.root);
+	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\":\"1700000000000-17\"") == NULL)
+		fail_msg("inspect --json: %s", out);
 
 	snprintf(args, sizeof(args), "pull cf --from 127.0.0.1:%d --password %s --as cf-copy", src.port, PASSWORD);
 	if (shmctl(&out, args) != 0)
