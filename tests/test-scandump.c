@@ -568,6 +568,31 @@ static void test_bad_chunks(void **state)
 		assert_nothing_changed(gen, files);
 	}
 
+	/* Random damage: 200 times a random chunk (the header one or a payload
+	 * one) with a random byte changed or a random length, after the chunks
+	 * before it loaded well. Each is refused, and nothing is left. */
+	for (int round = 0; round < 200; round++) {
+		size_t k = (size_t)(fixture_random(&seed) % d->n);
+		const struct chunk *c = &d->c[k];
+		for (size_t i = 0; i < k; i++) {
+			load_one(&s, "BF.LOADCHUNK", "copy", d->c[i].iter, d->c[i].data, d->c[i].len, &a);
+			expect(&a, "+OK", NULL);
+		}
+		size_t at = (size_t)(fixture_random(&seed) % c->len), len = c->len;
+		int x = (int)(fixture_random(&seed) % 255) + 1;
+		if (round % 4 == 3) {
+			len = (size_t)(fixture_random(&seed) % c->len); /* cut short */
+			x = 0;
+		}
+		char *p = damaged(c, at, x);
+		load_one(&s, "BF.LOADCHUNK", "copy", c->iter, p, len, &a);
+		if (strncmp(a.raw, "-ERR ", 5) != 0)
+			fail_msg("round %d: chunk %zu, byte %zu ^ %d, %zu bytes: %s", round, k, at, x, len, a.raw);
+		free(a.raw);
+		free(p);
+		assert_nothing_changed(gen, files);
+	}
+
 	/* A load in progress on one connection: another's chunks are refused
 	 * and change nothing of it; it completes. */
 	load_one(&s, "BF.LOADCHUNK", "copy", d->c[0].iter, d->c[0].data, d->c[0].len, &a);
