@@ -23,6 +23,7 @@ struct filter_spec {
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
 	uint64_t window_secs; /* time window: seconds per generation, 0: none */
 	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
+	int replicate;        /* fleet: journal its adds, seed from the fleet's secret (shmd/replication.h) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
 	uint64_t snapshot_every;   /* seconds between snapshots */
 	uint32_t snapshot_keep;    /* newest files kept */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "merge.h"
 #include "registry-internal.h"
+#include "replication.h"
 
 /* Where the words of one section go. */
 struct merge_target {
@@ -82,9 +83,9 @@ int merge_snapshot(struct registry *r, const char *name, struct snap_file *sf, s
 		"relocations in its table); copy a cuckoo filter whole with restore or shmctl pull";
 	memset(rep, 0, sizeof(*rep));
 	struct shmf_slot copy;
-	int rc = registry_slot_copy(r, name, &copy, err, errlen);
-	if (rc < 0)
-		return rc;
+	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
+	if (slot < 0)
+		return slot;
 	if (copy.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a cuckoo filter: %s", name, undefined);
 	if (sf->hdr.type == SHMF_TYPE_CUCKOO)
@@ -114,8 +115,12 @@ int merge_snapshot(struct registry *r, const char *name, struct snap_file *sf, s
 		rep->merged += rc == 0;
 	}
 	registry_ring_release(&m);
-	if (rc == 0)
-		log_msg(LOG_INFO, "filter '%s': merged %s (%u of %u generations, %" PRIu64 " bits newly set)", name,
-			sf->path, rep->merged, sf->hdr.nsections, rep->bits);
-	return rc;
+	if (rc < 0)
+		return rc;
+	log_msg(LOG_INFO, "filter '%s': merged %s (%u of %u generations, %" PRIu64 " bits newly set)", name, sf->path,
+		rep->merged, sf->hdr.nsections, rep->bits);
+	/* A merge is how a diverged replicated filter is repaired. */
+	if (r->repl != NULL && (copy.flags & SHMF_SLOT_REPLICATED))
+		replication_repaired(r->repl, slot);
+	return 0;
 }

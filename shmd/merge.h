@@ -15,7 +15,8 @@
  * counted. Checks and adds go on throughout; they see each word before or
  * after its OR, never a bit cleared.
  *
- * What a merge does not do: it leaves the item counters alone (a union's
+ * A replicated filter that was diverged is told repaired
+ * (replication_repaired()). What a merge does not do: it leaves the item counters alone (a union's
  * count of distinct keys is not known: BF.CARD keeps counting this node's
  * adds), and it is not journalled (other nodes of a fleet merge the file
  * themselves if they need it). Cuckoo filters are refused: a union of two

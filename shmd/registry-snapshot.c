@@ -20,6 +20,7 @@
 
 #include "cuckoo.h"
 #include "errmsg.h"
+#include "fleet.h"
 #include "log.h"
 #include "registry-internal.h"
 #include "registry.h"
@@ -300,6 +301,27 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 	return 0;
 }
 
+/* A snapshot of a replicated filter whose seed is this fleet's for the
+ * name it is loaded under (a pull or restore from another node of the
+ * fleet) makes the filter replicate here, and follow the stream from the
+ * snapshot's cursor. Otherwise it stays as it was: a seed of another
+ * secret or name would be a foreign shape to every other node. */
+static void load_replicate(struct registry *r, int slot, const struct registry_load *ld)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (!(ld->hdr.flags & SHMF_SNAP_F_REPLICATED) || (r->ctl.slots[slot].flags & SHMF_SLOT_REPLICATED))
+		return;
+	if (!r->fleet.enabled || ld->hdr.seed != fleet_seed(r->fleet.secret, ld->name)) {
+		log_msg(LOG_INFO, "filter '%s': its snapshot comes from a replicated filter, but %s; it stays local",
+			ld->name,
+			r->fleet.enabled ? "its hash seed is not this fleet's for that name (another secret or name)"
+					 : "this shmd has no [replication] section");
+		return;
+	}
+	if (registry_replicate(r, slot, err, sizeof(err)) < 0)
+		log_msg(LOG_ERR, "%s", err);
+}
+
 int registry_load_commit(struct registry *r, struct registry_load *ld, int how, char *err, size_t errlen)
 {
 	const char *name = ld->name;
@@ -313,15 +335,8 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	if (rc == 0 && slot < 0 && how == REGISTRY_SWAP)
 		rc = errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' was dropped meanwhile; nothing swapped in",
 			    name);
-	if (rc == 0 && slot < 0) {
-		if ((slot = free_slot(r)) < 0)
-			rc = errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
-		else
-			/* A slot that held a dropped filter keeps its flags; what
-			 * replicates is not the snapshot's to say (the
-			 * configuration is), so a new filter starts plain. */
-			r->ctl.slots[slot].flags = 0;
-	}
+	if (rc == 0 && slot < 0 && (slot = free_slot(r)) < 0)
+		rc = errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
 	if (rc < 0) {
 		registry_load_abort(r, ld);
 		return rc;
@@ -331,13 +346,22 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	if (atomic_load_explicit(&s->generation, memory_order_relaxed) != 0) {
 		old.n = s->nlive;
 		memcpy(old.gen, s->live, sizeof(old.gen));
+	} else {
+		/* A free slot (generation 0: no client reads the rest of it)
+		 * starts plain; whether it replicates is decided below. */
+		shmf_slot_write_begin(s);
+		s->flags = 0;
+		shmf_slot_write_end(s);
 	}
-	registry_publish(r, slot, &ld->spec, &ld->g, &ld->ring);
 	/* The stream position the copy was taken at (0-0 when the snapshot
-	 * carries none): a replicated filter replays the stream from there. */
+	 * carries none), stored before the publication, as registry_create()
+	 * does: the replication engine, told of it by the publication, reads
+	 * it from there, and never stores over a cursor it did not read. */
 	registry_cursor_set(r, slot, ld->hdr.cursor_ms, ld->hdr.cursor_seq);
+	registry_publish(r, slot, &ld->spec, &ld->g, &ld->ring);
 	registry_unlink_ring(r, name, &old);
 	ld->made = 0;
+	load_replicate(r, slot, ld);
 	return slot;
 }
 

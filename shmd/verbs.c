@@ -80,6 +80,9 @@ static const struct verb verbs[] = {
 	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
 	{ "shmf.rotate", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_rotate,
 	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
+	/* Key 0: the filter is optional (none: every replicated filter). */
+	{ "shmf.replication", 1, 2, READS, 0, cmd_shmf_replication,
+	  "Describes the replication of one or every replicated filter: state, cursor, lag, counters, nodes." },
 
 	/* Fleets (issue 17): a filter chunk by chunk (shmd's chunks, which
 	 * RedisBloom does not load; dumps are reads, a load creates or

@@ -34,6 +34,7 @@
 #include "scandump.h"
 #include "session.h"
 #include "snapshot.h"
+#include "spec.h"
 
 static struct fixture fx;
 static struct server_view view; /* unix-socket clients, no password */
@@ -968,15 +969,70 @@ static void test_merge(void **state)
 	session_free(&s);
 }
 
+/* A dump of a replicated filter loaded on a node of the same fleet under
+ * the same name (the seed is the fleet's for it) replicates there, journal
+ * and all, from the dump's cursor; loaded under another name, or without a
+ * fleet, it stays local (its seed would be a foreign shape). */
+static void test_replicated_load(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct session s;
+	struct dump *d = calloc(1, sizeof(*d));
+	session_init(&s, 11, SESSION_UNIX, &view);
+	fx.reg.fleet =
+		(struct registry_fleet){ .enabled = 1, .secret = "s3cret", .journal_rings = 4, .journal_entries = 64 };
+	struct filter_spec spec;
+	spec_defaults(&spec, "fleet");
+	spec.capacity = 100000;
+	spec.mode = 0660;
+	spec.replicate = 1;
+	int slot = registry_create(&fx.reg, &spec, err, sizeof(err));
+	assert_true(slot >= 0);
+	add_keys("fleet", 90, 1000);
+	registry_cursor_set(&fx.reg, slot, 1700000000999ull, 3);
+	assert_int_equal(dump_all(&s, "BF.SCANDUMP", "fleet", d, err, sizeof(err)), 0);
+
+	/* Under another name: local, with the dump's cursor all the same. */
+	load_all(&s, "BF.LOADCHUNK", "other", d);
+	int other = registry_find(&fx.reg, "other");
+	assert_false(fx.reg.ctl.slots[other].flags & SHMF_SLOT_REPLICATED);
+	char path[512];
+	fixture_path(&fx, "other.journal", path, sizeof(path));
+	assert_int_not_equal(access(path, F_OK), 0);
+
+	/* Under its own name on a node that lost it: replicated again. */
+	assert_int_equal(registry_drop(&fx.reg, "fleet", err, sizeof(err)), 0);
+	load_all(&s, "BF.LOADCHUNK", "fleet", d);
+	slot = registry_find(&fx.reg, "fleet");
+	assert_true(fx.reg.ctl.slots[slot].flags & SHMF_SLOT_REPLICATED);
+	fixture_path(&fx, "fleet.journal", path, sizeof(path));
+	assert_int_equal(access(path, F_OK), 0);
+	uint64_t ms, seq;
+	registry_cursor_get(&fx.reg, slot, &ms, &seq);
+	assert_int_equal(ms, 1700000000999ull);
+	assert_int_equal(seq, 3);
+	assert_int_equal(count_present("fleet", 90, 1000), 1000);
+
+	/* Without a fleet: local. */
+	assert_int_equal(registry_drop(&fx.reg, "fleet", err, sizeof(err)), 0);
+	fx.reg.fleet.enabled = 0;
+	load_all(&s, "BF.LOADCHUNK", "fleet", d);
+	assert_false(fx.reg.ctl.slots[registry_find(&fx.reg, "fleet")].flags & SHMF_SLOT_REPLICATED);
+	dump_free(d);
+	free(d);
+	session_free(&s);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		fixture_unit_test(test_roundtrip, fx),    fixture_unit_test(test_concurrent, fx),
 		fixture_unit_test(test_cuckoo_moved, fx), fixture_unit_test(test_bad_chunks, fx),
 		fixture_unit_test(test_abandoned, fx),    fixture_unit_test(test_cursor, fx),
-		fixture_unit_test(test_merge, fx),
+		fixture_unit_test(test_merge, fx),        fixture_unit_test(test_replicated_load, fx),
 	};
 	static const char *const names[] = { "roundtrip", "concurrent", "cuckoo_moved", "bad_chunks",
-					     "abandoned", "cursor",     "merge" };
+					     "abandoned", "cursor",     "merge",        "replicated_load" };
 	return fixture_run(argc, argv, tests, names);
 }
