@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "merge.h"
 #include "replication.h"
 #include "rundir.h"
 #include "snapshot.h"
@@ -228,5 +229,42 @@ void cmd_shmf_replication(struct verb_call *c)
 	for (int i = 0; i < k; i++) {
 		replication_stats(e, slots[i], &st);
 		reply_replication(c->out, &st);
+	}
+}
+
+/* ---- SHMF.MERGE (issue 17) ---------------------------------------------- */
+
+/* SHMF.MERGE key path: OR a Bloom snapshot file (opened as the client,
+ * checked whole first) into the live filter (merge.h). OK, or OK saying
+ * how many generations had no live window to go into. */
+void cmd_shmf_merge(struct verb_call *c)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (cmd_slot(c) < 0 || (path = path_arg(c)) == NULL)
+		return;
+	struct snap_file sf;
+	struct fscred saved;
+	struct merge_report rep;
+	int rc = fscred_become(c->peer, &saved, err, sizeof(err));
+	if (rc == 0) {
+		rc = snapshot_open(&sf, path, err, sizeof(err));
+		fscred_restore(&saved);
+	}
+	if (rc == 0) {
+		rc = merge_snapshot(c->reg, c->req->argv[1], &sf, &rep, err, sizeof(err));
+		snapshot_close(&sf);
+	}
+	if (rc < 0) {
+		reply_error(c->out, "ERR %s", err);
+	} else if (rep.skipped == 0) {
+		reply_status(c->out, "OK");
+	} else {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "OK merged %u of %u generations; %u had no live generation of their window here (retired or not "
+			 "begun)",
+			 rep.merged, rep.merged + rep.skipped, rep.skipped);
+		reply_status(c->out, msg);
 	}
 }

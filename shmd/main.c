@@ -24,6 +24,7 @@
 #include "registry.h"
 #include "replication.h"
 #include "rundir.h"
+#include "scandump.h"
 #include "server.h"
 #include "tcp.h"
 
@@ -61,6 +62,7 @@ static void on_tick(struct registry *reg, void *arg)
 		replication_tick(t->repl, reg);
 	registry_rotate_due(reg, now);
 	periodic_tick(&t->periodic, reg, now);
+	scandump_expire(); /* loads by chunks abandoned without a word */
 }
 
 /* Create the configured filters the instance does not hold yet. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "offline.h"
+#include "pull.h"
 #include "rundir.h"
 #include "shmf.h"
 
@@ -77,6 +78,10 @@ static void usage(FILE *to)
 		"  replication [--json] [FILTER]                       fleet: state, cursor, lag, counters and nodes\n"
 		"                                                      of the replicated filters\n"
 		"  ping                                                is the daemon answering?\n"
+		"  pull FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]\n"
+		"                                                      copy a live filter from a peer shmd's TCP\n"
+		"                                                      listener, with its stream cursor\n"
+		"  merge FILTER FILE                                   OR a Bloom snapshot of the same shape into a filter\n"
 		"Options:\n"
 		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
 		"  -s, --socket PATH    control socket path (overrides --instance)\n"
@@ -716,6 +721,20 @@ static int verb_build(int argc, char **argv, int json)
 	return shmctl_build(argc, argv);
 }
 
+/* ---- Fleets: pull and merge (issue 17) ---- */
+
+static int verb_pull(int argc, char **argv, int json)
+{
+	(void)json;
+	return shmctl_pull(argc, argv, daemon_conn);
+}
+
+static int verb_merge(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.MERGE");
+}
+
 /* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
 static const struct verb {
 	const char *name;
@@ -739,6 +758,8 @@ static const struct verb {
 	{ "build", verb_build, 0 },
 	{ "inspect", shmctl_inspect, 0 },
 	{ "replication", verb_replication, 0 },
+	{ "pull", verb_pull, 0 },
+	{ "merge", verb_merge, 0 },
 };
 
 int main(int argc, char **argv)
