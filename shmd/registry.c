@@ -432,11 +432,10 @@ static void journal_unlink(struct registry *r, const char *name)
 		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
 }
 
-int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
+/* Is @p spec one a filter may be created with? 0, or an error with err set. */
+static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 {
-	struct shmf_geometry p;
 	int rc;
-
 	if ((rc = shmf_name_check(spec->name)) < 0)
 		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, shmf_strerror(rc));
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
@@ -462,8 +461,15 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u",
 			      spec->name, spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
-	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
-	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
+	return 0;
+}
+
+/* The shape @p spec sizes to, if this host can hold it. */
+static int spec_size(const struct registry *r, const struct filter_spec *spec, struct shmf_geometry *p, char *err,
+		     size_t errlen)
+{
+	int rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, p);
+	if (rc == SHMF_E_TOOBIG || (rc == 0 && p->data_bytes > r->max_bytes))
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "filter '%s': capacity %" PRIu64
 			      " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
@@ -476,27 +482,31 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			      spec->name, spec->fpr);
-	if (registry_find(r, spec->name) >= 0)
-		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
-	int slot = -1;
+	return 0;
+}
+
+/* A slot no filter uses, or SHMF_E_FULL with err set. */
+static int empty_slot(const struct registry *r, const char *name, char *err, size_t errlen)
+{
 	for (unsigned i = 0; i < SHMF_SLOTS; i++)
-		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0) {
-			slot = (int)i;
-			break;
-		}
-	if (slot < 0)
-		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name,
-			      SHMF_SLOTS);
+		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0)
+			return (int)i;
+	return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
+}
 
-	if (spec->replicate && (rc = fleet_ready(r, spec->name, err, errlen)) < 0)
-		return rc;
-
-	uint64_t gen = r->ctl.hdr->last_generation + 1, seed, now = (uint64_t)time(NULL);
+/* The first generation's data file (and, for a replicated filter, its
+ * journal). *created gets when the generation begins: now, or for a
+ * replicated window the wall-clock boundary, as on every other node. */
+static int first_generation(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
+			    uint64_t gen, uint64_t *created, char *err, size_t errlen)
+{
+	uint64_t seed, now = (uint64_t)time(NULL);
 	if (spec->replicate)
 		seed = fleet_seed(r->fleet.secret, spec->name);
 	else
 		arc4random_buf(&seed, sizeof(seed));
-	if ((rc = registry_data_create(r, spec, &p, gen, seed, 0, err, errlen)) < 0)
+	int rc = registry_data_create(r, spec, p, gen, seed, 0, err, errlen);
+	if (rc < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
 	if (spec->replicate) {
@@ -505,11 +515,29 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 			registry_unlink_ring(r, spec->name, &made);
 			return rc;
 		}
-		/* A replicated window starts at the wall-clock boundary, as on
-		 * every other node. */
 		if (spec->window_secs != 0)
 			now = fleet_window(now, spec->window_secs) * spec->window_secs;
 	}
+	*created = now;
+	return 0;
+}
+
+int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
+{
+	struct shmf_geometry p;
+	int rc, slot;
+
+	if ((rc = spec_check(spec, err, errlen)) < 0 || (rc = spec_size(r, spec, &p, err, errlen)) < 0)
+		return rc;
+	if (registry_find(r, spec->name) >= 0)
+		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
+	if ((slot = empty_slot(r, spec->name, err, errlen)) < 0)
+		return slot;
+	if (spec->replicate && (rc = fleet_ready(r, spec->name, err, errlen)) < 0)
+		return rc;
+	uint64_t gen = r->ctl.hdr->last_generation + 1, created;
+	if ((rc = first_generation(r, spec, &p, gen, &created, err, errlen)) < 0)
+		return rc;
 	/* The slot is free (generation 0: no client reads the rest of it);
 	 * the flag and a fresh cursor go in before the publication. */
 	struct shmf_slot *s = &r->ctl.slots[slot];
@@ -517,7 +545,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	s->flags = spec->replicate ? SHMF_SLOT_REPLICATED : 0;
 	shmf_slot_write_end(s);
 	registry_cursor_set(r, slot, 0, 0);
-	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { now } };
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { created } };
 	registry_publish(r, slot, spec, &p, &ring);
 	log_msg(LOG_INFO,
 		"filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64

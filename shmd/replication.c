@@ -626,120 +626,164 @@ static int must_hold(struct replication *e, struct follow *fw, const struct shmf
 	return 1;
 }
 
-/* Apply the stream entries @p entries (an XREAD reply's, of this filter's
- * stream), then store the cursor past the last one dealt with. */
-static void follow_entries(struct replication *e, struct follow *fw, const redisReply *entries,
-			   struct shmf_jentry *batch)
+/* What one round of follow_entries() counted, added to the filter's
+ * counters at its end. */
+struct follow_counts {
+	uint64_t applied, retired, foreign, malformed, own, failed;
+};
+
+/* The handle the follower applies through: it never journals, so nothing
+ * applied is sent back (no echo). Opened on first use. */
+static int apply_handle(struct replication *e, struct rfilter *f)
+{
+	if (f->apply != NULL)
+		return 0;
+	int rc = shmf_open_internal(e->reg->instance, f->name, SHMF_RDWR | SHMF_OPEN_NOJOURNAL, &f->apply);
+	if (rc < 0) {
+		if (rc != f->apply_err)
+			log_msg(LOG_ERR, "filter '%s': cannot open it to apply other nodes' entries: %s", f->name,
+				shmf_strerror(rc));
+		f->apply_err = rc;
+		f->apply = NULL;
+	}
+	return rc;
+}
+
+/* The fields of a stream entry, or NULL where one is missing or not a string. */
+struct entry_fields {
+	const redisReply *version, *node, *shape, *batch;
+};
+
+/* @return 0 with @p ef and @p their_shape filled if the entry's fields are
+ * well formed (this format's version, a node name, a shape, a batch). */
+static int entry_fields(const redisReply *fields, struct entry_fields *ef, uint64_t *their_shape)
+{
+	if (fields->type != REDIS_REPLY_ARRAY)
+		return -1;
+	*ef = (struct entry_fields){ field(fields, FLEET_F_VERSION), field(fields, FLEET_F_NODE),
+				     field(fields, FLEET_F_SHAPE), field(fields, FLEET_F_BATCH) };
+	const redisReply *all[] = { ef->version, ef->node, ef->shape, ef->batch };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i] == NULL || all[i]->type != REDIS_REPLY_STRING)
+			return -1;
+	if (strcmp(ef->version->str, FLEET_STREAM_VERSION) != 0 ||
+	    fleet_shape_parse(ef->shape->str, ef->shape->len, their_shape) < 0 || ef->node->len == 0 ||
+	    ef->node->len > FLEET_NODE_MAX)
+		return -1;
+	return 0;
+}
+
+/* Entries of another shape: counted, never applied, logged at most every
+ * LOG_EVERY_MS. */
+static void refuse_foreign(struct rfilter *f, const struct entry_fields *ef, uint64_t shape, struct follow_counts *c)
+{
+	c->foreign += ef->batch->len / FLEET_ENTRY_BYTES;
+	uint64_t now = mono_ms();
+	if (f->foreign_log_ms != 0 && now - f->foreign_log_ms < LOG_EVERY_MS)
+		return;
+	f->foreign_log_ms = now;
+	char ours[17];
+	fleet_shape_text(shape, ours);
+	log_msg(LOG_WARNING,
+		"filter '%s': node %.*s sends entries of another shape (%s, ours %s: type, size, error rate, window "
+		"or secret differ); refusing them",
+		f->name, (int)ef->node->len, ef->node->str, ef->shape->str, ours);
+}
+
+/* Apply the decoded batch of entry @p id from node @p ef->node.
+ * @return 0, or the error that stops this round (the filter was dropped
+ * or swapped away under us: the next round sees). */
+static int apply_batch(struct replication *e, struct rfilter *f, const struct entry_fields *ef, struct fleet_id id,
+		       const struct shmf_jentry *batch, int m, struct follow_counts *c)
+{
+	struct shmf_japply_counts cnt = { 0 };
+	int rc = shmf_journal_apply_many(f->apply, batch, (size_t)m, &cnt);
+	if (rc < 0) {
+		if (rc != f->apply_err)
+			log_msg(LOG_ERR, "filter '%s': cannot apply entries: %s", f->name, shmf_strerror(rc));
+		f->apply_err = rc;
+		return rc;
+	}
+	f->apply_err = 0;
+	if (cnt.failed && c->failed == 0)
+		log_msg(LOG_ERR, "filter '%s': %" PRIu64 " entries of node %.*s not applied: %s", f->name, cnt.failed,
+			(int)ef->node->len, ef->node->str, shmf_strerror(cnt.error));
+	c->applied += cnt.changed + cnt.unchanged;
+	c->retired += cnt.retired;
+	c->failed += cnt.failed;
+	uint64_t now = wall_ms();
+	pthread_mutex_lock(&e->lock);
+	lag_add_locked(f, now > id.ms ? now - id.ms : 0);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+enum { FOLLOW_NEXT, FOLLOW_STOP };
+
+/* Deal with one stream entry: skip our own, refuse a foreign shape or a
+ * malformed entry (counted), apply the rest. *done moves past it unless
+ * it has to wait (FOLLOW_STOP). */
+static int follow_one(struct replication *e, struct follow *fw, const redisReply *ent, uint64_t shape,
+		      struct shmf_jentry *batch, struct follow_counts *c, struct fleet_id *done)
 {
 	struct rfilter *f = fw->f;
-	struct fleet_id done = fw->cursor;
-	uint64_t applied = 0, retired = 0, foreign = 0, malformed = 0, own = 0, failed = 0;
+	struct fleet_id id;
+	if (ent->type != REDIS_REPLY_ARRAY || ent->elements != 2 || ent->element[0]->type != REDIS_REPLY_STRING ||
+	    fleet_id_parse(ent->element[0]->str, ent->element[0]->len, &id) < 0)
+		return FOLLOW_STOP; /* not a stream entry: nothing after it can be trusted either */
+	struct entry_fields ef;
+	uint64_t their_shape;
+	if (entry_fields(ent->element[1], &ef, &their_shape) < 0) {
+		c->malformed++;
+		*done = id;
+		return FOLLOW_NEXT;
+	}
 	size_t nodelen = strlen(e->cfg.node);
-	char shape_text[17];
+	if (ef.node->len == nodelen && !memcmp(ef.node->str, e->cfg.node, nodelen)) {
+		c->own++;
+		*done = id;
+		return FOLLOW_NEXT;
+	}
 	pthread_mutex_lock(&e->lock);
-	uint64_t shape = f->shape;
+	note_node_locked(f, ef.node->str, ef.node->len, their_shape != shape);
 	pthread_mutex_unlock(&e->lock);
-	fleet_shape_text(shape, shape_text);
-	if (f->apply == NULL) {
-		int rc = shmf_open_internal(e->reg->instance, f->name, SHMF_RDWR | SHMF_OPEN_NOJOURNAL, &f->apply);
-		if (rc < 0) {
-			if (rc != f->apply_err)
-				log_msg(LOG_ERR, "filter '%s': cannot open it to apply other nodes' entries: %s",
-					f->name, shmf_strerror(rc));
-			f->apply_err = rc;
-			f->apply = NULL;
-			return;
-		}
+	if (their_shape != shape) {
+		refuse_foreign(f, &ef, shape, c);
+		*done = id;
+		return FOLLOW_NEXT;
 	}
-	for (size_t i = 0; i < entries->elements; i++) {
-		const redisReply *ent = entries->element[i];
-		struct fleet_id id;
-		if (ent->type != REDIS_REPLY_ARRAY || ent->elements != 2 ||
-		    ent->element[0]->type != REDIS_REPLY_STRING ||
-		    fleet_id_parse(ent->element[0]->str, ent->element[0]->len, &id) < 0)
-			break; /* not a stream entry: nothing after it can be trusted either */
-		const redisReply *fields = ent->element[1];
-		const redisReply *v = NULL, *n = NULL, *s = NULL, *b = NULL;
-		if (fields->type == REDIS_REPLY_ARRAY) {
-			v = field(fields, FLEET_F_VERSION);
-			n = field(fields, FLEET_F_NODE);
-			s = field(fields, FLEET_F_SHAPE);
-			b = field(fields, FLEET_F_BATCH);
-		}
-		uint64_t their_shape;
-		if (v == NULL || n == NULL || s == NULL || b == NULL || v->type != REDIS_REPLY_STRING ||
-		    n->type != REDIS_REPLY_STRING || s->type != REDIS_REPLY_STRING || b->type != REDIS_REPLY_STRING ||
-		    strcmp(v->str, FLEET_STREAM_VERSION) != 0 || fleet_shape_parse(s->str, s->len, &their_shape) < 0 ||
-		    n->len == 0 || n->len > FLEET_NODE_MAX) {
-			malformed++;
-			done = id;
-			continue;
-		}
-		if (n->len == nodelen && !memcmp(n->str, e->cfg.node, nodelen)) {
-			own++;
-			done = id;
-			continue;
-		}
-		int foreign_shape = their_shape != shape;
-		pthread_mutex_lock(&e->lock);
-		note_node_locked(f, n->str, n->len, foreign_shape);
-		pthread_mutex_unlock(&e->lock);
-		if (foreign_shape) {
-			foreign += b->len / FLEET_ENTRY_BYTES;
-			uint64_t now = mono_ms();
-			if (f->foreign_log_ms == 0 || now - f->foreign_log_ms >= LOG_EVERY_MS) {
-				f->foreign_log_ms = now;
-				log_msg(LOG_WARNING,
-					"filter '%s': node %.*s sends entries of another shape (%s, ours %s: type, size, "
-					"error rate, window or secret differ); refusing them",
-					f->name, (int)n->len, n->str, s->str, shape_text);
-			}
-			done = id;
-			continue;
-		}
-		int m = fleet_batch_decode(b->str, b->len, batch);
-		if (m < 0) {
-			malformed++;
-			done = id;
-			continue;
-		}
-		if (must_hold(e, fw, batch, m)) {
-			fw->holding = 1;
-			break;
-		}
-		struct shmf_japply_counts cnt = { 0 };
-		int rc = shmf_journal_apply_many(f->apply, batch, (size_t)m, &cnt);
-		if (rc < 0) {
-			/* Dropped or swapped away under us: the next round sees. */
-			if (rc != f->apply_err)
-				log_msg(LOG_ERR, "filter '%s': cannot apply entries: %s", f->name, shmf_strerror(rc));
-			f->apply_err = rc;
-			break;
-		}
-		f->apply_err = 0;
-		if (cnt.failed && failed == 0)
-			log_msg(LOG_ERR, "filter '%s': %" PRIu64 " entries of node %.*s not applied: %s", f->name,
-				cnt.failed, (int)n->len, n->str, shmf_strerror(cnt.error));
-		applied += cnt.changed + cnt.unchanged;
-		retired += cnt.retired;
-		failed += cnt.failed;
-		uint64_t now = wall_ms();
-		pthread_mutex_lock(&e->lock);
-		lag_add_locked(f, now > id.ms ? now - id.ms : 0);
-		pthread_mutex_unlock(&e->lock);
-		done = id;
+	int m = fleet_batch_decode(ef.batch->str, ef.batch->len, batch);
+	if (m < 0) {
+		c->malformed++;
+		*done = id;
+		return FOLLOW_NEXT;
 	}
+	if (must_hold(e, fw, batch, m)) {
+		fw->holding = 1;
+		return FOLLOW_STOP;
+	}
+	if (apply_batch(e, f, &ef, id, batch, m, c) < 0)
+		return FOLLOW_STOP;
+	*done = id;
+	return FOLLOW_NEXT;
+}
+
+/* Add a round's counts to the filter's and store the cursor past @p done:
+ * after the entries it covers are applied (at-least-once), and only if
+ * nobody moved the cursor meanwhile (a restore or a pull sets it; a drop
+ * takes the filter out of the list first). */
+static void follow_commit(struct replication *e, struct follow *fw, const struct follow_counts *c, struct fleet_id done,
+			  size_t nentries)
+{
+	struct rfilter *f = fw->f;
 	pthread_mutex_lock(&e->lock);
-	f->applied += applied;
-	f->retired += retired;
-	f->foreign += foreign;
-	f->malformed += malformed;
-	f->own += own;
-	f->failed += failed;
-	f->catching_up = entries->elements >= XREAD_COUNT;
-	/* After the entries it covers are applied (at-least-once), and only
-	 * if nobody moved the cursor meanwhile (a restore or a pull sets it;
-	 * a drop takes the filter out of the list first). */
+	f->applied += c->applied;
+	f->retired += c->retired;
+	f->foreign += c->foreign;
+	f->malformed += c->malformed;
+	f->own += c->own;
+	f->failed += c->failed;
+	f->catching_up = nentries >= XREAD_COUNT;
 	struct fleet_id now;
 	registry_cursor_get(e->reg, f->slot, &now.ms, &now.seq);
 	if (f->live && f->epoch == fw->epoch && fleet_id_cmp(now, fw->cursor) == 0 &&
@@ -748,6 +792,25 @@ static void follow_entries(struct replication *e, struct follow *fw, const redis
 		f->stored = done;
 	}
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* Apply the stream entries @p entries (an XREAD reply's, of this filter's
+ * stream), then store the cursor past the last one dealt with. */
+static void follow_entries(struct replication *e, struct follow *fw, const redisReply *entries,
+			   struct shmf_jentry *batch)
+{
+	struct rfilter *f = fw->f;
+	struct fleet_id done = fw->cursor;
+	struct follow_counts c = { 0 };
+	pthread_mutex_lock(&e->lock);
+	uint64_t shape = f->shape;
+	pthread_mutex_unlock(&e->lock);
+	if (apply_handle(e, f) < 0)
+		return;
+	for (size_t i = 0; i < entries->elements; i++)
+		if (follow_one(e, fw, entries->element[i], shape, batch, &c, &done) == FOLLOW_STOP)
+			break;
+	follow_commit(e, fw, &c, done, entries->elements);
 }
 
 /* XINFO STREAM: diverged when the stream lost entries this node has not
@@ -816,17 +879,132 @@ static int check_stream(struct replication *e, redisContext *c, struct follow *f
 	return 0;
 }
 
+/* The follower's buffers, allocated once. */
+struct follower_bufs {
+	struct follow *fw;         /* one per filter of the round */
+	struct shmf_jentry *batch; /* one decoded stream entry */
+	const char **argv;         /* XREAD's arguments */
+	char (*ids)[48];           /* the cursors, as text */
+};
+
+/* XREAD COUNT .. BLOCK .. STREAMS <every stream of the round> <their
+ * cursors>, with the follow state of each filter set up for the round.
+ * @return argc. */
+static int xread_args(struct replication *e, const struct round *rd, struct follower_bufs *fb)
+{
+	int argc = 0;
+	const char **argv = fb->argv;
+	argv[argc++] = "XREAD";
+	argv[argc++] = "COUNT";
+	argv[argc++] = "256";
+	argv[argc++] = "BLOCK";
+	argv[argc++] = "1000";
+	argv[argc++] = "STREAMS";
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < rd->n; i++) {
+		struct rfilter *f = rd->f[i];
+		struct follow *fw = &fb->fw[i];
+		*fw = (struct follow){ .f = f, .epoch = f->epoch };
+		registry_cursor_get(e->reg, f->slot, &fw->cursor.ms, &fw->cursor.seq);
+		/* Moved by someone else (a restore, a pull): a new start. */
+		if (fleet_id_cmp(fw->cursor, f->stored) != 0) {
+			f->stored = fw->cursor;
+			f->diverged = 0;
+			f->why[0] = '\0';
+		}
+		argv[argc++] = f->stream;
+	}
+	pthread_mutex_unlock(&e->lock);
+	for (size_t i = 0; i < rd->n; i++)
+		argv[argc++] = fleet_id_text(fb->fw[i].cursor, fb->ids[i], sizeof(fb->ids[i]));
+	return argc;
+}
+
+/* Deal with XREAD's reply @p r (NULL: the connection failed). Sets
+ * *holding when an entry waits for a rotation. @return 1 if the
+ * connection is broken. */
+static int xread_reply(struct replication *e, redisContext *c, redisReply *r, const struct round *rd,
+		       struct follower_bufs *fb, int *holding)
+{
+	char why[REPL_ERROR_MAX];
+	if (r == NULL) {
+		snprintf(why, sizeof(why), "XREAD: %s", c->errstr[0] ? c->errstr : "no reply");
+		conn_state(e, T_FOLLOWER, 0, why);
+		return 1;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "XREAD: %s", r->str);
+		conn_state(e, T_FOLLOWER, 0, why);
+		return 1;
+	}
+	conn_state(e, T_FOLLOWER, 1, "");
+	if (r->type != REDIS_REPLY_ARRAY) {
+		/* nil: nothing new within the block time */
+		pthread_mutex_lock(&e->lock);
+		for (size_t i = 0; i < rd->n; i++)
+			rd->f[i]->catching_up = 0;
+		pthread_mutex_unlock(&e->lock);
+		return 0;
+	}
+	for (size_t s = 0; s < r->elements; s++) {
+		const redisReply *st = r->element[s];
+		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 || st->element[0]->type != REDIS_REPLY_STRING ||
+		    st->element[1]->type != REDIS_REPLY_ARRAY)
+			continue;
+		for (size_t i = 0; i < rd->n; i++)
+			if (!strcmp(rd->f[i]->stream, st->element[0]->str)) {
+				follow_entries(e, &fb->fw[i], st->element[1], fb->batch);
+				*holding |= fb->fw[i].holding;
+			}
+	}
+	return 0;
+}
+
+/* XINFO STREAM of every filter not checked for CHECK_EVERY_MS.
+ * @return 1 if the connection is broken. */
+static int check_streams(struct replication *e, redisContext *c, const struct round *rd, struct follower_bufs *fb)
+{
+	uint64_t now = mono_ms();
+	for (size_t i = 0; i < rd->n; i++) {
+		if (now - rd->f[i]->check_ms < CHECK_EVERY_MS)
+			continue;
+		rd->f[i]->check_ms = now;
+		if (check_stream(e, c, &fb->fw[i]) < 0) {
+			char why[REPL_ERROR_MAX];
+			snprintf(why, sizeof(why), "XINFO: %s", c->errstr[0] ? c->errstr : "no reply");
+			conn_state(e, T_FOLLOWER, 0, why);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* One round: XREAD every replicated stream from its cursor, apply, check
+ * the streams now and then. @return 1 if the connection is broken, with
+ * *holding set when an entry waits for a rotation. */
+static int follow_round(struct replication *e, redisContext *c, struct follower_bufs *fb, int *holding)
+{
+	struct round rd;
+	round_take(e, &rd);
+	int argc = xread_args(e, &rd, fb);
+	redisReply *r = redisCommandArgv(c, argc, fb->argv, NULL);
+	int broken = xread_reply(e, c, r, &rd, fb, holding);
+	if (r != NULL)
+		freeReplyObject(r);
+	if (!broken)
+		broken = check_streams(e, c, &rd, fb);
+	round_release(e, &rd);
+	return broken;
+}
+
 static void *follower_main(void *arg)
 {
 	struct replication *e = arg;
 	redisContext *c = NULL;
 	uint64_t backoff = 0;
-	struct round rd;
-	struct follow *fw = calloc(SHMF_SLOTS, sizeof(*fw));
-	struct shmf_jentry *batch = calloc(FLEET_BATCH_MAX, sizeof(*batch));
-	const char **argv = calloc(6 + 2 * SHMF_SLOTS, sizeof(*argv));
-	char(*ids)[48] = calloc(SHMF_SLOTS, sizeof(*ids));
-	if (fw == NULL || batch == NULL || argv == NULL || ids == NULL) {
+	struct follower_bufs fb = { calloc(SHMF_SLOTS, sizeof(*fb.fw)), calloc(FLEET_BATCH_MAX, sizeof(*fb.batch)),
+				    calloc(6 + 2 * SHMF_SLOTS, sizeof(*fb.argv)), calloc(SHMF_SLOTS, sizeof(*fb.ids)) };
+	if (fb.fw == NULL || fb.batch == NULL || fb.argv == NULL || fb.ids == NULL) {
 		log_msg(LOG_ERR, "replication: follower: out of memory; nothing is applied");
 		goto out;
 	}
@@ -840,80 +1018,8 @@ static void *follower_main(void *arg)
 			break;
 		if (c == NULL && (c = redis_connect(e, T_FOLLOWER, &backoff)) == NULL)
 			continue;
-		round_take(e, &rd);
-		int argc = 0, holding = 0;
-		argv[argc++] = "XREAD";
-		argv[argc++] = "COUNT";
-		argv[argc++] = "256";
-		argv[argc++] = "BLOCK";
-		argv[argc++] = "1000";
-		argv[argc++] = "STREAMS";
-		pthread_mutex_lock(&e->lock);
-		for (size_t i = 0; i < rd.n; i++) {
-			struct rfilter *f = rd.f[i];
-			fw[i] = (struct follow){ .f = f, .epoch = f->epoch };
-			registry_cursor_get(e->reg, f->slot, &fw[i].cursor.ms, &fw[i].cursor.seq);
-			/* Moved by someone else (a restore, a pull): a new start. */
-			if (fleet_id_cmp(fw[i].cursor, f->stored) != 0) {
-				f->stored = fw[i].cursor;
-				f->diverged = 0;
-				f->why[0] = '\0';
-			}
-			argv[argc++] = f->stream;
-		}
-		pthread_mutex_unlock(&e->lock);
-		for (size_t i = 0; i < rd.n; i++)
-			argv[argc++] = fleet_id_text(fw[i].cursor, ids[i], sizeof(ids[i]));
-		redisReply *r = redisCommandArgv(c, argc, argv, NULL);
-		int broken = r == NULL;
-		if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-			char why[REPL_ERROR_MAX];
-			snprintf(why, sizeof(why), "XREAD: %s", r->str);
-			conn_state(e, T_FOLLOWER, 0, why);
-			broken = 1;
-		} else if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
-			conn_state(e, T_FOLLOWER, 1, "");
-			for (size_t s = 0; s < r->elements; s++) {
-				const redisReply *st = r->element[s];
-				if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 ||
-				    st->element[0]->type != REDIS_REPLY_STRING ||
-				    st->element[1]->type != REDIS_REPLY_ARRAY)
-					continue;
-				for (size_t i = 0; i < rd.n; i++)
-					if (!strcmp(rd.f[i]->stream, st->element[0]->str)) {
-						follow_entries(e, &fw[i], st->element[1], batch);
-						holding |= fw[i].holding;
-					}
-			}
-		} else if (r != NULL) {
-			/* nil: nothing new within the block time */
-			conn_state(e, T_FOLLOWER, 1, "");
-			pthread_mutex_lock(&e->lock);
-			for (size_t i = 0; i < rd.n; i++)
-				rd.f[i]->catching_up = 0;
-			pthread_mutex_unlock(&e->lock);
-		}
-		if (r == NULL) {
-			char why[REPL_ERROR_MAX];
-			snprintf(why, sizeof(why), "XREAD: %s", c->errstr[0] ? c->errstr : "no reply");
-			conn_state(e, T_FOLLOWER, 0, why);
-		}
-		if (r != NULL)
-			freeReplyObject(r);
-		uint64_t now = mono_ms();
-		for (size_t i = 0; i < rd.n && !broken; i++) {
-			if (now - rd.f[i]->check_ms < CHECK_EVERY_MS)
-				continue;
-			rd.f[i]->check_ms = now;
-			if (check_stream(e, c, &fw[i]) < 0) {
-				char why[REPL_ERROR_MAX];
-				snprintf(why, sizeof(why), "XINFO: %s", c->errstr[0] ? c->errstr : "no reply");
-				conn_state(e, T_FOLLOWER, 0, why);
-				broken = 1;
-			}
-		}
-		round_release(e, &rd);
-		if (broken) {
+		int holding = 0;
+		if (follow_round(e, c, &fb, &holding)) {
 			redisFree(c);
 			c = NULL;
 			backoff = backoff == 0                   ? BACKOFF_MIN_MS
@@ -927,10 +1033,10 @@ static void *follower_main(void *arg)
 out:
 	if (c != NULL)
 		redisFree(c);
-	free(fw);
-	free(batch);
-	free(argv);
-	free(ids);
+	free(fb.fw);
+	free(fb.batch);
+	free(fb.argv);
+	free(fb.ids);
 	return NULL;
 }
 
