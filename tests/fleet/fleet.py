@@ -16,7 +16,10 @@ failure of the test ("stray processes").
 
 Python 3 standard library only: the harness speaks RESP itself (a few
 dozen lines), so the tests need nothing that scripts/install-deps.sh does
-not install.
+not install. Python rather than C on tests/daemon-process.h because the
+harness is orchestration (a dozen processes, signals, JSON, percentiles,
+polling with deadlines); what must be C, the adds and checks through
+libshmf at a fixed rate and the reads of a slot, is fleet-worker's.
 """
 
 import ctypes
