@@ -218,6 +218,15 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
+def _stopped(pid):
+    """Is process @pid stopped (state T in /proc/PID/stat)?"""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
+
+
 def _die_with_parent():
     # In the child, before exec: the kernel kills it when the harness dies.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -485,7 +494,11 @@ class Fleet:
         if p.poll() is None:
             try:
                 p.send_signal(sig)
-                if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                # SIGCONT only to a stopped process: sent to a running
+                # shmd of the sanitizer build, it can land while
+                # LeakSanitizer's exit-time check has the threads under
+                # ptrace, and that check then never ends.
+                if sig not in (signal.SIGKILL, signal.SIGSTOP) and _stopped(p.pid):
                     p.send_signal(signal.SIGCONT)
             except ProcessLookupError:
                 pass
