@@ -32,7 +32,11 @@
 
 #define SHMF_SNAP_MAGIC       "SHMFSNAP"
 #define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
-#define SHMF_SNAP_VERSION     1u
+/* Versions: 1 the first; 2 the stream cursor and flags of a replicated
+ * filter (bytes 184-203, reserved and zero in version 1, so that a version
+ * 1 file reads as cursor 0-0, not replicated). Readers accept both. */
+#define SHMF_SNAP_VERSION     2u
+#define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
 #define SHMF_SNAP_SECTIONS    16u        /* most generations in one file */
@@ -59,9 +63,16 @@ struct shmf_snap_header {
 	uint64_t section_bytes;  /* 104: payload bytes per section, nblocks * 64 */
 	uint64_t file_bytes;     /* 112: size of the whole file */
 	char name[SHMF_NAME_MAX + 1]; /* 120: filter name, NUL-padded */
-	uint8_t reserved[64];    /* 184: zero */
+	uint64_t cursor_ms;      /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
+	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
+	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
+	uint8_t reserved[44];    /* 204: zero */
 	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
+
+/* Header flags. */
+#define SHMF_SNAP_F_REPLICATED 0x1u                   /* the filter replicated (its slot's SHMF_SLOT_REPLICATED) */
+#define SHMF_SNAP_F_ALL        SHMF_SNAP_F_REPLICATED /* every flag defined; others make the file malformed */
 
 struct shmf_snap_section {
 	uint64_t generation;     /*  0: generation number in the daemon that wrote it */
@@ -72,8 +83,58 @@ struct shmf_snap_section {
 	uint64_t xxh3;           /* 56: XXH3-64 (seed 0) of bytes 0..55 */
 };
 
+/*
+ * Dump chunks: a filter copied over the protocol, chunk by chunk
+ * (BF.SCANDUMP / BF.LOADCHUNK, CF.SCANDUMP / CF.LOADCHUNK; shmd's own
+ * format, which RedisBloom does not load). Every chunk is a chunk header
+ * then its data:
+ *
+ *   chunk 0, the header chunk: struct shmf_snap_header (as a snapshot file
+ *   has it, checksums and all), nsections struct shmf_snap_section, then
+ *   nsections u64: each section's cuckoo relocation count when the dump
+ *   began (Bloom: 0)
+ *   chunks 1..total, the payload chunks: SHMF_CHUNK_BYTES of one section's
+ *   payload (the last of a section may be shorter), sections in order,
+ *   each from its first byte to its last
+ *
+ * The iterator that goes with chunk i (what SCANDUMP answers, and what
+ * LOADCHUNK takes with it) is tag << 32 | (i + 1), tag being 31 bits of
+ * the XXH3 of the filter's seed, generations and relocation counts, so
+ * that an iterator of a filter that was rotated, replaced or (cuckoo)
+ * relocated entries since is told apart.
+ */
+#define SHMF_CHUNK_MAGIC      "SHMFCHNK"
+#define SHMF_CHUNK_VERSION    1u
+#define SHMF_CHUNK_KIND_HEAD  1u
+#define SHMF_CHUNK_KIND_DATA  2u
+#define SHMF_CHUNK_BYTES      SHMF_SNAP_CHUNK /* payload bytes of a data chunk, at most */
+#define SHMF_CHUNK_TAG_MASK   0x7fffffffu
+
+struct shmf_chunk_header {
+	char magic[8];       /*  0: "SHMFCHNK" */
+	uint32_t version;    /*  8: SHMF_CHUNK_VERSION */
+	uint32_t kind;       /* 12: SHMF_CHUNK_KIND_* */
+	uint64_t index;      /* 16: 0 the header chunk, 1..total the payload chunks */
+	uint64_t total;      /* 24: payload chunks in the dump */
+	uint32_t section;    /* 32: payload: the section (0 newest); header: 0 */
+	uint32_t tag;        /* 36: the iterator's tag (31 bits) */
+	uint64_t offset;     /* 40: payload: byte offset in the section's payload; header: 0 */
+	uint64_t length;     /* 48: bytes of data after this header */
+	uint64_t generation; /* 56: payload: the generation read (the section header's); header: 0 */
+	uint64_t seed;       /* 64: the filter's hash seed */
+	uint64_t moves;      /* 72: payload: the section's cuckoo relocation count at the copy; header: 0 */
+	uint64_t reserved;   /* 80: zero */
+	uint64_t xxh3;       /* 88: XXH3-64 (seed 0) of bytes 0..87 and then the data */
+};
+
+_Static_assert(sizeof(struct shmf_chunk_header) == 96, "chunk header is 96 bytes");
+_Static_assert(offsetof(struct shmf_chunk_header, xxh3) == 88, "chunk checksum last");
+_Static_assert(SHMF_CHUNK_BYTES + 96 <= (16u << 20), "a chunk fits a RESP argument (16 MiB)");
+
 _Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 bytes");
 _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
+_Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");
+_Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");
 _Static_assert(256 + SHMF_SNAP_SECTIONS * 64 <= SHMF_SNAP_PAYLOAD_OFF, "section headers fit before the payload");

@@ -196,9 +196,7 @@ static void writer_free(struct writer *w)
 	free(w->buf);
 }
 
-/* The writer's fields of the header (magic, version, sizes, chunking),
- * zeroed reserved bytes, and the header and section checksums. */
-static void seal(struct snap_source *src)
+void snapshot_seal(struct snap_source *src)
 {
 	struct shmf_snap_header *h = &src->hdr;
 	memcpy(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic));
@@ -339,7 +337,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	unsigned n = src->nsections;
 	if (n == 0 || n > SHMF_SNAP_SECTIONS)
 		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
-	seal(src);
+	snapshot_seal(src);
 	int rc = writer_open(&w, path, &src->hdr, mode, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -367,59 +365,91 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-/* The header says a filter this build can hold, in exactly the shape the
- * sizing gives for its parameters (or gave: shmf_geometry_sized()). */
-static int header_check(const struct snap_file *sf, uint64_t file_size, char *err, size_t errlen)
+/* The header fields say a filter this build can hold, in exactly the
+ * shape the sizing gives for its parameters (or gave:
+ * shmf_geometry_sized()), and a file size that follows from them. */
+static int header_fields_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
 {
-	const struct shmf_snap_header *h = &sf->hdr;
-	const char *p = sf->path;
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
 
 	if (h->header_size != sizeof(*h))
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header size %u at byte 12, expected %zu", p,
-			    h->header_size, sizeof(*h));
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: header size %u at byte 12, expected %zu", p,
+			      h->header_size, sizeof(*h));
 	if (memchr(h->name, '\0', sizeof(h->name)) == NULL || shmf_name_check(h->name) < 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter name at byte 120 is not a valid name", p);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: filter name at byte 120 is not a valid name", p);
 	for (size_t i = 0; i < sizeof(h->reserved); i++)
 		if (h->reserved[i] != 0)
-			return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: reserved byte %zu is not zero", p,
-				    offsetof(struct shmf_snap_header, reserved) + i);
+			return errmsg(err, errlen, SHMF_E_FORMAT, "%s: reserved byte %zu is not zero", p,
+				      offsetof(struct shmf_snap_header, reserved) + i);
+	/* Version 1 had these bytes reserved: zero, so cursor 0-0. */
+	if (h->version < 2 && (h->cursor_ms | h->cursor_seq | h->flags) != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version 1 header has bytes 184-203 set (reserved there)",
+			      p);
+	if (h->flags & ~SHMF_SNAP_F_ALL)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
 	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: filter type %u at byte 16 is unknown", p, h->type);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: filter type %u at byte 16 is unknown", p, h->type);
 	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: %u sections at byte 60 (1 to %u)", p, h->nsections,
-			    SHMF_SNAP_SECTIONS);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: %u sections at byte 60 (1 to %u)", p, h->nsections,
+			      SHMF_SNAP_SECTIONS);
 	if ((h->window_secs == 0) != (h->window_gens == 0) || h->window_gens > SHMF_SNAP_SECTIONS ||
 	    (h->window_gens != 0 && h->nsections > h->window_gens) || (h->window_gens == 0 && h->nsections != 1))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			    "snapshot %s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
-			    h->window_secs, h->window_gens, h->nsections);
+			      "%s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
+			      h->window_secs, h->window_gens, h->nsections);
 	if (h->chunk_bytes < 4096 || h->chunk_bytes > (1u << 30) || h->chunk_bytes % SHMF_BLOCK_BYTES != 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: chunk size %u at byte 100 is out of range", p,
-			    h->chunk_bytes);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: chunk size %u at byte 100 is out of range", p,
+			      h->chunk_bytes);
 	if (shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			    "snapshot %s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
-			    p, h->k, h->nblocks, h->nbuckets);
+			      "%s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
+			      p, h->k, h->nblocks, h->nbuckets);
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g);
 	int rc = shmf_geometry_sized(&g, h->capacity, fpr);
 	if (rc < 0)
 		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
-			    "snapshot %s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
-			    h->capacity, fpr);
+			      "%s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
+			      h->capacity, fpr);
 	if (h->section_bytes != h->nblocks * SHMF_BLOCK_BYTES)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
-			    p, h->section_bytes, h->nblocks * SHMF_BLOCK_BYTES);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
+			      p, h->section_bytes, h->nblocks * SHMF_BLOCK_BYTES);
 	uint64_t want = snapshot_file_bytes(h->nsections, h->section_bytes, h->chunk_bytes);
 	if (h->file_bytes != want)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
-			    p, h->file_bytes, want);
-	if (file_size != want)
-		return errmsg(err, errlen, SHMF_E_FORMAT,
-			    "snapshot %s: file is %" PRIu64 " bytes, its header says %" PRIu64 " (%s)", p, file_size, want,
-			    file_size < want ? "truncated" : "extra bytes at the end");
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
+			      p, h->file_bytes, want);
+	return 0;
+}
+
+int snapshot_header_check(const struct shmf_snap_header *h, const char *what, char *err, size_t errlen)
+{
+	if (memcmp(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic)) != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: bytes 0-7 are not \"%s\": not a snapshot file", what,
+			      SHMF_SNAP_MAGIC);
+	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: header checksum mismatch (bytes 0-255 are damaged)", what);
+	if (h->version < SHMF_SNAP_VERSION_MIN || h->version > SHMF_SNAP_VERSION)
+		return errmsg(err, errlen, SHMF_E_VERSION, "%s: format version %u, this build reads versions %u to %u",
+			      what, h->version, SHMF_SNAP_VERSION_MIN, SHMF_SNAP_VERSION);
+	return header_fields_check(h, what, err, errlen);
+}
+
+int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, const char *what,
+			    char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < h->nsections && i < SHMF_SNAP_SECTIONS; i++) {
+		const struct shmf_snap_section *s = &sec[i];
+		uint64_t at = sizeof(*h) + i * sizeof(*s);
+		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "%s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)",
+				      what, i, at, at + sizeof(*s) - 1);
+		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2])
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "%s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", what,
+				      i, at);
+	}
 	return 0;
 }
 
@@ -443,47 +473,37 @@ static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t err
 	return 0;
 }
 
-/* Read the header and check it whole: magic, checksum, version, then
- * header_check() against the file's @p size. */
+/* Read the header and check it whole (snapshot_header_check()), then
+ * against the file's @p size. */
 static int read_header(struct snap_file *sf, uint64_t size, char *err, size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
 	const char *path = sf->path;
+	char what[sizeof(sf->path) + 16];
+	snprintf(what, sizeof(what), "snapshot %s", path);
 	int rc = read_at(sf->fd, &sf->hdr, sizeof(sf->hdr), 0);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
-	if (memcmp(h->magic, SHMF_SNAP_MAGIC, sizeof(h->magic)) != 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: bytes 0-7 are not \"%s\": not a snapshot file", path,
-			      SHMF_SNAP_MAGIC);
-	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: header checksum mismatch (bytes 0-255 are damaged)", path);
-	if (h->version != SHMF_SNAP_VERSION)
-		return errmsg(err, errlen, SHMF_E_VERSION, "snapshot %s: format version %u, this build reads version %u", path,
-			      h->version, SHMF_SNAP_VERSION);
-	return header_check(sf, size, err, errlen);
+	if ((rc = snapshot_header_check(h, what, err, errlen)) < 0)
+		return rc;
+	if (size != h->file_bytes)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "snapshot %s: file is %" PRIu64 " bytes, its header says %" PRIu64 " (%s)", path, size,
+			      h->file_bytes, size < h->file_bytes ? "truncated" : "extra bytes at the end");
+	return 0;
 }
 
 /* Read the section headers and check each one's checksum and fields. */
 static int read_sections(struct snap_file *sf, char *err, size_t errlen)
 {
 	const char *path = sf->path;
+	char what[sizeof(sf->path) + 16];
+	snprintf(what, sizeof(what), "snapshot %s", path);
 	unsigned n = sf->hdr.nsections;
 	int rc = read_at(sf->fd, sf->sec, n * sizeof(sf->sec[0]), sizeof(sf->hdr));
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
-	for (unsigned i = 0; i < n; i++) {
-		const struct shmf_snap_section *s = &sf->sec[i];
-		uint64_t at = sizeof(sf->hdr) + i * sizeof(*s);
-		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3)
-			return errmsg(err, errlen, SHMF_E_FORMAT,
-				      "snapshot %s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)",
-				      path, i, at, at + sizeof(*s) - 1);
-		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2])
-			return errmsg(err, errlen, SHMF_E_FORMAT,
-				      "snapshot %s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", path,
-				      i, at);
-	}
-	return 0;
+	return snapshot_sections_check(&sf->hdr, sf->sec, what, err, errlen);
 }
 
 /* Read the chunk table and the trailer, and check the end marker and the
@@ -548,9 +568,10 @@ static int fill_at(int fd, const void *buf, size_t n, uint64_t off)
 }
 
 /* Read section @p i chunk by chunk, checking each: into @p dst, or
- * written to @p out_fd at @p out_off, or (both unset) only checked. */
-static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off, char *err,
-			size_t errlen)
+ * written to @p out_fd at @p out_off, or handed to @p fn, or (all unset)
+ * only checked. */
+static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd, uint64_t out_off,
+			snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
 	void *buf = NULL;
@@ -576,6 +597,8 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 				  sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
+		if (fn != NULL)
+			fn(arg, at, p, len);
 		if (out_fd >= 0 && (rc = fill_at(out_fd, p, len, out_off + at)) < 0) {
 			rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path, strerror(-rc));
 			break;
@@ -587,12 +610,17 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 
 int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err, size_t errlen)
 {
-	return read_section(sf, i, dst, -1, 0, err, errlen);
+	return read_section(sf, i, dst, -1, 0, NULL, NULL, err, errlen);
 }
 
 int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen)
 {
-	return read_section(sf, i, NULL, out_fd, out_off, err, errlen);
+	return read_section(sf, i, NULL, out_fd, out_off, NULL, NULL, err, errlen);
+}
+
+int snapshot_scan_section(struct snap_file *sf, unsigned i, snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen)
+{
+	return read_section(sf, i, NULL, -1, 0, fn, arg, err, errlen);
 }
 
 void snapshot_close(struct snap_file *sf)

@@ -39,6 +39,13 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch);
 
 /**
+ * Fill in the writer's fields of @p src's header (magic, version, sizes,
+ * chunking, reserved bytes zeroed) and the header and section checksums,
+ * as snapshot_write() does: what a dump's header chunk carries.
+ */
+void snapshot_seal(struct snap_source *src);
+
+/**
  * Write @p src to @p path crash-safely: a temporary file in the same
  * directory, fsync, rename over @p path, fsync of the directory. A crash
  * or an error at any point leaves @p path as it was (the previous
@@ -72,6 +79,20 @@ struct snap_file {
  */
 int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen);
 
+/**
+ * Check a snapshot header held in memory (a file's, or the first chunk of a
+ * SCANDUMP): magic, checksum, version (SHMF_SNAP_VERSION_MIN to
+ * SHMF_SNAP_VERSION) and every field as snapshot_open() does, but for the
+ * size of a file. @p what names it in @p err ("snapshot /path").
+ * @return 0, SHMF_E_FORMAT, SHMF_E_VERSION or SHMF_E_TOOBIG.
+ */
+int snapshot_header_check(const struct shmf_snap_header *h, const char *what, char *err, size_t errlen);
+
+/** Check the checksum and fields of section headers @p sec of a checked
+ * header @p h. @return 0 or SHMF_E_FORMAT. */
+int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, const char *what,
+			    char *err, size_t errlen);
+
 /** The shape a snapshot header stores, as a geometry (data_bytes computed):
  * the shape a filter restored from it gets. */
 void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g);
@@ -89,6 +110,17 @@ int snapshot_read_section(struct snap_file *sf, unsigned i, void *dst, char *err
  * @p out_off (pwrite: no page faults on a mapping of the target).
  */
 int snapshot_copy_section(struct snap_file *sf, unsigned i, int out_fd, uint64_t out_off, char *err, size_t errlen);
+
+/* What snapshot_scan_section() hands each checked chunk to: @p len bytes
+ * at payload offset @p off. */
+typedef void snapshot_chunk_fn(void *arg, uint64_t off, const void *buf, size_t len);
+
+/**
+ * As snapshot_read_section(), but each chunk is handed to @p fn once its
+ * checksum matched (a chunk-sized buffer, not the whole payload, is held).
+ * A damaged chunk stops the scan: the chunks before it were handed over.
+ */
+int snapshot_scan_section(struct snap_file *sf, unsigned i, snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen);
 
 /** Close what snapshot_open() opened. */
 void snapshot_close(struct snap_file *sf);

@@ -24,6 +24,7 @@ struct filter_spec {
 	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0 for the default (1 s) */
 	uint64_t window_secs; /* time window: seconds per generation, 0: none */
 	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
+	int replicate;        /* fleet: journal its adds, seed from the fleet's secret (shmd/replication.h) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
 	uint64_t snapshot_every;   /* seconds between snapshots */
 	uint32_t snapshot_keep;    /* newest files kept */

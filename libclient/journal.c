@@ -117,20 +117,12 @@ static int journal_map(const struct shmf_dir *dir, const char *name, int writabl
 		close(fd);
 		return r;
 	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return SHMF_E_TOOBIG;
-	}
-	size_t len = (size_t)st.st_size;
-	void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		r = -errno;
-		close(fd);
+	void *p = NULL;
+	if ((r = shmf_map_file(fd, (uint64_t)st.st_size, writable, &p)) < 0)
 		return r;
-	}
 	*fd_out = fd;
 	*base_out = p;
-	*len_out = len;
+	*len_out = (size_t)st.st_size;
 	return 0;
 }
 

@@ -345,17 +345,10 @@ int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *s
 		close(fd);
 		return r;
 	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return SHMF_E_TOOBIG;
-	}
 	size_t len = (size_t)st.st_size;
-	void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		r = -errno;
-		close(fd);
+	void *p = NULL;
+	if ((r = shmf_map_file(fd, (uint64_t)st.st_size, writable, &p)) < 0)
 		return r;
-	}
 	/* Ask for transparent huge pages where the tmpfs allows them; a no-op
 	 * (and harmless) elsewhere. */
 	(void)madvise(p, len, MADV_HUGEPAGE);
@@ -412,4 +405,20 @@ uint64_t shmf_data_deletes(const struct shmf_data_map *m)
 	for (unsigned i = 0; i < SHMF_ITEM_STRIPES; i++)
 		sum += atomic_load_explicit(&m->counters[i].deletes, memory_order_relaxed);
 	return sum;
+}
+
+int shmf_map_file(int fd, uint64_t size, int writable, void **out)
+{
+	if (size > SIZE_MAX) {
+		close(fd);
+		return SHMF_E_TOOBIG;
+	}
+	void *p = mmap(NULL, (size_t)size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	*out = p;
+	return 0;
 }

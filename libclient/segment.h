@@ -63,6 +63,13 @@ void shmf_dir_close(struct shmf_dir *d);
 int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden, struct stat *st);
 
 /**
+ * Map all @p size bytes of the validated file @p fd, shared, read-write if
+ * @p writable. On failure @p fd is closed.
+ * @return 0 with *out set, SHMF_E_TOOBIG (larger than the address space), -errno.
+ */
+int shmf_map_file(int fd, uint64_t size, int writable, void **out);
+
+/**
  * Map and validate the control segment of @p dir.
  * @param writable 0 for a read-only map (clients), 1 for shmd
  * @return 0, SHMF_E_NOTFOUND (no control file), SHMF_E_OWNER, SHMF_E_FORMAT,

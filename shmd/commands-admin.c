@@ -2,12 +2,16 @@
  * commands-admin.c - shmd's own SHMF.* verbs that administer filters
  * (list, describe, drop, rotate) and those that name files on the
  * daemon's host (snapshot, swap, restore), which open the file with the
- * identity of the client that asked (fscred.h). See commands.h.
+ * identity of the client that asked (fscred.h), and SHMF.REPLICATION,
+ * what the fleet engine says of each replicated filter. See commands.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "merge.h"
+#include "replication.h"
+#include "rundir.h"
 #include "snapshot.h"
 #include "spec.h"
 
@@ -153,4 +157,114 @@ void cmd_shmf_swap(struct verb_call *c)
 void cmd_shmf_restore(struct verb_call *c)
 {
 	replace(c, REGISTRY_RESTORE);
+}
+
+/* One replicated filter as a flat name/value array; nodes is an array of
+ * [node, last_heard_ms_ago, foreign_shape]. */
+static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
+{
+	char cursor[48];
+	reply_array(out, 2 * 18); /* the field_* calls below, and nodes */
+	field_str(out, "name", st->name);
+	field_str(out, "stream", st->stream);
+	field_str(out, "state", st->state);
+	field_str(out, "cursor", fleet_id_text(st->cursor, cursor, sizeof(cursor)));
+	field_int(out, "lag_p50_ms", st->lag_p50_ms);
+	field_int(out, "lag_p99_ms", st->lag_p99_ms);
+	field_int(out, "journal_depth", (long long)st->journal_depth);
+	field_int(out, "sent", (long long)st->sent);
+	field_int(out, "applied", (long long)st->applied);
+	field_int(out, "dropped_journal_full", (long long)st->dropped_journal_full);
+	field_int(out, "dropped_retired_window", (long long)st->dropped_retired_window);
+	field_int(out, "dropped_foreign_shape", (long long)st->dropped_foreign_shape);
+	field_int(out, "missed", (long long)st->missed);
+	field_int(out, "lost", (long long)st->lost);
+	field_int(out, "malformed", (long long)st->malformed);
+	field_int(out, "own_skipped", (long long)st->own);
+	field_str(out, "last_error", st->last_error);
+	reply_bulk_str(out, "nodes");
+	reply_array(out, st->nnodes);
+	for (unsigned i = 0; i < st->nnodes; i++) {
+		reply_array(out, 3);
+		reply_bulk_str(out, st->nodes[i].node);
+		reply_int(out, (long long)st->nodes[i].last_heard_ms_ago);
+		reply_int(out, st->nodes[i].foreign_shape);
+	}
+}
+
+/* SHMF.REPLICATION [filter]: that filter's replication (a flat array), or
+ * every replicated filter's (an array of them; empty without [replication]). */
+void cmd_shmf_replication(struct verb_call *c)
+{
+	static struct repl_filter_stats st; /* large; the main loop's alone */
+	struct replication *e = c->reg->repl;
+	if (c->req->argc == 2) {
+		const char *name = c->req->argv[1];
+		int rc = strlen(name) == c->req->lens[1] ? shmf_name_check(name) : SHMF_E_NAME;
+		if (rc < 0) {
+			reply_error(c->out, "ERR invalid filter name '%.*s': %s", 80, name, shmf_strerror(rc));
+			return;
+		}
+		int slot = registry_find(c->reg, name);
+		if (slot < 0)
+			reply_error(c->out, "ERR filter '%s' not found", name);
+		else if (e == NULL || replication_stats(e, slot, &st) < 0)
+			reply_error(c->out, "ERR filter '%s' does not replicate%s", name,
+				    e == NULL ? " (shmd's configuration has no [replication] section)" : "");
+		else
+			reply_replication(c->out, &st);
+		return;
+	}
+	int slots[SHMF_SLOTS], n = registry_list(c->reg, slots), m = 0;
+	for (int i = 0; i < n && e != NULL; i++)
+		if (c->reg->ctl.slots[slots[i]].flags & SHMF_SLOT_REPLICATED)
+			slots[m++] = slots[i];
+	/* Counted first: a filter the engine does not know is left out (the
+	 * engine's list changes only in this thread, so it stays known). */
+	int k = 0;
+	for (int i = 0; i < m; i++)
+		if (replication_stats(e, slots[i], &st) == 0)
+			slots[k++] = slots[i];
+	reply_array(c->out, (size_t)k);
+	for (int i = 0; i < k; i++) {
+		replication_stats(e, slots[i], &st);
+		reply_replication(c->out, &st);
+	}
+}
+
+/* ---- SHMF.MERGE (issue 17) ---------------------------------------------- */
+
+/* SHMF.MERGE key path: OR a Bloom snapshot file (opened as the client,
+ * checked whole first) into the live filter (merge.h). OK, or OK saying
+ * how many generations had no live window to go into. */
+void cmd_shmf_merge(struct verb_call *c)
+{
+	char err[SNAPSHOT_ERR_MAX];
+	const char *path;
+	if (cmd_slot(c) < 0 || (path = path_arg(c)) == NULL)
+		return;
+	struct snap_file sf;
+	struct fscred saved;
+	struct merge_report rep;
+	int rc = fscred_become(c->peer, &saved, err, sizeof(err));
+	if (rc == 0) {
+		rc = snapshot_open(&sf, path, err, sizeof(err));
+		fscred_restore(&saved);
+	}
+	if (rc == 0) {
+		rc = merge_snapshot(c->reg, c->req->argv[1], &sf, &rep, err, sizeof(err));
+		snapshot_close(&sf);
+	}
+	if (rc < 0) {
+		reply_error(c->out, "ERR %s", err);
+	} else if (rep.skipped == 0) {
+		reply_status(c->out, "OK");
+	} else {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "OK merged %u of %u generations; %u had no live generation of their window here (retired or not "
+			 "begun)",
+			 rep.merged, rep.merged + rep.skipped, rep.skipped);
+		reply_status(c->out, msg);
+	}
 }

@@ -28,7 +28,7 @@ static int mode_option(struct verb_call *c, int *i, struct filter_spec *spec)
 	return 1;
 }
 
-/* BF.RESERVE key error_rate capacity [NONSCALING] [MODE octal] [WINDOW d] [GENERATIONS n] */
+/* BF.RESERVE key error_rate capacity [NONSCALING] [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE] */
 void cmd_bf_reserve(struct verb_call *c)
 {
 	const struct request *req = c->req;
@@ -47,6 +47,10 @@ void cmd_bf_reserve(struct verb_call *c)
 	for (int i = 4; i < req->argc; i++) {
 		if (!strcasecmp(req->argv[i], "NONSCALING"))
 			continue;
+		if (!strcasecmp(req->argv[i], "REPLICATE")) {
+			spec.replicate = 1;
+			continue;
+		}
 		int w = cmd_window_option(c, &i, &spec);
 		if (w < 0)
 			return;
@@ -62,7 +66,8 @@ void cmd_bf_reserve(struct verb_call *c)
 			continue;
 		}
 		reply_error(c->out,
-			    "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING, MODE octal, WINDOW d, GENERATIONS n)",
+			    "ERR unknown option '%.*s' for 'bf.reserve' (NONSCALING, MODE octal, WINDOW d, GENERATIONS n, "
+			    "REPLICATE)",
 			    40, req->argv[i]);
 		return;
 	}

@@ -43,7 +43,7 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 		}
 	} else {
 		reply_error(c->out,
-			    "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n)",
+			    "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
 			    40, opt);
 		return SHMF_E_INVAL;
 	}
@@ -62,6 +62,10 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 		if (w > 0)
 			continue;
 		const char *opt = req->argv[i];
+		if (!strcasecmp(opt, "REPLICATE")) {
+			spec->replicate = 1;
+			continue;
+		}
 		if (!strcasecmp(opt, "EXPANSION")) {
 			reply_error(c->out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
 					    "size the filter for its whole lifetime");
@@ -69,7 +73,7 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
-				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal)",
+				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, REPLICATE)",
 				    40, opt);
 			return SHMF_E_INVAL;
 		}
@@ -80,7 +84,7 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 }
 
 /* CF.RESERVE key capacity [BUCKETSIZE 4] [MAXITERATIONS n] [ERROR rate]
- * [MODE octal] [WINDOW d] [GENERATIONS n] */
+ * [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE] */
 void cmd_cf_reserve(struct verb_call *c)
 {
 	struct filter_spec spec;

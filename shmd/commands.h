@@ -84,6 +84,12 @@ verb_handler cmd_cf_reserve, cmd_cf_add, cmd_cf_addnx, cmd_cf_insert, cmd_cf_ins
 
 /* ---- commands-admin.c ---- */
 verb_handler cmd_shmf_list, cmd_shmf_info, cmd_shmf_drop, cmd_shmf_snapshot, cmd_shmf_swap, cmd_shmf_restore,
-	cmd_shmf_rotate;
+	cmd_shmf_rotate, cmd_shmf_replication;
+
+/* ---- commands-scandump.c: a filter chunk by chunk (issue 17/20) ---- */
+verb_handler cmd_bf_scandump, cmd_bf_loadchunk, cmd_cf_scandump, cmd_cf_loadchunk;
+
+/* ---- commands-admin.c: SHMF.MERGE ---- */
+verb_handler cmd_shmf_merge;
 
 #endif

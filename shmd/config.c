@@ -1,11 +1,14 @@
 /* config.c - the daemon's INI configuration (inih), and its embedded default. */
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -234,9 +237,118 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 			return bad(ps, "snapshot_dir '%s': must be an absolute path of at most %zu bytes", value,
 				   sizeof(f->snapshot_dir) - 1);
 		snprintf(f->snapshot_dir, sizeof(f->snapshot_dir), "%s", value);
+	} else if (!strcmp(name, "replicate")) {
+		if (parse_bool(value, &f->replicate) < 0)
+			return bad(ps, "replicate '%s': expected yes or no", value);
 	} else {
 		return bad(ps, "unknown key '%s' in a filter section", name);
 	}
+	return 1;
+}
+
+/* [replication]: one row per key. The parser, the defaults and the
+ * message for a bad value all read the row. */
+enum repl_kind {
+	R_TEXT,    /* a string of at most size - 1 bytes (empty allowed unless min is 1) */
+	R_ADDRESS, /* host:port, or an absolute unix socket path */
+	R_NODE,    /* a name: printable, no spaces */
+	R_COUNT,   /* an integer from min to max */
+	R_POW2,    /* a power of 2 from min to max */
+};
+
+static const struct repl_key {
+	const char *name;
+	enum repl_kind kind;
+	size_t off, size; /* the field in struct repl_config */
+	uint64_t min, max;
+	const char *help; /* what a good value is, for the message */
+} repl_keys[] = {
+#define RFIELD(f) offsetof(struct repl_config, f), sizeof(((struct repl_config *)0)->f)
+	{ "redis", R_ADDRESS, RFIELD(redis), 1, 0,
+	  "host:port (port 1 to 65535), or a unix socket path starting with /" },
+	{ "password", R_TEXT, RFIELD(password), 0, 0, "the AUTH password" },
+	{ "user", R_TEXT, RFIELD(user), 0, 0, "the AUTH user (ACL)" },
+	{ "node", R_NODE, RFIELD(node), 1, 0, "this host's name in the fleet: printable, no spaces" },
+	{ "secret", R_TEXT, RFIELD(secret), 0, 0, "a string every node shares" },
+	{ "stream_prefix", R_TEXT, RFIELD(stream_prefix), 0, 0, "the start of every stream key" },
+	{ "retention", R_COUNT, RFIELD(retention), 1, UINT64_C(1) << 40, "stream entries kept (XADD MAXLEN ~)" },
+	{ "journal_rings", R_COUNT, RFIELD(journal_rings), 1, SHMF_JOURNAL_RINGS_MAX,
+	  "rings per journal (handles journalling at once)" },
+	{ "journal_entries", R_POW2, RFIELD(journal_entries), SHMF_JOURNAL_ENTRIES_MIN, SHMF_JOURNAL_ENTRIES_MAX,
+	  "entries per ring, a power of 2" },
+#undef RFIELD
+};
+
+/* "host:port" or "[v6]:port" into host and port, or "/path" (port 0). 0 or SHMF_E_INVAL. */
+static int parse_address(const char *v, struct repl_config *r)
+{
+	if (v[0] == '/') {
+		if (strlen(v) >= sizeof(r->host) || strlen(v) >= 108) /* sun_path */
+			return SHMF_E_INVAL;
+		snprintf(r->host, sizeof(r->host), "%s", v);
+		r->port = 0;
+		return 0;
+	}
+	const char *colon = strrchr(v, ':');
+	uint64_t port;
+	if (colon == NULL || colon == v || spec_parse_capacity(colon + 1, &port) < 0 || port > 65535 ||
+	    strpbrk(v, " \t") != NULL)
+		return SHMF_E_INVAL;
+	const char *h = v;
+	size_t hl = (size_t)(colon - v);
+	if (h[0] == '[') {
+		if (hl < 3 || h[hl - 1] != ']')
+			return SHMF_E_INVAL;
+		h++, hl -= 2;
+	}
+	if (hl >= sizeof(r->host))
+		return SHMF_E_INVAL;
+	snprintf(r->host, sizeof(r->host), "%.*s", (int)hl, h);
+	r->port = (int)port;
+	return 0;
+}
+
+static int repl_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct repl_config *r = &ps->c->repl;
+	const struct repl_key *k = NULL;
+	for (size_t i = 0; i < sizeof(repl_keys) / sizeof(repl_keys[0]); i++)
+		if (!strcmp(repl_keys[i].name, name))
+			k = &repl_keys[i];
+	if (k == NULL)
+		return bad(ps,
+			   "unknown key '%s' in [replication] (redis, password, user, node, secret, stream_prefix, "
+			   "retention, journal_rings, journal_entries)",
+			   name);
+	char *field = (char *)r + k->off;
+	uint64_t n = 0;
+	int ok = 1;
+	switch (k->kind) {
+	case R_ADDRESS: ok = strlen(value) < k->size && parse_address(value, r) == 0; break;
+	case R_NODE:
+		ok = value[0] != '\0' && strlen(value) < k->size;
+		for (const char *p = value; ok && *p; p++)
+			ok = *p > ' ' && *p < 0x7f;
+		break;
+	case R_TEXT: ok = strlen(value) < k->size && (k->min == 0 || value[0] != '\0'); break;
+	case R_COUNT:
+	case R_POW2:
+		ok = spec_parse_capacity(value, &n) == 0 && n >= k->min && n <= k->max &&
+		     (k->kind != R_POW2 || (n & (n - 1)) == 0);
+		break;
+	}
+	if (!ok) {
+		if (k->kind == R_COUNT || k->kind == R_POW2)
+			return bad(ps, "%s '%s': %s, from %" PRIu64 " to %" PRIu64, name, value, k->help, k->min,
+				   k->max);
+		if (k->kind == R_TEXT || k->kind == R_NODE)
+			return bad(ps, "%s: %s, at most %zu bytes", name, k->help, k->size - 1);
+		return bad(ps, "%s '%s': %s", name, value, k->help);
+	}
+	if (k->kind == R_COUNT || k->kind == R_POW2)
+		memcpy(field, &n, sizeof(n));
+	else
+		snprintf(field, k->size, "%s", value);
 	return 1;
 }
 
@@ -259,6 +371,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		return filter_key(ps, name, value);
 	if (!strcmp(section, "tcp"))
 		return tcp_key(ps, name, value);
+	if (!strcmp(section, "replication"))
+		return repl_key(ps, name, value);
 	return instance_key(ps, name, value);
 }
 
@@ -286,6 +400,10 @@ static int declare_sections(struct parse_state *ps, const char *text)
 				if (ps->c->nfilters >= CONFIG_FILTERS_MAX)
 					return bad(ps, "too many filters (at most %u)", CONFIG_FILTERS_MAX);
 				spec_defaults(&ps->c->filters[ps->c->nfilters++], fname);
+			} else if (!strcmp(section, "replication")) {
+				if (ps->c->repl.enabled)
+					return bad(ps, "[replication] given twice");
+				ps->c->repl.enabled = 1;
 			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0) {
 				return bad(ps, "unknown section [%s]", section);
 			}
@@ -309,6 +427,47 @@ static void config_defaults(struct config *c)
 	c->tcp.port = TCP_DEFAULT_PORT;
 	c->tcp.maxclients = TCP_DEFAULT_MAXCLIENTS;
 	c->tcp.max_request = REQUEST_MAX_BYTES;
+	snprintf(c->repl.redis, sizeof(c->repl.redis), "127.0.0.1:6379");
+	snprintf(c->repl.host, sizeof(c->repl.host), "127.0.0.1");
+	c->repl.port = 6379;
+	snprintf(c->repl.stream_prefix, sizeof(c->repl.stream_prefix), "shmf:");
+	c->repl.retention = REPL_RETENTION_DEFAULT;
+	c->repl.journal_rings = REPL_RINGS_DEFAULT;
+	c->repl.journal_entries = REPL_ENTRIES_DEFAULT;
+}
+
+/* What [replication] must hold once the whole text is read: a secret if
+ * any filter replicates, a user only with a password, a node name (the
+ * host's by default). 0 or SHMF_E_INVAL with the message in err. */
+static int repl_complete(struct config *c, const char *origin, char *err, size_t errlen)
+{
+	struct repl_config *r = &c->repl;
+	for (unsigned i = 0; i < c->nfilters; i++) {
+		const struct filter_spec *f = &c->filters[i];
+		if (f->replicate && !r->enabled)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] replicate = yes needs a [replication] section (redis, secret)",
+				      origin, f->name);
+		if (f->replicate && r->secret[0] == '\0')
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] replicates but [replication] has no secret (every node must "
+				      "share one: it keys the filter's hash seed)",
+				      origin, f->name);
+	}
+	if (!r->enabled)
+		return 0;
+	if (r->user[0] != '\0' && r->password[0] == '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [replication] user '%s' needs a password", origin,
+			      r->user);
+	if (r->node[0] == '\0') {
+		char host[256] = "";
+		if (gethostname(host, sizeof(host) - 1) < 0 || host[0] == '\0' || strlen(host) > FLEET_NODE_MAX)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [replication] no node name given and the host name cannot serve (set node =)",
+				      origin);
+		snprintf(r->node, sizeof(r->node), "%s", host);
+	}
+	return 0;
 }
 
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
@@ -324,6 +483,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 			      origin, rc);
 	if (rc < 0)
 		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
+	if ((rc = repl_complete(c, origin, err, errlen)) < 0)
+		return rc;
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		struct filter_spec *f = &c->filters[i];

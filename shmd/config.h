@@ -33,12 +33,27 @@
  *   requirepass =           ; clients must AUTH with it first (empty: no password)
  *   maxclients = 1024       ; TCP connections at once (the unix socket has its own 1024)
  *   max_request = 64m       ; bytes in one request: a number, or with k/kb/m/mb (KiB, MiB)
+ *
+ *   [replication]           ; a fleet: replicated filters stay in step through Redis Streams
+ *   redis = 127.0.0.1:6379  ; host:port, or a unix socket path (starting with /)
+ *   password =              ; AUTH password (optional)
+ *   user =                  ; AUTH user (ACL; optional, needs password)
+ *   node =                  ; this host's name in the fleet (default: the host name)
+ *   secret =                ; shared by every node; required when a filter replicates
+ *   stream_prefix = shmf:   ; stream key = prefix + filter name
+ *   retention = 1000000     ; XADD MAXLEN ~ this many stream entries
+ *   journal_rings = 64      ; rings per journal (handles journalling at once)
+ *   journal_entries = 16384 ; entries per ring (a power of 2)
+ *
+ * A filter section's `replicate = yes` makes it replicated (needs
+ * [replication] with a secret).
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
 
 #include <sys/types.h>
 
+#include "fleet.h"
 #include "registry.h"
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
@@ -58,6 +73,29 @@ struct tcp_config {
 	size_t max_request; /* bytes, TCP_MAX_REQUEST_MIN..REQUEST_MAX_BYTES */
 };
 
+#define REPL_SECRET_MAX        256
+#define REPL_PREFIX_MAX        64
+#define REPL_ADDRESS_MAX       256
+#define REPL_RETENTION_DEFAULT 1000000u
+#define REPL_RINGS_DEFAULT     64u
+#define REPL_ENTRIES_DEFAULT   16384u
+
+/* [replication]: where the fleet's streams are and who this node is. */
+struct repl_config {
+	int enabled;                  /* the section is present */
+	char redis[REPL_ADDRESS_MAX]; /* as written: "host:port" or "/path" */
+	char host[REPL_ADDRESS_MAX];  /* host, or the unix socket path */
+	int port;                     /* 0: a unix socket */
+	char password[TCP_PASSWORD_MAX + 1];
+	char user[128];
+	char node[FLEET_NODE_MAX + 1]; /* "": the host name, filled in by config_parse() */
+	char secret[REPL_SECRET_MAX + 1];
+	char stream_prefix[REPL_PREFIX_MAX + 1];
+	uint64_t retention;       /* stream entries kept (MAXLEN ~) */
+	uint64_t journal_rings;   /* 1..SHMF_JOURNAL_RINGS_MAX */
+	uint64_t journal_entries; /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
+};
+
 struct config {
 	char instance[SHMF_NAME_MAX + 1];
 	mode_t dir_mode;
@@ -69,6 +107,7 @@ struct config {
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
+	struct repl_config repl;
 };
 
 /** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */

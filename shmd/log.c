@@ -27,9 +27,12 @@ void log_msg(int prio, const char *fmt, ...)
 		time_t now = time(NULL);
 		struct tm tm;
 		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", gmtime_r(&now, &tm));
+		/* One line at a time: the replication threads log too. */
+		flockfile(stderr);
 		fprintf(stderr, "%s shmd[%s]: ", stamp, names[prio & 7]);
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
+		funlockfile(stderr);
 	}
 	va_end(ap);
 }

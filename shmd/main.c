@@ -22,7 +22,9 @@
 #include "log.h"
 #include "periodic.h"
 #include "registry.h"
+#include "replication.h"
 #include "rundir.h"
+#include "scandump.h"
 #include "server.h"
 #include "tcp.h"
 
@@ -46,11 +48,21 @@ static void usage(FILE *to)
 		    "Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
 }
 
+/* What the server loop's tick works on. */
+struct ticker {
+	struct periodic periodic;
+	struct replication *repl; /* NULL without [replication] */
+};
+
 static void on_tick(struct registry *reg, void *arg)
 {
+	struct ticker *t = arg;
 	uint64_t now = (uint64_t)time(NULL);
+	if (t->repl != NULL)
+		replication_tick(t->repl, reg);
 	registry_rotate_due(reg, now);
-	periodic_tick(arg, reg, now);
+	periodic_tick(&t->periodic, reg, now);
+	scandump_expire(); /* loads by chunks abandoned without a word */
 }
 
 /* Create the configured filters the instance does not hold yet. */
@@ -70,12 +82,25 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 					" and fpr %g, configuration says %" PRIu64
 					" and %g; keeping the existing filter (drop it to resize)",
 					f->name, s->capacity, fpr, f->capacity, f->fpr);
+			if (f->replicate && !(s->flags & SHMF_SLOT_REPLICATED))
+				log_msg(LOG_WARNING,
+					"filter '%s': the configuration says replicate = yes, but the existing filter was "
+					"made without it (its hash seed is not the fleet's); it stays local: drop it to "
+					"make it replicate",
+					f->name);
 			continue;
 		}
 		/* Missing (a first start, or a reboot emptied the runtime
-		 * directory): from its newest valid snapshot when it has any. */
-		if (f->snapshot_every != 0 && periodic_restore_newest(reg, f) >= 0)
+		 * directory): from its newest valid snapshot when it has any
+		 * (a replicated one then catches up from the snapshot's cursor). */
+		if (f->snapshot_every != 0 && (slot = periodic_restore_newest(reg, f)) >= 0) {
+			int rc = f->replicate ? registry_replicate(reg, slot, err, sizeof(err)) : 0;
+			if (rc < 0) {
+				log_msg(LOG_ERR, "%s", err);
+				return rc;
+			}
 			continue;
+		}
 		int rc = registry_create(reg, f, err, sizeof(err));
 		if (rc < 0) {
 			log_msg(LOG_ERR, "%s", err);
@@ -201,6 +226,14 @@ static int open_all(struct daemon *d)
 		return 1;
 	}
 	d->reg_open = 1;
+	d->reg.fleet = (struct registry_fleet){ .enabled = cfg->repl.enabled,
+						.secret = cfg->repl.secret,
+						.journal_rings = (unsigned)cfg->repl.journal_rings,
+						.journal_entries = (unsigned)cfg->repl.journal_entries };
+	if (registry_fleet_attach(&d->reg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
 	if (ensure_filters(&d->reg, cfg) < 0)
 		return 1;
 	d->unix_fd = server_listen(d->sock_path, cfg->socket_mode, cfg->gid, err, sizeof(err));
@@ -227,8 +260,15 @@ static int open_all(struct daemon *d)
  * exit status. */
 static int serve(struct daemon *d)
 {
-	struct periodic periodic;
-	periodic_init(&periodic, &d->cfg, (uint64_t)time(NULL));
+	struct ticker t = { .repl = NULL };
+	char err[512];
+	periodic_init(&t.periodic, &d->cfg, (uint64_t)time(NULL));
+	/* After daemon(): threads do not survive a fork. Redis is the
+	 * engine's to reach; shmd serves whether it can or not. */
+	if (d->cfg.repl.enabled && replication_start(&t.repl, &d->cfg.repl, &d->reg, err, sizeof(err)) < 0) {
+		log_msg(LOG_ERR, "%s", err);
+		return 1;
+	}
 	struct server_opts so = {
 		.unix_fd = d->unix_fd,
 		.unix_path = d->sock_path,
@@ -238,10 +278,12 @@ static int serve(struct daemon *d)
 		.requirepass = d->cfg.tcp.requirepass,
 		.tcp_maxclients = d->cfg.tcp.maxclients,
 		.tcp_max_request = d->cfg.tcp.max_request,
+		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 	};
-	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &periodic);
+	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
-	periodic_final(&periodic, &d->reg);
+	replication_stop(t.repl);
+	periodic_final(&t.periodic, &d->reg);
 	log_msg(LOG_INFO, "shutting down%s",
 		d->cfg.remove_on_exit ? " and removing the segments" : "; segments stay for a restart");
 	return rc < 0 ? 1 : 0;

@@ -1,13 +1,16 @@
 /*
  * registry-internal.h - what registry.c shares with the other files of the
- * registry (registry-snapshot.c): making a data segment and publishing it.
- * Not for the rest of the daemon.
+ * registry (registry-snapshot.c, and scandump.c, which reads and loads
+ * filters chunk by chunk): making a data segment and publishing it, and a
+ * replacement built in steps. Not for the rest of the daemon.
  */
 #ifndef SHMD_REGISTRY_INTERNAL_H
 #define SHMD_REGISTRY_INTERNAL_H
 
 #include "geometry.h"
 #include "registry.h"
+#include "cuckoo.h"
+#include "snapshot.h"
 
 /* Create generation @p gen's data file for @p spec, shaped @p p, with hash
  * seed @p seed: allocated, header written, not yet named by any slot.
@@ -41,5 +44,86 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 
 /* Unlink the data files of @p ring's generations of filter @p name. */
 void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring);
+
+/* The live generations of a filter, mapped read-write (a cuckoo copy
+ * takes the relocation lock and reads the snapshot log), and the private
+ * copy of each cuckoo generation (registry_ring_copy). */
+struct ring_maps {
+	unsigned n;
+	struct shmf_data_map dm[SHMF_WINDOW_MAX];
+	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: a consistent image; NULL until made */
+};
+
+/* Map every live generation of the filter @p copy describes (a checked
+ * slot copy) into @p m. Nothing is locked: writers go on. @return 0, or
+ * an error with nothing held. */
+int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
+
+/* Copy cuckoo generation @p i of @p m into private memory (m->copy[i]) as
+ * a consistent image while writers go on (shmf_cuckoo_copy). @return 0,
+ * or an error naming filter @p name. */
+int registry_ring_copy(struct ring_maps *m, unsigned i, const char *name, char *err, size_t errlen);
+
+/* A cuckoo generation's table as libclient's cuckoo code takes it, its
+ * writer lock @p lock (initialised by the caller). */
+struct shmf_cuckoo_geom registry_cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock);
+
+/* Unmap what registry_ring_take() took, and free the copies. */
+void registry_ring_release(struct ring_maps *m);
+
+/* What a snapshot of the filter in @p slot (@p copy, its generations
+ * taken in @p m) says: header fields (its stream cursor read now), one
+ * section header and payload pointer per generation. Not sealed. */
+void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
+			  struct snap_source *src);
+
+/*
+ * A replacement of a filter by the contents of a snapshot (a file, or the
+ * chunks of a SCANDUMP), built in steps: begin makes a new data file per
+ * section (numbered above every generation so far, named by no slot, so
+ * nothing is visible and a restart removes them), fill writes payload
+ * bytes into them, commit publishes them all at once and sets the stream
+ * cursor the snapshot carries; abort removes them. Nothing of the live
+ * filter changes before commit.
+ */
+struct registry_load {
+	char name[SHMF_NAME_MAX + 1]; /* the filter it replaces or creates */
+	struct shmf_snap_header hdr;  /* the snapshot's, checked */
+	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
+	struct filter_spec spec;    /* from the header, the mode from the live filter */
+	struct shmf_geometry g;     /* the stored shape */
+	struct live_ring ring;      /* the generations it will publish, newest first */
+	unsigned made;              /* data files made so far: ring.gen[0..made) */
+	int fd[SHMF_SNAP_SECTIONS]; /* each made file, read-write */
+};
+
+/**
+ * Begin replacing (REGISTRY_SWAP: the filter must exist) or creating
+ * (REGISTRY_RESTORE) filter @p name with the snapshot of header @p h and
+ * sections @p sec (both checked by the caller: snapshot_header_check(),
+ * snapshot_sections_check()). @return 0, or an error (SHMF_E_NAME,
+ * SHMF_E_NOTFOUND, SHMF_E_TOOBIG, -errno) with nothing left behind.
+ */
+int registry_load_begin(struct registry *r, const char *name, const struct shmf_snap_header *h,
+			const struct shmf_snap_section *sec, int how, struct registry_load *ld, char *err,
+			size_t errlen);
+
+/** Write @p len payload bytes of section @p sec at payload offset @p off. 0 or -errno. */
+int registry_load_fill(struct registry_load *ld, unsigned sec, uint64_t off, const void *buf, size_t len, char *err,
+		       size_t errlen);
+
+/**
+ * Publish what @p ld holds (every payload byte written): the item
+ * counters of the sections, a cuckoo table's relocation state cleared,
+ * then one store makes the new generations the filter's, the old ones are
+ * unlinked and the stream cursor of the snapshot is stored in the slot.
+ * @p ld is released either way. @return the slot, or an error
+ * (SHMF_E_NOTFOUND for a swap whose filter went, SHMF_E_FULL, -errno)
+ * with the files removed and the live filter untouched.
+ */
+int registry_load_commit(struct registry *r, struct registry_load *ld, int how, char *err, size_t errlen);
+
+/** Give up @p ld: close and remove its files. */
+void registry_load_abort(struct registry *r, struct registry_load *ld);
 
 #endif

@@ -21,22 +21,28 @@
 
 #include "cuckoo.h"
 #include "errmsg.h"
+#include "fleet.h"
 #include "log.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
 #include "snapshot.h"
 
-/* The live generations of a filter, mapped read-write (a cuckoo copy
- * takes the relocation lock and reads the snapshot log), and the private
- * copy of each cuckoo generation (copy_cuckoo). */
-struct ring_maps {
-	unsigned n;
-	struct shmf_data_map dm[SHMF_WINDOW_MAX];
-	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: the consistent image written; NULL until made */
-};
+struct shmf_cuckoo_geom registry_cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
+{
+	return (struct shmf_cuckoo_geom){
+		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
+		.nbuckets = dm->hdr.nbuckets,
+		.seed = dm->hdr.seed,
+		.fp_bits = dm->hdr.k,
+		.max_kicks = dm->hdr.max_kicks,
+		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
+		.lock = lock,
+		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
+	};
+}
 
-static void ring_release(struct ring_maps *m)
+void registry_ring_release(struct ring_maps *m)
 {
 	for (unsigned i = 0; i < m->n; i++) {
 		if (m->copy[i] != NULL)
@@ -46,7 +52,7 @@ static void ring_release(struct ring_maps *m)
 	m->n = 0;
 }
 
-static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
+int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
 {
 	m->n = 0;
 	for (unsigned i = 0; i < copy->nlive; i++) {
@@ -55,7 +61,7 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
 		m->copy[i] = NULL;
 		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[i], 1, dm);
 		if (rc < 0) {
-			ring_release(m);
+			registry_ring_release(m);
 			return errmsg(err, errlen, rc, "filter '%s': cannot map generation %" PRIu64 ": %s", copy->name,
 				      copy->live[i], shmf_strerror(rc));
 		}
@@ -70,7 +76,7 @@ static int ring_take(struct registry *r, const struct shmf_slot *copy, struct ri
  * relocation lock only at its start and end, and writers log what their
  * moves change meanwhile. A copy that writers cancelled (they relocated
  * faster than it read their log) is tried again, a few times. */
-static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *err, size_t errlen)
+int registry_ring_copy(struct ring_maps *m, unsigned i, const char *name, char *err, size_t errlen)
 {
 	const struct shmf_data_map *dm = &m->dm[i];
 	size_t bytes = (size_t)(dm->hdr.nblocks * SHMF_BLOCK_BYTES);
@@ -81,16 +87,7 @@ static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *
 	m->copy[i] = dst;
 	struct shmf_cuckoo_lock lock;
 	shmf_cuckoo_lock_init(&lock, dm->hdr.lock_timeout_ms);
-	struct shmf_cuckoo_geom g = {
-		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
-		.nbuckets = dm->hdr.nbuckets,
-		.seed = dm->hdr.seed,
-		.fp_bits = dm->hdr.k,
-		.max_kicks = dm->hdr.max_kicks,
-		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
-		.lock = &lock,
-		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
-	};
+	struct shmf_cuckoo_geom g = registry_cuckoo_geom(dm, &lock);
 	int rc = shmf_cuckoo_copy(&g, dst, bytes);
 	for (int tries = 1; tries < 10 && rc == -EAGAIN; tries++) {
 		log_msg(LOG_INFO,
@@ -107,49 +104,66 @@ static int copy_cuckoo(struct ring_maps *m, unsigned i, const char *name, char *
 	return 0;
 }
 
-int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
-		      size_t errlen)
+void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
+			  struct snap_source *src)
 {
-	struct shmf_slot copy;
-	int rc = registry_slot_copy(r, name, &copy, err, errlen);
-	if (rc < 0)
-		return rc;
-	/* Cuckoo: each generation copied consistently first (copy_cuckoo), so
-	 * every key stored before the snapshot began is in one of its buckets
-	 * in the file. Bloom bits only ever get set, so a copy taken while
-	 * adds go on holds every key whose add returned before it began. */
-	struct ring_maps m;
-	if ((rc = ring_take(r, &copy, &m, err, errlen)) < 0)
-		return rc;
-	for (unsigned i = 0; i < m.n; i++)
-		if (m.dm[i].hdr.type == SHMF_TYPE_CUCKOO && (rc = copy_cuckoo(&m, i, name, err, errlen)) < 0) {
-			ring_release(&m);
-			return rc;
-		}
-
 	/* The shape and seed as the newest generation's data header has them,
 	 * the name and window as the slot does. */
-	const struct shmf_data_header *dh = &m.dm[0].hdr;
+	const struct shmf_data_header *dh = &m->dm[0].hdr;
 	struct filter_spec spec = { .capacity = dh->capacity,
-				    .window_secs = copy.window_secs,
-				    .window_gens = copy.window_gens };
+				    .window_secs = copy->window_secs,
+				    .window_gens = copy->window_gens };
 	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
-	memcpy(spec.name, copy.name, sizeof(spec.name));
+	memcpy(spec.name, copy->name, sizeof(spec.name));
 	struct shmf_geometry g = { .type = dh->type,
 				   .k = dh->k,
 				   .nblocks = dh->nblocks,
 				   .nbuckets = dh->nbuckets,
 				   .max_kicks = dh->max_kicks };
-	struct snap_source src = { .nsections = m.n };
-	snapshot_header_fill(&src.hdr, &spec, &g, dh->seed, copy.created_epoch, (uint64_t)time(NULL));
-	for (unsigned i = 0; i < m.n; i++) {
-		src.payload[i] = m.copy[i] != NULL ? m.copy[i] : (const void *)m.dm[i].blocks;
-		src.sec[i] = (struct shmf_snap_section){
-			.generation = m.dm[i].hdr.generation,
-			.created_epoch = copy.live_created[i],
-			.items = shmf_data_items(&m.dm[i]),
-			.deletes = shmf_data_deletes(&m.dm[i]),
+	memset(src, 0, sizeof(*src));
+	src->nsections = m->n;
+	snapshot_header_fill(&src->hdr, &spec, &g, dh->seed, copy->created_epoch, (uint64_t)time(NULL));
+	registry_cursor_get(r, slot, &src->hdr.cursor_ms, &src->hdr.cursor_seq);
+	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		src->payload[i] = m->copy[i] != NULL ? m->copy[i] : (const void *)m->dm[i].blocks;
+		src->sec[i] = (struct shmf_snap_section){
+			.generation = m->dm[i].hdr.generation,
+			.created_epoch = copy->live_created[i],
+			.items = shmf_data_items(&m->dm[i]),
+			.deletes = shmf_data_deletes(&m->dm[i]),
 		};
+	}
+}
+
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
+		      size_t errlen)
+{
+	struct shmf_slot copy;
+	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
+	if (slot < 0)
+		return slot;
+	struct ring_maps m;
+	if ((rc = registry_ring_take(r, &copy, &m, err, errlen)) < 0)
+		return rc;
+	/* The stream cursor is read before the payload is copied: the copy
+	 * holds at least what the cursor covers, so a replay from it misses
+	 * nothing (and may apply again what the copy already holds). */
+	struct snap_source src;
+	registry_snap_source(r, slot, &copy, &m, &src);
+	/* Cuckoo: each generation copied consistently first
+	 * (registry_ring_copy), so every key stored before the snapshot began
+	 * is in one of its buckets in the file. Bloom bits only ever get set,
+	 * so a copy taken while adds go on holds every key whose add returned
+	 * before it began. */
+	for (unsigned i = 0; i < m.n; i++) {
+		if (m.dm[i].hdr.type != SHMF_TYPE_CUCKOO)
+			continue;
+		if ((rc = registry_ring_copy(&m, i, name, err, errlen)) < 0) {
+			registry_ring_release(&m);
+			return rc;
+		}
+		src.payload[i] = m.copy[i];
 	}
 	struct fscred saved;
 	rc = fscred_become(as, &saved, err, errlen);
@@ -161,7 +175,7 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 		rc = snapshot_write(path, &src, mode, err, errlen);
 		fscred_restore(&saved);
 	}
-	ring_release(&m);
+	registry_ring_release(&m);
 	if (rc == 0)
 		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name,
 			src.sec[0].generation, src.nsections > 1 ? " and older live ones" : "", path);
@@ -177,101 +191,13 @@ static int free_slot(struct registry *r)
 	return SHMF_E_FULL;
 }
 
-/* Fill the new generation's mapping from the file; @return 0 or an error. */
-static int fill_from(struct snap_file *sf, unsigned sec, struct shmf_data_map *dm, char *err, size_t errlen)
+int registry_load_begin(struct registry *r, const char *name, const struct shmf_snap_header *h,
+			const struct shmf_snap_section *sec, int how, struct registry_load *ld, char *err,
+			size_t errlen)
 {
-	/* Through the descriptor: a kernel copy, no page fault per page of
-	 * the new mapping. */
-	int rc = snapshot_copy_section(sf, sec, dm->fd, SHMF_DATA_BLOCKS_OFF, err, errlen);
-	if (rc < 0)
-		return rc;
-	atomic_store_explicit(&dm->counters[0].items, sf->sec[sec].items, memory_order_relaxed);
-	atomic_store_explicit(&dm->counters[0].deletes, sf->sec[sec].deletes, memory_order_relaxed);
-	if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
-		/* A copy has no move open and its lock free; make sure of it
-		 * rather than trust the file (an odd version would send readers
-		 * to their slow read, a held lock word every writer to its
-		 * timeout). */
-		struct shmf_cuckoo_meta *m = (struct shmf_cuckoo_meta *)dm->blocks;
-		memset(&m->lock, 0, sizeof(m->lock));
-		atomic_store_explicit(&m->moving, 0, memory_order_relaxed);
-		for (unsigned i = 0; i < SHMF_CUCKOO_STRIPES; i++)
-			atomic_store_explicit(&m->version[i], 0, memory_order_relaxed);
-	}
-	return 0;
-}
-
-/* The spec a snapshot's header describes, under the name @p name: the file
- * decides the shape and the window (a plain snapshot swapped into a
- * windowed filter makes it plain). */
-static void spec_from_header(const struct shmf_snap_header *h, const char *name, struct filter_spec *spec)
-{
-	*spec = (struct filter_spec){ .type = (int)h->type,
-				      .capacity = h->capacity,
-				      .mode = 0640,
-				      .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
-				      .window_secs = h->window_secs,
-				      .window_gens = h->window_gens };
-	memcpy(&spec->fpr, &h->fpr_bits, sizeof(double));
-	snprintf(spec->name, sizeof(spec->name), "%s", name);
-}
-
-/* Map the new generation @p gen (created, not published) and fill it from
- * section @p i of @p sf. */
-static int fill_generation(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *g,
-			   struct snap_file *sf, unsigned i, uint64_t gen, char *err, size_t errlen)
-{
-	const struct shmf_snap_header *h = &sf->hdr;
-	struct shmf_slot copy = { .type = h->type,
-				  .k = g->k,
-				  .capacity = h->capacity,
-				  .fpr_bits = h->fpr_bits,
-				  .nblocks = g->nblocks,
-				  .nbuckets = g->nbuckets,
-				  .data_bytes = g->data_bytes };
-	atomic_store_explicit(&copy.generation, gen, memory_order_relaxed);
-	snprintf(copy.name, sizeof(copy.name), "%s", spec->name);
-	struct shmf_data_map dm = { .fd = -1 };
-	int rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
-	if (rc < 0)
-		errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", spec->name,
-		       shmf_strerror(rc));
-	else
-		rc = fill_from(sf, i, &dm, err, errlen);
-	shmf_data_map_close(&dm);
-	return rc;
-}
-
-/* New generations for every section of @p sf, numbered so that the newest
- * (section 0) is the highest, each filled and checked before anything is
- * published. On an error every file made is unlinked again. */
-static int fill_generations(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *g,
-			    struct snap_file *sf, struct live_ring *ring, char *err, size_t errlen)
-{
-	unsigned n = sf->hdr.nsections;
-	uint64_t base = r->ctl.hdr->last_generation + 1;
-	*ring = (struct live_ring){ .n = n };
-	for (unsigned i = 0; i < n; i++) {
-		ring->gen[i] = base + (n - 1 - i);
-		ring->created[i] = sf->sec[i].created_epoch;
-	}
-	struct live_ring made = { 0 };
-	int rc = 0;
-	for (unsigned i = 0; i < n && rc == 0; i++) {
-		if ((rc = registry_data_create(r, spec, g, ring->gen[i], sf->hdr.seed, 1, err, errlen)) < 0)
-			break;
-		made.gen[made.n++] = ring->gen[i];
-		rc = fill_generation(r, spec, g, sf, i, ring->gen[i], err, errlen);
-	}
-	r->ctl.hdr->last_generation = base + n - 1;
-	if (rc < 0)
-		registry_unlink_ring(r, spec->name, &made);
-	return rc;
-}
-
-int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
-{
-	const struct shmf_snap_header *h = &sf->hdr;
+	memset(ld, 0, sizeof(*ld));
+	for (unsigned i = 0; i < SHMF_SNAP_SECTIONS; i++)
+		ld->fd[i] = -1;
 	int rc = shmf_name_check(name);
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "invalid filter name '%s'", name);
@@ -279,37 +205,227 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 	if (slot < 0 && how == REGISTRY_SWAP)
 		return errmsg(err, errlen, SHMF_E_NOTFOUND,
 			      "filter '%s' not found (swap replaces a live filter; restore creates one)", name);
-	struct filter_spec spec;
-	spec_from_header(h, name, &spec);
-	struct live_ring old = { 0 };
+	snprintf(ld->name, sizeof(ld->name), "%s", name);
+	ld->hdr = *h;
+	memcpy(ld->sec, sec, h->nsections * sizeof(sec[0]));
+	/* The snapshot decides the shape and the window (a plain snapshot
+	 * swapped into a windowed filter makes it plain). */
+	ld->spec = (struct filter_spec){ .type = (int)h->type,
+					 .capacity = h->capacity,
+					 .mode = 0640,
+					 .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
+					 .window_secs = h->window_secs,
+					 .window_gens = h->window_gens };
+	memcpy(&ld->spec.fpr, &h->fpr_bits, sizeof(double));
+	snprintf(ld->spec.name, sizeof(ld->spec.name), "%s", name);
 	if (slot >= 0) {
-		struct shmf_slot *s = &r->ctl.slots[slot];
 		struct filter_spec cur;
 		struct shmf_geometry cg;
-		registry_spec_of(r, s, &cur, &cg);
-		spec.mode = cur.mode;
-		spec.lock_timeout_ms = spec.type == SHMF_TYPE_CUCKOO ? cur.lock_timeout_ms : 0;
+		registry_spec_of(r, &r->ctl.slots[slot], &cur, &cg);
+		ld->spec.mode = cur.mode;
+		ld->spec.lock_timeout_ms = ld->spec.type == SHMF_TYPE_CUCKOO ? cur.lock_timeout_ms : 0;
+	}
+	/* The stored shape, which the header check held against the sizing:
+	 * a filter sized by an older rule keeps its shape. */
+	snapshot_geometry(h, &ld->g);
+	if (ld->g.data_bytes * h->nsections > r->max_bytes)
+		return errmsg(err, errlen, SHMF_E_TOOBIG,
+			      "filter '%s': %u generations of %" PRIu64 " bytes are more than this host has", name,
+			      h->nsections, ld->g.data_bytes);
+
+	/* New generations, numbered so that the newest (section 0) is the
+	 * highest. */
+	unsigned n = h->nsections;
+	uint64_t base = r->ctl.hdr->last_generation + 1;
+	ld->ring.n = n;
+	for (unsigned i = 0; i < n; i++) {
+		ld->ring.gen[i] = base + (n - 1 - i);
+		ld->ring.created[i] = sec[i].created_epoch;
+	}
+	r->ctl.hdr->last_generation = base + n - 1;
+	for (unsigned i = 0; i < n; i++) {
+		char fname[128];
+		if ((rc = registry_data_create(r, &ld->spec, &ld->g, ld->ring.gen[i], h->seed, 1, err, errlen)) < 0)
+			break;
+		ld->made = i + 1;
+		shmf_data_filename(name, ld->ring.gen[i], fname, sizeof(fname));
+		ld->fd[i] = openat(r->dir.fd, fname, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (ld->fd[i] < 0) {
+			rc = errmsg(err, errlen, -errno, "%s/%s: cannot open the new generation: %s", r->dir_path,
+				    fname, strerror(errno));
+			break;
+		}
+	}
+	if (rc < 0)
+		registry_load_abort(r, ld);
+	return rc;
+}
+
+int registry_load_fill(struct registry_load *ld, unsigned sec, uint64_t off, const void *buf, size_t len, char *err,
+		       size_t errlen)
+{
+	const char *p = buf;
+	if (sec >= ld->made || off > ld->hdr.section_bytes || len > ld->hdr.section_bytes - off)
+		return errmsg(err, errlen, -EINVAL, "filter '%s': bytes %" PRIu64 "+%zu of section %u are out of range",
+			      ld->name, off, len, sec);
+	off += SHMF_DATA_BLOCKS_OFF;
+	while (len > 0) {
+		ssize_t k = pwrite(ld->fd[sec], p, len, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return errmsg(err, errlen, k < 0 ? -errno : -EIO,
+				      "filter '%s': cannot write the new generation: %s", ld->name,
+				      k < 0 ? strerror(errno) : "short write");
+		p += k;
+		len -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+static void load_close(struct registry_load *ld)
+{
+	for (unsigned i = 0; i < SHMF_SNAP_SECTIONS; i++) {
+		if (ld->fd[i] >= 0)
+			close(ld->fd[i]);
+		ld->fd[i] = -1;
+	}
+}
+
+void registry_load_abort(struct registry *r, struct registry_load *ld)
+{
+	load_close(ld);
+	struct live_ring made = { .n = ld->made };
+	memcpy(made.gen, ld->ring.gen, sizeof(made.gen));
+	registry_unlink_ring(r, ld->name, &made);
+	ld->made = 0;
+}
+
+/* The item counters of section @p i, and a cuckoo table's relocation
+ * state cleared, in the new generation's mapping. */
+static int load_finish_section(struct registry *r, struct registry_load *ld, unsigned i, char *err, size_t errlen)
+{
+	struct shmf_slot copy = { .type = ld->hdr.type,
+				  .k = ld->g.k,
+				  .capacity = ld->hdr.capacity,
+				  .fpr_bits = ld->hdr.fpr_bits,
+				  .nblocks = ld->g.nblocks,
+				  .nbuckets = ld->g.nbuckets,
+				  .data_bytes = ld->g.data_bytes };
+	atomic_store_explicit(&copy.generation, ld->ring.gen[i], memory_order_relaxed);
+	snprintf(copy.name, sizeof(copy.name), "%s", ld->name);
+	struct shmf_data_map dm = { .fd = -1 };
+	int rc = shmf_data_map_open(&r->dir, &copy, 1, &dm);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': cannot map the new generation: %s", ld->name,
+			      shmf_strerror(rc));
+	atomic_store_explicit(&dm.counters[0].items, ld->sec[i].items, memory_order_relaxed);
+	atomic_store_explicit(&dm.counters[0].deletes, ld->sec[i].deletes, memory_order_relaxed);
+	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
+		/* A copy has no move open and its lock free; make sure of it
+		 * rather than trust the file (an odd version would send readers
+		 * to their slow read, a held lock word every writer to its
+		 * timeout). */
+		struct shmf_cuckoo_meta *m = (struct shmf_cuckoo_meta *)dm.blocks;
+		memset(&m->lock, 0, sizeof(m->lock));
+		atomic_store_explicit(&m->moving, 0, memory_order_relaxed);
+		for (unsigned j = 0; j < SHMF_CUCKOO_STRIPES; j++)
+			atomic_store_explicit(&m->version[j], 0, memory_order_relaxed);
+	}
+	shmf_data_map_close(&dm);
+	return 0;
+}
+
+/* A snapshot of a replicated filter whose seed is this fleet's for the
+ * name it is loaded under (a pull or restore from another node of the
+ * fleet) makes the filter replicate here, and follow the stream from the
+ * snapshot's cursor. Otherwise it stays as it was: a seed of another
+ * secret or name would be a foreign shape to every other node. */
+static void load_replicate(struct registry *r, int slot, const struct registry_load *ld)
+{
+	char err[REGISTRY_ERR_MAX];
+	if (!(ld->hdr.flags & SHMF_SNAP_F_REPLICATED) || (r->ctl.slots[slot].flags & SHMF_SLOT_REPLICATED))
+		return;
+	if (!r->fleet.enabled || ld->hdr.seed != fleet_seed(r->fleet.secret, ld->name)) {
+		log_msg(LOG_INFO, "filter '%s': its snapshot comes from a replicated filter, but %s; it stays local",
+			ld->name,
+			r->fleet.enabled ? "its hash seed is not this fleet's for that name (another secret or name)"
+					 : "this shmd has no [replication] section");
+		return;
+	}
+	if (registry_replicate(r, slot, err, sizeof(err)) < 0)
+		log_msg(LOG_ERR, "%s", err);
+}
+
+int registry_load_commit(struct registry *r, struct registry_load *ld, int how, char *err, size_t errlen)
+{
+	const char *name = ld->name;
+	int rc = 0;
+	load_close(ld);
+	for (unsigned i = 0; i < ld->ring.n && rc == 0; i++)
+		rc = load_finish_section(r, ld, i, err, errlen);
+	/* The filter may have come or gone since begin (a load by chunks
+	 * spans requests): look again. */
+	int slot = rc < 0 ? rc : registry_find(r, name);
+	if (rc == 0 && slot < 0 && how == REGISTRY_SWAP)
+		rc = errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' was dropped meanwhile; nothing swapped in",
+			    name);
+	if (rc == 0 && slot < 0 && (slot = free_slot(r)) < 0)
+		rc = errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
+	if (rc < 0) {
+		registry_load_abort(r, ld);
+		return rc;
+	}
+	struct live_ring old = { 0 };
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	if (atomic_load_explicit(&s->generation, memory_order_relaxed) != 0) {
 		old.n = s->nlive;
 		memcpy(old.gen, s->live, sizeof(old.gen));
-	} else if ((slot = free_slot(r)) < 0) {
-		return errmsg(err, errlen, slot, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
+	} else {
+		/* A free slot (generation 0: no client reads the rest of it)
+		 * starts plain; whether it replicates is decided below. */
+		shmf_slot_write_begin(s);
+		s->flags = 0;
+		shmf_slot_write_end(s);
 	}
-	/* The stored shape, which snapshot_open() checked against the sizing:
-	 * a filter sized by an older rule keeps its shape. */
-	struct shmf_geometry g;
-	snapshot_geometry(h, &g);
-	if (g.data_bytes * h->nsections > r->max_bytes)
-		return errmsg(err, errlen, SHMF_E_TOOBIG,
-			      "snapshot %s: %u generations of %" PRIu64 " bytes are more than this host has", sf->path,
-			      h->nsections, g.data_bytes);
-	struct live_ring ring;
-	if ((rc = fill_generations(r, &spec, &g, sf, &ring, err, errlen)) < 0)
-		return rc;
-	registry_publish(r, slot, &spec, &g, &ring);
+	/* The stream position the copy was taken at (0-0 when the snapshot
+	 * carries none), stored before the publication, as registry_create()
+	 * does: the replication engine, told of it by the publication, reads
+	 * it from there, and never stores over a cursor it did not read. */
+	registry_cursor_set(r, slot, ld->hdr.cursor_ms, ld->hdr.cursor_seq);
+	registry_publish(r, slot, &ld->spec, &ld->g, &ld->ring);
 	registry_unlink_ring(r, name, &old);
-	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s", name,
-		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, ring.gen[0],
+	ld->made = 0;
+	load_replicate(r, slot, ld);
+	return slot;
+}
+
+int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	struct registry_load ld;
+	int rc = registry_load_begin(r, name, h, sf->sec, how, &ld, err, errlen);
+	if (rc < 0)
+		return rc;
+	int existed = registry_find(r, name) >= 0;
+	/* Each payload checked chunk by chunk on its way in, through the
+	 * descriptor: a kernel copy, no page fault per page of the new
+	 * mapping. */
+	for (unsigned i = 0; i < h->nsections && rc == 0; i++)
+		rc = snapshot_copy_section(sf, i, ld.fd[i], SHMF_DATA_BLOCKS_OFF, err, errlen);
+	if (rc < 0) {
+		registry_load_abort(r, &ld);
+		return rc;
+	}
+	uint64_t gen = ld.ring.gen[0];
+	int slot = registry_load_commit(r, &ld, how, err, errlen);
+	if (slot < 0)
+		return slot;
+	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s%s", name,
+		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, gen,
 		h->nsections > 1 ? " and older live ones" : "", sf->sec[0].items,
-		old.n ? "; the previous generations are unlinked" : "");
+		existed ? "; the previous generations are unlinked" : "",
+		h->flags & SHMF_SNAP_F_REPLICATED ? "; stream cursor set from the snapshot" : "");
 	return slot;
 }

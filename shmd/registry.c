@@ -23,8 +23,10 @@
 
 #include "cuckoo.h"
 #include "errmsg.h"
+#include "fleet.h"
 #include "geometry.h"
 #include "hugepages.h"
+#include "journal.h"
 #include "log.h"
 #include "mkdirs.h"
 #include "registry-internal.h"
@@ -104,6 +106,49 @@ static int data_file_live(struct registry *r, const char *fname, const uint64_t 
 	return 0;
 }
 
+/* Is fname the journal of a live replicated filter? */
+static int journal_live(struct registry *r, const char *fname)
+{
+	char want[SHMF_NAME_MAX + sizeof(SHMF_JOURNAL_SUFFIX)];
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		const struct shmf_slot *s = &r->ctl.slots[i];
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 ||
+		    !(s->flags & SHMF_SLOT_REPLICATED))
+			continue;
+		if (shmf_journal_filename(s->name, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Remove journals no live replicated filter names: left by a crash
+ * between creating one and publishing its filter, or between dropping a
+ * filter and unlinking its journal. A live filter's journal stays, with
+ * the entries its adders wrote while no daemon ran. */
+static void remove_stray_journals(struct registry *r)
+{
+	int fd = dup(r->dir.fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	/* The dup shares its offset with the data-file sweep's, at the end. */
+	rewinddir(d);
+	struct dirent *e;
+	size_t sl = strlen(SHMF_JOURNAL_SUFFIX);
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		if (n <= sl || strcmp(e->d_name + n - sl, SHMF_JOURNAL_SUFFIX) != 0 || journal_live(r, e->d_name))
+			continue;
+		log_msg(LOG_WARNING, "%s/%s: no replicated filter names this journal; removing it", r->dir_path,
+			e->d_name);
+		unlinkat(r->dir.fd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* Re-attach after a restart: repair and validate every live slot. */
 static void ctl_recover(struct registry *r)
 {
@@ -166,6 +211,7 @@ static void ctl_recover(struct registry *r)
 		unlinkat(r->dir.fd, e->d_name, 0);
 	}
 	closedir(d);
+	remove_stray_journals(r);
 }
 
 int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
@@ -342,13 +388,55 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	r->last_publish_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (r->hooks.published != NULL)
+		r->hooks.published(r->hooks.arg, r, slot);
 }
 
-int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
+/* May a filter replicate here? 0, or SHMF_E_INVAL with the reason. */
+static int fleet_ready(struct registry *r, const char *name, char *err, size_t errlen)
 {
-	struct shmf_geometry p;
-	int rc;
+	if (!r->fleet.enabled)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': cannot replicate: shmd's configuration has no [replication] section", name);
+	if (r->fleet.secret == NULL || r->fleet.secret[0] == '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': cannot replicate: [replication] has no secret (every node must share one)",
+			      name);
+	return 0;
+}
 
+/* Create the journal of filter @p name (@p mode: the filter's), replacing
+ * a stale one: no live filter names it, or this would not be called. */
+static int journal_make(struct registry *r, const char *name, mode_t mode, char *err, size_t errlen)
+{
+	int rc = shmf_journal_create(r->dir.fd, name, mode, r->gid, r->fleet.journal_rings, r->fleet.journal_entries);
+	if (rc == SHMF_E_EXISTS) {
+		char fname[SHMF_NAME_MAX + sizeof(SHMF_JOURNAL_SUFFIX)];
+		shmf_journal_filename(name, fname, sizeof(fname));
+		log_msg(LOG_WARNING, "%s/%s: a stale journal; replacing it", r->dir_path, fname);
+		unlinkat(r->dir.fd, fname, 0);
+		rc = shmf_journal_create(r->dir.fd, name, mode, r->gid, r->fleet.journal_rings,
+					 r->fleet.journal_entries);
+	}
+	if (rc < 0)
+		return errmsg(err, errlen, rc,
+			      "filter '%s': cannot create its journal in %s (%u rings of %u entries): %s", name,
+			      r->dir_path, r->fleet.journal_rings, r->fleet.journal_entries, shmf_strerror(rc));
+	return 0;
+}
+
+static void journal_unlink(struct registry *r, const char *name)
+{
+	char fname[SHMF_NAME_MAX + sizeof(SHMF_JOURNAL_SUFFIX)];
+	if (shmf_journal_filename(name, fname, sizeof(fname)) == 0 && unlinkat(r->dir.fd, fname, 0) < 0 &&
+	    errno != ENOENT)
+		log_msg(LOG_WARNING, "%s/%s: cannot unlink: %s", r->dir_path, fname, strerror(errno));
+}
+
+/* Is @p spec one a filter may be created with? 0, or an error with err set. */
+static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
+{
+	int rc;
 	if ((rc = shmf_name_check(spec->name)) < 0)
 		return errmsg(err, errlen, rc, "invalid filter name '%s': %s", spec->name, shmf_strerror(rc));
 	if (spec->type != SHMF_TYPE_BLOOM && spec->type != SHMF_TYPE_CUCKOO)
@@ -380,8 +468,15 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u",
 			      spec->name, spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
-	rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &p);
-	if (rc == SHMF_E_TOOBIG || (rc == 0 && p.data_bytes > r->max_bytes))
+	return 0;
+}
+
+/* The shape @p spec sizes to, if this host can hold it. */
+static int spec_size(const struct registry *r, const struct filter_spec *spec, struct shmf_geometry *p, char *err,
+		     size_t errlen)
+{
+	int rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, p);
+	if (rc == SHMF_E_TOOBIG || (rc == 0 && p->data_bytes > r->max_bytes))
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "filter '%s': capacity %" PRIu64
 			      " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
@@ -394,30 +489,77 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			      spec->name, spec->fpr);
-	if (registry_find(r, spec->name) >= 0)
-		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
-	int slot = -1;
-	for (unsigned i = 0; i < SHMF_SLOTS; i++)
-		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0) {
-			slot = (int)i;
-			break;
-		}
-	if (slot < 0)
-		return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", spec->name,
-			      SHMF_SLOTS);
+	return 0;
+}
 
-	uint64_t gen = r->ctl.hdr->last_generation + 1, seed;
-	arc4random_buf(&seed, sizeof(seed));
-	if ((rc = registry_data_create(r, spec, &p, gen, seed, 0, err, errlen)) < 0)
+/* A slot no filter uses, or SHMF_E_FULL with err set. */
+static int empty_slot(const struct registry *r, const char *name, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < SHMF_SLOTS; i++)
+		if (atomic_load_explicit(&r->ctl.slots[i].generation, memory_order_relaxed) == 0)
+			return (int)i;
+	return errmsg(err, errlen, SHMF_E_FULL, "filter '%s': all %u filter slots are in use", name, SHMF_SLOTS);
+}
+
+/* The first generation's data file (and, for a replicated filter, its
+ * journal). *created gets when the generation begins: now, or for a
+ * replicated window the wall-clock boundary, as on every other node. */
+static int first_generation(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
+			    uint64_t gen, uint64_t *created, char *err, size_t errlen)
+{
+	uint64_t seed, now = (uint64_t)time(NULL);
+	if (spec->replicate)
+		seed = fleet_seed(r->fleet.secret, spec->name);
+	else
+		arc4random_buf(&seed, sizeof(seed));
+	int rc = registry_data_create(r, spec, p, gen, seed, 0, err, errlen);
+	if (rc < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
-	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } };
+	if (spec->replicate) {
+		if ((rc = journal_make(r, spec->name, spec->mode, err, errlen)) < 0) {
+			struct live_ring made = { .n = 1, .gen = { gen } };
+			registry_unlink_ring(r, spec->name, &made);
+			return rc;
+		}
+		if (spec->window_secs != 0)
+			now = fleet_window(now, spec->window_secs) * spec->window_secs;
+	}
+	*created = now;
+	return 0;
+}
+
+int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen)
+{
+	struct shmf_geometry p;
+	int rc, slot;
+
+	if ((rc = spec_check(spec, err, errlen)) < 0 || (rc = spec_size(r, spec, &p, err, errlen)) < 0)
+		return rc;
+	if (registry_find(r, spec->name) >= 0)
+		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already exists", spec->name);
+	if ((slot = empty_slot(r, spec->name, err, errlen)) < 0)
+		return slot;
+	if (spec->replicate && (rc = fleet_ready(r, spec->name, err, errlen)) < 0)
+		return rc;
+	uint64_t gen = r->ctl.hdr->last_generation + 1, created;
+	if ((rc = first_generation(r, spec, &p, gen, &created, err, errlen)) < 0)
+		return rc;
+	/* The slot is free (generation 0: no client reads the rest of it);
+	 * the flag and a fresh cursor go in before the publication. */
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	shmf_slot_write_begin(s);
+	s->flags = spec->replicate ? SHMF_SLOT_REPLICATED : 0;
+	shmf_slot_write_end(s);
+	registry_cursor_set(r, slot, 0, 0);
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { created } };
 	registry_publish(r, slot, spec, &p, &ring);
 	log_msg(LOG_INFO,
 		"filter '%s': created (%s, capacity %" PRIu64 ", fpr %g, %s %u, %" PRIu64 " bytes, generation %" PRIu64
-		")",
+		")%s",
 		spec->name, spec_type_name(spec->type), spec->capacity, spec->fpr,
-		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen);
+		spec->type == SHMF_TYPE_CUCKOO ? "fingerprint bits" : "k", p.k, p.data_bytes, gen,
+		spec->replicate ? ", replicated" : "");
 	return slot;
 }
 
@@ -432,6 +574,11 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	struct live_ring ring = { .n = s->nlive };
 	memcpy(ring.gen, s->live, sizeof(ring.gen));
 
+	int replicated = (s->flags & SHMF_SLOT_REPLICATED) != 0;
+
+	/* The engine first: once this returns it stores no cursor here. */
+	if (r->hooks.dropping != NULL)
+		r->hooks.dropping(r->hooks.arg, r, slot);
 	if (r->handles[slot] != NULL) {
 		shmf_close(r->handles[slot]);
 		r->handles[slot] = NULL;
@@ -441,8 +588,12 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	 * mismatch and answer SHMF_E_DROPPED. */
 	atomic_store_explicit(&s->generation, 0, memory_order_release);
 	memset(s->name, 0, sizeof(s->name));
+	s->flags = 0;
 	shmf_slot_write_end(s);
+	registry_cursor_set(r, slot, 0, 0);
 	registry_unlink_ring(r, dropped, &ring);
+	if (replicated)
+		journal_unlink(r, dropped);
 	log_msg(LOG_INFO, "filter '%s': dropped", dropped);
 	return 0;
 }
@@ -574,14 +725,55 @@ int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *c
 	return slot;
 }
 
+/* Rotate filter @p name (slot copy @p copy, windowed): a new newest
+ * generation begun at @p created. A replicated filter's ring is cut by
+ * window number too: a generation whose window has left the ring by
+ * @p created's window is retired even when the ring is not full (this
+ * node slept through rotations the others made). */
+static int rotate(struct registry *r, int slot, const struct shmf_slot *copy, uint64_t created, char *err,
+		  size_t errlen);
+
 int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen)
 {
 	struct shmf_slot copy;
-	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
+	int slot = registry_slot_copy(r, name, &copy, err, errlen);
 	if (slot < 0)
 		return slot;
 	if (copy.window_gens == 0)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' has no time window to rotate", name);
+	uint64_t now = (uint64_t)time(NULL);
+	if (copy.flags & SHMF_SLOT_REPLICATED) {
+		/* Only to the current wall-clock window: a generation of its own
+		 * would not line up with the other nodes'. */
+		uint64_t w = fleet_window(now, copy.window_secs);
+		if (w <= fleet_window(copy.live_created[0], copy.window_secs))
+			return errmsg(err, errlen, SHMF_E_TYPE,
+				      "filter '%s' replicates: its newest generation is the current wall-clock window "
+				      "already (its windows turn in step with every node's)",
+				      name);
+		return rotate(r, slot, &copy, w * copy.window_secs, err, errlen);
+	}
+	return rotate(r, slot, &copy, now, err, errlen);
+}
+
+int registry_rotate_to(struct registry *r, const char *name, uint64_t window, char *err, size_t errlen)
+{
+	struct shmf_slot copy;
+	int slot = registry_slot_copy(r, name, &copy, err, errlen);
+	if (slot < 0)
+		return slot;
+	if (copy.window_gens == 0 || !(copy.flags & SHMF_SLOT_REPLICATED))
+		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is not a replicated windowed filter", name);
+	if (window <= fleet_window(copy.live_created[0], copy.window_secs))
+		return 0;
+	return rotate(r, slot, &copy, window * copy.window_secs, err, errlen);
+}
+
+static int rotate(struct registry *r, int slot, const struct shmf_slot *cp, uint64_t created, char *err, size_t errlen)
+{
+	const struct shmf_slot copy = *cp;
+	const char *name = copy.name;
+	int rc;
 	/* The newest generation's seed and relocation bound: every generation
 	 * of a window hashes keys the same way. */
 	struct shmf_data_map dm = { .fd = -1 };
@@ -595,13 +787,17 @@ int registry_rotate(struct registry *r, const char *name, char *err, size_t errl
 	struct shmf_geometry g;
 	registry_spec_of(r, &copy, &spec, &g);
 	g.max_kicks = kicks;
-	uint64_t gen = r->ctl.hdr->last_generation + 1, now = (uint64_t)time(NULL);
+	uint64_t gen = r->ctl.hdr->last_generation + 1;
 	if ((rc = registry_data_create(r, &spec, &g, gen, seed, 0, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
-	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { now } }, retired = { 0 };
+	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { created } }, retired = { 0 };
+	int replicated = (copy.flags & SHMF_SLOT_REPLICATED) != 0;
+	uint64_t window = fleet_window(created, copy.window_secs);
 	for (unsigned i = 0; i < copy.nlive; i++) {
-		if (ring.n < copy.window_gens) {
+		int left = replicated &&
+			   fleet_window(copy.live_created[i], copy.window_secs) + copy.window_gens <= window;
+		if (ring.n < copy.window_gens && !left) {
 			ring.gen[ring.n] = copy.live[i];
 			ring.created[ring.n++] = copy.live_created[i];
 		} else {
@@ -620,14 +816,97 @@ void registry_rotate_due(struct registry *r, uint64_t now)
 	char err[REGISTRY_ERR_MAX];
 	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
 		struct shmf_slot *s = &r->ctl.slots[i];
-		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 || s->window_gens == 0 ||
-		    now < s->live_created[0] + s->window_secs)
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 || s->window_gens == 0)
 			continue;
 		char name[SHMF_NAME_MAX + 1];
 		snprintf(name, sizeof(name), "%s", s->name);
+		if (s->flags & SHMF_SLOT_REPLICATED) {
+			/* Wall-clock boundaries: due once now is in a later window. */
+			uint64_t w = fleet_window(now, s->window_secs);
+			if (w > fleet_window(s->live_created[0], s->window_secs) &&
+			    registry_rotate_to(r, name, w, err, sizeof(err)) < 0)
+				log_msg(LOG_ERR, "%s", err);
+			continue;
+		}
+		if (now < s->live_created[0] + s->window_secs)
+			continue;
 		if (registry_rotate(r, name, err, sizeof(err)) < 0)
 			log_msg(LOG_ERR, "%s", err);
 	}
+}
+
+int registry_seed(struct registry *r, int slot, uint64_t *seed)
+{
+	struct shmf_slot copy;
+	struct shmf_data_map dm = { .fd = -1 };
+	int rc = shmf_slot_read(&r->ctl.slots[slot], &copy);
+	if (rc == 0)
+		rc = shmf_slot_check(&copy);
+	if (rc == 0)
+		rc = shmf_data_map_open(&r->dir, &copy, 0, &dm);
+	if (rc < 0)
+		return rc;
+	*seed = dm.hdr.seed;
+	shmf_data_map_close(&dm);
+	return 0;
+}
+
+int registry_replicate(struct registry *r, int slot, char *err, size_t errlen)
+{
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	char name[SHMF_NAME_MAX + 1];
+	snprintf(name, sizeof(name), "%s", s->name);
+	if (s->flags & SHMF_SLOT_REPLICATED)
+		return 0;
+	int rc = fleet_ready(r, name, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct filter_spec spec;
+	struct shmf_geometry g;
+	registry_spec_of(r, s, &spec, &g);
+	if ((rc = journal_make(r, name, spec.mode, err, errlen)) < 0)
+		return rc;
+	uint64_t seed;
+	if (registry_seed(r, slot, &seed) == 0 && seed != fleet_seed(r->fleet.secret, name))
+		log_msg(LOG_WARNING,
+			"filter '%s': replicates now, but its hash seed is not the fleet's (made without the fleet's "
+			"secret): the other nodes will refuse its entries as a foreign shape",
+			name);
+	shmf_slot_write_begin(s);
+	s->flags |= SHMF_SLOT_REPLICATED;
+	shmf_slot_write_end(s);
+	log_msg(LOG_INFO, "filter '%s': replicates", name);
+	if (r->hooks.published != NULL)
+		r->hooks.published(r->hooks.arg, r, slot);
+	return 0;
+}
+
+int registry_fleet_attach(struct registry *r, char *err, size_t errlen)
+{
+	char fname[SHMF_NAME_MAX + sizeof(SHMF_JOURNAL_SUFFIX)];
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot *s = &r->ctl.slots[i];
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == 0 ||
+		    !(s->flags & SHMF_SLOT_REPLICATED))
+			continue;
+		int rc = fleet_ready(r, s->name, err, errlen);
+		if (rc < 0)
+			return errmsg(err, errlen, rc,
+				      "filter '%s' replicates (it has a journal in %s), but shmd's configuration has "
+				      "no [replication] section with a secret: add one, or drop the filter",
+				      s->name, r->dir_path);
+		struct stat st;
+		if (shmf_journal_filename(s->name, fname, sizeof(fname)) == 0 &&
+		    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		struct filter_spec spec;
+		struct shmf_geometry g;
+		registry_spec_of(r, s, &spec, &g);
+		log_msg(LOG_WARNING, "filter '%s': replicates but its journal is missing; making a new one", s->name);
+		if ((rc = journal_make(r, s->name, spec.mode, err, errlen)) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 void registry_cursor_set(struct registry *r, int slot, uint64_t ms, uint64_t seq)

@@ -33,6 +33,28 @@ struct filter_info {
 	uint64_t live_items[SHMF_WINDOW_MAX];
 };
 
+struct registry;
+struct replication;
+
+/* What replicated filters are made with ([replication] in the
+ * configuration); shmd sets it after registry_open(), before any filter
+ * is created. Without it (enabled 0), a filter cannot replicate. */
+struct registry_fleet {
+	int enabled;
+	const char *secret; /* keys every replicated filter's seed (fleet_seed); "" : none */
+	unsigned journal_rings, journal_entries;
+};
+
+/* The registry tells the replication engine (replication.h) which filters
+ * replicate: published() after a slot's generations are published (a
+ * create, rotation, swap, restore, or registry_replicate()), dropping()
+ * before a slot is unpublished. Called from the main loop. */
+struct registry_hooks {
+	void (*published)(void *arg, struct registry *r, int slot);
+	void (*dropping)(void *arg, struct registry *r, int slot);
+	void *arg;
+};
+
 struct registry {
 	char instance[SHMF_NAME_MAX + 1];
 	char dir_path[4096];
@@ -42,6 +64,9 @@ struct registry {
 	shmf_t *handles[SHMF_SLOTS]; /* the daemon's own read-write handles, opened lazily */
 	uint64_t max_bytes;          /* largest filter the daemon accepts (memory of the host) */
 	uint64_t last_publish_ns;    /* CLOCK_MONOTONIC of the last generation published */
+	struct registry_fleet fleet;
+	struct registry_hooks hooks;
+	struct replication *repl; /* the engine, for SHMF.REPLICATION; NULL without [replication] */
 };
 
 /**
@@ -60,14 +85,20 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 void registry_close(struct registry *r, int remove);
 
 /**
- * Create a filter and publish its first generation.
+ * Create a filter and publish its first generation. A replicated one
+ * (spec->replicate) hashes with fleet_seed(secret, name), gets its journal
+ * (the filter's mode and group, the fleet's sizes) before its slot is
+ * published with SHMF_SLOT_REPLICATED and cursor 0-0, and a windowed one
+ * starts at the current wall-clock boundary.
  * @return the slot (>= 0), SHMF_E_NAME, SHMF_E_INVAL (capacity 0, fpr out
- *         of (0,1), mode with other-write bits), SHMF_E_TOOBIG (more memory
- *         than the host has), SHMF_E_EXISTS, SHMF_E_FULL (no free slot), -errno.
+ *         of (0,1), mode with other-write bits, replicate without a
+ *         configured fleet or secret), SHMF_E_TOOBIG (more memory than the
+ *         host has), SHMF_E_EXISTS, SHMF_E_FULL (no free slot), -errno.
  */
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen);
 
-/** Drop a filter: unpublish its slot, then unlink its data file. 0 or SHMF_E_NOTFOUND. */
+/** Drop a filter: unpublish its slot (clearing its replication flag and
+ * cursor), then unlink its data files and journal. 0 or SHMF_E_NOTFOUND. */
 int registry_drop(struct registry *r, const char *name, char *err, size_t errlen);
 
 /**
@@ -119,8 +150,42 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 int registry_rotate(struct registry *r, const char *name, char *err, size_t errlen);
 
 /** Rotate every windowed filter whose newest generation is @p now -
- * window_secs old or older. */
+ * window_secs old or older; a replicated one once @p now is past its
+ * newest window (wall-clock boundaries, registry_rotate_to()). */
 void registry_rotate_due(struct registry *r, uint64_t now);
+
+/**
+ * The newest generation of replicated windowed filter @p name becomes
+ * window number @p window (its live_created = window * window_secs), if
+ * that is later than its newest: every node numbers windows alike, so
+ * their generations line up. Generations whose window has left the ring
+ * by then (window + generations <= @p window) are retired with the oldest.
+ * registry_rotate() of a replicated filter goes only to the current
+ * wall-clock window (refused when the newest is that one already).
+ * @return 0 (also when the newest is already at or past @p window),
+ *         SHMF_E_NOTFOUND, SHMF_E_TYPE (not windowed, not replicated), -errno.
+ */
+int registry_rotate_to(struct registry *r, const char *name, uint64_t window, char *err, size_t errlen);
+
+/**
+ * Make the filter in @p slot replicated, if it is not: its journal is
+ * created (the filter's mode, the fleet's sizes; a stale one is replaced)
+ * and its slot republished with SHMF_SLOT_REPLICATED. For a filter
+ * restored or pulled from a replicated node (its seed the fleet's).
+ * @return 0, SHMF_E_INVAL (no fleet configured), or the journal's error.
+ */
+int registry_replicate(struct registry *r, int slot, char *err, size_t errlen);
+
+/**
+ * At start, once r->fleet is set: every live replicated filter has its
+ * journal (one lost with the runtime directory is made again). A filter
+ * that replicates when no fleet is configured is an error.
+ * @return 0, or SHMF_E_INVAL / the journal's error with @p err naming the filter.
+ */
+int registry_fleet_attach(struct registry *r, char *err, size_t errlen);
+
+/** The hash seed of the filter in @p slot (its newest generation's). 0 or an error. */
+int registry_seed(struct registry *r, int slot, uint64_t *seed);
 
 /* A replicated filter's stream cursor: the id <ms>-<seq> of the last
  * stream entry applied to it, kept in its slot (control segment, tmpfs),

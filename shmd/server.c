@@ -90,6 +90,7 @@ struct server {
 	struct registry *reg;
 	int ep;
 	struct listener lis[2];          /* by SESSION_UNIX / SESSION_TCP */
+	struct listener wake;            /* o->wake_fd: only wakes the loop, whose tick reads it */
 	struct request_limits limits[2]; /* once authenticated, by kind */
 	struct conn *conns;              /* every connection, newest first */
 	unsigned refusing;               /* turned-away connections still open */
@@ -425,6 +426,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	struct server s = {
 		.reg = reg,
 		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
+		.wake = { o->wake_fd, -1 },
 		.limits = { request_limits_max, request_limits_max },
 	};
 	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
@@ -437,7 +439,8 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	};
 	int rc = 0;
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (s.ep < 0 || watch_listener(&s, &s.lis[0]) < 0 || watch_listener(&s, &s.lis[1]) < 0) {
+	if (s.ep < 0 || watch_listener(&s, &s.lis[0]) < 0 || watch_listener(&s, &s.lis[1]) < 0 ||
+	    watch_listener(&s, &s.wake) < 0) {
 		rc = -errno;
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 	}
@@ -465,7 +468,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		 * listener is told by its address, never by reading through an
 		 * event's pointer, which may be a freed connection's by then. */
 		for (int i = 0; i < n; i++)
-			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1])
+			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1] && evs[i].data.ptr != &s.wake)
 				conn_event(&s, evs[i].data.ptr, evs[i].events);
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])

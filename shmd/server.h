@@ -39,6 +39,7 @@ struct server_opts {
 	const char *requirepass; /* TCP clients must AUTH with it first; NULL or "": no password */
 	unsigned tcp_maxclients; /* TCP connections at once */
 	size_t tcp_max_request;  /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	int wake_fd;             /* readable: run tick now (the replication engine's); -1: none */
 };
 
 /**
@@ -47,8 +48,9 @@ struct server_opts {
  * unix socket.
  * Single-threaded epoll loop (the registry is single-threaded too); a slow
  * or hostile client stalls only itself.
- * @p tick (if not NULL) runs between waits, at least once a second: the
- * daemon's timed work (periodic.h).
+ * @p tick (if not NULL) runs between waits, at least once a second (and at
+ * once when o->wake_fd becomes readable; tick must read it): the daemon's
+ * timed work (periodic.h, replication.h).
  * A client whose replies pile up unread past 64 MiB is not read from until
  * it reads them. A request that breaks the protocol or a limit is answered
  * with an error, after which the connection is closed (once the client

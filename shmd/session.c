@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "scandump.h"
 #include "session.h"
 
 static const char WRONGPASS[] = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -34,6 +35,8 @@ void session_free(struct session *s)
 {
 	free(s->name);
 	s->name = NULL;
+	/* A load by chunks dies with the connection that began it. */
+	scandump_owner_gone(s->id);
 }
 
 static int password_required(const struct session *s)

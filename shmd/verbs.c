@@ -80,6 +80,23 @@ static const struct verb verbs[] = {
 	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
 	{ "shmf.rotate", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_rotate,
 	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
+	/* Key 0: the filter is optional (none: every replicated filter). */
+	{ "shmf.replication", 1, 2, READS, 0, cmd_shmf_replication,
+	  "Describes the replication of one or every replicated filter: state, cursor, lag, counters, nodes." },
+
+	/* Fleets (issue 17): a filter chunk by chunk (shmd's chunks, which
+	 * RedisBloom does not load; dumps are reads, a load creates or
+	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
+	{ "bf.scandump", 3, 3, READS, 1, cmd_bf_scandump,
+	  "Returns the next chunk of a Bloom filter's dump, from iterator 0 until the iterator is 0." },
+	{ "bf.loadchunk", 4, 4, WRITES | VERB_ADMIN, 1, cmd_bf_loadchunk,
+	  "Loads a chunk of a Bloom filter's dump; the last one publishes the filter, new or replaced." },
+	{ "cf.scandump", 3, 3, READS, 1, cmd_cf_scandump,
+	  "Returns the next chunk of a cuckoo filter's dump, from iterator 0 until the iterator is 0." },
+	{ "cf.loadchunk", 4, 4, WRITES | VERB_ADMIN, 1, cmd_cf_loadchunk,
+	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
+	{ "shmf.merge", 3, 3, FILE_ADMIN, 1, cmd_shmf_merge,
+	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
 };
 
 static const char NOAUTH[] = "NOAUTH Authentication required.";

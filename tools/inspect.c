@@ -44,6 +44,9 @@ static void print_text(const struct snap_file *sf)
 		printf("window          %" PRIu64 " s x %u generations\n", h->window_secs, h->window_gens);
 	else
 		printf("window          none\n");
+	printf("replicated      %s\n", h->flags & SHMF_SNAP_F_REPLICATED ? "yes" : "no");
+	printf("stream_cursor   %" PRIu64 "-%" PRIu64 "%s\n", h->cursor_ms, h->cursor_seq,
+	       h->cursor_ms || h->cursor_seq ? "" : " (none)");
 	printf("file_bytes      %" PRIu64 "\n", h->file_bytes);
 	for (unsigned i = 0; i < h->nsections; i++)
 		printf("generation      %" PRIu64 ": created %s, items %" PRIu64 ", deletes %" PRIu64 "\n",
@@ -59,10 +62,11 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 	printf("{\"version\":%u,\"name\":\"%s\",\"type\":\"%s\",\"capacity\":%" PRIu64 ",\"error_rate\":%.17g,\"k\":%u,"
 	       "\"blocks\":%" PRIu64 ",\"buckets\":%" PRIu64 ",\"max_kicks\":%u,\"seed\":%" PRIu64
 	       ",\"created\":%" PRIu64 ",\"snapshot_taken\":%" PRIu64 ",\"window_secs\":%" PRIu64
-	       ",\"window_generations\":%u,\"file_bytes\":%" PRIu64 ",\"generations\":[",
+	       ",\"window_generations\":%u,\"replicated\":%s,\"stream_cursor\":\"%" PRIu64 "-%" PRIu64
+	       "\",\"file_bytes\":%" PRIu64 ",\"generations\":[",
 	       h->version, h->name, spec_type_name((int)h->type), h->capacity, fpr, h->k, h->nblocks, h->nbuckets,
 	       h->max_kicks, h->seed, h->created_epoch, h->snapshot_epoch, h->window_secs, h->window_gens,
-	       h->file_bytes);
+	       h->flags & SHMF_SNAP_F_REPLICATED ? "true" : "false", h->cursor_ms, h->cursor_seq, h->file_bytes);
 	for (unsigned i = 0; i < h->nsections; i++)
 		printf("%s{\"generation\":%" PRIu64 ",\"created\":%" PRIu64 ",\"items\":%" PRIu64
 		       ",\"deletes\":%" PRIu64 "}",

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "offline.h"
+#include "pull.h"
 #include "rundir.h"
 #include "shmf.h"
 
@@ -54,6 +55,7 @@ static void usage(FILE *to)
 		"usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n"
 		"  create FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
 		"         [--window 10m [--generations N]]                 a time window of N generations (default 2)\n"
+		"         [--replicate]                                 keep it in step with the fleet ([replication])\n"
 		"                                                      create a filter (Bloom unless --type)\n"
 		"  list [--json]                                       list the filters\n"
 		"  info FILTER [--json]                                describe a filter\n"
@@ -73,7 +75,13 @@ static void usage(FILE *to)
 		"  build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]\n"
 		"                                                      train a filter from a key list into a snapshot\n"
 		"                                                      file (offline; progress bar on a terminal)\n"
+		"  replication [--json] [FILTER]                       fleet: state, cursor, lag, counters and nodes\n"
+		"                                                      of the replicated filters\n"
 		"  ping                                                is the daemon answering?\n"
+		"  pull FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]\n"
+		"                                                      copy a live filter from a peer shmd's TCP\n"
+		"                                                      listener, with its stream cursor\n"
+		"  merge FILTER FILE                                   OR a Bloom snapshot of the same shape into a filter\n"
 		"Options:\n"
 		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
 		"  -s, --socket PATH    control socket path (overrides --instance)\n"
@@ -255,8 +263,13 @@ static int verb_create(int argc, char **argv, int json)
 	(void)json;
 	const char *capacity = NULL, *fpr = NULL, *mode = NULL, *type = "bloom", *name = NULL, *kicks = NULL;
 	const char *window = NULL, *gens = NULL;
+	int replicate = 0;
 	for (int i = 1; i < argc; i++) {
 		const char **slot = NULL;
+		if (!strcmp(argv[i], "--replicate")) {
+			replicate = 1;
+			continue;
+		}
 		if (!strcmp(argv[i], "--capacity"))
 			slot = &capacity;
 		else if (!strcmp(argv[i], "--fpr"))
@@ -319,6 +332,8 @@ static int verb_create(int argc, char **argv, int json)
 		req[n++] = "GENERATIONS";
 		req[n++] = gens;
 	}
+	if (replicate)
+		req[n++] = "REPLICATE";
 	redisReply *r = call("create", n, req, NULL);
 	freeReplyObject(r);
 	return 0;
@@ -616,10 +631,108 @@ static int verb_restore(int argc, char **argv, int json)
 	return verb_file(argc, argv, "SHMF.RESTORE");
 }
 
+/* One SHMF.REPLICATION filter (flat field, value pairs; nodes an array of
+ * [node, ms ago, foreign]) as text lines or a JSON object. */
+static void print_replication(const redisReply *r, int json)
+{
+	printf(json ? "{" : "");
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *f = r->element[i], *v = r->element[i + 1];
+		if (json) {
+			printf("%s", i ? ", " : "");
+			json_string(f->str);
+			printf(": ");
+		}
+		if (v->type == REDIS_REPLY_ARRAY) { /* nodes */
+			if (!json && v->elements == 0)
+				printf("%-23s (none heard from)\n", f->str);
+			printf(json ? "[" : "");
+			for (size_t j = 0; j < v->elements; j++) {
+				const redisReply *n = v->element[j];
+				if (n->type != REDIS_REPLY_ARRAY || n->elements != 3)
+					continue;
+				if (json) {
+					printf("%s{\"node\": ", j ? ", " : "");
+					json_string(n->element[0]->str);
+					printf(", \"last_heard_ms_ago\": %lld, \"foreign_shape\": %lld}",
+					       n->element[1]->integer, n->element[2]->integer);
+				} else {
+					printf("%-23s %s, heard from %lld ms ago%s\n", j ? "" : f->str,
+					       n->element[0]->str, n->element[1]->integer,
+					       n->element[2]->integer ? ", FOREIGN SHAPE (refused)" : "");
+				}
+			}
+			printf(json ? "]" : "");
+		} else if (v->type == REDIS_REPLY_INTEGER) {
+			if (json)
+				printf("%lld", v->integer);
+			else
+				printf("%-23s %lld\n", f->str, v->integer);
+		} else if (json) {
+			json_string(v->str ? v->str : "");
+		} else if (v->str != NULL && v->str[0] != '\0') {
+			printf("%-23s %s\n", f->str, v->str);
+		}
+	}
+	printf(json ? "}" : "");
+}
+
+/* replication [--json] [FILTER]: SHMF.REPLICATION, one filter or all. */
+static int verb_replication(int argc, char **argv, int json)
+{
+	const char *filter = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (argv[i][0] == '-' && argv[i][1] == '-')
+			die_usage("replication: unknown option '%s'", argv[i]);
+		else if (filter == NULL)
+			filter = argv[i];
+		else
+			die_usage("replication takes at most one filter name");
+	}
+	const char *req[] = { "SHMF.REPLICATION", filter };
+	redisReply *r = call("replication", filter ? 2 : 1, req, NULL);
+	if (r->type != REDIS_REPLY_ARRAY) {
+		fprintf(stderr, "%s: replication: unexpected reply from shmd\n", prog);
+		exit(EXIT_ERROR);
+	}
+	if (filter != NULL) {
+		print_replication(r, json);
+	} else {
+		printf(json ? "[" : "");
+		for (size_t i = 0; i < r->elements; i++) {
+			printf(json ? (i ? ", " : "") : (i ? "\n" : ""));
+			print_replication(r->element[i], json);
+		}
+		printf(json ? "]" : "");
+		if (!json && r->elements == 0)
+			printf("no replicated filters\n");
+	}
+	if (json)
+		printf("\n");
+	freeReplyObject(r);
+	return 0;
+}
+
 static int verb_build(int argc, char **argv, int json)
 {
 	(void)json;
 	return shmctl_build(argc, argv);
+}
+
+/* ---- Fleets: pull and merge (issue 17) ---- */
+
+static int verb_pull(int argc, char **argv, int json)
+{
+	(void)json;
+	return shmctl_pull(argc, argv, daemon_conn);
+}
+
+static int verb_merge(int argc, char **argv, int json)
+{
+	(void)json;
+	return verb_file(argc, argv, "SHMF.MERGE");
 }
 
 /* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
@@ -628,12 +741,25 @@ static const struct verb {
 	int (*run)(int argc, char **argv, int json);
 	enum key_op op;
 } verbs[] = {
-	{ "create", verb_create, 0 },      { "list", verb_list, 0 },         { "info", verb_info, 0 },
-	{ "drop", verb_drop, 0 },          { "ping", verb_ping, 0 },         { "add", NULL, OP_ADD },
-	{ "check", NULL, OP_CHECK },       { "del", NULL, OP_DEL },          { "count", NULL, OP_COUNT },
-	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
-	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },   { "build", verb_build, 0 },
+	{ "create", verb_create, 0 },
+	{ "list", verb_list, 0 },
+	{ "info", verb_info, 0 },
+	{ "drop", verb_drop, 0 },
+	{ "ping", verb_ping, 0 },
+	{ "add", NULL, OP_ADD },
+	{ "check", NULL, OP_CHECK },
+	{ "del", NULL, OP_DEL },
+	{ "count", NULL, OP_COUNT },
+	{ "add-capped", NULL, OP_CAPPED },
+	{ "snapshot", verb_snapshot, 0 },
+	{ "swap", verb_swap, 0 },
+	{ "rotate", verb_rotate, 0 },
+	{ "restore", verb_restore, 0 },
+	{ "build", verb_build, 0 },
 	{ "inspect", shmctl_inspect, 0 },
+	{ "replication", verb_replication, 0 },
+	{ "pull", verb_pull, 0 },
+	{ "merge", verb_merge, 0 },
 };
 
 int main(int argc, char **argv)

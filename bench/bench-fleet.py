@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""bench-fleet.py - the fleet row of the benchmarks: three shmd nodes and one
+Redis on this machine (the harness of tests/fleet/), workers on every node
+adding at a fixed rate through libshmf, and what that costs and gives:
+
+  - replication lag, add on node1 until visible on node2, p50/p99, measured
+    by a worker of its own (1000 keys/s) while the load runs;
+  - CPU of Redis and of each shmd over the load (from /proc/PID/stat), as a
+    share of one core;
+  - a replicated against a plain add on node1, in the live fleet (shmd
+    draining the journal meanwhile): ns per add of new keys, alternating;
+  - with --bench-filter PATH: bench-filter's replicated rows (the same
+    adds and checks on a twin filter that journals, 1M and 100M keys; 1M
+    only with --quick), printed as it prints them.
+
+  bench/bench-fleet.py --shmd PATH --shmctl PATH --worker PATH
+                       [--bench-filter PATH] [--rate N] [--seconds S] [--quick]
+
+Timing is never asserted: --quick (small, a few seconds) only proves that
+the bench still runs (suite bench). Figures print as "FIGURE name = value".
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
+from fleet import Failure, Fleet, check, figure  # noqa: E402
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def dropped(status):
+    return int(status.get("dropped_journal_full", 0)) + int(status.get("missed", 0))
+
+
+def cpu_ticks(pid):
+    """utime + stime of @pid, in clock ticks (fields 14 and 15 of /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shmd", required=True)
+    ap.add_argument("--shmctl", required=True)
+    ap.add_argument("--worker", required=True)
+    ap.add_argument("--bench-filter")
+    ap.add_argument("--rate", type=int, help="adds per second per node (default 20000; --quick 2000)")
+    ap.add_argument("--seconds", type=float, help="length of the load (default 20; --quick 3)")
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    rate = a.rate or (2000 if a.quick else 20000)
+    secs = a.seconds or (3 if a.quick else 20)
+    capacity = 1000000 if a.quick else 20000000
+    build = {"shmd": a.shmd, "shmctl": a.shmctl, "worker": a.worker}
+    bloom = {"type": "bloom", "capacity": str(capacity), "fpr": "0.000001", "replicate": "yes"}
+    plain = dict(bloom)
+    del plain["replicate"]
+    n = int(rate * secs)
+    print("fleet: 3 nodes, 1 Redis, a Bloom filter of %d keys at 1e-6 on each; %d adds/s per node for %.0f s"
+          % (capacity, rate, secs))  # fmt: skip
+    with Fleet(build, "bench-fleet") as f:
+        # Rings that hold one run of the add loop below (shmd drains between runs).
+        nodes = f.start(3, {"clicks": bloom, "plain": plain}, journal_entries=262144)
+        pids = {"redis": f.redis.proc.pid}
+        pids.update({x.name: x.proc.pid for x in nodes})
+        before = {k: cpu_ticks(p) for k, p in pids.items()}
+        t0 = time.monotonic()
+        ws = [x.worker_bg("add", "clicks", "--prefix", x.name + ":", "--count", n, "--rate", rate) for x in nodes]
+        lag_n = int(min(1000 * secs * 0.8, 20000))
+        lag = nodes[0].worker("lag", "clicks", "--to", nodes[1].run, "--prefix", "lag:", "--count", lag_n,
+                              "--rate", 1000, "--timeout-ms", 10000)  # fmt: skip
+        res = [f.collect(w) for w in ws]
+        wall = time.monotonic() - t0
+        after = {k: cpu_ticks(p) for k, p in pids.items()}
+        for r in res:
+            check(r["errors"] == 0, "a worker's adds failed: %r" % r)
+        behind = [r["elapsed_s"] for r in res]
+        print("workers: %d adds each in %s s (the schedule: %.1f s); slowest add %.1f us"
+              % (n, ", ".join("%.1f" % b for b in behind), secs, max(r["max_add_us"] for r in res)))  # fmt: skip
+        for x in nodes:
+            f.wait_keys("clicks", x.name + ":", n, timeout=120)
+        figure("fleet_add_rate", 3 * rate, "adds/s in all (3 nodes x %d)" % rate)
+        figure("fleet_lag_p50_ms", lag["p50_ms"], "ms (node1 -> node2, %d keys at 1000/s, under the load)" % lag_n)
+        figure("fleet_lag_p99_ms", lag["p99_ms"], "ms")
+        figure("fleet_lag_max_ms", lag["max_ms"], "ms")
+        figure("fleet_lag_lost", lag["lost"], "keys not seen within 10 s")
+        for k in pids:
+            figure("fleet_cpu_%s" % k, "%.1f" % (100.0 * (after[k] - before[k]) / CLK_TCK / wall), "% of one core")
+        s = nodes[0].status("clicks")
+        figure("fleet_reported_lag_p50_ms", s.get("lag_p50_ms"), "(SHMF.REPLICATION on node1)")
+        figure("fleet_reported_lag_p99_ms", s.get("lag_p99_ms"))
+        mem = f.redis.call("MEMORY", "USAGE", "shmf:clicks")
+        xlen = f.redis.call("XLEN", "shmf:clicks")
+        figure("fleet_stream_entries", xlen, "(%s bytes in Redis)" % mem)
+
+        sp = nodes[0].worker("speed", "clicks", "--plain", "plain", "--prefix", "speed:",
+                             "--count", 200000 if a.quick else 2000000)  # fmt: skip
+        figure("fleet_add_replicated_ns", sp["replicated_ns"], "ns per add of a new key (live fleet, node1)")
+        figure("fleet_add_plain_ns", sp["plain_ns"], "ns (a filter of the same shape that does not replicate)")
+        figure("fleet_add_ratio", sp["ratio"], "x")
+        s = nodes[0].status("clicks")
+        check(dropped(s) == 0, "the add loop overflowed node1's journal: %r" % s)
+
+    if a.bench_filter:
+        args = [a.bench_filter, "--demo" if a.quick else "--no-attach"]
+        print("\n%s (replicated rows)" % " ".join(os.path.basename(x) for x in args))
+        out = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+        check(out.returncode == 0, "bench-filter failed: %s" % out.stderr)
+        rows = [ln for ln in out.stdout.splitlines() if re.search(r"replicated|^\S*\s*shmf_add of new keys|pages", ln)]
+        check(any("replicated" in r for r in rows), "bench-filter printed no replicated row")
+        print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print("bench-fleet: %s" % e, file=sys.stderr)
+        sys.exit(1)

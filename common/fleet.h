@@ -1,0 +1,102 @@
+/*
+ * fleet.h - what every node of a fleet must agree on, in one place: the
+ * hash seed of a replicated filter, its shape fingerprint, and the Redis
+ * stream entry that carries a batch of journal entries (its version, its
+ * fields, the binary batch and the entry id).
+ *
+ * A stream entry, one per batch (at most FLEET_BATCH_MAX journal entries):
+ *
+ *   XADD <prefix><filter> MAXLEN ~ <retention> *
+ *        v 1  n <node>  s <shape, 16 hex digits>  e <batch>
+ *
+ * <batch> is a binary string of 16-byte entries laid out exactly as the
+ * journal's (struct shmf_journal_entry: hash u64, op u32, window u32, each
+ * little-endian). Bump FLEET_STREAM_VERSION on any change: a node skips
+ * (and counts) entries of a version it does not know.
+ */
+#ifndef SHMF_COMMON_FLEET_H
+#define SHMF_COMMON_FLEET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "journal.h"
+#include "segment-format.h"
+
+#define FLEET_STREAM_VERSION "1"
+#define FLEET_BATCH_MAX      4096u /* journal entries per stream entry */
+#define FLEET_ENTRY_BYTES    16u   /* one entry in a batch */
+#define FLEET_NODE_MAX       64u   /* bytes of a node name, without the NUL */
+
+/* Field names of a stream entry, in the order XADD writes them. */
+#define FLEET_F_VERSION "v"
+#define FLEET_F_NODE    "n"
+#define FLEET_F_SHAPE   "s"
+#define FLEET_F_BATCH   "e"
+
+_Static_assert(FLEET_ENTRY_BYTES == sizeof(struct shmf_journal_entry), "a batch entry is a journal entry");
+
+/**
+ * The hash seed of replicated filter @p name: XXH3_64bits_withSeed(name,
+ * strlen(name), XXH3_64bits(secret, strlen(secret))). Every node with the
+ * same secret hashes a key of the filter alike; the stream carries keyed
+ * hashes, never keys.
+ */
+uint64_t fleet_seed(const char *secret, const char *name);
+
+/**
+ * The shape fingerprint of the filter in slot copy @p s hashing with
+ * @p seed: XXH3 over type, k, capacity, fpr_bits, nblocks, nbuckets,
+ * window_secs, window_gens and the seed, each as 8 little-endian bytes.
+ * Two nodes apply each other's entries only when theirs are equal.
+ */
+uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed);
+
+/** The shape as the stream writes it: 16 lower-case hex digits and a NUL. */
+void fleet_shape_text(uint64_t shape, char out[17]);
+
+/** 16 hex digits (any case) to a shape. 0 or SHMF_E_INVAL. */
+int fleet_shape_parse(const char *text, size_t len, uint64_t *out);
+
+/**
+ * Encode @p n entries (at most FLEET_BATCH_MAX) into @p out, which holds
+ * n * FLEET_ENTRY_BYTES bytes. @return the bytes written.
+ */
+size_t fleet_batch_encode(const struct shmf_jentry *e, size_t n, unsigned char *out);
+
+/**
+ * Decode a batch of @p len bytes into @p out (room for FLEET_BATCH_MAX).
+ * @return the entries, or SHMF_E_FORMAT: a length that is not a multiple
+ *         of FLEET_ENTRY_BYTES, more than FLEET_BATCH_MAX entries, or an
+ *         entry whose op is not SHMF_JOP_ADD..SHMF_JOP_MAX (the whole
+ *         batch is refused: a sender never writes one).
+ */
+int fleet_batch_decode(const void *buf, size_t len, struct shmf_jentry *out);
+
+/* A stream entry id, <ms>-<seq>. */
+struct fleet_id {
+	uint64_t ms, seq;
+};
+
+/** "<ms>-<seq>" (@p len bytes, no NUL needed) to an id. 0 or SHMF_E_INVAL. */
+int fleet_id_parse(const char *text, size_t len, struct fleet_id *out);
+
+/** An id as text into @p buf (at least 42 bytes). @return @p buf. */
+char *fleet_id_text(struct fleet_id id, char *buf, size_t size);
+
+/** <0, 0, >0 as @p a is before, equal to, after @p b. */
+static inline int fleet_id_cmp(struct fleet_id a, struct fleet_id b)
+{
+	if (a.ms != b.ms)
+		return a.ms < b.ms ? -1 : 1;
+	return a.seq < b.seq ? -1 : a.seq > b.seq;
+}
+
+/** The window number of unix time @p now for windows of @p secs seconds
+ * (wall-clock boundaries: every node numbers windows alike). */
+static inline uint64_t fleet_window(uint64_t now, uint64_t secs)
+{
+	return secs ? now / secs : 0;
+}
+
+#endif

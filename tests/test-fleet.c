@@ -1,0 +1,924 @@
+/*
+ * test-fleet.c - the replication engine against a real Redis: one
+ * redis-server of the test's own (unix socket in a temporary directory, no
+ * persistence) and two shmd nodes (separate runtime directories, nodes A
+ * and B, one secret), with adds made through libshmf.
+ *
+ *   converge       adds on A visible on B and back (Bloom and cuckoo), the
+ *                  lag of each of 200 adds measured; no echo (every stream
+ *                  entry is its adder's, each journalled add sent once);
+ *                  each node skips its own entries; shmctl replication
+ *                  --json is valid JSON
+ *   created        filters made replicated at run time (BF.RESERVE and
+ *                  CF.RESERVE ... REPLICATE, shmctl create --replicate)
+ *                  replicate; one made without it does not
+ *   foreign        a filter of another shape on B: A's entries refused,
+ *                  counted and reported, never applied
+ *   redis_down     Redis not running at start: shmd serves, says
+ *                  disconnected, adds succeed and wait in the journal; once
+ *                  Redis runs, B has every key
+ *   wrong_password Redis refuses the password: disconnected, with the
+ *                  reason in SHMF.REPLICATION and the log
+ *   windows        entries written into the stream by hand as another node
+ *                  would: of the next window (this node starts it early),
+ *                  of a retired window (counted), far ahead (applied at
+ *                  once), of an unknown version or op (counted malformed)
+ *   diverged       Redis loses the stream (FLUSHALL), or trims it past a
+ *                  stopped node's cursor: diverged, saying what to do, and
+ *                  still serving and following
+ *   replay         a crash between applying and storing the cursor, as a
+ *                  cursor moved back: Bloom unchanged, cuckoo copies added
+ *                  again (docs/design.md says so)
+ *
+ * Usage: test-fleet SHMD SHMCTL TEST. redis-server must be installed
+ * (scripts/install-deps.sh): without it the test fails, it never skips.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <xxhash.h>
+
+#include "daemon-process.h"
+#include "segment-format.h"
+#include "shmf.h"
+
+#define REPL_TEXT 640 /* a text field of SHMF.REPLICATION */
+
+static const char *shmd_path, *shmctl_path;
+static char tmp[256];        /* Redis' directory, configurations, logs */
+static char redis_sock[320]; /* Redis' unix socket */
+static pid_t redis_pid = -1;
+
+struct node {
+	const char *name; /* A or B: the node name; the instance is n<name> */
+	char instance[8];
+	char root[256]; /* SHMF_RUNTIME_DIR */
+	char conf[400], log[400], sock[400];
+	pid_t pid;
+};
+
+static struct node nodes[2] = { { .name = "A" }, { .name = "B" } };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- Redis ---------------------------------------------------------------- */
+
+static redisReply *redis(const char *fmt, ...)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	redisContext *c = redisConnectUnixWithTimeout(redis_sock, tv);
+	if (c == NULL || c->err) {
+		if (c != NULL)
+			redisFree(c);
+		return NULL;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	redisReply *r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	redisFree(c);
+	return r;
+}
+
+/* Start the test's redis-server (requirepass @p pass unless NULL) and wait
+ * until it answers PING. Fails the test when it cannot run. */
+static void redis_start(const char *pass)
+{
+	pid_t parent = getpid();
+	redis_pid = fork();
+	assert_true(redis_pid >= 0);
+	if (redis_pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
+		char log[320];
+		snprintf(log, sizeof(log), "%s/redis.log", tmp);
+		const char *argv[20] = { "redis-server",
+					 "--port",
+					 "0",
+					 "--unixsocket",
+					 redis_sock,
+					 "--unixsocketperm",
+					 "700",
+					 "--save",
+					 "",
+					 "--appendonly",
+					 "no",
+					 "--dir",
+					 tmp,
+					 "--logfile",
+					 log };
+		int argc = 15;
+		if (pass != NULL) {
+			argv[argc++] = "--requirepass";
+			argv[argc++] = pass;
+		}
+		argv[argc] = NULL;
+		execvp("redis-server", (char *const *)argv);
+		fprintf(stderr, "test-fleet: cannot run redis-server: %s (scripts/install-deps.sh installs it)\n",
+			strerror(errno));
+		_exit(127);
+	}
+	uint64_t end = now_ms() + 10000;
+	for (;;) {
+		int st;
+		if (waitpid(redis_pid, &st, WNOHANG) == redis_pid)
+			fail_msg("redis-server exited (status %d) before answering; see %s/redis.log", st, tmp);
+		redisReply *r = redis("PING");
+		int ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
+		if (r != NULL)
+			freeReplyObject(r);
+		if (ok)
+			return;
+		if (now_ms() > end)
+			fail_msg("redis-server does not answer on %s", redis_sock);
+		usleep(20000);
+	}
+}
+
+static void redis_stop(void)
+{
+	if (redis_pid > 0) {
+		kill(redis_pid, SIGKILL);
+		waitpid(redis_pid, NULL, 0);
+	}
+	redis_pid = -1;
+}
+
+/* ---- Nodes ---------------------------------------------------------------- */
+
+/* Point libshmf (and the next daemon started) at node @p n. */
+static void use(const struct node *n)
+{
+	setenv("SHMF_RUNTIME_DIR", n->root, 1);
+}
+
+/* Start node @p n with [replication] (@p password unless NULL) and the
+ * filters of @p filters (configuration text). */
+static void node_start(struct node *n, const char *password, const char *filters)
+{
+	snprintf(n->instance, sizeof(n->instance), "n%s", n->name);
+	if (n->root[0] == '\0')
+		assert_int_equal(daemon_rundir_make(n->root, sizeof(n->root), "fleet"), 0);
+	snprintf(n->conf, sizeof(n->conf), "%s/%s.conf", tmp, n->instance);
+	snprintf(n->log, sizeof(n->log), "%s/%s.log", tmp, n->instance);
+	snprintf(n->sock, sizeof(n->sock), "%s/%s.sock", n->root, n->instance);
+	assert_int_equal(daemon_write_conf(n->conf,
+					   "[instance]\nname = %s\nhuge_pages = off\n"
+					   "[replication]\nredis = %s\nnode = %s\nsecret = fleet-test-secret\n%s%s\n%s",
+					   n->instance, redis_sock, n->name, password ? "password = " : "",
+					   password ? password : "", filters),
+			 0);
+	use(n);
+	n->pid = daemon_start(shmd_path, n->conf, n->sock, n->log);
+}
+
+static void node_stop(struct node *n)
+{
+	if (n->pid > 0)
+		daemon_stop(n->pid, SIGTERM);
+	n->pid = -1;
+}
+
+static redisReply *node_call(const struct node *n, int argc, const char **argv)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	redisContext *c = redisConnectUnixWithTimeout(n->sock, tv);
+	if (c == NULL || c->err)
+		fail_msg("node %s: cannot connect to %s", n->name, n->sock);
+	redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+	redisFree(c);
+	if (r == NULL)
+		fail_msg("node %s: no reply", n->name);
+	return r;
+}
+
+/* Field @p name of a flat field/value array. */
+static const redisReply *field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+		if (!strcmp(r->element[i]->str, name))
+			return r->element[i + 1];
+	return NULL;
+}
+
+/* SHMF.REPLICATION @p filter on node @p n (the caller frees it). */
+static redisReply *repl(const struct node *n, const char *filter)
+{
+	const char *argv[] = { "SHMF.REPLICATION", filter };
+	redisReply *r = node_call(n, 2, argv);
+	if (r->type != REDIS_REPLY_ARRAY)
+		fail_msg("node %s: SHMF.REPLICATION %s: %s", n->name, filter, r->str ? r->str : "not an array");
+	return r;
+}
+
+static long long repl_int(const struct node *n, const char *filter, const char *name)
+{
+	redisReply *r = repl(n, filter);
+	const redisReply *v = field(r, name);
+	if (v == NULL || v->type != REDIS_REPLY_INTEGER)
+		fail_msg("SHMF.REPLICATION %s has no integer %s", filter, name);
+	long long x = v->integer;
+	freeReplyObject(r);
+	return x;
+}
+
+/* Field @p name as text into @p buf. */
+static char *repl_str(const struct node *n, const char *filter, const char *name, char *buf, size_t size)
+{
+	redisReply *r = repl(n, filter);
+	const redisReply *v = field(r, name);
+	if (v == NULL || v->type != REDIS_REPLY_STRING)
+		fail_msg("SHMF.REPLICATION %s has no text %s", filter, name);
+	snprintf(buf, size, "%s", v->str);
+	freeReplyObject(r);
+	return buf;
+}
+
+/* Poll until SHMF.REPLICATION's @p name of @p filter on @p n equals @p want
+ * (within @p ms). */
+static void wait_int(const struct node *n, const char *filter, const char *name, long long want, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	long long got;
+	while ((got = repl_int(n, filter, name)) != want) {
+		if (now_ms() > end) {
+			daemon_log_tail(n->log, 20);
+			fail_msg("node %s: %s of %s is %lld, not %lld after %d ms", n->name, name, filter, got, want,
+				 ms);
+		}
+		usleep(10000);
+	}
+}
+
+static void wait_state(const struct node *n, const char *filter, const char *want, int ms)
+{
+	char got[64];
+	uint64_t end = now_ms() + (uint64_t)ms;
+	while (strcmp(repl_str(n, filter, "state", got, sizeof(got)), want) != 0) {
+		if (now_ms() > end) {
+			daemon_log_tail(n->log, 20);
+			fail_msg("node %s: %s is %s, not %s after %d ms", n->name, filter, got, want, ms);
+		}
+		usleep(10000);
+	}
+}
+
+static shmf_t *open_on(const struct node *n, const char *filter)
+{
+	shmf_t *h;
+	use(n);
+	int rc = shmf_open(n->instance, filter, SHMF_RDWR, &h);
+	if (rc < 0)
+		fail_msg("node %s: shmf_open %s: %s", n->name, filter, shmf_strerror(rc));
+	return h;
+}
+
+static size_t key(char *buf, const char *family, unsigned i)
+{
+	return (size_t)snprintf(buf, 32, "%s-%u", family, i);
+}
+
+/* Poll until @p h answers present for keys @p from..@p to of @p family
+ * (within @p ms); @return the ms it took. */
+static uint64_t wait_present(shmf_t *h, const char *family, unsigned from, unsigned to, int ms)
+{
+	char k[32];
+	uint64_t start = now_ms(), end = start + (uint64_t)ms;
+	for (unsigned i = from; i < to;) {
+		int rc = shmf_check(h, k, key(k, family, i));
+		assert_true(rc >= 0);
+		if (rc == 1) {
+			i++;
+			continue;
+		}
+		if (now_ms() > end) {
+			daemon_log_tail(nodes[0].log, 20);
+			daemon_log_tail(nodes[1].log, 20);
+			fail_msg("key %s-%u not replicated after %d ms", family, i, ms);
+		}
+		usleep(1000);
+	}
+	return now_ms() - start;
+}
+
+/* The stream's entries by node: how many stream entries and journal
+ * entries (batch bytes / 16) each node wrote. */
+static void stream_by_node(const char *stream, long long entries[2], long long journalled[2])
+{
+	entries[0] = entries[1] = journalled[0] = journalled[1] = 0;
+	redisReply *r = redis("XRANGE %s - +", stream);
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *f = r->element[i]->element[1];
+		const redisReply *n = field(f, "n"), *b = field(f, "e"), *v = field(f, "v"), *s = field(f, "s");
+		assert_non_null(n);
+		assert_non_null(b);
+		assert_non_null(v);
+		assert_non_null(s);
+		assert_string_equal(v->str, "1");
+		assert_int_equal(s->len, 16);
+		assert_int_equal(b->len % 16, 0);
+		assert_true(b->len / 16 <= 4096);
+		int who = !strcmp(n->str, "A") ? 0 : !strcmp(n->str, "B") ? 1 : -1;
+		if (who < 0)
+			fail_msg("stream %s: entry of unknown node '%s'", stream, n->str);
+		entries[who]++;
+		journalled[who] += (long long)(b->len / 16);
+	}
+	freeReplyObject(r);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const char filters[] = "[filter clicks]\ncapacity = 100000\nfpr = 0.001\nmode = 0660\nreplicate = yes\n"
+			      "[filter caps]\ntype = cuckoo\ncapacity = 10000\nfpr = 0.01\nmode = 0660\n"
+			      "replicate = yes\n";
+
+/* ---- the tests ------------------------------------------------------------ */
+
+static void test_converge(void **state)
+{
+	(void)state;
+	char k[32];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *ab = open_on(&nodes[0], "clicks"), *ac = open_on(&nodes[0], "caps");
+	shmf_t *bb = open_on(&nodes[1], "clicks"), *bc = open_on(&nodes[1], "caps");
+	long long new_a = 0, new_b = 0;
+
+	/* The lag of single adds, one at a time: add on A, poll B. */
+	enum { LAGS = 200 };
+	uint64_t lag_us[LAGS];
+	for (unsigned i = 0; i < LAGS; i++) {
+		size_t len = key(k, "lag", i);
+		int rc = shmf_add(ab, k, len);
+		assert_true(rc >= 0);
+		new_a += rc;
+		uint64_t t0 = now_us();
+		while (shmf_check(bb, k, len) != 1) {
+			if (now_us() - t0 > 5000000u)
+				fail_msg("key %s not on B after 5 s", k);
+			usleep(50);
+		}
+		lag_us[i] = now_us() - t0;
+	}
+	qsort(lag_us, LAGS, sizeof(lag_us[0]), cmp_u64);
+	printf("replication lag, add on A until visible on B, %d adds one at a time: p50 %.2f ms, p99 %.2f ms, "
+	       "max %.2f ms\n",
+	       LAGS, lag_us[LAGS / 2] / 1000.0, lag_us[LAGS * 99 / 100] / 1000.0, lag_us[LAGS - 1] / 1000.0);
+
+	/* A batch on A, a few on B: each side gets the other's. */
+	enum { MANY = 5000 };
+	static shmf_key_t keys[MANY];
+	static char kb[MANY][32];
+	static uint8_t res[MANY];
+	for (unsigned i = 0; i < MANY; i++)
+		keys[i] = (shmf_key_t){ .ptr = kb[i], .len = key(kb[i], "batch", i) };
+	assert_true(shmf_add_many(ab, keys, MANY, res) >= 0);
+	for (unsigned i = 0; i < MANY; i++)
+		new_a += res[i];
+	for (unsigned i = 0; i < 100; i++) {
+		int rc = shmf_add(bb, k, key(k, "fromb", i));
+		assert_true(rc >= 0);
+		new_b += rc;
+	}
+	wait_present(bb, "batch", 0, MANY, 10000);
+	wait_present(ab, "fromb", 0, 100, 10000);
+
+	/* Cuckoo: adds, a second copy, deletes; B ends with A's counts. */
+	for (unsigned i = 0; i < 300; i++)
+		assert_int_equal(shmf_add(ac, k, key(k, "cf", i)), 1);
+	for (unsigned i = 0; i < 20; i++)
+		assert_int_equal(shmf_add(ac, k, key(k, "cf", i)), 1);
+	for (unsigned i = 280; i < 300; i++)
+		assert_int_equal(shmf_del(ac, k, key(k, "cf", i)), 1);
+	shmf_info_t ia, ib;
+	assert_int_equal(shmf_info(ac, &ia), 0);
+	assert_int_equal(ia.items, 300);
+	uint64_t end = now_ms() + 10000;
+	do {
+		assert_int_equal(shmf_info(bc, &ib), 0);
+		if (ib.items == ia.items && repl_int(&nodes[1], "caps", "applied") == 340)
+			break;
+		usleep(5000);
+	} while (now_ms() < end);
+	assert_int_equal(ib.items, ia.items);
+	for (unsigned i = 0; i < 300; i++) {
+		int want = i < 20 ? 2 : i < 280 ? 1 : 0;
+		int got = shmf_count(bc, k, key(k, "cf", i));
+		if (got < want)
+			fail_msg("cuckoo key cf-%u: %d copies on B, %d on A", i, got, want);
+	}
+
+	/* No echo: every stream entry is its adder's, and the journal entries
+	 * each node wrote are exactly its adds that changed its filter. B's
+	 * applied entries were never sent back. */
+	redisReply *xl = redis("XLEN shmf:clicks");
+	assert_non_null(xl);
+	long long xlen = xl->integer;
+	freeReplyObject(xl);
+	long long entries[2], journalled[2];
+	stream_by_node("shmf:clicks", entries, journalled);
+	assert_int_equal(entries[0] + entries[1], xlen);
+	assert_int_equal(journalled[0], new_a);
+	assert_int_equal(journalled[1], new_b);
+	assert_int_equal(repl_int(&nodes[0], "clicks", "sent"), new_a);
+	assert_int_equal(repl_int(&nodes[1], "clicks", "sent"), new_b);
+	/* Each node skips its own entries (and only those) and applies the other's. */
+	wait_int(&nodes[0], "clicks", "own_skipped", entries[0], 5000);
+	wait_int(&nodes[1], "clicks", "own_skipped", entries[1], 5000);
+	wait_int(&nodes[1], "clicks", "applied", new_a, 5000);
+	wait_int(&nodes[0], "clicks", "applied", new_b, 5000);
+	assert_int_equal(repl_int(&nodes[1], "clicks", "dropped_foreign_shape"), 0);
+	assert_int_equal(repl_int(&nodes[1], "clicks", "journal_depth"), 0);
+	/* Both cursors at the stream's last entry. */
+	redisReply *last = redis("XREVRANGE shmf:clicks + - COUNT 1");
+	assert_non_null(last);
+	char want_cursor[64], got[64];
+	snprintf(want_cursor, sizeof(want_cursor), "%s", last->element[0]->element[0]->str);
+	freeReplyObject(last);
+	for (int i = 0; i < 2; i++) {
+		end = now_ms() + 5000;
+		while (strcmp(repl_str(&nodes[i], "clicks", "cursor", got, sizeof(got)), want_cursor) != 0 &&
+		       now_ms() < end)
+			usleep(10000);
+		assert_string_equal(got, want_cursor);
+		wait_state(&nodes[i], "clicks", "following", 5000);
+	}
+	/* Nodes seen: B heard from A, with A's shape. */
+	redisReply *r = repl(&nodes[1], "clicks");
+	const redisReply *seen = field(r, "nodes");
+	assert_non_null(seen);
+	assert_int_equal(seen->elements, 1);
+	assert_string_equal(seen->element[0]->element[0]->str, "A");
+	assert_int_equal(seen->element[0]->element[2]->integer, 0);
+	assert_true(field(r, "lag_p50_ms")->integer >= 0);
+	freeReplyObject(r);
+
+	/* shmctl replication --json, for one filter and for all: valid JSON. */
+	char cmd[1024];
+	for (int all = 0; all < 2; all++) {
+		snprintf(cmd, sizeof(cmd),
+			 "SHMF_RUNTIME_DIR='%s' '%s' -i %s replication --json %s | python3 -m json.tool > /dev/null",
+			 nodes[1].root, shmctl_path, nodes[1].instance, all ? "" : "clicks");
+		assert_int_equal(system(cmd), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR='%s' '%s' -i %s replication | grep -q '^state  *following$'",
+		 nodes[1].root, shmctl_path, nodes[1].instance);
+	assert_int_equal(system(cmd), 0);
+
+	shmf_close(ab);
+	shmf_close(ac);
+	shmf_close(bb);
+	shmf_close(bc);
+}
+
+static void test_created(void **state)
+{
+	(void)state;
+	char k[32], cmd[1024];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, "");
+	node_start(&nodes[1], NULL, "");
+	const char *bf[] = { "BF.RESERVE", "viaverb", "0.001", "5000", "REPLICATE" };
+	const char *cf[] = { "CF.RESERVE", "cfverb", "5000", "REPLICATE", "ERROR", "0.01" };
+	const char *plain[] = { "BF.RESERVE", "plain", "0.001", "5000" };
+	for (int i = 0; i < 2; i++) {
+		redisReply *r = node_call(&nodes[i], 5, bf);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		r = node_call(&nodes[i], 6, cf);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		r = node_call(&nodes[i], 4, plain);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		snprintf(cmd, sizeof(cmd),
+			 "SHMF_RUNTIME_DIR='%s' '%s' -i %s create viactl --capacity 5000 --fpr 0.001 --replicate > /dev/null",
+			 nodes[i].root, shmctl_path, nodes[i].instance);
+		assert_int_equal(system(cmd), 0);
+	}
+	const char *names[] = { "viaverb", "cfverb", "viactl" };
+	for (int f = 0; f < 3; f++) {
+		shmf_t *a = open_on(&nodes[0], names[f]), *b = open_on(&nodes[1], names[f]);
+		for (unsigned i = 0; i < 20; i++)
+			assert_int_equal(shmf_add(a, k, key(k, names[f], i)), 1);
+		wait_present(b, names[f], 0, 20, 10000);
+		shmf_close(a);
+		shmf_close(b);
+	}
+	/* Without REPLICATE: no journal, nothing sent, not reported. */
+	shmf_t *a = open_on(&nodes[0], "plain"), *b = open_on(&nodes[1], "plain");
+	assert_int_equal(shmf_add(a, "p", 1), 1);
+	const char *rq[] = { "SHMF.REPLICATION", "plain" };
+	redisReply *r = node_call(&nodes[0], 2, rq);
+	assert_int_equal(r->type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(r->str, "filter 'plain' does not replicate"));
+	freeReplyObject(r);
+	const char *all[] = { "SHMF.REPLICATION" };
+	r = node_call(&nodes[0], 1, all);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 3);
+	freeReplyObject(r);
+	usleep(200000);
+	assert_int_equal(shmf_check(b, "p", 1), 0);
+	redisReply *x = redis("EXISTS shmf:plain");
+	assert_int_equal(x->integer, 0);
+	freeReplyObject(x);
+	shmf_close(a);
+	shmf_close(b);
+	/* A drop takes the journal with it. */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s/viaverb.journal", nodes[0].root, nodes[0].instance);
+	assert_int_equal(access(path, F_OK), 0);
+	const char *drop[] = { "SHMF.DROP", "viaverb" };
+	r = node_call(&nodes[0], 2, drop);
+	assert_int_equal(r->type, REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_foreign(void **state)
+{
+	(void)state;
+	char k[32];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, "[filter odd]\ncapacity = 1000\nfpr = 0.001\nmode = 0660\nreplicate = yes\n");
+	node_start(&nodes[1], NULL, "[filter odd]\ncapacity = 2000\nfpr = 0.001\nmode = 0660\nreplicate = yes\n");
+	shmf_t *a = open_on(&nodes[0], "odd"), *b = open_on(&nodes[1], "odd");
+	long long added = 0;
+	for (unsigned i = 0; i < 50; i++)
+		added += shmf_add(a, k, key(k, "odd", i));
+	assert_int_equal(added, 50);
+	wait_int(&nodes[1], "odd", "dropped_foreign_shape", 50, 10000);
+	assert_int_equal(repl_int(&nodes[1], "odd", "applied"), 0);
+	for (unsigned i = 0; i < 50; i++)
+		assert_int_equal(shmf_check(b, k, key(k, "odd", i)), 0);
+	redisReply *r = repl(&nodes[1], "odd");
+	const redisReply *seen = field(r, "nodes");
+	assert_int_equal(seen->elements, 1);
+	assert_string_equal(seen->element[0]->element[0]->str, "A");
+	assert_int_equal(seen->element[0]->element[2]->integer, 1);
+	freeReplyObject(r);
+	assert_true(daemon_log_count(nodes[1].log, "node A sends entries of another shape") >= 1);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR='%s' '%s' -i %s replication odd | grep -q 'FOREIGN SHAPE'",
+		 nodes[1].root, shmctl_path, nodes[1].instance);
+	assert_int_equal(system(cmd), 0);
+	shmf_close(a);
+	shmf_close(b);
+}
+
+static void test_redis_down(void **state)
+{
+	(void)state;
+	char k[32], got[REPL_TEXT];
+	/* No Redis yet: both nodes start and serve. */
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	wait_state(&nodes[0], "clicks", "disconnected", 5000);
+	assert_non_null(strstr(repl_str(&nodes[0], "clicks", "last_error", got, sizeof(got)), "cannot connect"));
+	assert_true(daemon_log_count(nodes[0].log, "disconnected, retrying") >= 1);
+	shmf_t *a = open_on(&nodes[0], "clicks"), *b = open_on(&nodes[1], "clicks");
+	long long added = 0;
+	for (unsigned i = 0; i < 100; i++)
+		added += shmf_add(a, k, key(k, "down", i));
+	assert_int_equal(added, 100);
+	/* They wait in A's journal, and B has none of them. */
+	wait_int(&nodes[0], "clicks", "journal_depth", 100, 10000);
+	assert_int_equal(shmf_check(b, k, key(k, "down", 0)), 0);
+	redis_start(NULL);
+	wait_present(b, "down", 0, 100, 30000);
+	wait_state(&nodes[0], "clicks", "following", 10000);
+	wait_state(&nodes[1], "clicks", "following", 10000);
+	assert_int_equal(repl_int(&nodes[0], "clicks", "journal_depth"), 0);
+	assert_int_equal(repl_int(&nodes[0], "clicks", "sent"), 100);
+	shmf_close(a);
+	shmf_close(b);
+}
+
+static void test_wrong_password(void **state)
+{
+	(void)state;
+	char got[REPL_TEXT];
+	redis_start("right-password");
+	node_start(&nodes[0], "wrong-password", filters);
+	wait_state(&nodes[0], "clicks", "disconnected", 5000);
+	uint64_t end = now_ms() + 5000;
+	while (strstr(repl_str(&nodes[0], "clicks", "last_error", got, sizeof(got)), "AUTH refused") == NULL &&
+	       now_ms() < end)
+		usleep(10000);
+	assert_non_null(strstr(got, "AUTH refused"));
+	assert_true(daemon_log_count(nodes[0].log, "AUTH refused") >= 1);
+	/* Adds go on. */
+	shmf_t *a = open_on(&nodes[0], "clicks");
+	assert_int_equal(shmf_add(a, "k", 1), 1);
+	assert_int_equal(shmf_check(a, "k", 1), 1);
+	shmf_close(a);
+	/* The right password: it connects. */
+	node_stop(&nodes[0]);
+	node_start(&nodes[0], "right-password", filters);
+	wait_state(&nodes[0], "clicks", "following", 10000);
+	wait_int(&nodes[0], "clicks", "sent", 1, 10000);
+}
+
+/* The seed and a key's hash on every node, spelled out (fleet.h, hash.h). */
+static uint64_t fleet_hash(const char *filter, const char *k)
+{
+	const char secret[] = "fleet-test-secret";
+	uint64_t seed = XXH3_64bits_withSeed(filter, strlen(filter), XXH3_64bits(secret, strlen(secret)));
+	return XXH3_64bits_withSeed(k, strlen(k), seed);
+}
+
+/* XADD one stream entry as node @p node would: version @p v, @p shape,
+ * one journal entry (hash, op, window) little-endian. */
+static void xadd_one(const char *stream, const char *v, const char *node, const char *shape, uint64_t hash, uint32_t op,
+		     uint32_t window)
+{
+	unsigned char b[16];
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(hash >> (8 * i));
+	for (int i = 0; i < 4; i++) {
+		b[8 + i] = (unsigned char)(op >> (8 * i));
+		b[12 + i] = (unsigned char)(window >> (8 * i));
+	}
+	redisReply *r = redis("XADD %s * v %s n %s s %s e %b", stream, v, node, shape, b, sizeof(b));
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	freeReplyObject(r);
+}
+
+static long long info_int(const struct node *n, const char *filter, const char *name)
+{
+	const char *argv[] = { "SHMF.INFO", filter };
+	redisReply *r = node_call(n, 2, argv);
+	const redisReply *v = field(r, name);
+	assert_non_null(v);
+	long long x = v->integer;
+	freeReplyObject(r);
+	return x;
+}
+
+static void test_windows(void **state)
+{
+	(void)state;
+	char shape[17], k[32];
+	enum { SECS = 20 };
+	redis_start(NULL);
+	node_start(&nodes[1], NULL,
+		   "[filter win]\ncapacity = 10000\nfpr = 0.001\nmode = 0660\nwindow = 20s\ngenerations = 3\n"
+		   "replicate = yes\n");
+	/* Not too near a boundary: this node's own rotation must not be what the test sees. */
+	while ((uint64_t)time(NULL) % SECS >= SECS - 3)
+		usleep(100000);
+	uint64_t W = (uint64_t)time(NULL) / SECS;
+	/* The filter may have begun in the window before if the node started
+	 * just before a boundary: wait for its own rotation then. */
+	uint64_t end = now_ms() + 5000;
+	while (info_int(&nodes[1], "win", "live_generations") != 1 && (uint64_t)time(NULL) / SECS == W &&
+	       now_ms() < end)
+		usleep(10000);
+	long long gens = info_int(&nodes[1], "win", "live_generations");
+	/* B's own entry gives B's shape, as another node of the same shape has it. */
+	shmf_t *b = open_on(&nodes[1], "win");
+	assert_int_equal(shmf_add(b, "own", 3), 1);
+	wait_int(&nodes[1], "win", "own_skipped", 1, 5000);
+	redisReply *r = redis("XRANGE shmf:win - +");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(shape, sizeof(shape), "%s", field(r->element[0]->element[1], "s")->str);
+	freeReplyObject(r);
+
+	/* Node C's clock is ahead: its first entry of window W + 1 comes while
+	 * B is still in W. B starts W + 1 then, and the key goes there. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "next"), SHMF_JOP_ADD, (uint32_t)(W + 1));
+	wait_int(&nodes[1], "win", "applied", 1, 5000);
+	assert_true((uint64_t)time(NULL) / SECS == W);
+	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
+	assert_int_equal(shmf_check(b, "next", 4), 1);
+	char line[128];
+	snprintf(line, sizeof(line), "another node started window %llu first", (unsigned long long)(W + 1));
+	assert_int_equal(daemon_log_count(nodes[1].log, line), 1);
+
+	/* Far ahead (beyond the skew a clock may have): applied to the newest
+	 * at once, no rotation. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "far"), SHMF_JOP_ADD, (uint32_t)(W + 1000));
+	wait_int(&nodes[1], "win", "applied", 2, 1500);
+	assert_int_equal(shmf_check(b, "far", 3), 1);
+	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
+
+	/* A window every live generation began after: retired, counted. */
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "old"), SHMF_JOP_ADD, 1);
+	wait_int(&nodes[1], "win", "dropped_retired_window", 1, 5000);
+	assert_int_equal(shmf_check(b, "old", 3), 0);
+
+	/* Another version, an op no node writes, a cuckoo op on Bloom:
+	 * malformed, never applied. */
+	xadd_one("shmf:win", "2", "C", shape, fleet_hash("win", "v2"), SHMF_JOP_ADD, (uint32_t)W);
+	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "op9"), 9, (uint32_t)W);
+	wait_int(&nodes[1], "win", "malformed", 2, 5000);
+	assert_int_equal(shmf_check(b, "v2", 2), 0);
+	assert_int_equal(shmf_check(b, "op9", 3), 0);
+	assert_int_equal(repl_int(&nodes[1], "win", "applied"), 2);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(shmf_check(b, k, key(k, "none", i)), 0);
+	shmf_close(b);
+}
+
+static void test_diverged(void **state)
+{
+	(void)state;
+	char k[32], got[REPL_TEXT];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *a = open_on(&nodes[0], "clicks"), *b = open_on(&nodes[1], "clicks");
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_int(&nodes[1], "clicks", "applied", 10, 10000);
+	wait_state(&nodes[1], "clicks", "following", 5000);
+
+	/* Redis lost its data: the stream is gone, B's cursor is not 0-0. */
+	redisReply *r = redis("FLUSHALL");
+	assert_non_null(r);
+	freeReplyObject(r);
+	wait_state(&nodes[1], "clicks", "diverged", 5000);
+	repl_str(&nodes[1], "clicks", "last_error", got, sizeof(got));
+	assert_non_null(strstr(got, "stream shmf:clicks is gone"));
+	assert_non_null(strstr(got, "shmctl pull clicks --from PEER"));
+	assert_non_null(strstr(got, "shmctl merge clicks SNAPSHOT"));
+	assert_int_equal(daemon_log_count(nodes[1].log, "filter 'clicks': diverged"), 1);
+	/* It keeps serving, and following what comes now. */
+	assert_int_equal(shmf_check(b, k, key(k, "d", 0)), 1);
+	for (unsigned i = 10; i < 20; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_present(b, "d", 10, 20, 10000);
+	wait_state(&nodes[1], "clicks", "diverged", 1000);
+
+	/* Trimmed past a stopped node's cursor. */
+	node_stop(&nodes[1]);
+	for (unsigned i = 20; i < 30; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "d", i)), 1);
+	wait_int(&nodes[0], "clicks", "sent", 30, 10000);
+	r = redis("XTRIM shmf:clicks MAXLEN 1");
+	assert_non_null(r);
+	freeReplyObject(r);
+	node_start(&nodes[1], NULL, filters);
+	wait_state(&nodes[1], "clicks", "diverged", 5000);
+	assert_non_null(strstr(repl_str(&nodes[1], "clicks", "last_error", got, sizeof(got)), "was trimmed past"));
+	shmf_close(a);
+	shmf_close(b);
+}
+
+/* Set the cursor of filter @p filter in node @p n's control segment (the
+ * node stopped): what a crash between applying and storing it leaves. */
+static void cursor_poke(const struct node *n, const char *filter, uint64_t ms, uint64_t seq)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%s", n->root, n->instance, SHMF_CTL_FILE);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		off_t at = (off_t)(sizeof(struct shmf_ctl_header) + i * sizeof(struct shmf_slot));
+		char name[SHMF_NAME_MAX + 1];
+		assert_int_equal(pread(fd, name, sizeof(name), at + offsetof(struct shmf_slot, name)), sizeof(name));
+		if (strcmp(name, filter) != 0)
+			continue;
+		assert_int_equal(pwrite(fd, &ms, 8, at + offsetof(struct shmf_slot, cursor_ms)), 8);
+		assert_int_equal(pwrite(fd, &seq, 8, at + offsetof(struct shmf_slot, cursor_seq)), 8);
+		close(fd);
+		return;
+	}
+	fail_msg("no slot named %s in %s", filter, path);
+}
+
+static void test_replay(void **state)
+{
+	(void)state;
+	char k[32];
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *ab = open_on(&nodes[0], "clicks"), *ac = open_on(&nodes[0], "caps");
+	for (unsigned i = 0; i < 40; i++) {
+		assert_int_equal(shmf_add(ab, k, key(k, "re", i)), 1);
+		assert_int_equal(shmf_add(ac, k, key(k, "re", i)), 1);
+	}
+	wait_int(&nodes[1], "clicks", "applied", 40, 10000);
+	wait_int(&nodes[1], "caps", "applied", 40, 10000);
+	/* B stops; its cursors go back to the start, as if it had died after
+	 * applying every entry and before storing any cursor. */
+	node_stop(&nodes[1]);
+	cursor_poke(&nodes[1], "clicks", 0, 0);
+	cursor_poke(&nodes[1], "caps", 0, 0);
+	node_start(&nodes[1], NULL, filters);
+	wait_int(&nodes[1], "clicks", "applied", 40, 10000);
+	wait_int(&nodes[1], "caps", "applied", 40, 10000);
+	shmf_t *bb = open_on(&nodes[1], "clicks"), *bc = open_on(&nodes[1], "caps");
+	shmf_info_t ib, ic;
+	assert_int_equal(shmf_info(bb, &ib), 0);
+	assert_int_equal(shmf_info(bc, &ic), 0);
+	/* Bloom: every bit was set already, the replay changed nothing. */
+	for (unsigned i = 0; i < 40; i++)
+		assert_int_equal(shmf_check(bb, k, key(k, "re", i)), 1);
+	/* Cuckoo: each replayed add stored its copy again. */
+	assert_int_equal(ic.items, 80);
+	for (unsigned i = 0; i < 40; i++)
+		assert_int_equal(shmf_count(bc, k, key(k, "re", i)), 2);
+	shmf_close(ab);
+	shmf_close(ac);
+	shmf_close(bb);
+	shmf_close(bc);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		node_stop(&nodes[i]);
+		if (nodes[i].root[0] != '\0')
+			daemon_rundir_remove(nodes[i].root);
+		nodes[i].root[0] = '\0';
+	}
+	redis_stop();
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test-fleet: cannot remove %s\n", tmp);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmp, sizeof(tmp), "/tmp/shmf-fleet-XXXXXX");
+	if (mkdtemp(tmp) == NULL)
+		return -1;
+	snprintf(redis_sock, sizeof(redis_sock), "%s/redis.sock", tmp);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		struct CMUnitTest test;
+	} all[] = {
+		{ "converge", cmocka_unit_test_setup_teardown(test_converge, setup, teardown) },
+		{ "created", cmocka_unit_test_setup_teardown(test_created, setup, teardown) },
+		{ "foreign", cmocka_unit_test_setup_teardown(test_foreign, setup, teardown) },
+		{ "redis_down", cmocka_unit_test_setup_teardown(test_redis_down, setup, teardown) },
+		{ "wrong_password", cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown) },
+		{ "windows", cmocka_unit_test_setup_teardown(test_windows, setup, teardown) },
+		{ "diverged", cmocka_unit_test_setup_teardown(test_diverged, setup, teardown) },
+		{ "replay", cmocka_unit_test_setup_teardown(test_replay, setup, teardown) },
+	};
+	if (argc != 4) {
+		fprintf(stderr, "usage: test-fleet SHMD SHMCTL TEST\n");
+		return 2;
+	}
+	shmd_path = argv[1];
+	shmctl_path = argv[2];
+	setvbuf(stdout, NULL, _IONBF, 0);
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(argv[3], all[i].name)) {
+			const struct CMUnitTest t[] = { all[i].test };
+			return cmocka_run_group_tests_name(all[i].name, t, NULL, NULL);
+		}
+	fprintf(stderr, "test-fleet: unknown test '%s'\n", argv[3]);
+	return 2;
+}
