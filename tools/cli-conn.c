@@ -153,9 +153,16 @@ static void transport_failed(const char *what, redisContext *c)
 		said[strcspn(said, "\r\n")] = '\0';
 		const char *msg = strncmp(said + 1, "ERR ", 4) == 0 ? said + 5 : said + 1;
 		fprintf(stderr, "shmctl: %s: shmd refused the connection: %s\n", what, msg);
+	} else if (c->err == REDIS_ERR_EOF || strstr(c->errstr, "Broken pipe") != NULL ||
+		   strstr(c->errstr, "reset by peer") != NULL) {
+		fprintf(stderr, "shmctl: %s: shmd closed the connection without a reply (%s; its log may say why)\n",
+			what, c->errstr[0] ? c->errstr : "end of file");
+	} else if (strstr(c->errstr, "temporarily unavailable") != NULL || strstr(c->errstr, "timed out") != NULL) {
+		fprintf(stderr,
+			"shmctl: %s: no reply from shmd within 120 s (is it stuck on a long snapshot or swap?)\n",
+			what);
 	} else {
-		fprintf(stderr, "shmctl: %s: %s\n", what,
-			c->errstr[0] ? c->errstr : "shmd closed the connection without a reply");
+		fprintf(stderr, "shmctl: %s: %s\n", what, c->errstr[0] ? c->errstr : "no reply from shmd");
 	}
 	exit(EXIT_ERROR);
 }
