@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "merge.h"
+#include "reload.h"
 #include "replication.h"
 #include "rundir.h"
 #include "snapshot.h"
@@ -267,4 +268,26 @@ void cmd_shmf_merge(struct verb_call *c)
 			 rep.merged, rep.merged + rep.skipped, rep.skipped);
 		reply_status(c->out, msg);
 	}
+}
+
+/* ---- SHMF.RELOAD (issue 18) --------------------------------------------- */
+
+/* SHMF.RELOAD: what SIGHUP does (reload.h), answered: an array of the
+ * lines the log got, the last one the summary; or the parse error, with
+ * nothing changed. */
+void cmd_shmf_reload(struct verb_call *c)
+{
+	static struct reload_report rep; /* large; the main loop's alone */
+	struct reload_ctx *ctx = reload_registered();
+	if (ctx == NULL) {
+		reply_error(c->out, "ERR this shmd has no configuration to reload");
+		return;
+	}
+	if (reload_run(ctx, &rep) < 0) {
+		reply_error(c->out, "ERR reload: %s", rep.error);
+		return;
+	}
+	reply_array(c->out, rep.n);
+	for (unsigned i = 0; i < rep.n; i++)
+		reply_bulk_str(c->out, rep.line[i]);
 }

@@ -89,7 +89,7 @@ verb_handler cmd_shmf_list, cmd_shmf_info, cmd_shmf_drop, cmd_shmf_snapshot, cmd
 /* ---- commands-scandump.c: a filter chunk by chunk (issue 17/20) ---- */
 verb_handler cmd_bf_scandump, cmd_bf_loadchunk, cmd_cf_scandump, cmd_cf_loadchunk;
 
-/* ---- commands-admin.c: SHMF.MERGE ---- */
-verb_handler cmd_shmf_merge;
+/* ---- commands-admin.c: SHMF.MERGE, SHMF.RELOAD ---- */
+verb_handler cmd_shmf_merge, cmd_shmf_reload;
 
 #endif

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "errmsg.h"
 #include "cuckoo.h"
+#include "log.h"
 #include "request.h"
 #include "rundir.h"
 #include "spec.h"
@@ -115,11 +116,27 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 			c->huge_pages = 0;
 		else
 			return bad(ps, "huge_pages '%s': expected auto or off", value);
+	} else if (!strcmp(name, "mount_tmpfs")) {
+		int yes;
+		if (!strcmp(value, "auto"))
+			c->mount_tmpfs = MOUNT_TMPFS_AUTO;
+		else if (parse_bool(value, &yes) == 0)
+			c->mount_tmpfs = yes ? MOUNT_TMPFS_YES : MOUNT_TMPFS_NO;
+		else
+			return bad(ps, "mount_tmpfs '%s': expected auto, yes or no", value);
 	} else if (!strcmp(name, "snapshot_dir")) {
 		if (value[0] != '/' || strlen(value) >= sizeof(c->snapshot_dir))
 			return bad(ps, "snapshot_dir '%s': must be an absolute path of at most %zu bytes", value,
 				   sizeof(c->snapshot_dir) - 1);
 		snprintf(c->snapshot_dir, sizeof(c->snapshot_dir), "%s", value);
+	} else if (!strcmp(name, "log_level")) {
+		if (log_parse_level(value, &c->log_level) < 0)
+			return bad(ps, "log_level '%s': expected %s", value, LOG_LEVEL_NAMES);
+	} else if (!strcmp(name, "log_file")) {
+		if (value[0] != '\0' && (value[0] != '/' || strlen(value) >= sizeof(c->log_file)))
+			return bad(ps, "log_file '%s': must be an absolute path of at most %zu bytes", value,
+				   sizeof(c->log_file) - 1);
+		snprintf(c->log_file, sizeof(c->log_file), "%s", value);
 	} else {
 		return bad(ps, "unknown key '%s' in [instance]", name);
 	}
@@ -423,6 +440,8 @@ static void config_defaults(struct config *c)
 	c->gid = (gid_t)-1;
 	c->remove_on_exit = 0;
 	c->huge_pages = 1;
+	c->mount_tmpfs = MOUNT_TMPFS_AUTO;
+	c->log_level = LOG_INFO;
 	snprintf(c->tcp.bind, sizeof(c->tcp.bind), "127.0.0.1");
 	c->tcp.port = TCP_DEFAULT_PORT;
 	c->tcp.maxclients = TCP_DEFAULT_MAXCLIENTS;

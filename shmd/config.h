@@ -8,8 +8,13 @@
  *   socket_mode = 0660      ; control socket
  *   group =                 ; group name or gid for directory, socket, files
  *   remove_on_exit = false  ; unlink the segments on clean shutdown
- *   huge_pages = auto       ; auto | off: mount a huge=within_size tmpfs (root)
+ *   huge_pages = auto       ; auto | off: the tmpfs shmd mounts gets huge=within_size
+ *   mount_tmpfs = auto      ; auto: only on a /run/shmd shmd creates (root); yes: on the
+ *                           ; runtime directory if it is empty; no: never
  *   snapshot_dir =          ; where periodic snapshots go (filters may override)
+ *   log_level = info        ; debug | info | notice | warning | error
+ *   log_file =              ; absolute path, appended to (reopened on reload); "": stderr
+ *                           ; in the foreground, syslog when daemonised
  *
  *   [filter NAME]           ; one section per filter
  *   type = bloom
@@ -96,6 +101,8 @@ struct repl_config {
 	uint64_t journal_entries; /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
 };
 
+enum { MOUNT_TMPFS_NO, MOUNT_TMPFS_YES, MOUNT_TMPFS_AUTO };
+
 struct config {
 	char instance[SHMF_NAME_MAX + 1];
 	mode_t dir_mode;
@@ -103,7 +110,10 @@ struct config {
 	gid_t gid; /* (gid_t)-1: none */
 	int remove_on_exit;
 	int huge_pages;         /* 1 auto, 0 off */
+	int mount_tmpfs;        /* MOUNT_TMPFS_* */
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
+	int log_level;          /* LOG_ERR..LOG_DEBUG (log.h) */
+	char log_file[256];     /* "" : stderr, or syslog when daemonised */
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;

@@ -1,68 +1,17 @@
-/* hugepages.c - tmpfs with huge pages for the runtime root, and reporting. */
-#include <dirent.h>
-#include <errno.h>
+/* hugepages.c - whether the segments get huge pages, for the log and SHMF.INFO. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "hugepages.h"
-#include "mkdirs.h"
 #include "log.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
-
-static int is_tmpfs(const char *path)
-{
-	struct statfs s;
-	return statfs(path, &s) == 0 && (unsigned long)s.f_type == TMPFS_MAGIC;
-}
-
-static int dir_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	if (d == NULL)
-		return 0;
-	struct dirent *e;
-	int empty = 1;
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			empty = 0;
-	closedir(d);
-	return empty;
-}
-
-void hugepages_prepare(const char *root, int want)
-{
-	(void)mkdirs(root, 0755); /* failures show at the mount or later, named */
-	if (is_tmpfs(root))
-		return;
-	if (geteuid() != 0) {
-		log_msg(LOG_WARNING,
-			"%s is not a tmpfs and only root may mount one: segments use the file system underneath", root);
-		return;
-	}
-	if (!dir_empty(root)) {
-		log_msg(LOG_WARNING, "%s is not a tmpfs and not empty: not mounting over it", root);
-		return;
-	}
-	const char *opts = want ? "mode=0755,huge=within_size" : "mode=0755";
-	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) == 0) {
-		log_msg(LOG_INFO, "mounted a tmpfs (%s) on %s", opts, root);
-		return;
-	}
-	if (want && mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") == 0) {
-		log_msg(LOG_INFO, "mounted a tmpfs on %s (the kernel refused huge pages for it)", root);
-		return;
-	}
-	log_msg(LOG_WARNING, "cannot mount a tmpfs on %s: %s; segments use the file system underneath", root,
-		strerror(errno));
-}
 
 /* The "huge=" option of the mount holding the directory, or "" if none. */
 static void mount_huge_option(int dirfd, char *out, size_t size)

@@ -1,8 +1,10 @@
 /*
- * main.c - shmd: start-up, the single-instance guarantee, signals, shutdown.
+ * main.c - shmd: start-up, the single-instance guarantee, daemonising,
+ * signals (SIGTERM and SIGINT stop, SIGHUP reloads), shutdown.
  */
 #include <bsd/libutil.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -22,29 +24,37 @@
 #include "log.h"
 #include "periodic.h"
 #include "registry.h"
+#include "reload.h"
 #include "replication.h"
 #include "rundir.h"
 #include "scandump.h"
 #include "server.h"
 #include "tcp.h"
+#include "tmpfs.h"
 
-static volatile sig_atomic_t stop_requested;
+/* Set by the signal handlers, acted on by the server loop. */
+static volatile sig_atomic_t stop_requested, reload_requested;
 
-static void on_stop(int sig)
+static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGHUP)
+		reload_requested = 1;
+	else
+		stop_requested = 1;
 }
 
 static void usage(FILE *to)
 {
-	fprintf(to, "usage: shmd [-f] [-c FILE] [-i INSTANCE]\n"
-		    "  -f           stay in the foreground, log to stderr\n"
-		    "  -c FILE      configuration file (INI); without it the embedded default:\n"
-		    "               instance 'default', Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
-		    "  -i INSTANCE  instance name (overrides the file)\n"
-		    "  -p           print the embedded default configuration and exit\n"
-		    "  -V           print the version and exit\n"
+	fprintf(to, "usage: shmd [-f] [-c FILE] [-i INSTANCE] [-l LEVEL]\n"
+		    "  -f, --foreground      stay in the foreground, log to stderr\n"
+		    "  -c, --config FILE     configuration file (INI); without it the embedded default:\n"
+		    "                        instance 'default', Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
+		    "  -i, --instance NAME   instance name (overrides the file)\n"
+		    "  -l, --log-level LEVEL debug, info, notice, warning or error (overrides log_level)\n"
+		    "  -p, --print-config    print the embedded default configuration and exit\n"
+		    "  -V, --version         print the version and exit\n"
+		    "  -h, --help            print this help and exit\n"
+		    "Signals: SIGTERM or SIGINT stop shmd; SIGHUP reloads the configuration file.\n"
 		    "Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
 }
 
@@ -52,12 +62,18 @@ static void usage(FILE *to)
 struct ticker {
 	struct periodic periodic;
 	struct replication *repl; /* NULL without [replication] */
+	struct reload_ctx *reload;
 };
 
 static void on_tick(struct registry *reg, void *arg)
 {
 	struct ticker *t = arg;
 	uint64_t now = (uint64_t)time(NULL);
+	if (reload_requested) {
+		static struct reload_report rep; /* large */
+		reload_requested = 0;
+		reload_run(t->reload, &rep); /* logs what it did */
+	}
 	if (t->repl != NULL)
 		replication_tick(t->repl, reg);
 	registry_rotate_due(reg, now);
@@ -65,85 +81,62 @@ static void on_tick(struct registry *reg, void *arg)
 	scandump_expire(); /* loads by chunks abandoned without a word */
 }
 
-/* Create the configured filters the instance does not hold yet. */
-static int ensure_filters(struct registry *reg, const struct config *cfg)
-{
-	char err[REGISTRY_ERR_MAX];
-	for (unsigned i = 0; i < cfg->nfilters; i++) {
-		const struct filter_spec *f = &cfg->filters[i];
-		int slot = registry_find(reg, f->name);
-		if (slot >= 0) {
-			const struct shmf_slot *s = &reg->ctl.slots[slot];
-			double fpr;
-			memcpy(&fpr, &s->fpr_bits, sizeof(fpr));
-			if (s->capacity != f->capacity || fpr != f->fpr)
-				log_msg(LOG_WARNING,
-					"filter '%s': exists with capacity %" PRIu64
-					" and fpr %g, configuration says %" PRIu64
-					" and %g; keeping the existing filter (drop it to resize)",
-					f->name, s->capacity, fpr, f->capacity, f->fpr);
-			if (f->replicate && !(s->flags & SHMF_SLOT_REPLICATED))
-				log_msg(LOG_WARNING,
-					"filter '%s': the configuration says replicate = yes, but the existing filter was "
-					"made without it (its hash seed is not the fleet's); it stays local: drop it to "
-					"make it replicate",
-					f->name);
-			continue;
-		}
-		/* Missing (a first start, or a reboot emptied the runtime
-		 * directory): from its newest valid snapshot when it has any
-		 * (a replicated one then catches up from the snapshot's cursor). */
-		if (f->snapshot_every != 0 && (slot = periodic_restore_newest(reg, f)) >= 0) {
-			int rc = f->replicate ? registry_replicate(reg, slot, err, sizeof(err)) : 0;
-			if (rc < 0) {
-				log_msg(LOG_ERR, "%s", err);
-				return rc;
-			}
-			continue;
-		}
-		int rc = registry_create(reg, f, err, sizeof(err));
-		if (rc < 0) {
-			log_msg(LOG_ERR, "%s", err);
-			return rc;
-		}
-	}
-	return 0;
-}
-
 /* What main() sets up, released in one place (release()) on every way out. */
 struct daemon {
 	struct config cfg;
 	const char *config_path;
 	int foreground;
+	int log_level; /* --log-level, or -1 */
 	char sock_path[4096], pid_path[4096], root[4096];
 	struct pidfh *pfh; /* NULL: not locked yet */
 	struct registry reg;
 	int reg_open;
 	int unix_fd, tcp_fd; /* -1: none */
 	char tcp_name[128];
+	struct tmpfs_state tmpfs;
+	struct reload_ctx reload;
 };
+
+/* A usage error: one line saying what was wrong, and where the help is. */
+static void die_usage(const char *fmt, const char *what) __attribute__((noreturn));
+static void die_usage(const char *fmt, const char *what)
+{
+	fputs("shmd: ", stderr);
+	fprintf(stderr, fmt, what);
+	fputs(" (see shmd --help)\n", stderr);
+	exit(2);
+}
 
 /* The command line into @p d; -p, -V and -h answer and exit, and so does
  * a usage error (status 2). */
 static void options(int argc, char **argv, struct daemon *d, const char **instance)
 {
+	static const struct option longs[] = {
+		{ "foreground", no_argument, NULL, 'f' },     { "config", required_argument, NULL, 'c' },
+		{ "instance", required_argument, NULL, 'i' }, { "log-level", required_argument, NULL, 'l' },
+		{ "print-config", no_argument, NULL, 'p' },   { "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	};
 	int opt;
-	while ((opt = getopt(argc, argv, "fc:i:hpV")) != -1) {
+	opterr = 0; /* our own one-line messages */
+	while ((opt = getopt_long(argc, argv, ":fc:i:l:hpV", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'f': d->foreground = 1; break;
 		case 'c': d->config_path = optarg; break;
 		case 'i': *instance = optarg; break;
+		case 'l':
+			if (log_parse_level(optarg, &d->log_level) < 0)
+				die_usage("--log-level '%s': expected " LOG_LEVEL_NAMES, optarg);
+			break;
 		case 'p': fputs(config_default_text, stdout); exit(0);
 		case 'V': puts("shmd " SHMF_VERSION_STRING); exit(0);
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
+		case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
+		default: die_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "shmd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		exit(2);
-	}
+	if (optind != argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
 }
 
 /* The configuration (the file, or the embedded default), the instance name
@@ -206,12 +199,14 @@ static void raise_file_limit(const struct config *cfg)
 	}
 }
 
+/* The handlers only set flags: the server loop (woken by EINTR) acts. */
 static void catch_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
+	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -234,7 +229,7 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
-	if (ensure_filters(&d->reg, cfg) < 0)
+	if (reload_filters(&d->reg, cfg, NULL, 1) < 0)
 		return 1;
 	d->unix_fd = server_listen(d->sock_path, cfg->socket_mode, cfg->gid, err, sizeof(err));
 	if (d->unix_fd < 0) {
@@ -260,9 +255,10 @@ static int open_all(struct daemon *d)
  * exit status. */
 static int serve(struct daemon *d)
 {
-	struct ticker t = { .repl = NULL };
+	struct ticker t = { .repl = NULL, .reload = &d->reload };
 	char err[512];
 	periodic_init(&t.periodic, &d->cfg, (uint64_t)time(NULL));
+	d->reload.periodic = &t.periodic;
 	/* After daemon(): threads do not survive a fork. Redis is the
 	 * engine's to reach; shmd serves whether it can or not. */
 	if (d->cfg.repl.enabled && replication_start(&t.repl, &d->cfg.repl, &d->reg, err, sizeof(err)) < 0) {
@@ -282,6 +278,7 @@ static int serve(struct daemon *d)
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
+	d->reload.periodic = NULL;
 	replication_stop(t.repl);
 	periodic_final(&t.periodic, &d->reg);
 	log_msg(LOG_INFO, "shutting down%s",
@@ -303,44 +300,107 @@ static void release(struct daemon *d, int served)
 		registry_close(&d->reg, served && d->cfg.remove_on_exit);
 	if (d->pfh != NULL)
 		pidfile_remove(d->pfh);
+	if (served && d->cfg.remove_on_exit)
+		tmpfs_release(d->root, &d->tmpfs);
+}
+
+/*
+ * Become a daemon: fork, and let the parent exit only once the child has
+ * written the pidfile (a byte on a pipe says so), so that whoever started
+ * shmd reads a complete pidfile the moment shmd returns. The child leaves
+ * the terminal's session and points stdin, stdout and stderr at
+ * /dev/null. 0 in the child; the parent exits (0, or 1 when the child
+ * could not finish). -errno when the fork fails.
+ */
+static int daemonize(struct daemon *d)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid > 0) {
+		char ok = 1;
+		close(p[1]);
+		ssize_t n;
+		while ((n = read(p[0], &ok, 1)) < 0 && errno == EINTR)
+			;
+		_exit(n == 1 && ok == 0 ? 0 : 1); /* the child owns everything now */
+	}
+	close(p[0]);
+	char status = 0;
+	if (setsid() < 0 || chdir("/") < 0 || pidfile_write(d->pfh) < 0) {
+		fprintf(stderr, "shmd: cannot daemonize (pidfile %s): %s\n", d->pid_path, strerror(errno));
+		status = 1;
+	}
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	ssize_t w = write(p[1], &status, 1);
+	close(p[1]);
+	return status != 0 || w != 1 ? -EIO : 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .unix_fd = -1, .tcp_fd = -1 };
+	struct daemon d = { .unix_fd = -1, .tcp_fd = -1, .log_level = -1 };
 	const char *instance = NULL;
+	char err[512];
 	options(argc, argv, &d, &instance);
 	int rc = configure(&d, instance);
 	if (rc != 0)
 		return rc;
+	d.reload = (struct reload_ctx){ .cfg = &d.cfg,
+					.path = d.config_path,
+					.instance = instance,
+					.log_level = d.log_level,
+					.daemonised = !d.foreground,
+					.reg = &d.reg };
+	/* The log file now, so that a bad one stops shmd on the terminal;
+	 * syslog (when daemonised without one) once daemonised. */
+	if (reload_log(&(struct reload_ctx){ .log_level = d.log_level }, &d.cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
 	umask(077);
-	/* Huge pages (and tmpfs at all) for the runtime root, before anything
-	 * is created in it. */
-	hugepages_prepare(d.root, d.cfg.huge_pages);
+	/* The runtime root and its tmpfs, before anything is created in it. */
+	tmpfs_prepare(d.root, d.cfg.mount_tmpfs, d.cfg.huge_pages, &d.tmpfs);
 	if ((rc = lock_instance(&d)) != 0)
 		return rc;
 	raise_file_limit(&d.cfg);
 	catch_signals();
 	/* Everything that can fail on a bad configuration or environment happens
-	 * before daemon(), so that the error reaches the terminal and the exit
+	 * before daemonising, so that the error reaches the terminal and the exit
 	 * status, and the socket accepts clients once the parent has exited. */
 	rc = open_all(&d);
 	if (rc == 0 && !d.foreground) {
-		if (daemon(0, 0) < 0) {
-			fprintf(stderr, "shmd: cannot daemonize: %s\n", strerror(errno));
+		if ((rc = daemonize(&d)) < 0) {
+			log_msg(LOG_ERR, "cannot daemonize: %s", strerror(-rc));
 			rc = 1;
-		} else {
-			log_use_syslog(1);
+		} else if (d.cfg.log_file[0] == '\0') {
+			log_use_syslog();
 		}
+	} else if (rc == 0) {
+		pidfile_write(d.pfh);
 	}
 	int served = 0;
 	if (rc == 0) {
-		pidfile_write(d.pfh);
+		reload_register(&d.reload);
 		log_msg(LOG_INFO, "instance '%s' in %s (%s), pid %ld", d.cfg.instance, d.reg.dir_path,
 			d.config_path ? d.config_path : "embedded default configuration", (long)getpid());
 		hugepages_report(d.reg.dir.fd, d.reg.dir_path);
 		rc = serve(&d);
 		served = 1;
+		reload_register(NULL);
 	}
 	release(&d, served);
 	return rc;

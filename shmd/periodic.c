@@ -22,6 +22,20 @@ void periodic_init(struct periodic *p, const struct config *cfg, uint64_t now)
 		p->next_snapshot[i] = cfg->filters[i].snapshot_every ? now + cfg->filters[i].snapshot_every : 0;
 }
 
+void periodic_reschedule(struct periodic *p, const struct config *old, uint64_t now)
+{
+	uint64_t before[CONFIG_FILTERS_MAX];
+	memcpy(before, p->next_snapshot, sizeof(before));
+	for (unsigned i = 0; i < p->cfg->nfilters; i++) {
+		const struct filter_spec *f = &p->cfg->filters[i];
+		p->next_snapshot[i] = f->snapshot_every ? now + f->snapshot_every : 0;
+		for (unsigned j = 0; j < old->nfilters; j++)
+			if (!strcmp(old->filters[j].name, f->name) &&
+			    old->filters[j].snapshot_every == f->snapshot_every)
+				p->next_snapshot[i] = before[j];
+	}
+}
+
 static int by_name_desc(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)b, *(char *const *)a);

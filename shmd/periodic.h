@@ -23,6 +23,13 @@ struct periodic {
 /** Start the clocks: each filter's first snapshot is one interval from @p now. */
 void periodic_init(struct periodic *p, const struct config *cfg, uint64_t now);
 
+/**
+ * The configuration p->cfg points to was reloaded (@p old: a copy of what
+ * it held): a filter whose snapshot_every is unchanged keeps its next
+ * snapshot time; a new or changed one starts its clock at @p now.
+ */
+void periodic_reschedule(struct periodic *p, const struct config *old, uint64_t now);
+
 /** Do what is due at @p now (called about once a second by the server loop). */
 void periodic_tick(struct periodic *p, struct registry *r, uint64_t now);
 

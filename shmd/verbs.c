@@ -97,6 +97,11 @@ static const struct verb verbs[] = {
 	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
 	{ "shmf.merge", 3, 3, FILE_ADMIN, 1, cmd_shmf_merge,
 	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
+
+	/* The daemon itself (issue 18): never over TCP, like the file verbs. */
+	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ADMIN, 0, cmd_shmf_reload,
+	  "Reloads shmd's configuration file: creates new filters, applies what changes live, refuses shape "
+	  "changes; returns what it did." },
 };
 
 static const char NOAUTH[] = "NOAUTH Authentication required.";
@@ -126,10 +131,10 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 	else if (v == NULL)
 		reply_error(out, "ERR unknown command '%.*s'", 64, req->argv[0]);
 	else if (s->kind == SESSION_TCP && !(v->flags & VERB_TCP_OK))
-		reply_error(out,
-			    "ERR %.*s is refused over TCP: it names a file on the daemon's host, which a network "
-			    "client may not (use the unix socket)",
-			    16, req->argv[0]);
+		reply_error(out, "ERR %.*s is refused over TCP: %s (use the unix socket)", 16, req->argv[0],
+			    v->flags & VERB_NAMES_FILE
+				    ? "it names a file on the daemon's host, which a network client may not"
+				    : "it administers the daemon itself, which a network client may not");
 	else if (!verb_arity_ok(v, req->argc))
 		reply_error(out, "ERR wrong number of arguments for '%s' command", v->name);
 	else

@@ -32,7 +32,7 @@ enum {
 	VERB_TCP_OK = 1 << 4,     /* allowed over TCP */
 	VERB_NAMES_FILE = 1 << 5, /* names a file on the daemon's host: never over TCP, whose peer has no
 				   * identity the daemon could open files as */
-	VERB_ADMIN = 1 << 6,      /* administration: create, drop, swap, restore, snapshot, rotate; for
+	VERB_ADMIN = 1 << 6,      /* administration: create, drop, swap, restore, snapshot, rotate, reload; for
 				   * admins only in docs/design.md's roles, which nothing enforces yet */
 };
 

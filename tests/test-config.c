@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "log.h"
 
 static void test_embedded_default(void **state)
 {
@@ -28,6 +29,9 @@ static void test_embedded_default(void **state)
 	assert_int_equal(c.socket_mode, 0660);
 	assert_int_equal(c.gid, (gid_t)-1);
 	assert_int_equal(c.remove_on_exit, 0);
+	assert_int_equal(c.mount_tmpfs, MOUNT_TMPFS_AUTO);
+	assert_int_equal(c.log_level, LOG_INFO);
+	assert_string_equal(c.log_file, "");
 	assert_int_equal(c.nfilters, 1);
 	assert_string_equal(c.filters[0].name, "default");
 	assert_int_equal(c.filters[0].type, SHMF_TYPE_BLOOM);
@@ -50,6 +54,9 @@ static void test_full_file(void **state)
 			    "group = root        ; inline comment\n"
 			    "remove_on_exit = yes\n"
 			    "huge_pages = off\n"
+			    "mount_tmpfs = yes\n"
+			    "log_level = warning\n"
+			    "log_file = /var/log/shmd.log\n"
 			    "snapshot_dir = /var/lib/shmd\n"
 			    "\n"
 			    "[filter clicks]\n"
@@ -85,6 +92,9 @@ static void test_full_file(void **state)
 	assert_int_equal(c.gid, 0);
 	assert_int_equal(c.remove_on_exit, 1);
 	assert_int_equal(c.huge_pages, 0);
+	assert_int_equal(c.mount_tmpfs, MOUNT_TMPFS_YES);
+	assert_int_equal(c.log_level, LOG_WARNING);
+	assert_string_equal(c.log_file, "/var/log/shmd.log");
 	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
@@ -173,6 +183,12 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\nwindow = 10m\ngenerations = 17\n",
 		  "cfg: [filter x] generations '17': an integer from 1 to 16" },
 		{ "[filter x]\nwindow = soon\n", "cfg: [filter x] window 'soon': a duration" },
+		{ "[instance]\nlog_level = loud\n",
+		  "cfg: [instance] log_level 'loud': expected debug, info, notice, warning or error" },
+		{ "[instance]\nlog_file = shmd.log\n",
+		  "cfg: [instance] log_file 'shmd.log': must be an absolute path" },
+		{ "[instance]\nmount_tmpfs = maybe\n",
+		  "cfg: [instance] mount_tmpfs 'maybe': expected auto, yes or no" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

@@ -338,7 +338,7 @@ static void test_pull(void **state)
 	    strstr(out, "format          shmfilter snapshot, version 2") == NULL)
 		fail_msg("inspect: %s", out);
 	snprintf(args, sizeof(args), "inspect %s/check.snap --json", dst.root);
-	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\":\"1700000000000-17\"") == NULL)
+	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\": \"1700000000000-17\"") == NULL)
 		fail_msg("inspect --json: %s", out);
 
 	snprintf(args, sizeof(args), "pull cf --from 127.0.0.1:%d --password %s --as cf-copy", src.port, PASSWORD);
@@ -374,7 +374,7 @@ static void test_pull(void **state)
 		{ "pull nope --from 127.0.0.1:%d", "wants a password", 1 },
 		{ "pull nope --from 127.0.0.1:%d --password " PASSWORD, "filter 'nope' not found", 1 },
 		{ "pull nope --from 127.0.0.1 --password " PASSWORD, "HOST:PORT expected", 1 },
-		{ "pull --from 127.0.0.1:%d", "usage", 1 },
+		{ "pull --from 127.0.0.1:%d", "missing FILTER", 1 },
 		{ "pull bad/name --from 127.0.0.1:%d", "not a valid filter name", 1 },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

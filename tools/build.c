@@ -211,11 +211,7 @@ static int build_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	fprintf(stderr,
-		"shmctl: build: %s\n"
-		"usage: shmctl build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N]\n"
-		"                    [--name NAME]\n",
-		why);
+	fprintf(stderr, "shmctl: build: %s (see 'shmctl help build')\n", why);
 	return 2;
 }
 
@@ -240,7 +236,8 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 	case 'f': a->from = arg; return 0;
 	case 'o': a->out = arg; return 0;
 	case 'n': *name = arg; return 0;
-	default: return build_usage("unknown option");
+	case ':': return build_usage("%s needs a value", arg);
+	default: return build_usage("unknown option '%s'", arg);
 	}
 }
 
@@ -257,12 +254,18 @@ static int build_parse(int argc, char **argv, struct build_args *a)
 	int opt, rc;
 	*a = (struct build_args){ .spec = { .type = SHMF_TYPE_BLOOM } };
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1)
-		if ((rc = build_option(opt, optarg, a, &name)) != 0)
+	opterr = 0; /* build_usage() says it, in one line */
+	while ((opt = getopt_long(argc, argv, ":o:", opts, NULL)) != -1)
+		if ((rc = build_option(opt, opt == ':' || opt == '?' ? argv[optind - 1] : optarg, a, &name)) != 0)
 			return rc;
-	if (optind != argc || a->spec.capacity == 0 || a->spec.fpr == 0 || a->from == NULL || a->out == NULL)
-		return build_usage("%s", optind != argc ? "unexpected argument"
-							: "--capacity, --fpr, --from and -o are required");
+	if (optind != argc)
+		return build_usage("unexpected argument '%s'", argv[optind]);
+	if (a->spec.capacity == 0 || a->spec.fpr == 0 || a->from == NULL || a->out == NULL)
+		return build_usage("missing %s (--capacity, --fpr, --from and -o are required)",
+				   a->spec.capacity == 0 ? "--capacity N"
+				   : a->spec.fpr == 0    ? "--fpr P"
+				   : a->from == NULL     ? "--from FILE|-"
+							 : "-o OUT");
 	/* Checked before it is copied: a longer name would be truncated. */
 	if (shmf_name_check(name) < 0)
 		return build_usage("--name '%s': not a valid filter name", name);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "offline.h"
 #include "snapshot.h"
 #include "spec.h"
@@ -57,35 +58,90 @@ static void print_text(const struct snap_file *sf)
 static void print_json(const struct snap_file *sf, const char *verdict)
 {
 	const struct shmf_snap_header *h = &sf->hdr;
+	struct json j = { 0 };
+	char cursor[48];
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
-	printf("{\"version\":%u,\"name\":\"%s\",\"type\":\"%s\",\"capacity\":%" PRIu64 ",\"error_rate\":%.17g,\"k\":%u,"
-	       "\"blocks\":%" PRIu64 ",\"buckets\":%" PRIu64 ",\"max_kicks\":%u,\"seed\":%" PRIu64
-	       ",\"created\":%" PRIu64 ",\"snapshot_taken\":%" PRIu64 ",\"window_secs\":%" PRIu64
-	       ",\"window_generations\":%u,\"replicated\":%s,\"stream_cursor\":\"%" PRIu64 "-%" PRIu64
-	       "\",\"file_bytes\":%" PRIu64 ",\"generations\":[",
-	       h->version, h->name, spec_type_name((int)h->type), h->capacity, fpr, h->k, h->nblocks, h->nbuckets,
-	       h->max_kicks, h->seed, h->created_epoch, h->snapshot_epoch, h->window_secs, h->window_gens,
-	       h->flags & SHMF_SNAP_F_REPLICATED ? "true" : "false", h->cursor_ms, h->cursor_seq, h->file_bytes);
-	for (unsigned i = 0; i < h->nsections; i++)
-		printf("%s{\"generation\":%" PRIu64 ",\"created\":%" PRIu64 ",\"items\":%" PRIu64
-		       ",\"deletes\":%" PRIu64 "}",
-		       i ? "," : "", sf->sec[i].generation, sf->sec[i].created_epoch, sf->sec[i].items,
-		       sf->sec[i].deletes);
-	printf("],\"checksum\":\"%s\"}\n", verdict);
+	json_open(&j, '{');
+	json_key(&j, "file");
+	json_str(&j, sf->path);
+	json_key(&j, "version");
+	json_uint(&j, h->version);
+	json_key(&j, "name");
+	json_str(&j, h->name);
+	json_key(&j, "type");
+	json_str(&j, spec_type_name((int)h->type));
+	const struct {
+		const char *key;
+		uint64_t v;
+	} nums[] = {
+		{ "capacity", h->capacity },       { "k", h->k },
+		{ "blocks", h->nblocks },          { "buckets", h->nbuckets },
+		{ "max_kicks", h->max_kicks },     { "seed", h->seed },
+		{ "created", h->created_epoch },   { "snapshot_taken", h->snapshot_epoch },
+		{ "window_secs", h->window_secs }, { "window_generations", h->window_gens },
+		{ "file_bytes", h->file_bytes },
+	};
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		json_key(&j, nums[i].key);
+		json_uint(&j, nums[i].v);
+	}
+	char rate[40];
+	snprintf(rate, sizeof(rate), "%.17g", fpr);
+	json_key(&j, "error_rate");
+	json_number_text(&j, rate);
+	json_key(&j, "replicated");
+	json_bool(&j, (h->flags & SHMF_SNAP_F_REPLICATED) != 0);
+	snprintf(cursor, sizeof(cursor), "%" PRIu64 "-%" PRIu64, h->cursor_ms, h->cursor_seq);
+	json_key(&j, "stream_cursor");
+	json_str(&j, cursor);
+	json_key(&j, "generations");
+	json_open(&j, '[');
+	for (unsigned i = 0; i < h->nsections; i++) {
+		json_open(&j, '{');
+		json_key(&j, "generation");
+		json_uint(&j, sf->sec[i].generation);
+		json_key(&j, "created");
+		json_uint(&j, sf->sec[i].created_epoch);
+		json_key(&j, "items");
+		json_uint(&j, sf->sec[i].items);
+		json_key(&j, "deletes");
+		json_uint(&j, sf->sec[i].deletes);
+		json_close(&j, '}');
+	}
+	json_close(&j, ']');
+	json_key(&j, "checksum");
+	json_str(&j, verdict);
+	json_close(&j, '}');
+	putchar('\n');
+}
+
+/* The JSON of a file that cannot be read as a snapshot at all. */
+static void print_json_refused(const char *path, const char *err)
+{
+	struct json j = { 0 };
+	json_open(&j, '{');
+	json_key(&j, "file");
+	json_str(&j, path);
+	json_key(&j, "checksum");
+	json_str(&j, "damaged");
+	json_key(&j, "error");
+	json_str(&j, err);
+	json_close(&j, '}');
+	putchar('\n');
 }
 
 int shmctl_inspect(int argc, char **argv, int json)
 {
-	if (argc != 2) {
-		fprintf(stderr, "shmctl: inspect takes one snapshot file\n");
-		return 2;
-	}
+	if (argc < 2)
+		cli_usage_error("inspect", "missing FILE, the snapshot file to inspect");
+	if (argc > 2)
+		cli_usage_error("inspect", "unexpected argument '%s' (one file at a time)", argv[2]);
 	struct snap_file sf;
 	char err[SNAPSHOT_ERR_MAX];
 	if (snapshot_open(&sf, argv[1], err, sizeof(err)) < 0) {
 		if (json)
-			printf("{\"checksum\":\"damaged\",\"error\":\"%s\"}\n", "see stderr");
+			print_json_refused(argv[1], err);
 		fprintf(stderr, "shmctl: inspect: %s\n", err);
 		return 2;
 	}

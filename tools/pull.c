@@ -25,6 +25,19 @@
 /* Dumps begun again when the filter changed during one, at most. */
 #define PULL_TRIES 5
 
+/* A usage error: one line, and where the help is. */
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "shmctl: pull: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'shmctl help pull')\n");
+	exit(EXIT_ERROR);
+}
+
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
@@ -89,24 +102,25 @@ static void parse_args(struct pull *p, int argc, char **argv)
 			slot = &p->as;
 		if (slot != NULL) {
 			if (i + 1 >= argc)
-				die("%s needs a value", argv[i]);
+				die_usage("%s needs a value", argv[i]);
 			*slot = argv[++i];
 		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
-			die("unknown option '%s' (--from HOST:PORT, --password P, --user U, --as NAME)", argv[i]);
+			die_usage("unknown option '%s' (--from HOST:PORT, --password P, --user U, --as NAME)", argv[i]);
 		} else if (p->filter == NULL) {
 			p->filter = argv[i];
 		} else {
-			die("unexpected argument '%s'", argv[i]);
+			die_usage("unexpected argument '%s'", argv[i]);
 		}
 	}
 	if (p->filter == NULL || p->from == NULL)
-		die("usage: shmctl pull FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]");
+		die_usage("missing %s", p->filter == NULL ? "FILTER, the filter to copy"
+							  : "--from HOST:PORT, the peer's TCP listener");
 	if (p->as == NULL)
 		p->as = p->filter;
 	if (shmf_name_check(p->filter) < 0 || shmf_name_check(p->as) < 0)
-		die("'%s' is not a valid filter name", shmf_name_check(p->filter) < 0 ? p->filter : p->as);
+		die_usage("'%s' is not a valid filter name", shmf_name_check(p->filter) < 0 ? p->filter : p->as);
 	if (p->user != NULL && p->password == NULL)
-		die("--user needs --password");
+		die_usage("--user needs --password");
 	/* HOST:PORT, the host maybe an IPv6 address in brackets. */
 	const char *colon = strrchr(p->from, ':');
 	char *end;

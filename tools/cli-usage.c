@@ -1,0 +1,126 @@
+/*
+ * cli-usage.c - the help of every shmctl verb, one row each (cli.h):
+ * `shmctl help` lists the rows, `shmctl help VERB` prints one, and a
+ * usage error points at it in one line.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct help {
+	const char *verb;
+	const char *synopsis; /* the arguments, after the verb */
+	const char *summary;  /* one line, for the list */
+	const char *text;     /* the rest: options, output, exit status */
+} helps[] = {
+	{ "create",
+	  "FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
+	  "              [--window DURATION [--generations N]] [--replicate] [-q]",
+	  "create a filter (Bloom unless --type cuckoo)",
+	  "  --capacity N        keys the filter is sized for\n"
+	  "  --fpr P             false-positive rate at capacity, strictly between 0 and 1\n"
+	  "  --type T            bloom (default) or cuckoo (delete, count, capped adds)\n"
+	  "  --max-kicks N       cuckoo only: bound on one insert's relocations (1 to 1024)\n"
+	  "  --mode OCTAL        data file mode: 0640 (the group may check, default) or 0660 (may add)\n"
+	  "  --window D          a time window: adds go to a generation D long (60s, 10m, 1h, 1d)\n"
+	  "  --generations N     live generations of the window (1 to 16, default 2)\n"
+	  "  --replicate         keep it in step with the fleet (needs [replication] in shmd's configuration)\n"
+	  "  -q                  print nothing\n"
+	  "Prints what it created: type, capacity, error rate and bytes." },
+	{ "list", "[--json]", "list the filters", "  --json   every filter's info, as a JSON array\n" },
+	{ "info", "FILTER [--json]", "describe a filter",
+	  "Shape, items, fill, data file, mode and (windowed) its generations.\n"
+	  "  --json   as one JSON object\n" },
+	{ "add", "[-q] FILTER KEY... | [-q] FILTER - < FILE", "add keys",
+	  "Adds each KEY, or with -, each line of stdin (blank lines skipped, a trailing CR removed).\n"
+	  "A KEY that names an existing file is refused: to add the file's lines use 'add FILTER - < FILE';\n"
+	  "to add such names as keys, put -- before them.\n"
+	  "  -q   print nothing; the exit status says (0 added, 2 error: a full cuckoo filter)\n" },
+	{ "check", "[-q] FILTER KEY... | [-q] FILTER -", "check keys",
+	  "Prints present or absent for each key. Exit status: 0 all present, 1 some absent, 2 error.\n"
+	  "  -q   print nothing; only the exit status answers\n" },
+	{ "del", "[-q] FILTER KEY... | [-q] FILTER -", "cuckoo: remove one copy of each key",
+	  "Exit status: 0 all found, 1 some not found, 2 error.\n"
+	  "  -q   print nothing\n" },
+	{ "count", "FILTER KEY... | FILTER -", "cuckoo: copies of each key", "Prints the count and the key.\n" },
+	{ "add-capped", "[-q] --cap N FILTER KEY... | [-q] --cap N FILTER -",
+	  "cuckoo: add a copy of each key that has fewer than N",
+	  "Exit status: 0 all added, 1 some at the cap, 2 error.\n"
+	  "  -q   print nothing\n" },
+	{ "drop", "FILTER", "delete a filter and its files", "Workers that have it open keep their mapping.\n" },
+	{ "rotate", "FILTER", "time window: start a new generation now", "The oldest live generation retires.\n" },
+	{ "snapshot", "FILTER FILE", "write a crash-safe snapshot file",
+	  "FILE is opened by shmd with your uid and gid; a relative path is taken from here.\n" },
+	{ "swap", "FILTER FILE", "replace a live filter with a snapshot file",
+	  "Every checksum is verified first; a damaged file changes nothing.\n" },
+	{ "restore", "FILTER FILE", "like swap, creating the filter if it is missing", "" },
+	{ "merge", "FILTER FILE", "OR a Bloom snapshot of the same shape into a filter", "" },
+	{ "inspect", "FILE [--json]", "a snapshot's header and checksum verdict (offline)",
+	  "Exit status 2 and where, if the file is damaged.\n" },
+	{ "build", "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]",
+	  "train a filter from a key list into a snapshot file (offline)",
+	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host.\n" },
+	{ "replication", "[--json] [FILTER]", "fleet: state, cursor, lag, counters and nodes", "" },
+	{ "pull", "FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]",
+	  "copy a live filter from a peer shmd's TCP listener", "With the peer's stream cursor.\n" },
+	{ "reload", "", "make shmd reload its configuration file (as SIGHUP does)",
+	  "Prints what the reload did: filters created, settings applied, changes refused (a filter's\n"
+	  "shape never changes in place) and those that need a restart. A file that does not parse\n"
+	  "changes nothing: the error is printed, exit status 2.\n" },
+	{ "ping", "", "is shmd answering?", "" },
+	{ "help", "[VERB]", "list the verbs, or describe one", "" },
+};
+
+static const struct help *find(const char *verb)
+{
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+		if (!strcmp(helps[i].verb, verb))
+			return &helps[i];
+	return NULL;
+}
+
+int cli_help_has(const char *verb)
+{
+	return find(verb) != NULL;
+}
+
+void cli_help_all(FILE *to)
+{
+	fprintf(to, "usage: shmctl [--instance NAME | --socket PATH] VERB [ARGS]\n\nVerbs:\n");
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+		fprintf(to, "  %-12s %s\n", helps[i].verb, helps[i].summary);
+	fprintf(to, "\nOptions:\n"
+		    "  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
+		    "  -s, --socket PATH    control socket path (overrides --instance)\n"
+		    "  -V, --version        print the version\n"
+		    "  -h, --help           print this list\n"
+		    "'shmctl help VERB' describes a verb. Errors: exit status 2.\n");
+}
+
+int cli_help_verb(const char *verb)
+{
+	const struct help *h = find(verb);
+	if (h == NULL) {
+		fprintf(stderr, "shmctl: help: no verb '%s' (see 'shmctl help' for the list)\n", verb);
+		return EXIT_ERROR;
+	}
+	printf("usage: shmctl [--instance NAME | --socket PATH] %s%s%s\n%s.\n%s", h->verb, h->synopsis[0] ? " " : "",
+	       h->synopsis, h->summary, h->text);
+	return 0;
+}
+
+void cli_usage_error(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "shmctl: %s%s", verb ? verb : "", verb ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (verb != NULL && find(verb) != NULL)
+		fprintf(stderr, " (see 'shmctl help %s')\n", verb);
+	else
+		fprintf(stderr, " (see 'shmctl help')\n");
+	exit(EXIT_ERROR);
+}
