@@ -21,6 +21,7 @@
 #include "hugepages.h"
 #include "log.h"
 #include "periodic.h"
+#include "perms.h"
 #include "registry.h"
 #include "replication.h"
 #include "rundir.h"
@@ -241,6 +242,9 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
+	/* Files made by an earlier start keep what that configuration said:
+	 * bring them to this one's group and modes. */
+	perms_apply(&d->reg, cfg, d->sock_path);
 	if (!cfg->tcp.enabled)
 		return 0;
 	d->tcp_fd = tcp_listen(cfg->tcp.bind, cfg->tcp.port, d->tcp_name, sizeof(d->tcp_name), err, sizeof(err));
@@ -279,6 +283,7 @@ static int serve(struct daemon *d)
 		.tcp_maxclients = d->cfg.tcp.maxclients,
 		.tcp_max_request = d->cfg.tcp.max_request,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
+		.roles = &d->cfg.roles,
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
