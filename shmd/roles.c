@@ -251,8 +251,11 @@ static void refuse_role(struct verb_call *c, const struct verb *v, int need, int
 			 filter);
 	else
 		snprintf(role, sizeof(role), "is a%s %s", have == ROLE_ADMIN ? "n" : "", role_name(have));
-	snprintf(text, sizeof(text), "%s needs the %s role; this connection (%s) %s", v->name, role_name(need), who,
-		 role);
+	snprintf(text, sizeof(text), "%s needs the %s role; this connection (%s) %s%s", v->name, role_name(need), who,
+		 role,
+		 (v->flags & VERB_CREATES) && have == ROLE_WRITER
+			 ? " ([roles] writer_create = no: writers may not create filters)"
+			 : "");
 	refuse(c, text);
 }
 

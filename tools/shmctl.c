@@ -7,11 +7,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -69,7 +72,8 @@ static void usage(FILE *to)
 		"  drop FILTER                                         delete a filter and its segment\n"
 		"  rotate FILTER                                       time window: start a new generation now\n"
 		"  snapshot FILTER FILE                                write a crash-safe snapshot file\n"
-		"  swap FILTER FILE                                    replace a live filter with a snapshot file\n"
+		"  swap FILTER FILE [--reshape]                        replace a live filter with a snapshot file\n"
+		"                                                      (--reshape: also one of another type or shape)\n"
 		"  restore FILTER FILE                                 the same, creating the filter if it is missing\n"
 		"  inspect FILE [--json]                               a snapshot's header and checksum verdict (offline)\n"
 		"  build --capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]\n"
@@ -82,6 +86,8 @@ static void usage(FILE *to)
 		"                                                      copy a live filter from a peer shmd's TCP\n"
 		"                                                      listener, with its stream cursor\n"
 		"  merge FILTER FILE                                   OR a Bloom snapshot of the same shape into a filter\n"
+		"  chmod FILTER MODE                                   change the mode of a filter's files in place\n"
+		"  resize FILTER --capacity N [--fpr P]                a new size for a filter that holds no key yet\n"
 		"Options:\n"
 		"  -i, --instance NAME  instance (default 'default'): socket <runtime dir>/NAME.sock\n"
 		"  -s, --socket PATH    control socket path (overrides --instance)\n"
@@ -101,6 +107,41 @@ static void die_usage(const char *fmt, ...)
 	exit(EXIT_ERROR);
 }
 
+/* A socket we may not connect to: who we are, what the socket and its
+ * directory allow, and which setting of shmd's configuration changes it. */
+static void explain_denied(const char *path)
+{
+	char me[256], groups[512] = "", dir[4096];
+	struct passwd *pw = getpwuid(geteuid());
+	struct group *gr = getgrgid(getegid());
+	snprintf(me, sizeof(me), "uid %u (%s), gid %u (%s)", (unsigned)geteuid(), pw ? pw->pw_name : "?",
+		 (unsigned)getegid(), gr ? gr->gr_name : "?");
+	gid_t list[64];
+	int n = getgroups(64, list);
+	for (int i = 0, at = 0; i < n && at < (int)sizeof(groups) - 40; i++) {
+		struct group *g = getgrgid(list[i]);
+		at += snprintf(groups + at, sizeof(groups) - (size_t)at, "%s%s", i ? "," : "", g ? g->gr_name : "?");
+	}
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir)
+		*slash = '\0';
+	const char *what = path;
+	if (stat(path, &st) < 0 && errno == EACCES) /* the directory stops us first */
+		what = dir, stat(dir, &st);
+	else if (stat(path, &st) < 0)
+		st = (struct stat){ 0 };
+	struct passwd *ow = getpwuid(st.st_uid);
+	struct group *og = getgrgid(st.st_gid);
+	fprintf(stderr,
+		"%s: cannot connect to %s: Permission denied: shmctl runs as %s, groups %s; %s is %s:%s mode %04o. "
+		"To use the socket, a user must be in group %s (`group =` in [instance] of shmd's configuration "
+		"decides that group; `socket_mode =` the mode), or be root\n",
+		prog, path, me, groups[0] ? groups : "(none)", what, ow ? ow->pw_name : "?", og ? og->gr_name : "?",
+		(unsigned)(st.st_mode & 07777), og ? og->gr_name : "?");
+}
+
 static redisContext *connect_daemon(const char *instance, const char *socket_path)
 {
 	char path[4096];
@@ -114,6 +155,11 @@ static redisContext *connect_daemon(const char *instance, const char *socket_pat
 	}
 	struct timeval tv = { .tv_sec = 5 };
 	redisContext *c = redisConnectUnixWithTimeout(socket_path, tv);
+	if (c != NULL && c->err && strstr(c->errstr, "Permission denied") != NULL) {
+		explain_denied(socket_path);
+		redisFree(c);
+		exit(EXIT_ERROR);
+	}
 	if (c == NULL || c->err) {
 		fprintf(stderr, "%s: cannot connect to %s: %s (is shmd running for instance '%s'?)\n", prog,
 			socket_path, c ? c->errstr : "out of memory", instance);
@@ -592,10 +638,14 @@ static int verb_ping(int argc, char **argv, int json)
 }
 
 /* snapshot, swap, restore: FILTER FILE, the file sent as an absolute
- * path (shmd opens it with the caller's identity). */
+ * path (shmd opens it with the caller's identity); swap also takes
+ * --reshape (RESHAPE: the file may have another type or shape). */
 static int verb_file(int argc, char **argv, const char *cmd)
 {
 	char path[4096];
+	int reshape = 0;
+	if (argc == 4 && !strcmp(cmd, "SHMF.SWAP") && !strcmp(argv[3], "--reshape"))
+		reshape = 1, argc = 3;
 	if (argc != 3)
 		die_usage("%s takes a filter name and a file", argv[0]);
 	if (argv[2][0] == '/') {
@@ -606,8 +656,8 @@ static int verb_file(int argc, char **argv, const char *cmd)
 		    (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
 			die_usage("%s: path too long", argv[2]);
 	}
-	const char *req[] = { cmd, argv[1], path };
-	redisReply *r = call(argv[0], 3, req, NULL);
+	const char *req[] = { cmd, argv[1], path, "RESHAPE" };
+	redisReply *r = call(argv[0], 3 + reshape, req, NULL);
 	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
 	freeReplyObject(r);
 	return 0;
@@ -715,6 +765,43 @@ static int verb_replication(int argc, char **argv, int json)
 	return 0;
 }
 
+/* chmod FILTER MODE: SHMF.CHMOD, every live generation's files at once. */
+static int verb_chmod(int argc, char **argv, int json)
+{
+	(void)json;
+	if (argc != 3)
+		die_usage("chmod takes a filter name and an octal mode (0640: the group may check, 0660: add too)");
+	const char *req[] = { "SHMF.CHMOD", argv[1], argv[2] };
+	redisReply *r = call("chmod", 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
+/* resize FILTER --capacity N [--fpr P]: SHMF.RESIZE. */
+static int verb_resize(int argc, char **argv, int json)
+{
+	(void)json;
+	const char *filter = NULL, *capacity = NULL, *fpr = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--capacity") && i + 1 < argc)
+			capacity = argv[++i];
+		else if (!strcmp(argv[i], "--fpr") && i + 1 < argc)
+			fpr = argv[++i];
+		else if (argv[i][0] != '-' && filter == NULL)
+			filter = argv[i];
+		else
+			die_usage("resize: unexpected argument '%s'", argv[i]);
+	}
+	if (filter == NULL || capacity == NULL)
+		die_usage("resize takes a filter name and --capacity N (and --fpr P)");
+	const char *req[] = { "SHMF.RESIZE", filter, capacity, fpr };
+	redisReply *r = call("resize", fpr ? 4 : 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
 static int verb_build(int argc, char **argv, int json)
 {
 	(void)json;
@@ -760,6 +847,8 @@ static const struct verb {
 	{ "replication", verb_replication, 0 },
 	{ "pull", verb_pull, 0 },
 	{ "merge", verb_merge, 0 },
+	{ "chmod", verb_chmod, 0 },
+	{ "resize", verb_resize, 0 },
 };
 
 int main(int argc, char **argv)
