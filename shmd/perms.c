@@ -39,6 +39,26 @@ void perms_whoami(char *buf, size_t len)
 		 group_name(getegid(), g, sizeof(g)));
 }
 
+const char *perms_hint(int err, int what, char *buf, size_t len)
+{
+	char me[160];
+	buf[0] = '\0';
+	if (err != -EACCES && err != -EPERM)
+		return buf;
+	perms_whoami(me, len < sizeof(me) ? len : sizeof(me));
+	if (what == PERMS_HINT_GROUP)
+		snprintf(buf, len,
+			 " (shmd runs as %s: a daemon that is not root can give its files only a group it is a "
+			 "member of: change `group =` in [instance], or run shmd as root)",
+			 me);
+	else
+		snprintf(buf, len,
+			 " (shmd runs as %s: run it as root, or point SHMF_RUNTIME_DIR at a directory this user may "
+			 "write)",
+			 me);
+	return buf;
+}
+
 /* What one file should be. */
 struct want {
 	gid_t gid;

@@ -63,4 +63,14 @@ int perms_filter_mode(struct registry *r, const char *name, mode_t mode, char *e
  */
 void perms_whoami(char *buf, size_t len);
 
+enum { PERMS_HINT_DIR, PERMS_HINT_GROUP };
+
+/**
+ * What to add to a message about error @p err (-errno): for EACCES and
+ * EPERM, who shmd runs as and what to change (PERMS_HINT_DIR: where it
+ * may create its files; PERMS_HINT_GROUP: a `group =` it may give its
+ * files); "" for any other error. @return @p buf.
+ */
+const char *perms_hint(int err, int what, char *buf, size_t len);
+
 #endif

@@ -29,6 +29,7 @@
 
 #include "errmsg.h"
 #include "log.h"
+#include "perms.h"
 #include "reply.h"
 #include "request.h"
 #include "roles.h"
@@ -135,13 +136,17 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	umask(old);
 	if (rc < 0) {
 		close(fd);
-		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s", path, strerror(e));
+		char hint[320];
+		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s%s", path, strerror(e),
+			      perms_hint(-e, PERMS_HINT_DIR, hint, sizeof(hint)));
 	}
 	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		e = errno;
 		close(fd);
 		unlink(path);
-		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s", path, strerror(e));
+		char hint[320];
+		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s%s", path, strerror(e),
+			      perms_hint(-e, PERMS_HINT_GROUP, hint, sizeof(hint)));
 	}
 	return fd;
 }

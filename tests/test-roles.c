@@ -28,9 +28,11 @@
  *                filter holding keys is refused with why and what to do;
  *   restart    - a restart with another group = brings the instance
  *                directory, control file, socket and data files to it
- *                (and wrong modes back), logging each change.
+ *                (and wrong modes back), logging each change;
+ *   messages   - shmctl refused the socket and shmd refused its runtime
+ *                directory name the path, the user and what to change.
  *
- * Usage: test-roles PATH-TO-SHMD [TEST]
+ * Usage: test-roles PATH-TO-SHMD PATH-TO-SHMCTL
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,7 +65,8 @@ static char root[64], conf[128], logpath[128], sock_path[100], idir[128];
  * group and client group: the socket is the client group's), a team member
  * (client group and team). */
 static char g_client[32], g_admin[32], g_team[32], g_other[32];
-static char u_writer[32], u_admin[32], u_team[32];
+static char u_writer[32], u_admin[32], u_team[32], u_out[32];
+static const char *shmctl_path;
 static gid_t gid_client, gid_other;
 static int users_made, tcp_port;
 static pid_t daemon_pid;
@@ -82,9 +85,9 @@ static void remove_users(void)
 	if (!users_made)
 		return;
 	snprintf(cmd, sizeof(cmd),
-		 "userdel %s 2>/dev/null; userdel %s 2>/dev/null; userdel %s 2>/dev/null; groupdel %s 2>/dev/null; "
-		 "groupdel %s 2>/dev/null; groupdel %s 2>/dev/null; groupdel %s 2>/dev/null",
-		 u_writer, u_admin, u_team, g_client, g_admin, g_team, g_other);
+		 "userdel %s 2>/dev/null; userdel %s 2>/dev/null; userdel %s 2>/dev/null; userdel %s 2>/dev/null; "
+		 "groupdel %s 2>/dev/null; groupdel %s 2>/dev/null; groupdel %s 2>/dev/null; groupdel %s 2>/dev/null",
+		 u_writer, u_admin, u_team, u_out, g_client, g_admin, g_team, g_other);
 	(void)!system(cmd);
 	users_made = 0;
 }
@@ -113,6 +116,7 @@ static int make_users(void)
 	snprintf(u_writer, sizeof(u_writer), "shmrw%u", tag);
 	snprintf(u_admin, sizeof(u_admin), "shmrA%u", tag);
 	snprintf(u_team, sizeof(u_team), "shmrT%u", tag);
+	snprintf(u_out, sizeof(u_out), "shmrO%u", tag);
 	users_made = 1;
 	atexit(remove_users);
 	signal(SIGINT, on_signal);
@@ -122,9 +126,9 @@ static int make_users(void)
 		 "groupadd %s && groupadd %s && groupadd %s && groupadd %s && "
 		 "useradd -M -N -s /usr/sbin/nologin -G %s %s && "
 		 "useradd -M -N -s /usr/sbin/nologin -G %s,%s %s && "
-		 "useradd -M -N -s /usr/sbin/nologin -G %s,%s %s",
+		 "useradd -M -N -s /usr/sbin/nologin -G %s,%s %s && useradd -M -N -s /usr/sbin/nologin %s",
 		 g_client, g_admin, g_team, g_other, g_client, u_writer, g_client, g_admin, u_admin, g_client, g_team,
-		 u_team);
+		 u_team, u_out);
 	if (run(cmd) != 0)
 		return -1;
 	gid_client = gid_of(g_client);
@@ -738,17 +742,66 @@ static void test_restart_group(void **state)
 	assert_int_equal(g, gid_client);
 }
 
+/* ---- Permission errors name the path, who, and what to change ---------- */
+
+/* Run @p cmd as user @p user; its stderr (and stdout) in @p out. */
+static void run_as(const char *user, const char *cmd, char *out, size_t cap)
+{
+	char line[2048], file[160];
+	snprintf(file, sizeof(file), "%s/out.txt", root);
+	struct passwd *pw = getpwnam(user);
+	assert_non_null(pw);
+	snprintf(line, sizeof(line), "setpriv --reuid=%u --regid=%u --init-groups sh -c '%s' >%s 2>&1",
+		 (unsigned)pw->pw_uid, (unsigned)pw->pw_gid, cmd, file);
+	(void)!system(line);
+	FILE *fp = fopen(file, "r");
+	assert_non_null(fp);
+	out[fread(out, 1, cap - 1, fp)] = '\0';
+	fclose(fp);
+}
+
+static void test_messages(void **state)
+{
+	(void)state;
+	char cmd[1024], out[4096];
+	/* A user in no group of the instance: shmctl says who it is, what the
+	 * socket allows and which setting decides. */
+	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR=%s %s -i %s ping", root, shmctl_path, INSTANCE);
+	run_as(u_out, cmd, out, sizeof(out));
+	static const char *const want[] = { "Permission denied", "shmctl runs as uid", "groups", "mode 0660",
+					    "`group =` in [instance]" };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strstr(out, want[i]) == NULL || strstr(out, sock_path) == NULL)
+			fail_msg("shmctl on a socket it may not use said: %s (want [%s] and the path)", out, want[i]);
+	/* shmd as a user whose runtime directory holds an instance directory
+	 * it may not open (root's, 0700). */
+	char denied[160], inst[200];
+	struct passwd *pw = getpwnam(u_out);
+	assert_non_null(pw);
+	snprintf(denied, sizeof(denied), "%s/outsider", root);
+	snprintf(inst, sizeof(inst), "%s/other", denied);
+	assert_int_equal(mkdir(denied, 0700), 0);
+	assert_int_equal(chown(denied, pw->pw_uid, pw->pw_gid), 0);
+	assert_int_equal(mkdir(inst, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR=%s %s -f -i other", denied, shmd_path);
+	run_as(u_out, cmd, out, sizeof(out));
+	if (strstr(out, "Permission denied") == NULL || strstr(out, "shmd runs as uid") == NULL ||
+	    strstr(out, "SHMF_RUNTIME_DIR") == NULL || strstr(out, inst) == NULL)
+		fail_msg("shmd that may not create its runtime directory said: %s", out);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s PATH-TO-SHMD [TEST]\n", argv[0]);
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s PATH-TO-SHMD PATH-TO-SHMCTL [TEST]\n", argv[0]);
 		return 2;
 	}
 	shmd_path = argv[1];
+	shmctl_path = argv[2];
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writer), cmocka_unit_test(test_admin),         cmocka_unit_test(test_tcp),
 		cmocka_unit_test(test_quotas), cmocka_unit_test(test_chmod),         cmocka_unit_test(test_swap),
-		cmocka_unit_test(test_resize), cmocka_unit_test(test_restart_group),
+		cmocka_unit_test(test_resize), cmocka_unit_test(test_restart_group), cmocka_unit_test(test_messages),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
