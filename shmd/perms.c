@@ -19,6 +19,7 @@
 #include "log.h"
 #include "perms.h"
 #include "registry-internal.h"
+#include "roles.h"
 #include "rundir.h"
 
 static const char *group_name(gid_t g, char *buf, size_t len)
@@ -217,6 +218,7 @@ int perms_apply(struct registry *r, const struct config *cfg, const char *sock_p
 			"permissions: %s is mode %04o: members of group %u cannot reach the instance in it (it needs "
 			"at least 0711)",
 			root, (unsigned)(st.st_mode & 07777), (unsigned)cfg->gid);
+	roles_files_changed();
 	if (total > 0)
 		log_msg(LOG_INFO, "permissions: %d change%s made to follow the configuration", total,
 			total == 1 ? "" : "s");
@@ -248,6 +250,7 @@ int perms_filter_mode(struct registry *r, const char *name, mode_t mode, char *e
 	}
 	const struct want w = { gid, mode };
 	int rc = fix_filter(r, &copy, &w);
+	roles_files_changed();
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': cannot change the mode of its files in %s: %s", name,
 			      r->dir_path, strerror(-rc));

@@ -156,6 +156,9 @@ int roles_allow(struct verb_call *c, const struct verb *v);
  */
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec);
 
+/** shmd changed the mode or group of data files: forget what roles_allow() remembers of them. */
+void roles_files_changed(void);
+
 /** Whether uid/groups of session @p s may read (@p write 0) or write the file @p st, as the kernel judges modes. */
 int roles_file_allows(const struct session *s, const struct stat *st, int write);
 
