@@ -143,6 +143,10 @@ static void replace(struct verb_call *c, int how)
 		rc = snapshot_open(&sf, path, err, sizeof(err));
 		fscred_restore(&saved);
 	}
+	if (rc == 0 && how == REGISTRY_SWAP && !cmd_swap_shape_ok(c, &sf.hdr)) {
+		snapshot_close(&sf);
+		return;
+	}
 	if (rc == 0) {
 		rc = registry_replace(c->reg, c->req->argv[1], &sf, how, err, sizeof(err));
 		snapshot_close(&sf);

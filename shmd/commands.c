@@ -3,6 +3,7 @@
  * filter a request names, the one-key and batch calls, the options of a
  * time window, creating a filter, and the fields of INFO replies.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <strings.h>
 
 #include "commands.h"
+#include "roles.h"
 #include "spec.h"
 
 /* Keys per shmf_add_many/shmf_check_many call for BF.MADD and BF.MEXISTS. */
@@ -154,6 +156,9 @@ int cmd_window_complete(struct verb_call *c, struct filter_spec *spec)
 int cmd_create(struct verb_call *c, const struct filter_spec *spec)
 {
 	char err[REGISTRY_ERR_MAX];
+	/* Who may create, and how much, before anything is allocated. */
+	if (!roles_may_create(c, spec))
+		return -EACCES;
 	int rc = registry_create(c->reg, spec, err, sizeof(err));
 	if (rc == SHMF_E_EXISTS)
 		reply_error(c->out, "ERR item exists");

@@ -59,7 +59,9 @@ int cmd_window_option(struct verb_call *c, int *i, struct filter_spec *spec);
  */
 int cmd_window_complete(struct verb_call *c, struct filter_spec *spec);
 
-/** Create a filter; RedisBloom's "item exists" for a name in use. The slot, or a negative code after replying. */
+/** Create a filter, if the connection may (roles_may_create(): admin, or a
+ * writer within its quotas); RedisBloom's "item exists" for a name in use.
+ * The slot, or a negative code after replying (-EACCES: refused). */
 int cmd_create(struct verb_call *c, const struct filter_spec *spec);
 
 /**
@@ -91,5 +93,18 @@ verb_handler cmd_bf_scandump, cmd_bf_loadchunk, cmd_cf_scandump, cmd_cf_loadchun
 
 /* ---- commands-admin.c: SHMF.MERGE, SHMF.RELOAD ---- */
 verb_handler cmd_shmf_merge, cmd_shmf_reload;
+
+/* ---- commands-perms.c: SHMF.CHMOD and SHMF.RESIZE (issue 18) ---- */
+verb_handler cmd_shmf_chmod, cmd_shmf_resize;
+
+struct shmf_snap_header;
+
+/**
+ * SHMF.SWAP's shape check: the file of header @p h may replace the live
+ * filter argv[1] if it has the same type, capacity, k, blocks, buckets and
+ * window, or if argv[3] is RESHAPE. 1, or 0 after replying what would
+ * change (or that argv[3] is not RESHAPE).
+ */
+int cmd_swap_shape_ok(struct verb_call *c, const struct shmf_snap_header *h);
 
 #endif

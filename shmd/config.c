@@ -384,6 +384,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 					ps->cur = &ps->c->filters[i];
 		}
 	}
+	int taken = roles_config_key(&ps->c->roles, section, name, value, ps->msg, sizeof(ps->msg));
+	if (taken != 0)
+		return taken < 0 ? bad_at(ps) : 1;
 	if (ps->cur != NULL)
 		return filter_key(ps, name, value);
 	if (!strcmp(section, "tcp"))
@@ -398,6 +401,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
  * given twice is an error rather than a silent merge. */
 static int declare_sections(struct parse_state *ps, const char *text)
 {
+	int ours;
 	for (const char *line = text; line != NULL && *line != '\0';) {
 		const char *next = strchr(line, '\n');
 		size_t len = next ? (size_t)(next - line) : strlen(line);
@@ -421,6 +425,10 @@ static int declare_sections(struct parse_state *ps, const char *text)
 				if (ps->c->repl.enabled)
 					return bad(ps, "[replication] given twice");
 				ps->c->repl.enabled = 1;
+			} else if ((ours = roles_config_section(&ps->c->roles, section, ps->msg, sizeof(ps->msg))) !=
+				   0) {
+				if (ours < 0)
+					return bad_at(ps);
 			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0) {
 				return bad(ps, "unknown section [%s]", section);
 			}
@@ -453,6 +461,7 @@ static void config_defaults(struct config *c)
 	c->repl.retention = REPL_RETENTION_DEFAULT;
 	c->repl.journal_rings = REPL_RINGS_DEFAULT;
 	c->repl.journal_entries = REPL_ENTRIES_DEFAULT;
+	roles_config_defaults(&c->roles);
 }
 
 /* What [replication] must hold once the whole text is read: a secret if
@@ -504,6 +513,9 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
 	if ((rc = repl_complete(c, origin, err, errlen)) < 0)
 		return rc;
+	char msg[192];
+	if (roles_config_complete(&c->roles, c->gid, msg, sizeof(msg)) < 0)
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: %s", origin, msg);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		struct filter_spec *f = &c->filters[i];

@@ -52,6 +52,10 @@
  *
  * A filter section's `replicate = yes` makes it replicated (needs
  * [replication] with a secret).
+ *
+ * Roles on the control socket ([roles], [user NAME] and a filter's
+ * `writers =`) are read by config-roles.c; their keys are listed there
+ * and in roles.h.
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
@@ -60,6 +64,7 @@
 
 #include "fleet.h"
 #include "registry.h"
+#include "roles.h"
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
 
@@ -118,6 +123,7 @@ struct config {
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
 	struct repl_config repl;
+	struct roles_config roles; /* [roles], [user NAME], writers = (roles.h, config-roles.c) */
 };
 
 /** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */

@@ -23,6 +23,7 @@
 #include "hugepages.h"
 #include "log.h"
 #include "periodic.h"
+#include "perms.h"
 #include "registry.h"
 #include "reload.h"
 #include "replication.h"
@@ -236,6 +237,9 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
+	/* Files made by an earlier start keep what that configuration said:
+	 * bring them to this one's group and modes. */
+	perms_apply(&d->reg, cfg, d->sock_path);
 	if (!cfg->tcp.enabled)
 		return 0;
 	d->tcp_fd = tcp_listen(cfg->tcp.bind, cfg->tcp.port, d->tcp_name, sizeof(d->tcp_name), err, sizeof(err));
@@ -275,6 +279,7 @@ static int serve(struct daemon *d)
 		.tcp_maxclients = d->cfg.tcp.maxclients,
 		.tcp_max_request = d->cfg.tcp.max_request,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
+		.roles = &d->cfg.roles,
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
@@ -364,7 +369,8 @@ int main(int argc, char **argv)
 					.instance = instance,
 					.log_level = d.log_level,
 					.daemonised = !d.foreground,
-					.reg = &d.reg };
+					.reg = &d.reg,
+					.sock_path = d.sock_path };
 	/* The log file now, so that a bad one stops shmd on the terminal;
 	 * syslog (when daemonised without one) once daemonised. */
 	if (reload_log(&(struct reload_ctx){ .log_level = d.log_level }, &d.cfg, err, sizeof(err)) < 0) {

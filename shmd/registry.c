@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "log.h"
 #include "mkdirs.h"
+#include "perms.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
@@ -217,7 +218,7 @@ static void ctl_recover(struct registry *r)
 int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
 		  size_t errlen)
 {
-	char root[4096];
+	char root[4096], hint[320];
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -235,20 +236,26 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 	if ((rc = shmf_instance_path(instance, "", r->dir_path, sizeof(r->dir_path))) < 0)
 		return errmsg(err, errlen, rc, "instance '%s': %s", instance, shmf_strerror(rc));
 	if ((rc = mkdirs(root, 0755)) < 0)
-		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s", root, strerror(-rc));
+		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s%s", root, strerror(-rc),
+			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
 
 	int created = 0;
 	if (mkdir(r->dir_path, dir_mode) == 0)
 		created = 1;
-	else if (errno != EEXIST)
-		return errmsg(err, errlen, -errno, "%s: cannot create: %s", r->dir_path, strerror(errno));
+	else if ((rc = -errno) != -EEXIST)
+		return errmsg(err, errlen, rc, "%s: cannot create: %s%s", r->dir_path, strerror(-rc),
+			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
 	int fd = open(r->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errmsg(err, errlen, -errno, "%s: cannot open: %s", r->dir_path, strerror(errno));
+	if (fd < 0) {
+		rc = -errno;
+		return errmsg(err, errlen, rc, "%s: cannot open: %s%s", r->dir_path, strerror(-rc),
+			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
+	}
 	if (created && (fchmod(fd, dir_mode) < 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0))) {
 		rc = -errno;
 		close(fd);
-		return errmsg(err, errlen, rc, "%s: cannot set mode or group: %s", r->dir_path, strerror(-rc));
+		return errmsg(err, errlen, rc, "%s: cannot set mode or group: %s%s", r->dir_path, strerror(-rc),
+			      perms_hint(rc, PERMS_HINT_GROUP, hint, sizeof(hint)));
 	}
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
@@ -311,8 +318,10 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	if (fd < 0)
 		return errmsg(err, errlen, -errno, "%s/%s: cannot create: %s", r->dir_path, fname, strerror(errno));
 	if (fchmod(fd, spec->mode) < 0 || (r->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, r->gid) < 0)) {
-		rc = errmsg(err, errlen, -errno, "%s/%s: cannot set mode or group: %s", r->dir_path, fname,
-			    strerror(errno));
+		char hint[320];
+		int e = -errno;
+		rc = errmsg(err, errlen, e, "%s/%s: cannot set mode or group: %s%s", r->dir_path, fname, strerror(-e),
+			    perms_hint(e, PERMS_HINT_GROUP, hint, sizeof(hint)));
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a

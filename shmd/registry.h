@@ -204,6 +204,16 @@ void registry_cursor_set(struct registry *r, int slot, uint64_t ms, uint64_t seq
 /** Load the cursor of the filter in @p slot (0-0: none yet). */
 void registry_cursor_get(const struct registry *r, int slot, uint64_t *ms, uint64_t *seq);
 
+/**
+ * Give filter @p name capacity @p capacity at error rate @p fpr (0: its
+ * own): possible only while it holds no key (registry-resize.c says why),
+ * by publishing an empty generation of the new shape in place of its ring.
+ * @return 0, SHMF_E_NOTFOUND, SHMF_E_EXISTS (that shape already),
+ *         SHMF_E_TYPE (it holds keys, or replicates: err says what to do
+ *         instead), SHMF_E_INVAL, SHMF_E_TOOBIG, or -errno.
+ */
+int registry_resize(struct registry *r, const char *name, uint64_t capacity, double fpr, char *err, size_t errlen);
+
 /** Fill @p slots with the live slots in slot order; returns how many. */
 int registry_list(struct registry *r, int slots[SHMF_SLOTS]);
 

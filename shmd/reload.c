@@ -13,6 +13,7 @@
 
 #include "errmsg.h"
 #include "log.h"
+#include "perms.h"
 #include "reload.h"
 
 static struct reload_ctx *registered;
@@ -241,6 +242,8 @@ static const struct key_row {
 	{ "[tcp] maxclients", RESTART, K_UINT, CFIELD(tcp.maxclients) },
 	{ "[tcp] max_request", RESTART, K_SIZE, CFIELD(tcp.max_request) },
 	{ "[replication]", RESTART, K_BLOB, CFIELD(repl) },
+	/* Roles are looked up per request: the next request sees them. */
+	{ "[roles], [user NAME] and writers =", LIVE, K_BLOB, CFIELD(roles) },
 };
 #undef CFIELD
 
@@ -348,21 +351,29 @@ static void apply_log(struct reload_ctx *ctx, const struct config *next, struct 
 	}
 }
 
-/*
- * What can change live beyond the filters: the instance keys, the log,
- * and the permissions. The permissions pass (perms_apply(), which brings
- * the runtime directory, the control file, the socket and every filter's
- * files to the configured owner, group and modes) is called from here and
- * only from here, at start and on reload.
- */
+/* What can change live beyond the filters: the instance keys, the roles
+ * and the log. The modes and groups among them reach the files in
+ * reload_permissions(), once the filters' sections are in force too. */
 static void reload_apply_settings(struct reload_ctx *ctx, const struct config *next, struct reload_report *rep)
 {
 	apply_keys(ctx->cfg, next, rep);
 	apply_log(ctx, next, rep);
-	/* PERMISSIONS PASS: perms_apply(ctx->reg, ctx->cfg, ...) goes here
-	 * (the roles work, shmd/perms.c); until it is merged, the modes and
-	 * groups above are kept in the configuration and new filters and files
-	 * get them, existing files keep theirs. */
+}
+
+/* The permissions pass, as at start (perms_apply(): the runtime directory,
+ * the control file, the socket and every filter's files brought to the
+ * configured group and modes, each change logged). */
+static void reload_permissions(struct reload_ctx *ctx, struct reload_report *rep)
+{
+	if (ctx->sock_path == NULL)
+		return;
+	int rc = perms_apply(ctx->reg, ctx->cfg, ctx->sock_path);
+	if (rc > 0) {
+		rep->applied++;
+		say(rep, LOG_NOTICE, "permissions: %d files brought to the configured group and modes", rc);
+	} else if (rc < 0) {
+		say(rep, LOG_WARNING, "permissions: not every file could be changed: %s (see the log)", strerror(-rc));
+	}
 }
 
 /* The parsed file, and a copy of the configuration it replaces: large,
@@ -397,6 +408,7 @@ int reload_run(struct reload_ctx *ctx, struct reload_report *rep)
 	ctx->cfg->nfilters = next_cfg.nfilters;
 	memcpy(ctx->cfg->filters, next_cfg.filters, sizeof(next_cfg.filters));
 	reload_filters(ctx->reg, ctx->cfg, rep, 0);
+	reload_permissions(ctx, rep);
 	if (ctx->periodic != NULL)
 		periodic_reschedule(ctx->periodic, &old_cfg, (uint64_t)time(NULL));
 	say(rep, LOG_NOTICE, "%s: %u filters created, %u changes applied, %u refused, %u need a restart%s", ctx->path,

@@ -54,6 +54,7 @@ struct reload_ctx {
 	int daemonised;       /* the log's default: syslog (1) or stderr (0) */
 	struct registry *reg;
 	struct periodic *periodic; /* NULL until the loop runs */
+	const char *sock_path;     /* the control socket, for the permissions pass; NULL: none yet */
 };
 
 /**

@@ -29,8 +29,10 @@
 
 #include "errmsg.h"
 #include "log.h"
+#include "perms.h"
 #include "reply.h"
 #include "request.h"
+#include "roles.h"
 #include "server.h"
 #include "session.h"
 #include "tcp.h"
@@ -134,13 +136,17 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	umask(old);
 	if (rc < 0) {
 		close(fd);
-		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s", path, strerror(e));
+		char hint[320];
+		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s%s", path, strerror(e),
+			      perms_hint(-e, PERMS_HINT_DIR, hint, sizeof(hint)));
 	}
 	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		e = errno;
 		close(fd);
 		unlink(path);
-		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s", path, strerror(e));
+		char hint[320];
+		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s%s", path, strerror(e),
+			      perms_hint(-e, PERMS_HINT_GROUP, hint, sizeof(hint)));
 	}
 	return fd;
 }
@@ -389,10 +395,9 @@ static void accept_clients(struct server *s, struct listener *l)
 		if (l->kind == SESSION_TCP) {
 			tcp_peer_name(fd, c->sess.addr, sizeof(c->sess.addr));
 		} else {
-			struct ucred uc;
-			socklen_t ul = sizeof(uc);
-			if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
-				c->sess.peer = (struct fscred){ .set = 1, .uid = uc.uid, .gid = uc.gid };
+			/* On failure the peer stays nobody (session_init()): a reader
+			 * that names files as nobody. */
+			(void)roles_peer_read(&c->sess, fd);
 		}
 		if (full) {
 			reply_error(&c->out, "%s", MAXCLIENTS_ERROR);
@@ -433,6 +438,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	s.view = (struct server_view){
 		.started = (uint64_t)time(NULL),
 		.requirepass = o->requirepass ? o->requirepass : "",
+		.roles = o->roles,
 		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
 		.maxclients = { SERVER_MAX_CLIENTS, o->tcp_maxclients },

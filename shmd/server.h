@@ -36,10 +36,11 @@ struct server_opts {
 	int tcp_fd;            /* from tcp_listen(), or -1 for none */
 	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
 	int tcp_port;
-	const char *requirepass; /* TCP clients must AUTH with it first; NULL or "": no password */
-	unsigned tcp_maxclients; /* TCP connections at once */
-	size_t tcp_max_request;  /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
-	int wake_fd;             /* readable: run tick now (the replication engine's); -1: none */
+	const char *requirepass;          /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned tcp_maxclients;          /* TCP connections at once */
+	size_t tcp_max_request;           /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	int wake_fd;                      /* readable: run tick now (the replication engine's); -1: none */
+	const struct roles_config *roles; /* who may do what (roles.h); NULL: the defaults */
 };
 
 /**

@@ -24,7 +24,7 @@ void session_init(struct session *s, uint64_t id, int kind, const struct server_
 	s->id = id;
 	s->kind = kind;
 	s->srv = srv;
-	s->authed = kind != SESSION_TCP || srv->requirepass == NULL || srv->requirepass[0] == '\0';
+	s->authed = kind != SESSION_TCP || !roles_password_required(s);
 	snprintf(s->addr, sizeof(s->addr), "%s", kind == SESSION_TCP ? "?" : "unix");
 	/* A peer whose identity is unknown names files as nobody; TCP peers
 	 * are refused the file verbs before that matters. */
@@ -39,30 +39,12 @@ void session_free(struct session *s)
 	scandump_owner_gone(s->id);
 }
 
-static int password_required(const struct session *s)
-{
-	return s->srv->requirepass != NULL && s->srv->requirepass[0] != '\0';
-}
-
-/* Compare a password in time that depends only on the configured one's
- * length, so that timing tells a network peer nothing about how much of
- * its guess was right. */
-static int password_ok(const struct session *s, const char *given, size_t len)
-{
-	const char *want = s->srv->requirepass;
-	size_t wlen = strlen(want);
-	unsigned char diff = len != wlen;
-	for (size_t i = 0; i < wlen; i++)
-		diff |= (unsigned char)want[i] ^ (unsigned char)(i < len ? given[i] : 0);
-	return diff == 0;
-}
-
 /* Authenticate as @p user (NULL: the one-argument AUTH form) with @p pass.
  * 0 with the session authenticated, or after replying with the error
  * SHMF_E_INVAL (no password to give) or -EACCES (a wrong user or password). */
 static int authenticate(struct session *s, const char *user, const char *pass, size_t passlen, struct reply *out)
 {
-	if (!password_required(s)) {
+	if (!roles_password_required(s)) {
 		/* Redis without requirepass: the default user has no password,
 		 * so AUTH default <anything> passes and AUTH <password> is a
 		 * configuration mistake worth saying so. */
@@ -78,7 +60,7 @@ static int authenticate(struct session *s, const char *user, const char *pass, s
 		}
 		return 0;
 	}
-	if ((user != NULL && strcmp(user, "default") != 0) || !password_ok(s, pass, passlen)) {
+	if (roles_authenticate(s, user, pass, passlen) == ROLE_NONE) {
 		reply_error(out, "%s", WRONGPASS);
 		return -EACCES;
 	}
@@ -379,9 +361,10 @@ void cmd_reset(struct verb_call *c)
 	free(s->name);
 	s->name = NULL;
 	s->lib_name[0] = s->lib_ver[0] = '\0';
-	if (s->kind == SESSION_TCP && password_required(s) && s->authed) {
+	if (s->kind == SESSION_TCP && roles_password_required(s) && s->authed) {
 		s->authed = 0;
 		s->limits_changed = 1;
+		s->user[0] = '\0';
 	}
 	reply_status(c->out, "RESET");
 }

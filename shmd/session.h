@@ -6,14 +6,16 @@
  * (verbs.h) runs every request, connection verb or filter verb, as the
  * verb table says.
  *
- * Who may run what: a unix-socket client is trusted as far as the
- * socket's mode lets it connect. A TCP client must first AUTH when the
- * [tcp] section sets requirepass (until then every verb but those the
- * table marks VERB_NOAUTH - AUTH, HELLO with AUTH, QUIT and RESET -
- * answers -NOAUTH), and may never run the verbs that name files on the
- * daemon's host (VERB_NAMES_FILE: SHMF.SNAPSHOT, SHMF.SWAP,
- * SHMF.RESTORE): the daemon cannot tell whose files a network peer may
- * touch.
+ * Who may run what: every connection has a role (roles.h): on the unix
+ * socket from its peer's uid and groups, over TCP from the user it
+ * authenticated as. A TCP client must first AUTH when the [tcp] section
+ * sets requirepass or [user NAME] sections exist (until then every verb
+ * but those the table marks VERB_NOAUTH - AUTH, HELLO with AUTH, QUIT and
+ * RESET - answers -NOAUTH), and may never run the verbs that name files
+ * on the daemon's host (VERB_NAMES_FILE: SHMF.SNAPSHOT, SHMF.SWAP,
+ * SHMF.RESTORE, SHMF.MERGE): the daemon cannot tell whose files a network
+ * peer may touch. AUTH on the unix socket changes no role: there the
+ * peer's identity decides.
  *
  * Single-threaded, like the registry: called from the server loop only.
  */
@@ -24,6 +26,7 @@
 
 #include "fscred.h"
 #include "registry.h"
+#include "roles.h"
 #include "verbs.h"
 
 /* The Redis version shmd answers to HELLO and INFO: the command set and
@@ -36,11 +39,12 @@ enum { SESSION_UNIX, SESSION_TCP };
 /* The server as the compatibility verbs describe it (HELLO, INFO). Owned
  * and updated by the server loop. */
 struct server_view {
-	uint64_t started;        /* time() when the loop started */
-	const char *requirepass; /* TCP clients must AUTH with it; "" none */
-	const char *tcp_name;    /* "127.0.0.1:6379", or NULL without a listener */
-	int tcp_port;            /* 0 without a listener */
-	unsigned clients[2];     /* connected now, by SESSION_UNIX / SESSION_TCP */
+	uint64_t started;                 /* time() when the loop started */
+	const char *requirepass;          /* TCP clients must AUTH with it; "" none */
+	const struct roles_config *roles; /* NULL: the defaults (roles.h): no admin group, no users */
+	const char *tcp_name;             /* "127.0.0.1:6379", or NULL without a listener */
+	int tcp_port;                     /* 0 without a listener */
+	unsigned clients[2];              /* connected now, by SESSION_UNIX / SESSION_TCP */
 	unsigned maxclients[2];
 	uint64_t connections_received;
 	uint64_t commands_processed;
@@ -57,6 +61,9 @@ struct session {
 	char lib_name[64], lib_ver[32]; /* CLIENT SETINFO */
 	char addr[64];                  /* the peer: "127.0.0.1:51234", or "unix" */
 	struct fscred peer;             /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
+	int ngroups;                    /* unix: the peer's supplementary groups (roles_peer_read) */
+	gid_t groups[ROLES_PEER_GROUPS_MAX];
+	char user[ROLES_USER_NAME_MAX + 1]; /* tcp: the user AUTH named ("default": requirepass), "" none */
 	const struct server_view *srv;
 };
 

@@ -20,86 +20,105 @@
 #define WRITES (VERB_WRITES | VERB_TCP_OK)
 #define CONN   (VERB_CONN | VERB_TCP_OK)
 /* Administration that names a file on the daemon's host: never over TCP. */
-#define FILE_ADMIN (VERB_WRITES | VERB_NAMES_FILE | VERB_ADMIN)
+#define FILE_VERB (VERB_WRITES | VERB_NAMES_FILE)
+/* The role column (roles.h): who may run the verb. */
+#define READER VERB_ROLE_READER
+#define WRITER VERB_ROLE_WRITER
+#define ADMIN  VERB_ROLE_ADMIN
 
 /*
- * BF.INSERT, CF.INSERT and CF.INSERTNX create the filter they name when it
- * is missing (unless NOCREATE): not VERB_ADMIN, since adding to an
- * existing filter is not administration; a role check must ask for admin
- * when such a request would create.
+ * The role column: connection verbs, checks and descriptions are for
+ * readers; adds and deletes for writers; everything that creates, drops,
+ * replaces, rotates, reshapes or writes a filter to or from a file is for
+ * admins. BF.RESERVE and CF.RESERVE create (VERB_CREATES: a writer may
+ * when [roles] writer_create = yes, within its quotas). BF.INSERT,
+ * CF.INSERT and CF.INSERTNX add, and create the filter they name when it
+ * is missing (unless NOCREATE): writer, and the create is checked where it
+ * happens (cmd_create() asks roles_may_create()).
  */
 static const struct verb verbs[] = {
-	{ "auth", 2, -1, CONN | VERB_NOAUTH, 0, cmd_auth, "Authenticates the connection." },
-	{ "hello", 1, -1, CONN | VERB_NOAUTH, 0, cmd_hello,
+	{ "auth", 2, -1, CONN | VERB_NOAUTH | READER, 0, cmd_auth, "Authenticates the connection." },
+	{ "hello", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_hello,
 	  "Handshakes with the server (RESP2 only), optionally authenticating and naming the connection." },
-	{ "quit", 1, -1, CONN | VERB_NOAUTH, 0, cmd_quit, "Closes the connection." },
-	{ "reset", 1, 1, CONN | VERB_NOAUTH, 0, cmd_reset,
+	{ "quit", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
+	{ "reset", 1, 1, CONN | VERB_NOAUTH | READER, 0, cmd_reset,
 	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
-	{ "client", 2, -1, CONN, 0, cmd_client, "Names and describes the connection." },
-	{ "select", 2, 2, CONN, 0, cmd_select, "Selects database 0, the only one." },
-	{ "echo", 2, 2, CONN, 0, cmd_echo, "Returns the given string." },
-	{ "command", 1, -1, CONN, 0, cmd_command, "Describes the verbs shmd serves." },
-	{ "info", 1, -1, CONN, 0, cmd_info, "Describes the server: server, clients, stats and keyspace." },
-	{ "ping", 1, 2, READS, 0, cmd_ping, "Returns PONG, or the given string." },
+	{ "client", 2, -1, CONN | READER, 0, cmd_client, "Names and describes the connection." },
+	{ "select", 2, 2, CONN | READER, 0, cmd_select, "Selects database 0, the only one." },
+	{ "echo", 2, 2, CONN | READER, 0, cmd_echo, "Returns the given string." },
+	{ "command", 1, -1, CONN | READER, 0, cmd_command, "Describes the verbs shmd serves." },
+	{ "info", 1, -1, CONN | READER, 0, cmd_info, "Describes the server: server, clients, stats and keyspace." },
+	{ "ping", 1, 2, READS | READER, 0, cmd_ping, "Returns PONG, or the given string." },
 
-	{ "bf.reserve", 4, -1, WRITES | VERB_ADMIN, 1, cmd_bf_reserve,
+	{ "bf.reserve", 4, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_bf_reserve,
 	  "Creates a Bloom filter for a capacity and an error rate." },
-	{ "bf.add", 3, 3, WRITES, 1, cmd_bf_add, "Adds an item to a Bloom filter: 1 if it was new." },
-	{ "bf.madd", 3, -1, WRITES, 1, cmd_bf_madd, "Adds items to a Bloom filter: 1 for each that was new." },
-	{ "bf.exists", 3, 3, READS, 1, cmd_bf_exists, "Checks whether an item may be in a Bloom filter." },
-	{ "bf.mexists", 3, -1, READS, 1, cmd_bf_mexists, "Checks whether each item may be in a Bloom filter." },
-	{ "bf.info", 2, 3, READS, 1, cmd_bf_info, "Returns a Bloom filter's capacity, size and items." },
-	{ "bf.card", 2, 2, READS, 1, cmd_bf_card, "Returns how many items were added to a Bloom filter." },
-	{ "bf.insert", 4, -1, WRITES, 1, cmd_bf_insert, "Adds items to a Bloom filter, creating it when missing." },
+	{ "bf.add", 3, 3, WRITES | WRITER, 1, cmd_bf_add, "Adds an item to a Bloom filter: 1 if it was new." },
+	{ "bf.madd", 3, -1, WRITES | WRITER, 1, cmd_bf_madd, "Adds items to a Bloom filter: 1 for each that was new." },
+	{ "bf.exists", 3, 3, READS | READER, 1, cmd_bf_exists, "Checks whether an item may be in a Bloom filter." },
+	{ "bf.mexists", 3, -1, READS | READER, 1, cmd_bf_mexists,
+	  "Checks whether each item may be in a Bloom filter." },
+	{ "bf.info", 2, 3, READS | READER, 1, cmd_bf_info, "Returns a Bloom filter's capacity, size and items." },
+	{ "bf.card", 2, 2, READS | READER, 1, cmd_bf_card, "Returns how many items were added to a Bloom filter." },
+	{ "bf.insert", 4, -1, WRITES | WRITER, 1, cmd_bf_insert,
+	  "Adds items to a Bloom filter, creating it when missing." },
 
-	{ "cf.reserve", 3, -1, WRITES | VERB_ADMIN, 1, cmd_cf_reserve, "Creates a cuckoo filter for a capacity." },
-	{ "cf.add", 3, 3, WRITES, 1, cmd_cf_add, "Adds a copy of an item to a cuckoo filter." },
-	{ "cf.addnx", 3, 3, WRITES, 1, cmd_cf_addnx, "Adds an item to a cuckoo filter unless it may be there." },
-	{ "cf.insert", 4, -1, WRITES, 1, cmd_cf_insert, "Adds items to a cuckoo filter, creating it when missing." },
-	{ "cf.insertnx", 4, -1, WRITES, 1, cmd_cf_insertnx,
+	{ "cf.reserve", 3, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_cf_reserve,
+	  "Creates a cuckoo filter for a capacity." },
+	{ "cf.add", 3, 3, WRITES | WRITER, 1, cmd_cf_add, "Adds a copy of an item to a cuckoo filter." },
+	{ "cf.addnx", 3, 3, WRITES | WRITER, 1, cmd_cf_addnx,
+	  "Adds an item to a cuckoo filter unless it may be there." },
+	{ "cf.insert", 4, -1, WRITES | WRITER, 1, cmd_cf_insert,
+	  "Adds items to a cuckoo filter, creating it when missing." },
+	{ "cf.insertnx", 4, -1, WRITES | WRITER, 1, cmd_cf_insertnx,
 	  "Adds the items that may not be there to a cuckoo filter, creating it when missing." },
-	{ "cf.exists", 3, 3, READS, 1, cmd_cf_exists, "Checks whether an item may be in a cuckoo filter." },
-	{ "cf.mexists", 3, -1, READS, 1, cmd_cf_mexists, "Checks whether each item may be in a cuckoo filter." },
-	{ "cf.del", 3, 3, WRITES, 1, cmd_cf_del, "Deletes one copy of an item from a cuckoo filter." },
-	{ "cf.count", 3, 3, READS, 1, cmd_cf_count, "Returns how many copies of an item a cuckoo filter may hold." },
-	{ "cf.info", 2, 2, READS, 1, cmd_cf_info, "Returns a cuckoo filter's size, buckets and items." },
-	{ "cf.compact", 2, 2, WRITES, 1, cmd_cf_compact,
+	{ "cf.exists", 3, 3, READS | READER, 1, cmd_cf_exists, "Checks whether an item may be in a cuckoo filter." },
+	{ "cf.mexists", 3, -1, READS | READER, 1, cmd_cf_mexists,
+	  "Checks whether each item may be in a cuckoo filter." },
+	{ "cf.del", 3, 3, WRITES | WRITER, 1, cmd_cf_del, "Deletes one copy of an item from a cuckoo filter." },
+	{ "cf.count", 3, 3, READS | READER, 1, cmd_cf_count,
+	  "Returns how many copies of an item a cuckoo filter may hold." },
+	{ "cf.info", 2, 2, READS | READER, 1, cmd_cf_info, "Returns a cuckoo filter's size, buckets and items." },
+	{ "cf.compact", 2, 2, WRITES | WRITER, 1, cmd_cf_compact,
 	  "Does nothing: a cuckoo filter here is one table, with nothing to compact." },
-	{ "shmf.addcapped", 4, 4, WRITES, 1, cmd_shmf_addcapped,
+	{ "shmf.addcapped", 4, 4, WRITES | WRITER, 1, cmd_shmf_addcapped,
 	  "Adds a copy of an item to a cuckoo filter only while it holds fewer than a cap." },
 
-	{ "shmf.list", 1, 1, READS, 0, cmd_shmf_list, "Returns the names of the filters." },
-	{ "shmf.info", 2, 2, READS, 1, cmd_shmf_info,
+	{ "shmf.list", 1, 1, READS | READER, 0, cmd_shmf_list, "Returns the names of the filters." },
+	{ "shmf.info", 2, 2, READS | READER, 1, cmd_shmf_info,
 	  "Describes a filter: its shape, items, data file, mode and time window." },
-	{ "shmf.drop", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
-	{ "shmf.snapshot", 3, 3, FILE_ADMIN, 1, cmd_shmf_snapshot,
+	{ "shmf.drop", 2, 2, WRITES | ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
+	{ "shmf.snapshot", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_snapshot,
 	  "Writes a snapshot of a filter to a file on the daemon's host." },
-	{ "shmf.swap", 3, 3, FILE_ADMIN, 1, cmd_shmf_swap,
-	  "Replaces a filter with the one in a snapshot file on the daemon's host." },
-	{ "shmf.restore", 3, 3, FILE_ADMIN, 1, cmd_shmf_restore,
+	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN, 1, cmd_shmf_swap,
+	  "Replaces a filter with the one in a snapshot file on the daemon's host (RESHAPE: also of another shape)." },
+	{ "shmf.restore", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_restore,
 	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
-	{ "shmf.rotate", 2, 2, WRITES | VERB_ADMIN, 1, cmd_shmf_rotate,
+	{ "shmf.rotate", 2, 2, WRITES | ADMIN, 1, cmd_shmf_rotate,
 	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
 	/* Key 0: the filter is optional (none: every replicated filter). */
-	{ "shmf.replication", 1, 2, READS, 0, cmd_shmf_replication,
+	{ "shmf.replication", 1, 2, READS | READER, 0, cmd_shmf_replication,
 	  "Describes the replication of one or every replicated filter: state, cursor, lag, counters, nodes." },
+	{ "shmf.chmod", 3, 3, WRITES | ADMIN, 1, cmd_shmf_chmod,
+	  "Changes the mode of a filter's data files, every live generation's, in place." },
+	{ "shmf.resize", 3, 4, WRITES | ADMIN, 1, cmd_shmf_resize,
+	  "Gives a filter a new capacity (and error rate) where that can be done without its keys." },
 
 	/* Fleets (issue 17): a filter chunk by chunk (shmd's chunks, which
 	 * RedisBloom does not load; dumps are reads, a load creates or
 	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
-	{ "bf.scandump", 3, 3, READS, 1, cmd_bf_scandump,
+	{ "bf.scandump", 3, 3, READS | READER, 1, cmd_bf_scandump,
 	  "Returns the next chunk of a Bloom filter's dump, from iterator 0 until the iterator is 0." },
-	{ "bf.loadchunk", 4, 4, WRITES | VERB_ADMIN, 1, cmd_bf_loadchunk,
+	{ "bf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_bf_loadchunk,
 	  "Loads a chunk of a Bloom filter's dump; the last one publishes the filter, new or replaced." },
-	{ "cf.scandump", 3, 3, READS, 1, cmd_cf_scandump,
+	{ "cf.scandump", 3, 3, READS | READER, 1, cmd_cf_scandump,
 	  "Returns the next chunk of a cuckoo filter's dump, from iterator 0 until the iterator is 0." },
-	{ "cf.loadchunk", 4, 4, WRITES | VERB_ADMIN, 1, cmd_cf_loadchunk,
+	{ "cf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_cf_loadchunk,
 	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
-	{ "shmf.merge", 3, 3, FILE_ADMIN, 1, cmd_shmf_merge,
+	{ "shmf.merge", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_merge,
 	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
 
 	/* The daemon itself (issue 18): never over TCP, like the file verbs. */
-	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ADMIN, 0, cmd_shmf_reload,
+	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN, 0, cmd_shmf_reload,
 	  "Reloads shmd's configuration file: creates new filters, applies what changes live, refuses shape "
 	  "changes; returns what it did." },
 };
@@ -156,5 +175,6 @@ void verbs_dispatch(struct session *s, struct registry *reg, const struct reques
 		const char *name = req->argv[v->key];
 		c.key_rc = strlen(name) == req->lens[v->key] ? shmf_name_check(name) : SHMF_E_NAME;
 	}
-	v->run(&c);
+	if (roles_allow(&c, v))
+		v->run(&c);
 }

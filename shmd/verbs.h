@@ -4,7 +4,8 @@
  * filter name is, its handler and its COMMAND DOCS summary.
  *
  * The dispatcher (verbs_dispatch) reads it to decide who may run a verb
- * (AUTH, TCP) and with how many arguments; COMMAND reads it to describe
+ * (AUTH, TCP, the role the connection needs: roles.h) and with how many
+ * arguments; COMMAND reads it to describe
  * the verbs to client libraries; the tests read it to check that every
  * verb is described. Adding a verb is adding a row and a handler.
  *
@@ -18,6 +19,7 @@
 #include "fscred.h"
 #include "reply.h"
 #include "request.h"
+#include "roles.h"
 
 struct registry;
 struct session;
@@ -32,8 +34,11 @@ enum {
 	VERB_TCP_OK = 1 << 4,     /* allowed over TCP */
 	VERB_NAMES_FILE = 1 << 5, /* names a file on the daemon's host: never over TCP, whose peer has no
 				   * identity the daemon could open files as */
-	VERB_ADMIN = 1 << 6,      /* administration: create, drop, swap, restore, snapshot, rotate, reload; for
-				   * admins only in docs/design.md's roles, which nothing enforces yet */
+	/* The role a connection needs (roles.h): exactly one of these per row. */
+	VERB_ROLE_READER = 1 << 6, /* checks and descriptions: anyone who may connect (and read the filter's file) */
+	VERB_ROLE_WRITER = 1 << 7, /* the data verbs: adds and deletes (and write permission on the filter's file) */
+	VERB_ROLE_ADMIN = 1 << 8,  /* administration: create, drop, swap, restore, snapshot, rotate, chmod, ... */
+	VERB_CREATES = 1 << 9,     /* creates a filter: a writer may too when [roles] writer_create = yes */
 };
 
 /* One request on its way to a handler, with what the dispatcher found. */
@@ -59,6 +64,15 @@ struct verb {
 	const char *summary; /* COMMAND DOCS: one line */
 };
 
+/** The role (ROLE_READER, ROLE_WRITER, ROLE_ADMIN of roles.h) verb @p v needs; ROLE_NONE for a row without one. */
+static inline int verb_role(const struct verb *v)
+{
+	return v->flags & VERB_ROLE_ADMIN    ? ROLE_ADMIN
+	       : v->flags & VERB_ROLE_WRITER ? ROLE_WRITER
+	       : v->flags & VERB_ROLE_READER ? ROLE_READER
+					     : ROLE_NONE;
+}
+
 /** Row @p i of the table, or NULL past the end (COMMAND lists them in this order). */
 const struct verb *verbs_at(size_t i);
 
@@ -75,7 +89,8 @@ static inline int verb_arity_ok(const struct verb *v, int argc)
  * Execute @p req for session @p s and append exactly one reply to @p out:
  * -NOAUTH before AUTH where a password is set (unless the verb runs
  * before AUTH), -ERR for an unknown verb, for a verb refused over TCP and
- * for a wrong number of arguments; else the verb's handler, which may
+ * for a wrong number of arguments, -NOPERM for a role or file permission
+ * the connection lacks (roles_allow()); else the verb's handler, which may
  * change the session (s->quit, s->limits_changed) and the registry.
  */
 void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);

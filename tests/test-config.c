@@ -201,12 +201,87 @@ static void test_bad_values_are_named(void **state)
 	}
 }
 
+/* [roles], [user NAME] and a filter's writers =: values, defaults, and
+ * each bad value named. */
+static void test_roles(void **state)
+{
+	(void)state;
+	struct config c;
+	char err[256] = "";
+	assert_int_equal(config_parse(&c, config_default_text, "embedded default", err, sizeof(err)), 0);
+	assert_int_equal(c.roles.admin_gid, (gid_t)-1);
+	assert_int_equal(c.roles.writer_create, 0); /* admins alone create, unless said */
+	assert_int_equal(c.roles.nusers, 0);
+	const char *text = "[instance]\ngroup = 0\n"
+			   "[roles]\nadmin_group = root\nwriter_create = yes\nwriter_max_filter_bytes = 64m\n"
+			   "writer_max_total_bytes = 1g\nwriter_max_filters = 20\n"
+			   "[user app]\npassword = s3cret\nrole = writer\nfilters = clicks, seen\n"
+			   "[user ops]\npassword = other\nrole = admin\n"
+			   "[filter clicks]\nwriters = root, @0, 65534\n";
+	if (config_parse(&c, text, "cfg", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.roles.client_gid, 0);
+	assert_int_equal(c.roles.admin_gid, 0);
+	assert_int_equal(c.roles.writer_create, 1);
+	assert_int_equal(c.roles.writer_max_filter_bytes, 64u << 20);
+	assert_int_equal(c.roles.writer_max_total_bytes, 1u << 30);
+	assert_int_equal(c.roles.writer_max_filters, 20);
+	assert_int_equal(c.roles.nusers, 2);
+	assert_string_equal(c.roles.users[0].name, "app");
+	assert_string_equal(c.roles.users[0].password, "s3cret");
+	assert_int_equal(c.roles.users[0].role, ROLE_WRITER);
+	assert_int_equal(c.roles.users[0].nfilters, 2);
+	assert_string_equal(c.roles.users[0].filters[1], "seen");
+	assert_int_equal(c.roles.users[1].role, ROLE_ADMIN);
+	assert_int_equal(c.roles.nwriters, 1);
+	assert_string_equal(c.roles.writers[0].filter, "clicks");
+	assert_int_equal(c.roles.writers[0].n, 3);
+	assert_true(!c.roles.writers[0].who[0].is_group && c.roles.writers[0].who[0].id == 0);
+	assert_true(c.roles.writers[0].who[1].is_group && c.roles.writers[0].who[1].id == 0);
+	assert_int_equal(c.roles.writers[0].who[2].id, 65534);
+	struct {
+		const char *text;
+		const char *want;
+	} bad[] = {
+		{ "[roles]\nadmin_group = no-such-group-here\n",
+		  "cfg: [roles] admin_group 'no-such-group-here': no such group" },
+		{ "[roles]\nwriter_create = perhaps\n", "cfg: [roles] writer_create 'perhaps': expected yes or no" },
+		{ "[roles]\nwriter_max_filter_bytes = 5t\n", "cfg: [roles] writer_max_filter_bytes '5t'" },
+		{ "[roles]\nwriter_max_filters = -1\n", "cfg: [roles] writer_max_filters '-1'" },
+		{ "[roles]\nadmins = x\n", "cfg: [roles] unknown key 'admins' in [roles]" },
+		{ "[user a]\nrole = writer\n", "cfg: [user a] needs a password" },
+		{ "[user a]\npassword = p\n", "cfg: [user a] needs a role" },
+		{ "[user a]\npassword = p\nrole = god\n",
+		  "cfg: [user a] role 'god': expected reader, writer or admin" },
+		{ "[user a]\npassword = p\nrole = reader\nfilters = ../x\n",
+		  "cfg: [user a] filters: '../x' is not a filter name" },
+		{ "[user a]\npassword = p\nrole = reader\ncolour = red\n", "cfg: [user a] unknown key 'colour'" },
+		{ "[user a]\npassword = p\nrole = reader\n[user a]\n", "cfg: [user a] user 'a' declared twice" },
+		{ "[user default]\npassword = p\nrole = reader\n",
+		  "cfg: [user default] user 'default' is the requirepass" },
+		{ "[filter x]\nwriters = no-such-user-here\n",
+		  "cfg: [filter x] writers: no such user 'no-such-user-here'" },
+		{ "[filter x]\nwriters = @no-such-group-here\n",
+		  "cfg: [filter x] writers: no such group 'no-such-group-here'" },
+		{ "[filter x]\nwriters = ,\n", "cfg: [filter x] writers: empty" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		int rc = config_parse(&c, bad[i].text, "cfg", err, sizeof(err));
+		if (rc != SHMF_E_INVAL)
+			fail_msg("case %zu (%s): returned %d, want SHMF_E_INVAL", i, bad[i].text, rc);
+		if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0)
+			fail_msg("case %zu: got '%s', want '%s...'", i, err, bad[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_embedded_default),
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_bad_values_are_named),
+		cmocka_unit_test(test_roles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

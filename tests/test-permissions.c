@@ -8,7 +8,8 @@
  *   users     - a user outside the group can neither open a filter nor
  *               connect (a clear EACCES); a member may check a 0640
  *               filter but not add to it, and add to a 0660 one; files it
- *               names on the socket are opened with its identity;
+ *               names on the socket (as an admin: [roles] admin_group is
+ *               the group here) are opened with its identity;
  *   read-only - a check-only handle's mapping is read-only: a write
  *               through it faults (SIGSEGV in a child), mprotect cannot
  *               make it writable, and the control file mapping is the same;
@@ -179,11 +180,14 @@ static int setup(void **state)
 	snprintf(idir, sizeof(idir), "%s/%s", root, INSTANCE);
 	if (daemon_write_conf(conf,
 			      "[instance]\nname = " INSTANCE "\ndir_mode = 0750\nsocket_mode = 0660\ngroup = %s\n"
+			      /* The member an admin (test-roles covers writers), so that
+			       * the file verbs run and open its files as itself. */
+			      "[roles]\nadmin_group = %s\n"
 			      "[filter ro]\ncapacity = 100000\nfpr = 0.01\nmode = 0640\n"
 			      "[filter rw]\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
 			      "[filter cu]\ntype = cuckoo\ncapacity = 100000\nfpr = 0.01\nmode = 0660\n"
 			      "[filter priv]\ncapacity = 100000\nfpr = 0.01\nmode = 0600\n",
-			      group_name) < 0)
+			      group_name, group_name) < 0)
 		return -1;
 	start_shmd();
 	return 0;

@@ -261,6 +261,7 @@ static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t ke
 	struct dump *d = calloc(1, sizeof(*d));
 	char err[1024], copy[64];
 	session_init(&s, 1, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	if (window) {
 		fixture_window(&fx, name, type, capacity, 0.01, 3600, 3);
 		add_keys(name, 10, keys);
@@ -342,6 +343,7 @@ static void concurrent(const char *name, int type, uint64_t capacity, uint64_t l
 	struct dump *d = calloc(1, sizeof(*d));
 	char err[1024], copy[64];
 	session_init(&s, 2, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	fixture_filter(&fx, name, type, capacity, 0.01);
 	struct board *b = fixture_shared_map(sizeof(*b));
 	pid_t pids[ADDERS];
@@ -397,6 +399,7 @@ static void test_cuckoo_moved(void **state)
 	struct session s;
 	char it[32];
 	session_init(&s, 3, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	fixture_filter(&fx, "moved", SHMF_TYPE_CUCKOO, 2000, 0.01);
 	add_keys("moved", 30, 100);
 	const char *argv[] = { "CF.SCANDUMP", "moved", "0" };
@@ -471,7 +474,9 @@ static void test_bad_chunks(void **state)
 	struct dump *d = calloc(1, sizeof(*d)), *d2 = calloc(1, sizeof(*d2));
 	char err[1024];
 	session_init(&s, 4, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	session_init(&other, 5, SESSION_UNIX, &view);
+	other.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	fixture_bloom(&fx, "src", 8000000, 0.01);
 	fixture_bloom(&fx, "src2", 8000000, 0.01);
 	fixture_bloom(&fx, "main", 8000000, 0.01);
@@ -678,6 +683,7 @@ static void test_abandoned(void **state)
 	struct dump *d = calloc(1, sizeof(*d));
 	char err[1024];
 	session_init(&s, 6, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	fixture_bloom(&fx, "src", 8000000, 0.01);
 	add_keys("src", 50, 1000);
 	assert_int_equal(dump_all(&s, "BF.SCANDUMP", "src", d, err, sizeof(err)), 0);
@@ -685,6 +691,7 @@ static void test_abandoned(void **state)
 	for (int how = 0; how < 2; how++) {
 		struct session t;
 		session_init(&t, 7 + (uint64_t)how, SESSION_UNIX, &view);
+		t.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 		for (size_t i = 0; i + 1 < d->n; i++) {
 			load_one(&t, "BF.LOADCHUNK", "copy", d->c[i].iter, d->c[i].data, d->c[i].len, &a);
 			expect(&a, "+OK", NULL);
@@ -734,6 +741,7 @@ static void test_cursor(void **state)
 	struct session s;
 	struct dump *d = calloc(1, sizeof(*d));
 	session_init(&s, 9, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	int slot = fixture_bloom(&fx, "rep", 100000, 0.01);
 	add_keys("rep", 60, 1000);
 	registry_cursor_set(&fx.reg, slot, 1700000000123ull, 42);
@@ -930,12 +938,19 @@ static void test_merge(void **state)
 		assert_int_equal(count_present("a", 72, n), before);
 		assert_int_equal(count_present("a", 70, n), n);
 	}
-	/* A file the client may not read (the daemon could), a relative path. */
+	/* A file the client may not read (the daemon could), a relative path:
+	 * the client an admin by its group (roles.h), whose files are still
+	 * opened as itself. */
+	static struct roles_config admins;
+	roles_config_defaults(&admins);
+	admins.admin_gid = 65534;
+	view.roles = &admins;
 	s.peer = (struct fscred){ .set = 1, .uid = 65534, .gid = 65534 };
 	merge_call(&s, "a", path, &a);
 	expect(&a, "-ERR ", "Permission denied");
 	merge_call(&s, "a", "b.snap", &a);
 	expect(&a, "-ERR ", "absolute");
+	view.roles = NULL;
 	s.peer = (struct fscred){ .set = 1, .uid = geteuid(), .gid = getegid() };
 
 	/* Windows: each section into the live generation of its window. w
@@ -980,6 +995,7 @@ static void test_replicated_load(void **state)
 	struct session s;
 	struct dump *d = calloc(1, sizeof(*d));
 	session_init(&s, 11, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	fx.reg.fleet =
 		(struct registry_fleet){ .enabled = 1, .secret = "s3cret", .journal_rings = 4, .journal_entries = 64 };
 	struct filter_spec spec;

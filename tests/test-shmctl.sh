@@ -213,10 +213,14 @@ head -c 3000 "$ROOT/built.snap" >"$ROOT/short.snap"
 expect 2 '' 'short.snap: file is 3000 bytes, too short for a snapshot' -- inspect "$ROOT/short.snap"
 expect 0 '' '' -- create -q live --capacity 1000 --fpr 0.01
 expect 0 '1 keys added, 1 new' '' -- add live before-swap
-expect 2 '' 'checksum mismatch in section 0' -- swap live "$ROOT/damaged.snap"
+# The files are of another shape (50000 keys, not 1000): refused, saying
+# what would change, unless --reshape.
+expect 2 '' 'swap would change live from bloom 1000 keys \(k 5, 20 blocks\) to bloom 50000 keys \(k 9, 1513 blocks\); add --reshape' -- swap live "$ROOT/built.snap"
+expect 0 '^present	before-swap$' '' -- check live before-swap
+expect 2 '' 'checksum mismatch in section 0' -- swap live "$ROOT/damaged.snap" --reshape
 expect 0 '^present	before-swap$' '' -- check live before-swap
 # Swap in the built filter: its keys are there, the old key is gone.
-expect 0 '^OK$' '' -- swap live "$ROOT/built.snap"
+expect 0 '^OK$' '' -- swap live "$ROOT/built.snap" --reshape
 expect 0 '^present	built:1\npresent	built:30000$|present' '' -- check live built:1 built:30000
 expect 1 '^absent	before-swap$' '' -- check live before-swap
 expect 2 '' "filter 'nosuch' not found \(swap replaces a live filter" -- swap nosuch "$ROOT/built.snap"
@@ -230,6 +234,17 @@ expect 0 '^OK$' '' -- restore copy "$ROOT/rel.snap"
 expect 0 '^present	built:777$' '' -- check copy built:777
 expect 0 '^OK$' '' -- restore cf "$ROOT/built-cf.snap"
 expect 0 '^1	built:5$' '' -- count cf built:5
+# chmod: every generation's file in place; bad modes refused.
+expect 0 '^OK 1 file changed to 0660' '' -- chmod copy 0660
+expect 2 '' "bad mode '0666'" -- chmod copy 0666
+expect 2 '' 'chmod takes a filter name and an octal mode' -- chmod copy
+# resize: an empty filter takes its new size; one holding keys says why not.
+expect 0 '' '' -- create empty --capacity 1000 --fpr 0.01
+expect 0 '^OK$' '' -- resize empty --capacity 100000
+expect 0 '"capacity": 100000' '' -- info empty --json
+expect 2 '' 'a Bloom filter cannot be rebuilt from its bits.*shmctl build --type bloom --capacity 200000' -- resize copy --capacity 200000
+expect 2 '' "fingerprints cannot move to a table of another size" -- resize cf --capacity 80000
+expect 2 '' 'resize takes a filter name and --capacity N' -- resize copy
 expect 2 '' 'cannot open directory' -- snapshot live /nonexistent-dir/x.snap
 # The progress bar: on a terminal only.
 checks=$((checks + 1))

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "reply.h"
 #include "session.h"
@@ -100,33 +101,51 @@ static void test_rows_are_well_formed(void **state)
 	assert_string_equal(w->name, "bf.add");
 }
 
-/* The design's rules: administration is creating, dropping, swapping,
- * restoring, snapshotting and rotating filters, and reloading the daemon;
- * the verbs refused over TCP are exactly those that name files on the
- * daemon's host and the one that reloads it; filter verbs name their
- * filter first. */
+/* The design's rules: every row has exactly one role; administration is
+ * creating, dropping, swapping, restoring, snapshotting, rotating,
+ * loading, merging, changing modes and sizes of filters, and reloading the
+ * daemon; the data verbs are for writers; the rest for readers. The verbs
+ * refused over TCP are exactly those that name files on the daemon's host
+ * and the one that reloads it; filter verbs name their filter first. */
 static void test_flags_follow_the_design(void **state)
 {
 	(void)state;
 	static const char *const admin[] = { "bf.reserve",   "cf.reserve",   "shmf.drop",   "shmf.snapshot",
 					     "shmf.swap",    "shmf.restore", "shmf.rotate", "bf.loadchunk",
-					     "cf.loadchunk", "shmf.merge",   "shmf.reload" };
+					     "cf.loadchunk", "shmf.merge",   "shmf.chmod",  "shmf.resize",
+					     "shmf.reload" };
+	static const char *const writer[] = { "bf.add",    "bf.madd",     "bf.insert", "cf.add",     "cf.addnx",
+					      "cf.insert", "cf.insertnx", "cf.del",    "cf.compact", "shmf.addcapped" };
+	static const char *const creates[] = { "bf.reserve", "cf.reserve" };
 	static const char *const files[] = { "shmf.snapshot", "shmf.swap", "shmf.restore", "shmf.merge" };
 	const struct verb *v;
 	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
-		int is_admin = 0, names_file = 0, daemon_admin = !strcmp(v->name, "shmf.reload");
+		int is_admin = 0, is_writer = 0, names_file = 0, is_create = 0;
+		int daemon_admin = !strcmp(v->name, "shmf.reload");
 		for (size_t j = 0; j < sizeof(admin) / sizeof(admin[0]); j++)
 			is_admin |= !strcmp(v->name, admin[j]);
+		for (size_t j = 0; j < sizeof(writer) / sizeof(writer[0]); j++)
+			is_writer |= !strcmp(v->name, writer[j]);
+		for (size_t j = 0; j < sizeof(creates) / sizeof(creates[0]); j++)
+			is_create |= !strcmp(v->name, creates[j]);
 		for (size_t j = 0; j < sizeof(files) / sizeof(files[0]); j++)
 			names_file |= !strcmp(v->name, files[j]);
-		if (!!(v->flags & VERB_ADMIN) != is_admin)
-			fail_msg("%s: VERB_ADMIN should be %s", v->name, is_admin ? "set" : "clear");
+		unsigned roles = v->flags & (VERB_ROLE_READER | VERB_ROLE_WRITER | VERB_ROLE_ADMIN);
+		if (roles != VERB_ROLE_READER && roles != VERB_ROLE_WRITER && roles != VERB_ROLE_ADMIN)
+			fail_msg("%s: must have exactly one role (VERB_ROLE_READER, _WRITER or _ADMIN)", v->name);
+		int want = is_admin ? ROLE_ADMIN : is_writer ? ROLE_WRITER : ROLE_READER;
+		if (verb_role(v) != want)
+			fail_msg("%s: role %s, the design says %s", v->name, role_name(verb_role(v)), role_name(want));
+		if (!!(v->flags & VERB_CREATES) != is_create)
+			fail_msg("%s: VERB_CREATES should be %s", v->name, is_create ? "set" : "clear");
 		if (!!(v->flags & VERB_NAMES_FILE) != names_file)
 			fail_msg("%s: VERB_NAMES_FILE should be %s", v->name, names_file ? "set" : "clear");
 		if (((v->flags & VERB_TCP_OK) == 0) != (names_file || daemon_admin))
 			fail_msg("%s: refused over TCP if and only if it names a file or reloads the daemon", v->name);
-		if (is_admin && !(v->flags & VERB_WRITES))
-			fail_msg("%s: administration changes filters or files", v->name);
+		if (verb_role(v) > ROLE_READER && !(v->flags & VERB_WRITES))
+			fail_msg("%s: writers and admins change filters or files", v->name);
+		if ((v->flags & VERB_WRITES) && verb_role(v) == ROLE_READER)
+			fail_msg("%s: a verb that writes is not for readers", v->name);
 		int filter_verb = strchr(v->name, '.') != NULL;
 		if (filter_verb && (v->flags & VERB_CONN))
 			fail_msg("%s: a filter verb is not a connection verb", v->name);
@@ -135,6 +154,64 @@ static void test_flags_follow_the_design(void **state)
 			       strcmp(v->name, "shmf.replication") != 0 && !daemon_admin))
 			fail_msg("%s: key %d", v->name, v->key);
 	}
+}
+
+/* The dispatcher enforces the role column for every verb, before a
+ * handler runs (there is no registry here): a reader (a peer in no
+ * configured group) is refused every writer and admin verb, a writer (a
+ * member of the client group) every admin verb, each -NOPERM naming the
+ * verb, the role it needs and the one the connection has; with
+ * writer_create = yes, a writer passes the role check of the verbs that
+ * create. */
+static void test_roles_from_the_row(void **state)
+{
+	(void)state;
+	static struct roles_config rc;
+	roles_config_defaults(&rc);
+	rc.client_gid = 4242;
+	struct server_view view = { .roles = &rc };
+	struct session s;
+	const struct verb *v;
+	const char *words[MAX_ARGS];
+	char up[32], want[256];
+	for (int have = ROLE_READER; have <= ROLE_WRITER; have++) {
+		session_init(&s, 1, SESSION_UNIX, &view);
+		s.peer = (struct fscred){ .set = 1, .uid = 54321, .gid = have == ROLE_WRITER ? 4242 : 54321 };
+		assert_int_equal(roles_connection(&s), have);
+		for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+			if (verb_role(v) <= have)
+				continue;
+			upper(v->name, up, sizeof(up));
+			words[0] = up;
+			for (int j = 1; j < MAX_ARGS; j++)
+				words[j] = j == 2 && (v->flags & VERB_NAMES_FILE) ? "/tmp/x" : "f";
+			snprintf(want, sizeof(want), "-NOPERM %s needs the %s role; this connection (uid 54321 ",
+				 v->name, role_name(verb_role(v)));
+			char *r = run(&s, v->min_args, words);
+			if (strncmp(r, want, strlen(want)) != 0 || strstr(r, role_name(have)) == NULL)
+				fail_msg("%s as a %s: %s", v->name, role_name(have), r);
+			free(r);
+		}
+		session_free(&s);
+	}
+	/* writer_create: the creating verbs need only a writer (the quota is
+	 * checked where the filter is made); the other admin verbs still admin. */
+	rc.writer_create = 1;
+	session_init(&s, 1, SESSION_UNIX, &view);
+	s.peer = (struct fscred){ .set = 1, .uid = 54321, .gid = 4242 };
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		if (verb_role(v) != ROLE_ADMIN)
+			continue;
+		words[0] = v->name;
+		for (int j = 1; j < MAX_ARGS; j++)
+			words[j] = j == 1 ? "no/such name" : j == 2 && (v->flags & VERB_NAMES_FILE) ? "/tmp/x" : "1";
+		char *r = run(&s, v->min_args, words);
+		int refused = strncmp(r, "-NOPERM", 7) == 0;
+		if (refused == !!(v->flags & VERB_CREATES))
+			fail_msg("%s as a writer with writer_create = yes: %s", v->name, r);
+		free(r);
+	}
+	session_free(&s);
 }
 
 /* One argument too few and one too many answer Redis' arity error, for
@@ -208,6 +285,7 @@ static void test_invalid_names_refused_before_the_registry(void **state)
 	const char *words[MAX_ARGS];
 	char up[32];
 	session_init(&s, 1, SESSION_UNIX, &view);
+	s.peer.uid = geteuid(); /* shmd's own uid: an admin */
 	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
 		if (v->key == 0)
 			continue;
@@ -260,6 +338,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_are_well_formed),
 		cmocka_unit_test(test_flags_follow_the_design),
+		cmocka_unit_test(test_roles_from_the_row),
 		cmocka_unit_test(test_arity_from_the_row),
 		cmocka_unit_test(test_tcp_rules_from_the_row),
 		cmocka_unit_test(test_invalid_names_refused_before_the_registry),

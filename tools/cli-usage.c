@@ -53,10 +53,18 @@ static const struct help {
 	{ "rotate", "FILTER", "time window: start a new generation now", "The oldest live generation retires.\n" },
 	{ "snapshot", "FILTER FILE", "write a crash-safe snapshot file",
 	  "FILE is opened by shmd with your uid and gid; a relative path is taken from here.\n" },
-	{ "swap", "FILTER FILE", "replace a live filter with a snapshot file",
-	  "Every checksum is verified first; a damaged file changes nothing.\n" },
+	{ "swap", "FILTER FILE [--reshape]", "replace a live filter with a snapshot file",
+	  "Every checksum is verified first; a damaged file changes nothing.\n"
+	  "  --reshape   also a file of another type or shape (refused without it, saying what would change)\n" },
 	{ "restore", "FILTER FILE", "like swap, creating the filter if it is missing", "" },
 	{ "merge", "FILTER FILE", "OR a Bloom snapshot of the same shape into a filter", "" },
+	{ "chmod", "FILTER MODE", "change the mode of a filter's files in place",
+	  "Every live generation's data file (and the journal) at once; open handles keep working.\n"
+	  "  MODE   octal: 0640 (the group may check) or 0660 (the group may add too)\n" },
+	{ "resize", "FILTER --capacity N [--fpr P]", "a new size for a filter that holds no key yet",
+	  "A filter holding keys is refused, saying why: its bits or fingerprints cannot be moved to\n"
+	  "a table of another size without the keys; build one from the keys ('shmctl build'), then\n"
+	  "'shmctl swap FILTER FILE --reshape'.\n" },
 	{ "inspect", "FILE [--json]", "a snapshot's header and checksum verdict (offline)",
 	  "Exit status 2 and where, if the file is damaged.\n" },
 	{ "build", "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]",

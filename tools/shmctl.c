@@ -368,10 +368,14 @@ static int verb_reload(int argc, char **argv, int json)
 }
 
 /* snapshot, swap, restore, merge: FILTER FILE, the file sent as an absolute
- * path (shmd opens it with the caller's identity). */
+ * path (shmd opens it with the caller's identity); swap also takes
+ * --reshape (RESHAPE: the file may have another type or shape). */
 static int verb_file(int argc, char **argv, const char *cmd)
 {
 	char path[4096], cwd[4096];
+	int reshape = 0;
+	if (argc == 4 && !strcmp(cmd, "SHMF.SWAP") && !strcmp(argv[3], "--reshape"))
+		reshape = 1, argc = 3;
 	if (argc < 2)
 		cli_usage_error(argv[0], "missing FILTER and FILE");
 	if (argc < 3)
@@ -386,8 +390,8 @@ static int verb_file(int argc, char **argv, const char *cmd)
 			argv[0], argv[2]);
 		return EXIT_ERROR;
 	}
-	const char *req[] = { cmd, argv[1], path };
-	redisReply *r = cli_call(argv[0], 3, req, NULL);
+	const char *req[] = { cmd, argv[1], path, "RESHAPE" };
+	redisReply *r = cli_call(argv[0], 3 + reshape, req, NULL);
 	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
 	freeReplyObject(r);
 	return 0;
@@ -415,6 +419,47 @@ static int verb_merge(int argc, char **argv, int json)
 {
 	(void)json;
 	return verb_file(argc, argv, "SHMF.MERGE");
+}
+
+/* chmod FILTER MODE: SHMF.CHMOD, every live generation's files at once. */
+static int verb_chmod(int argc, char **argv, int json)
+{
+	(void)json;
+	if (argc < 3)
+		cli_usage_error("chmod", argc < 2 ? "missing FILTER and MODE"
+						  : "missing MODE (0640: the group may "
+						    "check, 0660: add too)");
+	if (argc > 3)
+		cli_usage_error("chmod", "unexpected argument '%s'", argv[3]);
+	const char *req[] = { "SHMF.CHMOD", argv[1], argv[2] };
+	redisReply *r = cli_call("chmod", 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
+}
+
+/* resize FILTER --capacity N [--fpr P]: SHMF.RESIZE. */
+static int verb_resize(int argc, char **argv, int json)
+{
+	(void)json;
+	const char *filter = NULL, *capacity = NULL, *fpr = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--capacity") && i + 1 < argc)
+			capacity = argv[++i];
+		else if (!strcmp(argv[i], "--fpr") && i + 1 < argc)
+			fpr = argv[++i];
+		else if (argv[i][0] != '-' && filter == NULL)
+			filter = argv[i];
+		else
+			cli_usage_error("resize", "unexpected argument '%s'", argv[i]);
+	}
+	if (filter == NULL || capacity == NULL)
+		cli_usage_error("resize", filter == NULL ? "missing FILTER" : "missing --capacity N");
+	const char *req[] = { "SHMF.RESIZE", filter, capacity, fpr };
+	redisReply *r = cli_call("resize", fpr ? 4 : 3, req, NULL);
+	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
+	freeReplyObject(r);
+	return 0;
 }
 
 /* ---- replication --------------------------------------------------------- */
@@ -571,6 +616,8 @@ static const struct verb {
 	{ "replication", verb_replication, 0 },
 	{ "pull", verb_pull, 0 },
 	{ "merge", verb_merge, 0 },
+	{ "chmod", verb_chmod, 0 },
+	{ "resize", verb_resize, 0 },
 	{ "reload", verb_reload, 0 },
 	{ "help", verb_help, 0 },
 };
