@@ -237,14 +237,14 @@ expect 0 '^1	built:5$' '' -- count cf built:5
 # chmod: every generation's file in place; bad modes refused.
 expect 0 '^OK 1 file changed to 0660' '' -- chmod copy 0660
 expect 2 '' "bad mode '0666'" -- chmod copy 0666
-expect 2 '' 'chmod takes a filter name and an octal mode' -- chmod copy
+expect 2 '' 'chmod: missing MODE' -- chmod copy
 # resize: an empty filter takes its new size; one holding keys says why not.
-expect 0 '' '' -- create empty --capacity 1000 --fpr 0.01
+expect 0 "^created filter 'empty': bloom, capacity 1000" '' -- create empty --capacity 1000 --fpr 0.01
 expect 0 '^OK$' '' -- resize empty --capacity 100000
 expect 0 '"capacity": 100000' '' -- info empty --json
 expect 2 '' 'a Bloom filter cannot be rebuilt from its bits.*shmctl build --type bloom --capacity 200000' -- resize copy --capacity 200000
 expect 2 '' "fingerprints cannot move to a table of another size" -- resize cf --capacity 80000
-expect 2 '' 'resize takes a filter name and --capacity N' -- resize copy
+expect 2 '' 'resize: missing --capacity N' -- resize copy
 expect 2 '' 'cannot open directory' -- snapshot live /nonexistent-dir/x.snap
 # The progress bar: on a terminal only.
 checks=$((checks + 1))
