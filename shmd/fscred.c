@@ -37,3 +37,8 @@ void fscred_restore(const struct fscred *saved)
 	setfsuid(saved->uid);
 	setfsgid(saved->gid);
 }
+
+int peer_is_admin(const struct fscred *c)
+{
+	return c != NULL && c->set && (c->uid == 0 || c->uid == geteuid());
+}

@@ -28,4 +28,12 @@ int fscred_become(const struct fscred *as, struct fscred *saved, char *err, size
 /** Return to the identity fscred_become() saved. */
 void fscred_restore(const struct fscred *saved);
 
+/**
+ * 1 if the peer @p c is an administrator of this daemon: uid 0, or the
+ * uid the daemon runs as (who could stop it and edit its files anyway).
+ * The connection table keeps a slot for such a peer (server.c), so that
+ * an operator always gets in. 0 for an unknown peer (@p c NULL or not set).
+ */
+int peer_is_admin(const struct fscred *c);
+
 #endif

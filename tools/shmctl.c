@@ -8,10 +8,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -42,11 +45,21 @@ static redisContext *daemon_conn(void)
 	return conn;
 }
 
+/* Requests queued by send_request(), sent by take_reply() with
+ * MSG_NOSIGNAL: hiredis would write() them, and a daemon that closed the
+ * connection (turning it away at a limit) would kill us with SIGPIPE
+ * instead of letting us print why. */
+static char *outbuf;
+static size_t outlen, outcap;
+
 static void close_conn(void)
 {
 	if (conn != NULL)
 		redisFree(conn);
 	conn = NULL;
+	free(outbuf);
+	outbuf = NULL;
+	outlen = outcap = 0;
 }
 
 static void usage(FILE *to)
@@ -113,10 +126,19 @@ static redisContext *connect_daemon(const char *instance, const char *socket_pat
 		socket_path = path;
 	}
 	struct timeval tv = { .tv_sec = 5 };
+	errno = 0;
 	redisContext *c = redisConnectUnixWithTimeout(socket_path, tv);
 	if (c == NULL || c->err) {
-		fprintf(stderr, "%s: cannot connect to %s: %s (is shmd running for instance '%s'?)\n", prog,
-			socket_path, c ? c->errstr : "out of memory", instance);
+		/* EAGAIN: the socket's backlog is full, the daemon is not
+		 * accepting (stopped, or swamped). */
+		if (c != NULL && (errno == EAGAIN || !strcmp(c->errstr, strerror(EAGAIN))))
+			fprintf(stderr,
+				"%s: cannot connect to %s: %s (shmd is not accepting connections: stopped or "
+				"swamped; try again)\n",
+				prog, socket_path, c->errstr);
+		else
+			fprintf(stderr, "%s: cannot connect to %s: %s (is shmd running for instance '%s'?)\n", prog,
+				socket_path, c ? c->errstr : "out of memory", instance);
 		if (c != NULL)
 			redisFree(c);
 		exit(EXIT_ERROR);
@@ -126,16 +148,56 @@ static redisContext *connect_daemon(const char *instance, const char *socket_pat
 	return c;
 }
 
+/* The connection failed (@p cause): print what the daemon said before it
+ * closed (an error line still unread: it turned us away), or the cause,
+ * and exit. */
+static void die_transport(const char *what, const char *cause) __attribute__((noreturn));
+static void die_transport(const char *what, const char *cause)
+{
+	char said[512];
+	ssize_t n = 0;
+	struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+	if (poll(&p, 1, 200) == 1)
+		n = recv(conn->fd, said, sizeof(said) - 1, MSG_DONTWAIT);
+	if (n > 1 && said[0] == '-') {
+		said[n] = '\0';
+		said[strcspn(said, "\r\n")] = '\0';
+		const char *msg = said + 1;
+		if (!strncmp(msg, "ERR ", 4))
+			msg += 4;
+		fprintf(stderr, "%s: %s: connection refused by shmd: %s\n", prog, what, msg);
+	} else {
+		fprintf(stderr, "%s: %s: connection closed by shmd: %s\n", prog, what, cause);
+	}
+	exit(EXIT_ERROR);
+}
+
+/* Send what send_request() queued. */
+static void flush_requests(const char *what)
+{
+	size_t off = 0;
+	while (off < outlen) {
+		ssize_t n = send(conn->fd, outbuf + off, outlen - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			die_transport(what, "timed out sending the request");
+		if (n <= 0)
+			die_transport(what, n < 0 ? strerror(errno) : "nothing sent");
+		off += (size_t)n;
+	}
+	outlen = 0;
+}
+
 /* The next reply; exits on transport errors and on error replies (naming
  * the verb). */
 static redisReply *take_reply(const char *what)
 {
 	redisContext *c = daemon_conn();
 	void *p = NULL;
-	if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
-		fprintf(stderr, "%s: %s: %s\n", prog, what, c->errstr[0] ? c->errstr : "no reply");
-		exit(EXIT_ERROR);
-	}
+	flush_requests(what);
+	if (redisGetReply(c, &p) != REDIS_OK || p == NULL)
+		die_transport(what, c->errstr[0] ? c->errstr : "no reply");
 	redisReply *r = p;
 	if (r->type == REDIS_REPLY_ERROR) {
 		const char *msg = r->str;
@@ -151,11 +213,26 @@ static redisReply *take_reply(const char *what)
 /* Queue one request (sent with the next take_reply()). */
 static void send_request(const char *what, int argc, const char **argv, const size_t *lens)
 {
-	redisContext *c = daemon_conn();
-	if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) {
-		fprintf(stderr, "%s: %s: %s\n", prog, what, c->errstr[0] ? c->errstr : "out of memory");
+	daemon_conn();
+	char *cmd = NULL;
+	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	if (n > 0 && outlen + (size_t)n > outcap) {
+		size_t cap = outcap ? outcap : 4096;
+		while (cap < outlen + (size_t)n)
+			cap *= 2;
+		char *b = realloc(outbuf, cap);
+		if (b == NULL)
+			n = -1;
+		else
+			outbuf = b, outcap = cap;
+	}
+	if (n <= 0) {
+		fprintf(stderr, "%s: %s: out of memory for the request\n", prog, what);
 		exit(EXIT_ERROR);
 	}
+	memcpy(outbuf + outlen, cmd, (size_t)n);
+	outlen += (size_t)n;
+	redisFreeCommand(cmd);
 }
 
 /* One request, one reply. */
@@ -805,6 +882,9 @@ int main(int argc, char **argv)
 
 	instance_name = instance;
 	socket_given = socket_path;
+	/* A daemon that closes on us (a limit, a restart) is an error to
+	 * report, not a signal to die of (exit 141, no word). */
+	signal(SIGPIPE, SIG_IGN);
 	atexit(close_conn);
 	int rc = v->run != NULL ? v->run(argc, argv, json) : verb_keys(argc, argv, v->op);
 	close_conn();
