@@ -1,11 +1,16 @@
 /* connlimits.c - connections counted per user and per address (connlimits.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "connlimits.h"
 #include "session.h"
@@ -15,7 +20,7 @@
 #define MAXCLIENTS_ERROR "ERR max number of clients reached"
 
 /* The first byte of a key says what the rest is. */
-enum { K_UID = 'u', K_V4 = '4', K_V6 = '6', K_LOOPBACK = 'L', K_UNKNOWN = '?' };
+enum { K_UID = 'u', K_V4 = '4', K_V6 = '6', K_LOCAL_UID = 'l', K_LOOPBACK = 'L', K_UNKNOWN = '?' };
 
 struct peer_count {
 	struct peer_count *next;
@@ -37,11 +42,96 @@ static void identify_unix(int fd, struct peer_id *p)
 	snprintf(p->name, sizeof(p->name), "uid %u", (unsigned)p->cred.uid);
 }
 
-static void identify_v4(const struct in_addr *a, struct peer_id *p)
+/* An address as the client socket's side of the connection sees it:
+ * IPv4 for a v4-mapped IPv6 one (a dual-stack listener's view of an IPv4
+ * client). */
+static void diag_addr(const struct sockaddr_storage *ss, uint8_t *family, __be16 *port, __be32 addr[4])
 {
-	if ((ntohl(a->s_addr) >> 24) == 127) {
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		*family = AF_INET, *port = a->sin_port;
+		memcpy(addr, &a->sin_addr, 4);
+		return;
+	}
+	const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+	*port = a->sin6_port;
+	if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+		*family = AF_INET;
+		memcpy(addr, a->sin6_addr.s6_addr + 12, 4);
+	} else {
+		*family = AF_INET6;
+		memcpy(addr, a->sin6_addr.s6_addr, 16);
+	}
+}
+
+/* The uid that owns the client's end of loopback TCP connection @p fd:
+ * that socket is on this host, and the kernel's socket table (sock_diag,
+ * what ss -e reads) says whose it is. A local user may connect from any
+ * loopback address, so the address alone would let one user take the
+ * quota of every local client. 0, or -errno. */
+static int loopback_uid(int fd, uid_t *uid)
+{
+	struct sockaddr_storage self, peer;
+	socklen_t sl = sizeof(self), pl = sizeof(peer);
+	if (getsockname(fd, (struct sockaddr *)&self, &sl) < 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+		return -errno;
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = ~0u,
+		       .id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
+	};
+	uint8_t fam_self;
+	/* The client's socket: its source is our peer, its destination us. */
+	diag_addr(&peer, &req.r.sdiag_family, &req.r.id.idiag_sport, req.r.id.idiag_src);
+	diag_addr(&self, &fam_self, &req.r.id.idiag_dport, req.r.id.idiag_dst);
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return -errno;
+	struct timeval tv = { .tv_sec = 1 }; /* the kernel answers at once; never hang the loop */
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ans;
+	int rc = -ENOENT;
+	ssize_t n = sendto(nl, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel));
+	if (n >= 0)
+		n = recv(nl, &ans, sizeof(ans), 0);
+	if (n < 0)
+		rc = -errno;
+	else if (NLMSG_OK(&ans.nh, (size_t)n) && ans.nh.nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+		 ans.nh.nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)) && fam_self == req.r.sdiag_family) {
+		*uid = ((const struct inet_diag_msg *)NLMSG_DATA(&ans.nh))->idiag_uid;
+		rc = 0;
+	}
+	close(nl);
+	return rc;
+}
+
+/* A TCP client on this host: its uid, or (the kernel would not say) every
+ * loopback client as one. */
+static void identify_loopback(int fd, struct peer_id *p)
+{
+	uid_t uid;
+	if (loopback_uid(fd, &uid) == 0) {
+		p->key[0] = K_LOCAL_UID;
+		memcpy(p->key + 1, &uid, sizeof(uid));
+		snprintf(p->name, sizeof(p->name), "uid %u (a TCP client on this host)", (unsigned)uid);
+	} else {
 		p->key[0] = K_LOOPBACK;
 		snprintf(p->name, sizeof(p->name), "loopback");
+	}
+}
+
+static void identify_v4(int fd, const struct in_addr *a, struct peer_id *p)
+{
+	if ((ntohl(a->s_addr) >> 24) == 127) {
+		identify_loopback(fd, p);
 		return;
 	}
 	p->key[0] = K_V4;
@@ -58,16 +148,15 @@ static void identify_tcp(int fd, struct peer_id *p)
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
 		return;
 	if (ss.ss_family == AF_INET) {
-		identify_v4(&((struct sockaddr_in *)&ss)->sin_addr, p);
+		identify_v4(fd, &((struct sockaddr_in *)&ss)->sin_addr, p);
 	} else if (ss.ss_family == AF_INET6) {
 		struct in6_addr a = ((struct sockaddr_in6 *)&ss)->sin6_addr;
 		if (IN6_IS_ADDR_V4MAPPED(&a)) {
 			struct in_addr v4;
 			memcpy(&v4, a.s6_addr + 12, 4);
-			identify_v4(&v4, p);
+			identify_v4(fd, &v4, p);
 		} else if (IN6_IS_ADDR_LOOPBACK(&a)) {
-			p->key[0] = K_LOOPBACK;
-			snprintf(p->name, sizeof(p->name), "loopback");
+			identify_loopback(fd, p);
 		} else {
 			/* One /64: a host or a customer gets a whole one. */
 			memset(a.s6_addr + 8, 0, 8);

@@ -26,7 +26,7 @@ struct peer_id {
 	int kind;           /* SESSION_UNIX or SESSION_TCP */
 	uint8_t key[17];    /* what is counted: the uid, or the address (see peer_identify()) */
 	struct fscred cred; /* unix: SO_PEERCRED (nobody when unknown); TCP: unset */
-	char name[64];      /* for messages: "uid 33", "10.0.0.5", "2001:db8:1:2::/64", "loopback" */
+	char name[80];      /* for messages: "uid 33", "10.0.0.5", "2001:db8:1:2::/64", "loopback" */
 };
 
 struct conn_limits {
@@ -39,9 +39,11 @@ struct conn_limits {
 /**
  * Identify the peer of accepted connection @p fd of @p kind. A unix peer
  * is its uid (an unknown one counts as nobody). A TCP peer is its address:
- * IPv4 whole, IPv6 by its /64 (what one host or customer is given), and
- * every loopback address (127/8, ::1) as one, since a local user may
- * connect from any of them.
+ * IPv4 whole, IPv6 by its /64 (what one host or customer is given); a
+ * loopback peer (127/8, ::1) is a user of this host, told apart by the uid
+ * that owns its socket (sock_diag), since a local user may connect from
+ * any loopback address; if the kernel does not say, every loopback peer
+ * is one.
  */
 void peer_identify(int fd, int kind, struct peer_id *p);
 

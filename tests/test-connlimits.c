@@ -19,8 +19,9 @@
  *               backlog while shmd is stopped: every one reads the error,
  *               and shmctl exits 2 with the daemon's message (never of
  *               SIGPIPE, 141), also while 100 more refused ones are open;
- *   tcp_addr  - the per-address limit of the TCP listener; every loopback
- *               address is one address.
+ *   tcp_addr  - the per-address limit of the TCP listener; a client on
+ *               this host is told apart by its uid, whichever loopback
+ *               address it connects from.
  *
  * The figures (connections opened, served and refused) are printed.
  * Usage: test-connlimits PATH-TO-SHMD PATH-TO-SHMCTL [TEST]
@@ -616,17 +617,24 @@ static void test_tcp_addr(void **state)
 {
 	(void)state;
 	start_shmd("", "maxclients = 100\nmaxclients_per_addr = 10");
-	static const char refusal[] = "-ERR max connections per address (10) reached for loopback\r\n";
-	struct holder a, a2, u;
+	char refusal[160];
+	snprintf(refusal, sizeof(refusal),
+		 "-ERR max connections per address (10) reached for uid %u (a TCP client on this host)\r\n",
+		 (unsigned)uid_a);
+	struct holder a, a2, b, u;
 	holder_start(&a, uid_a, 15, "127.0.0.1", refusal);
 	expect_counts("tcp_addr: user A from 127.0.0.1, limit 10", &a.c, 15, 10, 5);
-	/* Another loopback address is the same host. */
-	holder_start(&a2, uid_b, 3, "127.0.0.2", refusal);
-	expect_counts("tcp_addr: user B from 127.0.0.2 meanwhile", &a2.c, 3, 0, 3);
+	/* Another loopback address is the same user of this host... */
+	holder_start(&a2, uid_a, 3, "127.0.0.2", refusal);
+	expect_counts("tcp_addr: user A from 127.0.0.2 meanwhile", &a2.c, 3, 0, 3);
+	/* ...and another user of this host is another peer. */
+	holder_start(&b, uid_b, 10, "127.0.0.2", NULL);
+	expect_counts("tcp_addr: user B from 127.0.0.2 meanwhile", &b.c, 10, 10, 0);
 	/* The unix socket's table is another. */
 	holder_start(&u, uid_a, 3, NULL, NULL);
 	expect_counts("tcp_addr: user A on the unix socket meanwhile", &u.c, 3, 3, 0);
 	holder_stop(&u);
+	holder_stop(&b);
 	holder_stop(&a2);
 	holder_stop(&a);
 	stop_shmd();
