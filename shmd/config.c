@@ -69,6 +69,26 @@ static int parse_bool(const char *v, int *out)
 	return 0;
 }
 
+/* An idle timeout: 0 (never), seconds, or a duration (10m, 1h). 0 or SHMF_E_INVAL. */
+static int parse_timeout(const char *v, unsigned *out)
+{
+	uint64_t secs = 0;
+	if (strcmp(v, "0") != 0 && (spec_parse_duration(v, &secs) < 0 || secs > CONFIG_TIMEOUT_MAX))
+		return SHMF_E_INVAL;
+	*out = (unsigned)secs;
+	return 0;
+}
+
+/* A count of connections from @p min to TCP_MAXCLIENTS_LIMIT. 0 or SHMF_E_INVAL. */
+static int parse_clients(const char *v, unsigned min, unsigned *out)
+{
+	uint64_t n;
+	if (spec_parse_capacity(v, &n) < 0 || n < min || n > TCP_MAXCLIENTS_LIMIT)
+		return SHMF_E_INVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* A group name or gid ("": none). 0 or SHMF_E_NOTFOUND. */
 static int parse_group(const char *v, gid_t *out)
 {
@@ -137,6 +157,19 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 			return bad(ps, "log_file '%s': must be an absolute path of at most %zu bytes", value,
 				   sizeof(c->log_file) - 1);
 		snprintf(c->log_file, sizeof(c->log_file), "%s", value);
+	} else if (!strcmp(name, "maxclients")) {
+		/* At least 2: the last slot is an administrator's. */
+		if (parse_clients(value, 2, &c->maxclients) < 0)
+			return bad(ps, "maxclients '%s': an integer from 2 to %d", value, TCP_MAXCLIENTS_LIMIT);
+	} else if (!strcmp(name, "maxclients_per_user")) {
+		if (parse_clients(value, 1, &c->maxclients_per_user) < 0)
+			return bad(ps, "maxclients_per_user '%s': an integer from 1 to %d", value,
+				   TCP_MAXCLIENTS_LIMIT);
+	} else if (!strcmp(name, "timeout")) {
+		if (parse_timeout(value, &c->timeout) < 0)
+			return bad(ps,
+				   "timeout '%s': 0 (never), seconds, or a duration such as 10m or 1h (at most a year)",
+				   value);
 	} else {
 		return bad(ps, "unknown key '%s' in [instance]", name);
 	}
@@ -191,10 +224,17 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 			return bad(ps, "requirepass: longer than %d bytes", TCP_PASSWORD_MAX);
 		snprintf(t->requirepass, sizeof(t->requirepass), "%s", value);
 	} else if (!strcmp(name, "maxclients")) {
-		uint64_t n;
-		if (spec_parse_capacity(value, &n) < 0 || n > TCP_MAXCLIENTS_LIMIT)
+		if (parse_clients(value, 1, &t->maxclients) < 0)
 			return bad(ps, "maxclients '%s': an integer from 1 to %d", value, TCP_MAXCLIENTS_LIMIT);
-		t->maxclients = (unsigned)n;
+	} else if (!strcmp(name, "maxclients_per_addr")) {
+		if (parse_clients(value, 1, &t->maxclients_per_addr) < 0)
+			return bad(ps, "maxclients_per_addr '%s': an integer from 1 to %d", value,
+				   TCP_MAXCLIENTS_LIMIT);
+	} else if (!strcmp(name, "timeout")) {
+		if (parse_timeout(value, &t->timeout) < 0)
+			return bad(ps,
+				   "timeout '%s': 0 (never), seconds, or a duration such as 10m or 1h (at most a year)",
+				   value);
 	} else if (!strcmp(name, "max_request")) {
 		uint64_t n;
 		if (parse_size(value, &n) < 0 || n < TCP_MAX_REQUEST_MIN || n > REQUEST_MAX_BYTES)
@@ -202,7 +242,9 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 				   value);
 		t->max_request = (size_t)n;
 	} else {
-		return bad(ps, "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, max_request)",
+		return bad(ps,
+			   "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, "
+			   "maxclients_per_addr, timeout, max_request)",
 			   name);
 	}
 	return 1;
@@ -450,9 +492,14 @@ static void config_defaults(struct config *c)
 	c->huge_pages = 1;
 	c->mount_tmpfs = MOUNT_TMPFS_AUTO;
 	c->log_level = LOG_INFO;
+	c->maxclients = UNIX_DEFAULT_MAXCLIENTS;
+	c->maxclients_per_user = CONFIG_MAXCLIENTS_PER_PEER;
+	c->timeout = 0;
 	snprintf(c->tcp.bind, sizeof(c->tcp.bind), "127.0.0.1");
 	c->tcp.port = TCP_DEFAULT_PORT;
 	c->tcp.maxclients = TCP_DEFAULT_MAXCLIENTS;
+	c->tcp.maxclients_per_addr = CONFIG_MAXCLIENTS_PER_PEER;
+	c->tcp.timeout = TCP_DEFAULT_TIMEOUT;
 	c->tcp.max_request = REQUEST_MAX_BYTES;
 	snprintf(c->repl.redis, sizeof(c->repl.redis), "127.0.0.1:6379");
 	snprintf(c->repl.host, sizeof(c->repl.host), "127.0.0.1");

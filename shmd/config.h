@@ -15,6 +15,9 @@
  *   log_level = info        ; debug | info | notice | warning | error
  *   log_file =              ; absolute path, appended to (reopened on reload); "": stderr
  *                           ; in the foreground, syslog when daemonised
+ *   maxclients = 1024       ; unix-socket connections at once (one kept for an admin)
+ *   maxclients_per_user = 512 ; of them from one uid
+ *   timeout = 0             ; close a unix-socket connection idle this long (0: never)
  *
  *   [filter NAME]           ; one section per filter
  *   type = bloom
@@ -36,7 +39,9 @@
  *   bind = 127.0.0.1        ; one address (IPv4 or IPv6 literal, or a host name)
  *   port = 6379
  *   requirepass =           ; clients must AUTH with it first (empty: no password)
- *   maxclients = 1024       ; TCP connections at once (the unix socket has its own 1024)
+ *   maxclients = 1024       ; TCP connections at once (the unix socket has its own)
+ *   maxclients_per_addr = 512 ; of them from one address (IPv6: one /64; loopback: one)
+ *   timeout = 300           ; close a connection idle this long (seconds, or 10m; 0: never)
  *   max_request = 64m       ; bytes in one request: a number, or with k/kb/m/mb (KiB, MiB)
  *
  *   [replication]           ; a fleet: replicated filters stay in step through Redis Streams
@@ -68,11 +73,18 @@
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
 
-#define TCP_DEFAULT_PORT       6379
-#define TCP_DEFAULT_MAXCLIENTS 1024
-#define TCP_MAXCLIENTS_LIMIT   65536
-#define TCP_MAX_REQUEST_MIN    1024u /* a request smaller than this could not carry AUTH */
-#define TCP_PASSWORD_MAX       512
+#define TCP_DEFAULT_PORT        6379
+#define TCP_DEFAULT_MAXCLIENTS  1024
+#define UNIX_DEFAULT_MAXCLIENTS 1024
+#define TCP_MAXCLIENTS_LIMIT    65536
+/* Per user (unix) and per address (TCP): a PHP-FPM pool of a few hundred
+ * workers, one connection each, fits; one user or host can take at most
+ * half of a default table. */
+#define CONFIG_MAXCLIENTS_PER_PEER 512
+#define TCP_DEFAULT_TIMEOUT        300       /* seconds; the unix socket's default is 0, never */
+#define CONFIG_TIMEOUT_MAX         31536000u /* a year */
+#define TCP_MAX_REQUEST_MIN        1024u     /* a request smaller than this could not carry AUTH */
+#define TCP_PASSWORD_MAX           512
 
 struct tcp_config {
 	int enabled;
@@ -80,6 +92,8 @@ struct tcp_config {
 	int port;
 	char requirepass[TCP_PASSWORD_MAX + 1]; /* "": no password */
 	unsigned maxclients;
+	unsigned maxclients_per_addr;
+	unsigned timeout;   /* seconds idle before closing, 0 never */
 	size_t max_request; /* bytes, TCP_MAX_REQUEST_MIN..REQUEST_MAX_BYTES */
 };
 
@@ -119,6 +133,9 @@ struct config {
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
 	int log_level;          /* LOG_ERR..LOG_DEBUG (log.h) */
 	char log_file[256];     /* "" : stderr, or syslog when daemonised */
+	unsigned maxclients;    /* unix-socket connections at once, 2..TCP_MAXCLIENTS_LIMIT */
+	unsigned maxclients_per_user;
+	unsigned timeout; /* unix socket: seconds idle before closing, 0 never */
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;

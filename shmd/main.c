@@ -191,7 +191,7 @@ static int lock_instance(struct daemon *d)
 static void raise_file_limit(const struct config *cfg)
 {
 	struct rlimit rl;
-	rlim_t want = SERVER_MAX_CLIENTS + SERVER_MAX_REFUSING + 64 + (cfg->tcp.enabled ? cfg->tcp.maxclients : 0);
+	rlim_t want = cfg->maxclients + SERVER_MAX_REFUSING + 64 + (cfg->tcp.enabled ? cfg->tcp.maxclients : 0);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
 		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
@@ -276,7 +276,12 @@ static int serve(struct daemon *d)
 		.tcp_name = d->tcp_name,
 		.tcp_port = d->cfg.tcp.port,
 		.requirepass = d->cfg.tcp.requirepass,
+		.unix_maxclients = d->cfg.maxclients,
+		.unix_maxclients_per_user = d->cfg.maxclients_per_user,
+		.unix_timeout = d->cfg.timeout,
 		.tcp_maxclients = d->cfg.tcp.maxclients,
+		.tcp_maxclients_per_addr = d->cfg.tcp.maxclients_per_addr,
+		.tcp_timeout = d->cfg.tcp.timeout,
 		.tcp_max_request = d->cfg.tcp.max_request,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,

@@ -14,6 +14,12 @@
  * peer's unread bytes with a reset, which can destroy the error reply
  * before the client reads it; a client still writing an oversized request
  * would see "connection reset" and never the reason.
+ *
+ * Connections are a bounded resource per user (connlimits.h): a new one is
+ * admitted, or accepted and turned away with an error line (never left in
+ * the listen backlog, never reset without a word). One that moves no byte
+ * for the idle timeout of its listener is closed by the sweep of the
+ * loop's timer tick.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connlimits.h"
 #include "errmsg.h"
 #include "log.h"
 #include "perms.h"
@@ -46,10 +53,8 @@
 #define DRAIN_BYTES     (64u << 20)
 #define DRAIN_MS        2000
 #define EVENTS_PER_WAIT 256
-/* Redis' words exactly: redis-py, for one, turns this text (and only
- * this) into a ConnectionError rather than a command's error. The limit
- * itself is in INFO (maxclients) and the configuration. */
-#define MAXCLIENTS_ERROR "ERR max number of clients reached"
+/* Refusals are logged at most this often (a flood must not flood the log). */
+#define REFUSAL_LOG_MS 10000
 
 /* Before AUTH a TCP client may send only small requests, as Redis allows
  * an unauthenticated client (since 6.2.6, CVE-2021-32675): enough for
@@ -79,6 +84,9 @@ struct conn {
 	enum conn_state state;
 	int eof;                 /* the peer closed its side: close once the replies are sent */
 	int counted;             /* counts against its listener's clients (not a turned-away one) */
+	int reserved;            /* admitted into the administrator's slot (connlimits.h) */
+	struct peer_id peer;     /* whom the limits count it for */
+	uint64_t last_active;    /* ms, CLOCK_MONOTONIC: the last byte read or written */
 	uint32_t events;         /* epoll interest registered now */
 	uint64_t drain_deadline; /* ms, CLOCK_MONOTONIC */
 	size_t drain_left;
@@ -96,6 +104,10 @@ struct server {
 	struct request_limits limits[2]; /* once authenticated, by kind */
 	struct conn *conns;              /* every connection, newest first */
 	unsigned refusing;               /* turned-away connections still open */
+	struct conn_limits admit;        /* connections per listener, user and address */
+	uint64_t idle_ms[2];             /* close after this long without a byte; 0 never */
+	int spare_fd;                    /* given up to accept (and refuse) when out of descriptors */
+	uint64_t refused_logged;         /* ms: when a refusal was last logged */
 	uint64_t next_id;
 	struct server_view view;
 };
@@ -140,7 +152,10 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s%s", path, strerror(e),
 			      perms_hint(-e, PERMS_HINT_DIR, hint, sizeof(hint)));
 	}
-	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
+	/* SOMAXCONN (the kernel's cap): a burst of connections waits for the
+	 * loop to accept it rather than failing to connect. */
+	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
 		e = errno;
 		close(fd);
 		unlink(path);
@@ -176,9 +191,10 @@ static void conn_free(struct server *s, struct conn *c)
 	close(c->fd); /* also leaves the epoll set */
 	request_reader_free(c->rr);
 	reply_free(&c->out);
-	if (c->counted)
+	if (c->counted) {
 		s->view.clients[c->sess.kind]--;
-	else
+		conn_limits_release(&s->admit, &c->peer, c->reserved);
+	} else
 		s->refusing--;
 	session_free(&c->sess);
 	if (c->prev)
@@ -201,6 +217,7 @@ static int conn_flush(struct conn *c)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 		}
 		c->out.sent += (size_t)n;
+		c->last_active = now_ms(); /* the peer reads its replies: not idle */
 	}
 	c->out.sent = c->out.len = 0;
 	return 0;
@@ -255,6 +272,7 @@ static int conn_read(struct server *s, struct conn *c)
 			return -errno;
 		}
 		total += (size_t)n;
+		c->last_active = now_ms();
 		conn_input(s, c, scratch, (size_t)n);
 		if (c->out.oom)
 			return -ENOMEM;
@@ -331,7 +349,10 @@ static void conn_event(struct server *s, struct conn *c, uint32_t ev)
 	conn_settle(s, c);
 }
 
-static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
+/* A connection for accepted @p fd: admitted (@p peer not NULL: counted
+ * for it, @p reserved as conn_limits_admit() said) or, with @p peer NULL,
+ * only kept to be turned away. NULL when out of memory. */
+static struct conn *conn_new(struct server *s, int fd, int kind, const struct peer_id *peer, int reserved)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	if (c == NULL || (c->rr = request_reader_new()) == NULL) {
@@ -339,7 +360,7 @@ static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
 		return NULL;
 	}
 	c->fd = fd;
-	c->counted = counted;
+	c->counted = peer != NULL;
 	c->events = EPOLLIN;
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
 	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &e) < 0) {
@@ -350,10 +371,18 @@ static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
 	}
 	session_init(&c->sess, ++s->next_id, kind, &s->view);
 	request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[kind] : &preauth_limits);
-	if (counted)
+	c->last_active = now_ms();
+	if (peer != NULL) {
+		c->peer = *peer;
+		c->reserved = reserved;
 		s->view.clients[kind]++;
-	else
+		if (kind == SESSION_UNIX)
+			c->sess.peer = peer->cred;
+		else
+			tcp_peer_name(fd, c->sess.addr, sizeof(c->sess.addr));
+	} else {
 		s->refusing++;
+	}
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
@@ -361,6 +390,77 @@ static struct conn *conn_new(struct server *s, int fd, int kind, int counted)
 	return c;
 }
 
+/* Whether the unix peer on @p fd has the admin role (root, shmd's uid, a
+ * member of [roles] admin_group): it may take the slot kept for one. */
+static int peer_admin(struct server *s, int fd)
+{
+	struct session probe;
+	session_init(&probe, 0, SESSION_UNIX, &s->view);
+	int admin = roles_peer_read(&probe, fd) == 0 && roles_connection(&probe) == ROLE_ADMIN;
+	session_free(&probe);
+	return admin;
+}
+
+/* Say why, at most once every REFUSAL_LOG_MS. */
+static void log_refusal(struct server *s, const struct peer_id *p, const char *why)
+{
+	uint64_t now = now_ms();
+	if (s->refused_logged != 0 && now - s->refused_logged < REFUSAL_LOG_MS)
+		return;
+	s->refused_logged = now;
+	log_msg(LOG_WARNING, "connection from %s refused: %s (%llu refused since start; limits: docs/operations.md)",
+		p != NULL ? p->name : "a client", why, (unsigned long long)s->view.rejected_connections);
+}
+
+/* Turn connection @p fd away with the error reply @p why (Redis' "ERR
+ * ..."), which the client reads before end-of-file: kept and drained like
+ * any closing connection while fewer than SERVER_MAX_REFUSING are, else
+ * answered and closed at once, after reading what the client already sent
+ * (so that the close is an end-of-file, not a reset that could destroy the
+ * reply). */
+static void refuse(struct server *s, int fd, int kind, const char *why)
+{
+	s->view.rejected_connections++;
+	struct conn *c = s->refusing < SERVER_MAX_REFUSING ? conn_new(s, fd, kind, NULL, 0) : NULL;
+	if (c != NULL) {
+		reply_error(&c->out, "%s", why);
+		c->state = C_CLOSING;
+		conn_settle(s, c);
+		return;
+	}
+	char line[256];
+	int n = snprintf(line, sizeof(line), "-%s\r\n", why);
+	ssize_t ignored = send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)ignored;
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16 && recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
+/* accept() failed for want of a descriptor: the listener stays readable,
+ * and the clients in its backlog would wait for nothing. Give up the spare
+ * descriptor to accept one and tell it why, as Redis' maxclients does. */
+static int accept_without_fds(struct server *s, struct listener *l)
+{
+	if (s->spare_fd < 0)
+		return -1;
+	close(s->spare_fd);
+	int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0) {
+		static const char msg[] = "-ERR max number of clients reached (shmd is out of file descriptors)\r\n";
+		ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)ignored;
+		close(fd);
+		s->view.rejected_connections++;
+		log_refusal(s, NULL, "out of file descriptors (raise the open-file limit)");
+	}
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? 0 : -1;
+}
+
+/* Accept every pending client: admitted within the limits, or turned away
+ * with the reason. None is left in the backlog. */
 static void accept_clients(struct server *s, struct listener *l)
 {
 	for (;;) {
@@ -368,52 +468,66 @@ static void accept_clients(struct server *s, struct listener *l)
 		if (fd < 0) {
 			if (errno == EINTR)
 				continue;
+			if ((errno == EMFILE || errno == ENFILE) && accept_without_fds(s, l) == 0)
+				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				log_msg(LOG_WARNING, "accept: %s", strerror(errno));
 			return;
 		}
 		s->view.connections_received++;
-		int full = s->view.clients[l->kind] >= s->view.maxclients[l->kind];
-		if (full) {
-			s->view.rejected_connections++;
-			if (s->refusing >= SERVER_MAX_REFUSING) {
-				static const char msg[] = "-" MAXCLIENTS_ERROR "\r\n";
-				ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-				(void)ignored;
-				close(fd);
-				continue;
-			}
-		}
 		if (l->kind == SESSION_TCP)
 			tcp_tune(fd);
-		struct conn *c = conn_new(s, fd, l->kind, !full);
-		if (c == NULL) {
-			log_msg(LOG_WARNING, "out of memory for a new client");
-			close(fd);
+		struct peer_id peer;
+		char why[192];
+		peer_identify(fd, l->kind, &peer);
+		peer.admin = l->kind == SESSION_UNIX && peer_admin(s, fd);
+		int slot = conn_limits_admit(&s->admit, &peer, s->view.clients[l->kind], why, sizeof(why));
+		if (slot < 0) {
+			refuse(s, fd, l->kind, why);
+			log_refusal(s, &peer, why + 4);
 			continue;
 		}
-		if (l->kind == SESSION_TCP) {
-			tcp_peer_name(fd, c->sess.addr, sizeof(c->sess.addr));
-		} else {
-			/* On failure the peer stays nobody (session_init()): a reader
-			 * that names files as nobody. */
+		struct conn *c = conn_new(s, fd, l->kind, &peer, slot);
+		if (c == NULL) {
+			conn_limits_release(&s->admit, &peer, slot);
+			log_msg(LOG_WARNING, "out of memory for a new client");
+			close(fd);
+		} else if (l->kind == SESSION_UNIX) {
+			/* On failure the peer stays as SO_PEERCRED said, in no
+			 * supplementary group. */
 			(void)roles_peer_read(&c->sess, fd);
-		}
-		if (full) {
-			reply_error(&c->out, "%s", MAXCLIENTS_ERROR);
-			c->state = C_CLOSING;
-			conn_settle(s, c);
 		}
 	}
 }
 
-/* Close the draining connections whose time is up. */
+/* Idle: no byte read or written for its listener's timeout (or, once its
+ * last reply is queued, for DRAIN_MS: a client that does not read why it
+ * is closed keeps no slot). A request being executed is never idle: the
+ * loop runs it to the end before the sweep looks (a request handed to a
+ * worker thread must keep its connection from being idle while it is out). */
+static int conn_idle(const struct server *s, const struct conn *c, uint64_t now)
+{
+	uint64_t limit = c->state == C_CLOSING ? DRAIN_MS : s->idle_ms[c->sess.kind];
+	return limit != 0 && c->state != C_DRAINING && now - c->last_active >= limit;
+}
+
+/* Close the draining connections whose time is up, and the idle ones:
+ * shut down (the client reads end-of-file) and drained, or closed at once
+ * if replies it does not read are still queued. */
 static void sweep(struct server *s, uint64_t now)
 {
 	for (struct conn *c = s->conns, *next; c != NULL; c = next) {
 		next = c->next;
-		if (c->state == C_DRAINING && now >= c->drain_deadline)
+		if (c->state == C_DRAINING && now >= c->drain_deadline) {
 			conn_free(s, c);
+		} else if (conn_idle(s, c, now)) {
+			if (reply_pending(&c->out) > 0) {
+				conn_free(s, c);
+			} else {
+				c->state = C_CLOSING;
+				conn_settle(s, c);
+			}
+		}
 	}
 }
 
@@ -435,13 +549,20 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		.limits = { request_limits_max, request_limits_max },
 	};
 	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
+	s.admit.max[SESSION_UNIX] = o->unix_maxclients ? o->unix_maxclients : SERVER_MAX_CLIENTS;
+	s.admit.max[SESSION_TCP] = o->tcp_maxclients;
+	s.admit.per_peer[SESSION_UNIX] = o->unix_maxclients_per_user ? o->unix_maxclients_per_user : UINT32_MAX;
+	s.admit.per_peer[SESSION_TCP] = o->tcp_maxclients_per_addr ? o->tcp_maxclients_per_addr : UINT32_MAX;
+	s.idle_ms[SESSION_UNIX] = (uint64_t)o->unix_timeout * 1000;
+	s.idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
+	s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s.view = (struct server_view){
 		.started = (uint64_t)time(NULL),
 		.requirepass = o->requirepass ? o->requirepass : "",
 		.roles = o->roles,
 		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
-		.maxclients = { SERVER_MAX_CLIENTS, o->tcp_maxclients },
+		.maxclients = { s.admit.max[SESSION_UNIX], o->tcp_maxclients },
 	};
 	int rc = 0;
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -451,11 +572,14 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 	}
 	if (rc == 0) {
-		log_msg(LOG_INFO, "listening on %s", o->unix_path);
+		log_msg(LOG_INFO, "listening on %s (at most %u clients, %u per user, idle timeout %us)", o->unix_path,
+			s.admit.max[SESSION_UNIX], s.admit.per_peer[SESSION_UNIX], o->unix_timeout);
 		if (o->tcp_fd >= 0)
-			log_msg(LOG_INFO, "listening on tcp %s (%s, at most %u clients, requests up to %zu bytes)",
+			log_msg(LOG_INFO,
+				"listening on tcp %s (%s, at most %u clients, %u per address, idle timeout %us, requests "
+				"up to %zu bytes)",
 				o->tcp_name, s.view.requirepass[0] ? "AUTH required" : "no password", o->tcp_maxclients,
-				s.limits[SESSION_TCP].max_bytes);
+				s.admit.per_peer[SESSION_TCP], o->tcp_timeout, s.limits[SESSION_TCP].max_bytes);
 	}
 	struct epoll_event evs[EVENTS_PER_WAIT];
 	uint64_t last_sweep = now_ms();
@@ -489,6 +613,9 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		conn_flush(s.conns);
 		conn_free(&s, s.conns);
 	}
+	conn_limits_free(&s.admit);
+	if (s.spare_fd >= 0)
+		close(s.spare_fd);
 	if (s.ep >= 0)
 		close(s.ep);
 	close(o->unix_fd);

@@ -13,8 +13,8 @@
 
 #include "registry.h"
 
-/* Clients of the unix socket at once; the TCP listener has its own
- * maxclients ([tcp] in the configuration). */
+/* Clients of the unix socket at once by default ([instance] maxclients);
+ * the TCP listener has its own ([tcp] maxclients). */
 #define SERVER_MAX_CLIENTS 1024
 /* Connections turned away at a limit that are kept a moment so that they
  * read the error (see server.c); beyond this many they are closed at once. */
@@ -36,11 +36,16 @@ struct server_opts {
 	int tcp_fd;            /* from tcp_listen(), or -1 for none */
 	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
 	int tcp_port;
-	const char *requirepass;          /* TCP clients must AUTH with it first; NULL or "": no password */
-	unsigned tcp_maxclients;          /* TCP connections at once */
-	size_t tcp_max_request;           /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
-	int wake_fd;                      /* readable: run tick now (the replication engine's); -1: none */
-	const struct roles_config *roles; /* who may do what (roles.h); NULL: the defaults */
+	const char *requirepass;           /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned unix_maxclients;          /* unix-socket connections at once (0: SERVER_MAX_CLIENTS) */
+	unsigned unix_maxclients_per_user; /* of them from one uid (0: no limit of its own) */
+	unsigned unix_timeout;             /* seconds without a byte before a connection is closed; 0 never */
+	unsigned tcp_maxclients;           /* TCP connections at once */
+	unsigned tcp_maxclients_per_addr;  /* of them from one address (connlimits.h; 0: no limit of its own) */
+	unsigned tcp_timeout;              /* as unix_timeout */
+	size_t tcp_max_request;            /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	int wake_fd;                       /* readable: run tick now (the replication engine's); -1: none */
+	const struct roles_config *roles;  /* who may do what (roles.h); NULL: the defaults */
 };
 
 /**
@@ -53,7 +58,9 @@ struct server_opts {
  * once when o->wake_fd becomes readable; tick must read it): the daemon's
  * timed work (periodic.h, replication.h).
  * A client whose replies pile up unread past 64 MiB is not read from until
- * it reads them. A request that breaks the protocol or a limit is answered
+ * it reads them. Connections past a limit of @p o (at once, per user, per
+ * address; one unix slot kept for an administrator) are accepted, told
+ * why and closed; one idle for its timeout is closed. A request that breaks the protocol or a limit is answered
  * with an error, after which the connection is closed (once the client
  * had the chance to read it).
  * @return 0, or -errno if the loop cannot be set up (the listening

@@ -51,7 +51,9 @@ int tcp_listen(const char *bind_addr, int port, char *name, size_t namelen, char
 		}
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 511) == 0) {
+		/* SOMAXCONN, the kernel's cap (Redis' tcp-backlog is 511): the
+		 * loop accepts a burst and turns away what is over a limit. */
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
 			freeaddrinfo(res);
 			return fd;
 		}

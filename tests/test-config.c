@@ -38,6 +38,10 @@ static void test_embedded_default(void **state)
 	assert_int_equal(c.filters[0].capacity, 1000000);
 	assert_true(c.filters[0].fpr == 0.01);
 	assert_int_equal(c.filters[0].mode, 0640);
+	/* Connections: 1024 at once, 512 a user, never closed for idleness. */
+	assert_int_equal(c.maxclients, 1024);
+	assert_int_equal(c.maxclients_per_user, 512);
+	assert_int_equal(c.timeout, 0);
 }
 
 static void test_full_file(void **state)
@@ -58,6 +62,9 @@ static void test_full_file(void **state)
 			    "log_level = warning\n"
 			    "log_file = /var/log/shmd.log\n"
 			    "snapshot_dir = /var/lib/shmd\n"
+			    "maxclients = 4000\n"
+			    "maxclients_per_user = 300\n"
+			    "timeout = 10m\n"
 			    "\n"
 			    "[filter clicks]\n"
 			    "type = bloom\n"
@@ -95,6 +102,9 @@ static void test_full_file(void **state)
 	assert_int_equal(c.mount_tmpfs, MOUNT_TMPFS_YES);
 	assert_int_equal(c.log_level, LOG_WARNING);
 	assert_string_equal(c.log_file, "/var/log/shmd.log");
+	assert_int_equal(c.maxclients, 4000);
+	assert_int_equal(c.maxclients_per_user, 300);
+	assert_int_equal(c.timeout, 600);
 	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
@@ -189,6 +199,14 @@ static void test_bad_values_are_named(void **state)
 		  "cfg: [instance] log_file 'shmd.log': must be an absolute path" },
 		{ "[instance]\nmount_tmpfs = maybe\n",
 		  "cfg: [instance] mount_tmpfs 'maybe': expected auto, yes or no" },
+		{ "[instance]\nmaxclients = 1\n", "cfg: [instance] maxclients '1': an integer from 2 to 65536" },
+		{ "[instance]\nmaxclients = 70000\n", "cfg: [instance] maxclients '70000'" },
+		{ "[instance]\nmaxclients_per_user = 0\n",
+		  "cfg: [instance] maxclients_per_user '0': an integer from 1 to 65536" },
+		{ "[instance]\nmaxclients_per_user = many\n", "cfg: [instance] maxclients_per_user 'many'" },
+		{ "[instance]\ntimeout = -1\n", "cfg: [instance] timeout '-1': 0 (never), seconds, or a duration" },
+		{ "[instance]\ntimeout = 2y\n", "cfg: [instance] timeout '2y'" },
+		{ "[instance]\ntimeout = 400d\n", "cfg: [instance] timeout '400d'" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

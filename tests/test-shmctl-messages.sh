@@ -122,7 +122,7 @@ PY
 PIDS+=($!)
 disown
 for _ in $(seq 100); do [ -S "$ROOT/mute.sock" ] && break; sleep 0.05; done
-msg refusal 2 "ping: (shmd refused the connection: )?max number of clients reached" -- --socket "$ROOT/full.sock" ping
+msg refusal 2 "ping: (connection refused by shmd: )?max number of clients reached" -- --socket "$ROOT/full.sock" ping
 msg refusal 2 "ping: shmd closed the connection without a reply" -- --socket "$ROOT/mute.sock" ping
 
 # --- with a daemon: refusals name the filter, key, file or path -------------

@@ -401,15 +401,19 @@ static void test_config_section(void **state)
 	assert_int_equal(c.tcp.port, 6379);
 	assert_string_equal(c.tcp.requirepass, "");
 	assert_int_equal(c.tcp.maxclients, 1024);
+	assert_int_equal(c.tcp.maxclients_per_addr, 512);
+	assert_int_equal(c.tcp.timeout, 300);
 	assert_int_equal(c.tcp.max_request, 64u << 20);
 	const char full[] = "[tcp]\nenabled = yes\nbind = ::1\nport = 7000\nrequirepass = p@ss:word\n"
-			    "maxclients = 10\nmax_request = 2MB\n";
+			    "maxclients = 10\nmaxclients_per_addr = 4\ntimeout = 0\nmax_request = 2MB\n";
 	assert_int_equal(config_parse(&c, full, "t", err, sizeof(err)), 0);
 	assert_int_equal(c.tcp.enabled, 1);
 	assert_string_equal(c.tcp.bind, "::1");
 	assert_int_equal(c.tcp.port, 7000);
 	assert_string_equal(c.tcp.requirepass, "p@ss:word");
 	assert_int_equal(c.tcp.maxclients, 10);
+	assert_int_equal(c.tcp.maxclients_per_addr, 4);
+	assert_int_equal(c.tcp.timeout, 0);
 	assert_int_equal(c.tcp.max_request, 2u << 20);
 	assert_int_equal(config_parse(&c, "[tcp]\nmax_request = 1000000\n", "t", err, sizeof(err)), 0);
 	assert_int_equal(c.tcp.max_request, 1000000);
@@ -427,6 +431,8 @@ static void test_config_section(void **state)
 		{ "[tcp]\nmax_request = 65m\n", "t: [tcp] max_request '65m'" },
 		{ "[tcp]\nmax_request = 5x\n", "t: [tcp] max_request '5x'" },
 		{ "[tcp]\ncolor = red\n", "t: [tcp] unknown key 'color' in [tcp]" },
+		{ "[tcp]\nmaxclients_per_addr = 0\n", "t: [tcp] maxclients_per_addr '0': an integer from 1 to 65536" },
+		{ "[tcp]\ntimeout = 5w\n", "t: [tcp] timeout '5w': 0 (never), seconds, or a duration" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -87,6 +88,13 @@ static void connect_failed(const char *path, int e)
 			"on the socket and search permission on %s; join the socket's group, or change socket_mode and "
 			"group in [instance] of shmd's configuration (then shmctl reload)\n",
 			path, who, what, dir);
+	} else if (e == EAGAIN) {
+		/* A unix socket whose backlog is full: the daemon is not
+		 * accepting (stopped, or swamped). */
+		fprintf(stderr,
+			"shmctl: cannot connect to %s: %s (shmd is not accepting connections: stopped or swamped; "
+			"try again)\n",
+			path, strerror(e));
 	} else {
 		fprintf(stderr, "shmctl: cannot connect to %s: %s\n", path, strerror(e));
 	}
@@ -147,12 +155,17 @@ static void transport_failed(const char *what, redisContext *c) __attribute__((n
 static void transport_failed(const char *what, redisContext *c)
 {
 	char said[512];
-	ssize_t n = recv(c->fd, said, sizeof(said) - 1, MSG_DONTWAIT);
+	ssize_t n = 0;
+	/* A write that failed may have raced the line shmd wrote before
+	 * closing: give it a moment to arrive. */
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	if (poll(&p, 1, 200) == 1)
+		n = recv(c->fd, said, sizeof(said) - 1, MSG_DONTWAIT);
 	if (n > 1 && said[0] == '-') {
 		said[n] = '\0';
 		said[strcspn(said, "\r\n")] = '\0';
 		const char *msg = strncmp(said + 1, "ERR ", 4) == 0 ? said + 5 : said + 1;
-		fprintf(stderr, "shmctl: %s: shmd refused the connection: %s\n", what, msg);
+		fprintf(stderr, "shmctl: %s: connection refused by shmd: %s\n", what, msg);
 	} else if (c->err == REDIS_ERR_EOF || strstr(c->errstr, "Broken pipe") != NULL ||
 		   strstr(c->errstr, "reset by peer") != NULL) {
 		fprintf(stderr, "shmctl: %s: shmd closed the connection without a reply (%s; its log may say why)\n",
