@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "keyspace.h"
 #include "merge.h"
 #include "replication.h"
 #include "rundir.h"
@@ -95,8 +96,12 @@ static void reply_done(struct verb_call *c, int rc, const char *err)
 void cmd_shmf_drop(struct verb_call *c)
 {
 	char err[REGISTRY_ERR_MAX];
-	if (cmd_slot(c) >= 0)
-		reply_done(c, registry_drop(c->reg, c->req->argv[1], err, sizeof(err)), err);
+	if (cmd_slot(c) < 0)
+		return;
+	int rc = registry_drop(c->reg, c->req->argv[1], err, sizeof(err));
+	if (rc == 0)
+		keyspace_forget(c->reg, c->req->argv[1]); /* an expiry ends with its filter */
+	reply_done(c, rc, err);
 }
 
 void cmd_shmf_rotate(struct verb_call *c)

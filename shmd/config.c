@@ -373,6 +373,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		return tcp_key(ps, name, value);
 	if (!strcmp(section, "replication"))
 		return repl_key(ps, name, value);
+	if (!strcmp(section, "defaults"))
+		return defaults_set(&ps->c->defaults, name, value, ps->msg, sizeof(ps->msg)) < 0 ? bad_at(ps) : 1;
 	return instance_key(ps, name, value);
 }
 
@@ -404,7 +406,8 @@ static int declare_sections(struct parse_state *ps, const char *text)
 				if (ps->c->repl.enabled)
 					return bad(ps, "[replication] given twice");
 				ps->c->repl.enabled = 1;
-			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0) {
+			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0 &&
+				   strcmp(section, "defaults") != 0) {
 				return bad(ps, "unknown section [%s]", section);
 			}
 		}
@@ -434,6 +437,7 @@ static void config_defaults(struct config *c)
 	c->repl.retention = REPL_RETENTION_DEFAULT;
 	c->repl.journal_rings = REPL_RINGS_DEFAULT;
 	c->repl.journal_entries = REPL_ENTRIES_DEFAULT;
+	c->defaults = filter_defaults_builtin;
 }
 
 /* What [replication] must hold once the whole text is read: a secret if
@@ -485,6 +489,9 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
 	if ((rc = repl_complete(c, origin, err, errlen)) < 0)
 		return rc;
+	char msg[192];
+	if (defaults_check(&c->defaults, msg, sizeof(msg)) < 0)
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [defaults] %s", origin, msg);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		struct filter_spec *f = &c->filters[i];

@@ -47,12 +47,16 @@
  *
  * A filter section's `replicate = yes` makes it replicated (needs
  * [replication] with a secret).
+ *
+ *   [defaults]              ; filters created on the fly, FLUSHALL: see defaults.h
+ *   auto_create = yes       ; bloom_capacity = 100, bloom_error_rate = 0.01, ...
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
 
 #include <sys/types.h>
 
+#include "defaults.h"
 #include "fleet.h"
 #include "registry.h"
 
@@ -108,6 +112,7 @@ struct config {
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
 	struct repl_config repl;
+	struct filter_defaults defaults; /* [defaults]: defaults.h */
 };
 
 /** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "hugepages.h"
+#include "keyspace.h"
 #include "log.h"
 #include "periodic.h"
 #include "registry.h"
@@ -63,6 +64,9 @@ static void on_tick(struct registry *reg, void *arg)
 	registry_rotate_due(reg, now);
 	periodic_tick(&t->periodic, reg, now);
 	scandump_expire(); /* loads by chunks abandoned without a word */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	keyspace_tick(reg, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000); /* EXPIRE's drops */
 }
 
 /* Create the configured filters the instance does not hold yet. */
@@ -278,6 +282,7 @@ static int serve(struct daemon *d)
 		.requirepass = d->cfg.tcp.requirepass,
 		.tcp_maxclients = d->cfg.tcp.maxclients,
 		.tcp_max_request = d->cfg.tcp.max_request,
+		.defaults = &d->cfg.defaults,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "defaults.h"
 #include "registry.h"
 
 /* Clients of the unix socket at once; the TCP listener has its own
@@ -36,10 +37,11 @@ struct server_opts {
 	int tcp_fd;            /* from tcp_listen(), or -1 for none */
 	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
 	int tcp_port;
-	const char *requirepass; /* TCP clients must AUTH with it first; NULL or "": no password */
-	unsigned tcp_maxclients; /* TCP connections at once */
-	size_t tcp_max_request;  /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
-	int wake_fd;             /* readable: run tick now (the replication engine's); -1: none */
+	const char *requirepass;                /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned tcp_maxclients;                /* TCP connections at once */
+	size_t tcp_max_request;                 /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
+	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
 };
 
 /**

@@ -15,6 +15,9 @@
  * SHMF.RESTORE): the daemon cannot tell whose files a network peer may
  * touch.
  *
+ * A connection speaks RESP2 until HELLO 3 switches it to RESP3 (HELLO 2
+ * or RESET switch it back); reply.h turns each RESP3 type into RESP2's.
+ *
  * Single-threaded, like the registry: called from the server loop only.
  */
 #ifndef SHMD_SESSION_H
@@ -22,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "defaults.h"
 #include "fscred.h"
 #include "registry.h"
 #include "verbs.h"
@@ -45,6 +49,7 @@ struct server_view {
 	uint64_t connections_received;
 	uint64_t commands_processed;
 	uint64_t rejected_connections;
+	const struct filter_defaults *defaults; /* [defaults]: auto-create, FLUSHALL (never NULL once serving) */
 };
 
 struct session {
@@ -58,6 +63,10 @@ struct session {
 	char addr[64];                  /* the peer: "127.0.0.1:51234", or "unix" */
 	struct fscred peer;             /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
 	const struct server_view *srv;
+	int proto;                 /* 2 or 3: HELLO's protocol, that replies are written in */
+	int in_multi;              /* between MULTI and EXEC or DISCARD (multi.h) */
+	int multi_dirty;           /* a request was refused while queueing: EXEC aborts */
+	struct multi_queue *multi; /* the queued requests, or NULL */
 };
 
 /** A new connection's session: authenticated unless it is TCP and a password is set. */
