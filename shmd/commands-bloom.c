@@ -285,6 +285,8 @@ void cmd_bf_insert(struct verb_call *c)
 {
 	struct filter_spec spec;
 	int nocreate = 0, items = -1;
+	if (cmd_name_ok(c) < 0)
+		return;
 	cmd_auto_spec(c, SHMF_TYPE_BLOOM, &spec);
 	if (insert_options(c, &spec, &items, &nocreate) < 0)
 		return;

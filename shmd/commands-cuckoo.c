@@ -181,6 +181,8 @@ static void insert(struct verb_call *c, int nx)
 	const struct request *req = c->req;
 	struct filter_spec spec;
 	int nocreate = 0, items = -1;
+	if (cmd_name_ok(c) < 0)
+		return;
 	cmd_auto_spec(c, SHMF_TYPE_CUCKOO, &spec);
 	for (int i = 2; i < req->argc && items < 0; i++) {
 		if (!strcasecmp(req->argv[i], "NOCREATE")) {
