@@ -497,17 +497,33 @@ static void test_auth_required_accepted_refused(void **state)
 	r = CMD(fd, "CLIENT", "ID");
 	assert_int_equal(r->integer, id);
 	freeReplyObject(r);
-	/* RESP3 is not served: -NOPROTO (clients then stay on RESP2). */
-	RT(fd, "-NOPROTO unsupported protocol version (shmd speaks RESP2 only)\r\n", "HELLO", "3");
-	RT(fd, "-NOPROTO unsupported protocol version (shmd speaks RESP2 only)\r\n", "HELLO", "1");
+	/* HELLO 3 switches to RESP3 (its own reply a map), HELLO 2 back; other versions: -NOPROTO. */
+	RT(fd, "-NOPROTO unsupported protocol version\r\n", "HELLO", "1");
+	RT(fd, "-NOPROTO unsupported protocol version\r\n", "HELLO", "4");
+	char hello3[512];
+	snprintf(hello3, sizeof(hello3),
+		 "%%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n"
+		 "$2\r\nid\r\n:%lld\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+		 "$7\r\nmodules\r\n*0\r\n",
+		 id);
+	RT(fd, hello3, "HELLO", "3");
+	RT(fd, "#f\r\n", "BF.EXISTS", "no-such-filter", "x");
+	RT(fd, "$12\r\nhello-client\r\n", "CLIENT", "GETNAME");
+	snprintf(hello3, sizeof(hello3),
+		 "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:2\r\n"
+		 "$2\r\nid\r\n:%lld\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+		 "$7\r\nmodules\r\n*0\r\n",
+		 id);
+	RT(fd, hello3, "HELLO", "2");
+	RT(fd, ":0\r\n", "BF.EXISTS", "no-such-filter", "x");
+
 	RT(fd, "-ERR Protocol version is not an integer or out of range\r\n", "HELLO", "two");
 	RT(fd, "-ERR Syntax error in HELLO option 'COLOR'\r\n", "HELLO", "2", "COLOR");
 	close(fd);
 
-	/* HELLO 3 before AUTH: -NOPROTO, still unauthenticated. */
+	/* HELLO 3 before AUTH with a wrong password: refused, still unauthenticated. */
 	fd = tcp_connect();
-	RT(fd, "-NOPROTO unsupported protocol version (shmd speaks RESP2 only)\r\n", "HELLO", "3", "AUTH", "default",
-	   PASSWORD);
+	RT(fd, WRONG, "HELLO", "3", "AUTH", "default", "wrong");
 	RT(fd, NOAUTH, "PING");
 	/* QUIT before AUTH: +OK and end-of-file. */
 	RT(fd, "+OK\r\n", "QUIT");
@@ -618,7 +634,8 @@ static void test_same_replies_as_unix_socket(void **state)
 		{ "SHMF.ADDCAPPED", "@c", "dev", "1" },
 		{ "BF.ADD", "@c", "x" },
 		{ "CF.ADD", "@b", "x" },
-		{ "BF.ADD", "@none", "x" },
+		{ "BF.INFO", "@none" },
+		{ "BF.EXISTS", "@none", "x" },
 		{ "BF.RESERVE", "@e", "0.01", "100", "EXPANSION", "2" },
 		{ "NOSUCH", "@b" },
 		{ "PING", "@b" },
