@@ -107,14 +107,15 @@ static void test_rows_are_well_formed(void **state)
 static void test_flags_follow_the_design(void **state)
 {
 	(void)state;
-	static const char *const admin[] = { "bf.reserve",   "cf.reserve", "shmf.drop",   "shmf.snapshot", "shmf.swap",
-					     "shmf.restore", "shmf.rotate", "bf.loadchunk", "cf.loadchunk",  "shmf.merge",
-					     "del",          "unlink",     "flushall",    "flushdb",       "expire",
-					     "pexpire",      "expireat",   "pexpireat",   "persist" };
+	static const char *const admin[] = { "bf.reserve",   "cf.reserve",   "shmf.drop",   "shmf.snapshot",
+					     "shmf.swap",    "shmf.restore", "shmf.rotate", "bf.loadchunk",
+					     "cf.loadchunk", "shmf.merge",   "del",         "unlink",
+					     "flushall",     "flushdb",      "expire",      "pexpire",
+					     "expireat",     "pexpireat",    "persist" };
 	/* The keyspace verbs that name a filter first (Redis' keys). */
-	static const char *const keyed[] = { "del",	"unlink", "exists",	"type",	"expire",
-					     "pexpire", "expireat", "pexpireat", "persist", "ttl",
-					     "pttl",	"expiretime", "pexpiretime" };
+	static const char *const keyed[] = { "del",     "unlink",     "exists",     "type",    "expire",
+					     "pexpire", "expireat",   "pexpireat",  "persist", "ttl",
+					     "pttl",    "expiretime", "pexpiretime" };
 	static const char *const files[] = { "shmf.snapshot", "shmf.swap", "shmf.restore", "shmf.merge" };
 	const struct verb *v;
 	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
@@ -138,9 +139,9 @@ static void test_flags_follow_the_design(void **state)
 		for (size_t j = 0; j < sizeof(keyed) / sizeof(keyed[0]); j++)
 			is_keyed |= !strcmp(v->name, keyed[j]);
 		/* shmf.replication names a filter optionally: no key. */
-		if (v->key != ((filter_verb && strcmp(v->name, "shmf.list") != 0 &&
-				strcmp(v->name, "shmf.replication") != 0) ||
-			       is_keyed))
+		if (v->key !=
+		    ((filter_verb && strcmp(v->name, "shmf.list") != 0 && strcmp(v->name, "shmf.replication") != 0) ||
+		     is_keyed))
 			fail_msg("%s: key %d", v->name, v->key);
 	}
 }
@@ -207,11 +208,11 @@ static void test_tcp_rules_from_the_row(void **state)
 /* The verbs that read a filter answer for an invalid name what they answer
  * for a missing filter, as RedisBloom and Redis do for a key that is not
  * there: no filter can have that name. */
-static const char *const reads_as_missing[] = { "bf.exists", "bf.mexists", "bf.card", "bf.info",   "cf.exists",
-						"cf.mexists", "cf.count",  "cf.info", "cf.del",    "cf.compact",
-						"del",	      "unlink",	   "exists",  "type",	   "expire",
-						"pexpire",    "expireat",  "pexpireat", "persist", "ttl",
-						"pttl",	      "expiretime", "pexpiretime" };
+static const char *const reads_as_missing[] = { "bf.exists",  "bf.mexists", "bf.card",    "bf.info", "cf.exists",
+						"cf.mexists", "cf.count",   "cf.info",    "cf.del",  "cf.compact",
+						"del",        "unlink",     "exists",     "type",    "expire",
+						"pexpire",    "expireat",   "pexpireat",  "persist", "ttl",
+						"pttl",       "expiretime", "pexpiretime" };
 
 static int read_as_missing(const char *verb)
 {
