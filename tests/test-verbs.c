@@ -21,6 +21,7 @@
 
 #include "reply.h"
 #include "session.h"
+#include "verb-docs.h"
 #include "verbs.h"
 
 #define MAX_ARGS 8
@@ -124,6 +125,9 @@ static void test_flags_follow_the_design(void **state)
 			is_admin |= !strcmp(v->name, admin[j]);
 		for (size_t j = 0; j < sizeof(files) / sizeof(files[0]); j++)
 			names_file |= !strcmp(v->name, files[j]);
+		const struct verb_doc *d = verb_doc_find(v->name);
+		if (d == NULL || (v->key != 0) != (d->args[0] == 'k' && !strncmp(d->args, "key", 3)))
+			fail_msg("%s: no COMMAND DOCS entry, or its first argument is not its key", v->name);
 		if (!!(v->flags & VERB_ADMIN) != is_admin)
 			fail_msg("%s: VERB_ADMIN should be %s", v->name, is_admin ? "set" : "clear");
 		if (!!(v->flags & VERB_NAMES_FILE) != names_file)
@@ -277,7 +281,8 @@ static void test_command_reads_the_table(void **state)
 							       : "*2\r\n+write\r\n+denyoom\r\n";
 		snprintf(want, sizeof(want),
 			 "*1\r\n*10\r\n$%zu\r\n%s\r\n:%d\r\n%s:%d\r\n:%d\r\n:%d\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
-			 strlen(v->name), v->name, arity, flags, v->key, v->key, v->key);
+			 strlen(v->name), v->name, arity, flags, v->key,
+			 v->key != 0 && verb_doc_find(v->name)->last_key < 0 ? -1 : v->key, v->key);
 		expect(run(&s, 3, (const char *[]){ "COMMAND", "INFO", v->name }), want, v->name);
 		n++;
 	}
