@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "keyspace.h"
 #include "merge.h"
 #include "reload.h"
 #include "replication.h"
@@ -52,7 +53,7 @@ void cmd_shmf_info(struct verb_call *c)
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
 	struct reply *out = c->out;
-	reply_array(out, 2 * (14 + (cuckoo ? 5 : 0) + (window ? 5 : 0))); /* the field_* calls below */
+	reply_map(out, 14 + (cuckoo ? 5 : 0) + (window ? 5 : 0)); /* the field_* calls below */
 	field_str(out, "name", fi.info.name);
 	field_str(out, "type", spec_type_name(fi.info.type));
 	field_int(out, "capacity", (long long)fi.info.capacity);
@@ -96,8 +97,12 @@ static void reply_done(struct verb_call *c, int rc, const char *err)
 void cmd_shmf_drop(struct verb_call *c)
 {
 	char err[REGISTRY_ERR_MAX];
-	if (cmd_slot(c) >= 0)
-		reply_done(c, registry_drop(c->reg, c->req->argv[1], err, sizeof(err)), err);
+	if (cmd_slot(c) < 0)
+		return;
+	int rc = registry_drop(c->reg, c->req->argv[1], err, sizeof(err));
+	if (rc == 0)
+		keyspace_forget(c->reg, c->req->argv[1]); /* an expiry ends with its filter */
+	reply_done(c, rc, err);
 }
 
 void cmd_shmf_rotate(struct verb_call *c)
@@ -169,7 +174,7 @@ void cmd_shmf_restore(struct verb_call *c)
 static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
 {
 	char cursor[48];
-	reply_array(out, 2 * 18); /* the field_* calls below, and nodes */
+	reply_map(out, 18); /* the field_* calls below, and nodes */
 	field_str(out, "name", st->name);
 	field_str(out, "stream", st->stream);
 	field_str(out, "state", st->state);

@@ -1,18 +1,43 @@
 /*
- * commands-bloom.c - the BF.* verbs, RedisBloom's names and reply shapes
- * (see commands.h). shmfilter's Bloom filters never grow: EXPANSION is
- * refused and NONSCALING accepted, as the only behaviour.
+ * commands-bloom.c - the BF.* verbs, RedisBloom's names, reply shapes,
+ * defaults and error texts (see commands.h, errors.h): the adds create a
+ * missing filter from [defaults], the reads of a missing one answer 0.
+ * shmfilter's Bloom filters never grow: EXPANSION is refused and
+ * NONSCALING accepted, as the only behaviour.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "commands.h"
+#include "errors.h"
 #include "spec.h"
 
 #define NO_EXPANSION                                                     \
 	"ERR EXPANSION is not supported: shmfilter filters never grow; " \
 	"size the filter for its whole lifetime (NONSCALING is the only behaviour)"
+
+/* Which of RedisBloom's two errors a refused error rate gets: "bad error
+ * rate" when it is no number, the range's when it is one outside (0, 1). */
+static enum rb_error rate_error(const char *text)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	(void)v;
+	return errno == 0 && end != text && *end == '\0' ? RB_ERROR_RATE_RANGE : RB_BAD_ERROR_RATE;
+}
+
+/* The same for a refused capacity: an integer (0, negative) or not one. */
+static enum rb_error capacity_error(const char *text)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	return errno == 0 && end != text && *end == '\0' && v <= 0 ? RB_CAPACITY_RANGE : RB_BAD_CAPACITY;
+}
 
 /* MODE octal at argv[*i] (its value next): 1 consumed, 0 no value, or
  * SHMF_E_INVAL after replying. */
@@ -37,11 +62,11 @@ void cmd_bf_reserve(struct verb_call *c)
 		return;
 	spec_defaults(&spec, req->argv[1]);
 	if (spec_parse_fpr(req->argv[2], &spec.fpr) < 0) {
-		reply_error(c->out, "ERR bad error rate '%.*s': must be a number in (0, 1)", 40, req->argv[2]);
+		reply_rb_error(c->out, rate_error(req->argv[2]));
 		return;
 	}
 	if (spec_parse_capacity(req->argv[3], &spec.capacity) < 0) {
-		reply_error(c->out, "ERR bad capacity '%.*s': must be a positive integer", 40, req->argv[3]);
+		reply_rb_error(c->out, capacity_error(req->argv[3]));
 		return;
 	}
 	for (int i = 4; i < req->argc; i++) {
@@ -75,79 +100,116 @@ void cmd_bf_reserve(struct verb_call *c)
 		reply_status(c->out, "OK");
 }
 
+/* BF.ADD key item: creates the filter from [defaults] when missing. */
 void cmd_bf_add(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_BLOOM, shmf_add);
+	int slot = cmd_add_target(c, SHMF_TYPE_BLOOM);
+	if (slot >= 0)
+		cmd_one_key(c, slot, SHMF_TYPE_BLOOM, shmf_add, 1);
 }
 
+/* BF.EXISTS key item: 0 for a missing filter. */
 void cmd_bf_exists(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_BLOOM, shmf_check);
+	cmd_read_key(c, SHMF_TYPE_BLOOM, shmf_check, 1);
 }
 
 void cmd_bf_madd(struct verb_call *c)
 {
-	cmd_many(c, -1, SHMF_TYPE_BLOOM, 1, 2);
+	int slot = cmd_add_target(c, SHMF_TYPE_BLOOM);
+	if (slot >= 0)
+		cmd_many(c, slot, SHMF_TYPE_BLOOM, 1, 2);
 }
 
 void cmd_bf_mexists(struct verb_call *c)
 {
-	cmd_many(c, -1, SHMF_TYPE_BLOOM, 0, 2);
+	cmd_read_many(c, SHMF_TYPE_BLOOM);
 }
 
-/* What libshmf knows of the Bloom filter argv[1]: no file system calls. 0,
- * or a negative code after replying. */
-static int bloom_info(struct verb_call *c, shmf_info_t *info)
+/* What libshmf knows of the Bloom filter in @p slot: no file system
+ * calls. 0, or a negative code after replying. */
+static int bloom_info(struct verb_call *c, int slot, shmf_info_t *info)
 {
-	shmf_t *h = cmd_filter(c, SHMF_TYPE_BLOOM);
+	shmf_t *h = cmd_handle(c, slot, SHMF_TYPE_BLOOM);
 	if (h == NULL)
-		return SHMF_E_NOTFOUND;
+		return SHMF_E_TYPE;
 	int rc = shmf_info(h, info);
 	if (rc < 0)
 		cmd_lib_error(c, rc);
 	return rc;
 }
 
-/* BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION] */
+/* The filter's expansion rate. Filters do not grow yet: the rate a
+ * growing filter would use, [defaults]' bloom_expansion (RedisBloom's 2),
+ * until the filter's own is kept with it. */
+static long long bloom_expansion(struct verb_call *c, const shmf_info_t *info)
+{
+	(void)info;
+	return cmd_defaults(c)->bloom_expansion;
+}
+
+/* BF.INFO's fields: RedisBloom's five, in its order and types (names as
+ * simple strings, values integers), then shmd's own. */
+static const char *const bf_fields[] = { "Capacity", "Size", "Number of filters", "Number of items inserted",
+					 "Expansion rate" };
+static const char *const bf_keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION" };
+#define BF_EXTRA_FIELDS 5
+
+static void bf_value(struct verb_call *c, const shmf_info_t *info, int i)
+{
+	long long values[] = { (long long)info->capacity, (long long)info->bytes, 1, (long long)info->items,
+			       bloom_expansion(c, info) };
+	reply_int(c->out, values[i]);
+}
+
+/* BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]: "ERR not
+ * found" for a missing filter, as in RedisBloom. */
 void cmd_bf_info(struct verb_call *c)
 {
-	static const char *const fields[] = { "Capacity", "Size", "Number of filters", "Number of items inserted",
-					      "Expansion rate" };
-	static const char *const keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION" };
 	const struct request *req = c->req;
 	shmf_info_t info;
 	int only = -1;
 	if (req->argc == 3) {
 		for (int i = 0; i < 5; i++)
-			if (!strcasecmp(req->argv[2], keywords[i]))
+			if (!strcasecmp(req->argv[2], bf_keywords[i]))
 				only = i;
 		if (only < 0) {
-			reply_error(c->out,
-				    "ERR unknown BF.INFO field '%.*s' (CAPACITY, SIZE, FILTERS, ITEMS or EXPANSION)",
-				    40, req->argv[2]);
+			reply_rb_error(c->out, RB_INFO_FIELD);
 			return;
 		}
 	}
-	if (bloom_info(c, &info) < 0)
+	int slot = cmd_lookup(c);
+	if (slot < 0) {
+		reply_rb_error(c->out, RB_NOT_FOUND);
 		return;
-	long long values[4] = { (long long)info.capacity, (long long)info.bytes, 1, (long long)info.items };
-	reply_array(c->out, only < 0 ? 10 : 1);
-	for (int i = 0; i < 5; i++) {
-		if (only >= 0 && i != only)
-			continue;
-		if (only < 0)
-			reply_bulk_str(c->out, fields[i]);
-		if (i == 4)
-			reply_nil(c->out);
-		else
-			reply_int(c->out, values[i]);
 	}
+	if (bloom_info(c, slot, &info) < 0)
+		return;
+	if (only >= 0) {
+		reply_array(c->out, 1);
+		bf_value(c, &info, only);
+		return;
+	}
+	reply_map(c->out, 5 + BF_EXTRA_FIELDS);
+	for (int i = 0; i < 5; i++) {
+		reply_status(c->out, bf_fields[i]);
+		bf_value(c, &info, i);
+	}
+	field_double(c->out, "Error rate", info.fpr_target);
+	field_int(c->out, "Hash functions", info.k);
+	field_double(c->out, "Fill ratio", info.fill_ratio);
+	field_double(c->out, "Estimated error rate", info.fpr_estimate);
+	field_int(c->out, "Live generations", info.live_generations);
 }
 
+/* BF.CARD key: 0 for a missing filter. */
 void cmd_bf_card(struct verb_call *c)
 {
 	shmf_info_t info;
-	if (bloom_info(c, &info) == 0)
+	int slot = cmd_lookup(c);
+	if (slot < 0)
+		reply_int(c->out, 0);
+	else if (bloom_info(c, slot, &info) == 0)
 		reply_int(c->out, (long long)info.items);
 }
 
@@ -178,14 +240,17 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
 			return SHMF_E_INVAL;
 		} else if (!strcasecmp(opt, "CAPACITY")) {
 			if (spec_parse_capacity(val, &spec->capacity) < 0) {
-				reply_error(c->out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40, val);
+				reply_rb_error(c->out, capacity_error(val) == RB_CAPACITY_RANGE
+							       ? RB_INSERT_BAD_ARGUMENT
+							       : RB_INSERT_BAD_CAPACITY);
 				return SHMF_E_INVAL;
 			}
 			sized = 1;
 			i++;
 		} else if (!strcasecmp(opt, "ERROR")) {
 			if (spec_parse_fpr(val, &spec->fpr) < 0) {
-				reply_error(c->out, "ERR bad ERROR '%.*s': must be a number in (0, 1)", 40, val);
+				reply_rb_error(c->out, rate_error(val) == RB_ERROR_RATE_RANGE ? RB_INSERT_BAD_ARGUMENT
+											      : RB_INSERT_BAD_RATE);
 				return SHMF_E_INVAL;
 			}
 			sized = 1;
@@ -194,10 +259,7 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
 			if (mode_option(c, &i, spec) < 0)
 				return SHMF_E_INVAL;
 		} else {
-			reply_error(c->out,
-				    "ERR unknown option '%.*s' for 'bf.insert' "
-				    "(CAPACITY c, ERROR rate, NOCREATE, NONSCALING, MODE octal, ITEMS item...)",
-				    40, opt);
+			reply_rb_error(c->out, RB_UNKNOWN_ARGUMENT);
 			return SHMF_E_INVAL;
 		}
 	}
@@ -213,8 +275,8 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
  * BF.INSERT key [CAPACITY c] [ERROR rate] [NOCREATE] [NONSCALING] [MODE octal]
  * ITEMS item...: BF.RESERVE (unless the filter exists, or NOCREATE) and
  * BF.MADD in one request, as in RedisBloom. A filter it creates gets
- * CF.INSERT's defaults (1,000,000 keys, 0.01) unless CAPACITY or ERROR
- * say otherwise; on an existing filter they are ignored, as RedisBloom
+ * [defaults]' shape (RedisBloom's 100 keys at 0.01) unless CAPACITY or
+ * ERROR say otherwise; on an existing filter they are ignored, as RedisBloom
  * ignores them. EXPANSION is refused (filters never grow), and so is
  * NOCREATE with CAPACITY or ERROR, which RedisBloom documents as an error.
  * Every option is checked before anything is created or added.
@@ -225,7 +287,7 @@ void cmd_bf_insert(struct verb_call *c)
 	int nocreate = 0, items = -1;
 	if (cmd_name_ok(c) < 0)
 		return;
-	spec_defaults(&spec, c->req->argv[1]);
+	cmd_auto_spec(c, SHMF_TYPE_BLOOM, &spec);
 	if (insert_options(c, &spec, &items, &nocreate) < 0)
 		return;
 	int slot = cmd_insert_target(c, &spec, items, nocreate);

@@ -3,9 +3,9 @@
  * libraries and tools about itself (see session.h). Enough for redis-cli,
  * redis-py and phpredis to connect and for tools that read INFO's
  * redis_version. COMMAND describes each verb from its row of the verb
- * table (verbs.c). COMMAND DOCS still answers an empty map, after which
- * redis-cli uses its own hints: the rows carry a summary for it, but
- * serving them would change a reply clients already see.
+ * table (verbs.c) and its docs (verb-docs.c: arguments, group, last key);
+ * COMMAND DOCS serves them as Redis 7 does, so that redis-cli's hints and
+ * client libraries' key routing work.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "verb-docs.h"
 #include "verbs.h"
 
 /* Redis 7's command entry: name, arity, flags, first key, last key, step,
@@ -39,15 +40,16 @@ static void reply_entry(struct reply *out, const struct verb *v)
 		flags[nflags++] = "write";
 		flags[nflags++] = "denyoom";
 	}
+	const struct verb_doc *d = verb_doc_find(v->name);
 	reply_array(out, 10);
 	reply_bulk_str(out, v->name);
 	reply_int(out, v->max_args == v->min_args ? v->min_args : -v->min_args);
-	reply_array(out, nflags);
+	reply_set(out, nflags);
 	for (size_t i = 0; i < nflags; i++)
 		reply_status(out, flags[i]);
 	reply_int(out, v->key);
-	reply_int(out, v->key);
-	reply_int(out, v->key);
+	reply_int(out, v->key == 0 ? 0 : d != NULL && d->last_key < 0 ? -1 : v->key);
+	reply_int(out, v->key != 0);
 	reply_array(out, 0);
 	reply_array(out, 0);
 	reply_array(out, 0);
@@ -65,7 +67,7 @@ static const char *const command_help[] = {
 	"INFO [<command-name> ...]",
 	"    Return details about the given commands (all of them without a name).",
 	"DOCS [<command-name> ...]",
-	"    Return documentation: none in shmd (an empty map); see docs/protocol.md.",
+	"    Return documentation details about the given commands (all of them without a name).",
 	"GETKEYS <full-command>",
 	"    Return the keys (filter names) in a full command.",
 	"HELP",
@@ -85,6 +87,31 @@ static void command_getkeys(const struct request *req, struct reply *out)
 	else {
 		reply_array(out, 1);
 		reply_bulk(out, req->argv[2 + v->key], req->lens[2 + v->key]);
+	}
+}
+
+/* COMMAND DOCS [name...]: a map of each known verb's docs (all of them
+ * without a name; an unknown name is left out, as Redis does). */
+static void command_docs(const struct request *req, struct reply *out, size_t total)
+{
+	const struct verb *v;
+	if (req->argc == 2) {
+		reply_map(out, total);
+		for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+			reply_bulk_str(out, v->name);
+			verb_doc_reply(out, v);
+		}
+		return;
+	}
+	size_t n = 0;
+	for (int i = 2; i < req->argc; i++)
+		n += verbs_find(req->argv[i], req->lens[i]) != NULL;
+	reply_map(out, n);
+	for (int i = 2; i < req->argc; i++) {
+		if ((v = verbs_find(req->argv[i], req->lens[i])) == NULL)
+			continue;
+		reply_bulk_str(out, v->name);
+		verb_doc_reply(out, v);
 	}
 }
 
@@ -116,7 +143,7 @@ void cmd_command(struct verb_call *c)
 				reply_nil(out);
 		}
 	} else if (!strcasecmp(sub, "DOCS")) {
-		reply_array(out, 0);
+		command_docs(req, out, total);
 	} else if (!strcasecmp(sub, "GETKEYS") && req->argc >= 3) {
 		command_getkeys(req, out);
 	} else if (!strcasecmp(sub, "HELP") && req->argc == 2) {

@@ -1,8 +1,9 @@
 /*
- * commands-cuckoo.c - the CF.* verbs, RedisBloom's names and reply shapes,
- * and SHMF.ADDCAPPED, the capped add a cuckoo filter makes atomic (see
- * commands.h). Buckets hold 4 fingerprints and filters never grow:
- * BUCKETSIZE other than 4 and EXPANSION are refused.
+ * commands-cuckoo.c - the CF.* verbs, RedisBloom's names, reply shapes,
+ * defaults and error texts (the adds create a missing filter from
+ * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED, the capped add a cuckoo filter makes atomic
+ * (see commands.h). Buckets hold 4 fingerprints and filters never grow: BUCKETSIZE other than 4 and EXPANSION are
+ * refused.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "commands.h"
 #include "cuckoo.h"
+#include "errors.h"
 #include "spec.h"
 
 /* One CF.RESERVE option with its value @p val: BUCKETSIZE 4,
@@ -100,34 +102,46 @@ void cmd_cf_reserve(struct verb_call *c)
 		reply_status(c->out, "OK");
 }
 
+/* CF.ADD key item: creates the filter from [defaults] when missing; true,
+ * or RedisBloom's "ERR Filter is full". */
 void cmd_cf_add(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_CUCKOO, shmf_add);
+	int slot = cmd_add_target(c, SHMF_TYPE_CUCKOO);
+	if (slot >= 0)
+		cmd_one_key(c, slot, SHMF_TYPE_CUCKOO, shmf_add, 1);
 }
 
 void cmd_cf_addnx(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_CUCKOO, shmf_add_unique);
+	int slot = cmd_add_target(c, SHMF_TYPE_CUCKOO);
+	if (slot >= 0)
+		cmd_one_key(c, slot, SHMF_TYPE_CUCKOO, shmf_add_unique, 1);
 }
 
+/* CF.EXISTS, CF.MEXISTS, CF.COUNT: 0 for a missing filter. */
 void cmd_cf_exists(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_CUCKOO, shmf_check);
+	cmd_read_key(c, SHMF_TYPE_CUCKOO, shmf_check, 1);
 }
 
 void cmd_cf_mexists(struct verb_call *c)
 {
-	cmd_many(c, -1, SHMF_TYPE_CUCKOO, 0, 2);
+	cmd_read_many(c, SHMF_TYPE_CUCKOO);
 }
 
+/* CF.DEL key item: "ERR not found" for a missing filter, as in RedisBloom. */
 void cmd_cf_del(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_CUCKOO, shmf_del);
+	int slot = cmd_lookup(c);
+	if (slot < 0)
+		reply_rb_error(c->out, RB_NOT_FOUND);
+	else
+		cmd_one_key(c, slot, SHMF_TYPE_CUCKOO, shmf_del, 1);
 }
 
 void cmd_cf_count(struct verb_call *c)
 {
-	cmd_one_key(c, SHMF_TYPE_CUCKOO, shmf_count);
+	cmd_read_key(c, SHMF_TYPE_CUCKOO, shmf_count, 0);
 }
 
 /* The items argv[items..] into cuckoo filter @p h, one at a time: per item
@@ -169,8 +183,7 @@ static void insert(struct verb_call *c, int nx)
 	int nocreate = 0, items = -1;
 	if (cmd_name_ok(c) < 0)
 		return;
-	spec_defaults(&spec, req->argv[1]);
-	spec.type = SHMF_TYPE_CUCKOO;
+	cmd_auto_spec(c, SHMF_TYPE_CUCKOO, &spec);
 	for (int i = 2; i < req->argc && items < 0; i++) {
 		if (!strcasecmp(req->argv[i], "NOCREATE")) {
 			nocreate = 1;
@@ -178,13 +191,15 @@ static void insert(struct verb_call *c, int nx)
 			items = i + 1;
 		} else if (!strcasecmp(req->argv[i], "CAPACITY") && i + 1 < req->argc) {
 			if (spec_parse_capacity(req->argv[++i], &spec.capacity) < 0) {
-				reply_error(c->out, "ERR bad CAPACITY '%.*s': must be a positive integer", 40,
-					    req->argv[i]);
+				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
+				return;
+			}
+			if (spec.capacity < 2 * (uint64_t)cmd_defaults(c)->cuckoo_bucket_size) {
+				reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 				return;
 			}
 		} else {
-			reply_error(c->out, "ERR unknown option '%.*s' (CAPACITY c, NOCREATE, ITEMS item...)", 40,
-				    req->argv[i]);
+			reply_rb_error(c->out, RB_UNKNOWN_ARGUMENT);
 			return;
 		}
 	}
@@ -204,10 +219,26 @@ void cmd_cf_insertnx(struct verb_call *c)
 	insert(c, 1);
 }
 
+/* The filter's expansion rate. Filters do not grow yet: the rate a
+ * growing filter would use, [defaults]' cuckoo_expansion (RedisBloom's 1),
+ * until the filter's own is kept with it. */
+static long long cuckoo_expansion(struct verb_call *c)
+{
+	return cmd_defaults(c)->cuckoo_expansion;
+}
+
+/* CF.INFO key: RedisBloom's eight fields in its order (names as simple
+ * strings, values integers; a map in RESP3), then shmd's own. Buckets
+ * here hold 4 fingerprints. */
 void cmd_cf_info(struct verb_call *c)
 {
 	shmf_info_t info;
-	shmf_t *h = cmd_filter(c, SHMF_TYPE_CUCKOO);
+	int slot = cmd_lookup(c);
+	if (slot < 0) {
+		reply_rb_error(c->out, RB_NOT_FOUND);
+		return;
+	}
+	shmf_t *h = cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
 	if (h == NULL)
 		return;
 	int rc = shmf_info(h, &info);
@@ -215,23 +246,38 @@ void cmd_cf_info(struct verb_call *c)
 		cmd_lib_error(c, rc);
 		return;
 	}
-	reply_array(c->out, 16);
-	field_int(c->out, "Size", (long long)info.bytes);
-	field_int(c->out, "Number of buckets", (long long)info.buckets);
-	field_int(c->out, "Number of filters", 1);
-	field_int(c->out, "Number of items inserted", (long long)(info.items + info.deletes));
-	field_int(c->out, "Number of items deleted", (long long)info.deletes);
-	field_int(c->out, "Bucket size", 4);
-	reply_bulk_str(c->out, "Expansion rate");
-	reply_nil(c->out);
-	field_int(c->out, "Max iterations", info.max_kicks);
+	const struct {
+		const char *name;
+		long long v;
+	} fields[] = {
+		{ "Size", (long long)info.bytes },
+		{ "Number of buckets", (long long)info.buckets },
+		{ "Number of filters", 1 },
+		{ "Number of items inserted", (long long)info.items },
+		{ "Number of items deleted", (long long)info.deletes },
+		{ "Bucket size", 4 },
+		{ "Expansion rate", cuckoo_expansion(c) },
+		{ "Max iterations", info.max_kicks },
+	};
+	reply_map(c->out, 8 + 4);
+	for (size_t i = 0; i < 8; i++) {
+		reply_status(c->out, fields[i].name);
+		reply_int(c->out, fields[i].v);
+	}
+	field_int(c->out, "Fingerprint bits", info.fingerprint_bits);
+	field_double(c->out, "Fill ratio", info.fill_ratio);
+	field_double(c->out, "Estimated error rate", info.fpr_estimate);
+	field_int(c->out, "Relocations", (long long)info.relocations);
 }
 
 /* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters.
  * A shmfilter cuckoo filter is one table, with nothing to compact. */
 void cmd_cf_compact(struct verb_call *c)
 {
-	if (cmd_filter(c, SHMF_TYPE_CUCKOO) != NULL)
+	int slot = cmd_lookup(c);
+	if (slot < 0)
+		reply_rb_error(c->out, RB_NOT_FOUND);
+	else if (cmd_handle(c, slot, SHMF_TYPE_CUCKOO) != NULL)
 		reply_status(c->out, "OK");
 }
 

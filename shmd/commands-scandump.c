@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "errors.h"
 #include "scandump.h"
 #include "session.h"
 #include "snapshot.h"
@@ -35,6 +36,19 @@ static int iter_arg(struct verb_call *c, uint64_t *out)
 	return 0;
 }
 
+/* RedisBloom's texts for a missing filter (SCANDUMP; a LOADCHUNK with no
+ * load begun says so in shmd's words) and one of the other type; shmd's
+ * own sentence for what RedisBloom has no word for. */
+static void reply_chunk_error(struct verb_call *c, int rc, const char *err)
+{
+	if (rc == SHMF_E_TYPE)
+		reply_rb_error(c->out, RB_WRONGTYPE);
+	else if (rc == SHMF_E_NOTFOUND && c->req->argc == 3)
+		reply_rb_error(c->out, RB_NOT_FOUND);
+	else
+		reply_error(c->out, "ERR %s", err);
+}
+
 static void scandump(struct verb_call *c, int type)
 {
 	char err[REGISTRY_ERR_MAX + 128];
@@ -43,12 +57,8 @@ static void scandump(struct verb_call *c, int type)
 		return;
 	struct scandump_chunk ch;
 	int rc = scandump_next(c->reg, c->req->argv[1], type, iter, &ch, err, sizeof(err));
-	if (rc == SHMF_E_TYPE) {
-		reply_error(c->out, "WRONGTYPE %s", err);
-		return;
-	}
 	if (rc < 0) {
-		reply_error(c->out, "ERR %s", err);
+		reply_chunk_error(c, rc, err);
 		return;
 	}
 	reply_array(c->out, 2);
@@ -70,10 +80,8 @@ static void loadchunk(struct verb_call *c, int type)
 		return;
 	int rc = scandump_load(c->reg, c->sess->id, c->req->argv[1], type, iter, c->req->argv[3], c->req->lens[3], err,
 			       sizeof(err));
-	if (rc == SHMF_E_TYPE)
-		reply_error(c->out, "WRONGTYPE %s", err);
-	else if (rc < 0)
-		reply_error(c->out, "ERR %s", err);
+	if (rc < 0)
+		reply_chunk_error(c, rc, err);
 	else
 		reply_status(c->out, "OK");
 }

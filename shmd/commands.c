@@ -12,6 +12,9 @@
 
 #include "commands.h"
 #include "roles.h"
+#include "errors.h"
+#include "keyspace.h"
+#include "session.h"
 #include "spec.h"
 
 /* Keys per shmf_add_many/shmf_check_many call for BF.MADD and BF.MEXISTS. */
@@ -44,8 +47,7 @@ shmf_t *cmd_handle(struct verb_call *c, int slot, int type)
 	const struct shmf_slot *s = &c->reg->ctl.slots[slot];
 	shmf_t *h;
 	if (type != 0 && (int)s->type != type) {
-		reply_error(c->out, "WRONGTYPE filter '%s' is a %s filter; use the %s commands", c->req->argv[1],
-			    spec_type_name((int)s->type), s->type == SHMF_TYPE_CUCKOO ? "CF.*" : "BF.*");
+		reply_rb_error(c->out, RB_WRONGTYPE);
 		return NULL;
 	}
 	if (registry_handle(c->reg, slot, &h, err, sizeof(err)) < 0) {
@@ -63,25 +65,116 @@ shmf_t *cmd_filter(struct verb_call *c, int type)
 
 void cmd_lib_error(struct verb_call *c, int rc)
 {
-	reply_error(c->out, "ERR filter '%s': %s", c->req->argv[1], shmf_strerror(rc));
+	/* RedisBloom's words where it has them: a full cuckoo filter, a
+	 * filter dropped mid-request. */
+	if (rc == SHMF_E_FULL)
+		reply_rb_error(c->out, RB_FILTER_FULL);
+	else if (rc == SHMF_E_NOTFOUND)
+		reply_rb_error(c->out, RB_NOT_FOUND);
+	else
+		reply_error(c->out, "ERR filter '%s': %s", c->req->argv[1], shmf_strerror(rc));
 }
 
-void cmd_one_key(struct verb_call *c, int type, int (*op)(shmf_t *, const void *, size_t))
+const struct filter_defaults *cmd_defaults(const struct verb_call *c)
 {
-	shmf_t *h = cmd_filter(c, type);
+	const struct server_view *v = c->sess != NULL ? c->sess->srv : NULL;
+	return v != NULL && v->defaults != NULL ? v->defaults : &filter_defaults_builtin;
+}
+
+int cmd_lookup(struct verb_call *c)
+{
+	if (c->key_rc < 0)
+		return SHMF_E_NOTFOUND; /* no filter can have that name */
+	return registry_find(c->reg, c->req->argv[1]);
+}
+
+void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec)
+{
+	const struct filter_defaults *d = cmd_defaults(c);
+	spec_defaults(spec, c->req->argv[1]);
+	spec->type = type;
+	spec->mode = d->mode;
+	if (type == SHMF_TYPE_CUCKOO) {
+		spec->capacity = d->cuckoo_capacity;
+		spec->max_kicks = d->cuckoo_max_iterations;
+	} else {
+		spec->capacity = d->bloom_capacity;
+		spec->fpr = d->bloom_error_rate;
+	}
+}
+
+/*
+ * Every filter an add creates on the fly comes through here (BF.ADD,
+ * BF.MADD, BF.INSERT, CF.ADD, CF.ADDNX, CF.INSERT, CF.INSERTNX), so that
+ * one place decides whether this connection may create one. The role and
+ * quota check of docs/design.md's roles goes here, before cmd_create():
+ * a connection that may not create answers what a missing filter answers
+ * (RedisBloom's "ERR not found"), as auto_create = no does.
+ */
+int commands_autocreate(struct verb_call *c, const struct filter_spec *spec)
+{
+	/* A connection that may not create filters gets what RedisBloom
+	 * answers when auto-create is off: the filter is not found. */
+	if (!cmd_defaults(c)->auto_create || !roles_role_creates(c->sess)) {
+		reply_rb_error(c->out, RB_NOT_FOUND);
+		return SHMF_E_NOTFOUND;
+	}
+	if (cmd_name_ok(c) < 0)
+		return SHMF_E_NAME;
+	return cmd_create(c, spec);
+}
+
+int cmd_add_target(struct verb_call *c, int type)
+{
+	int slot = cmd_lookup(c);
+	if (slot >= 0)
+		return slot;
+	struct filter_spec spec;
+	cmd_auto_spec(c, type, &spec);
+	return commands_autocreate(c, &spec);
+}
+
+void cmd_one_key(struct verb_call *c, int slot, int type, int (*op)(shmf_t *, const void *, size_t), int boolean)
+{
+	shmf_t *h = cmd_handle(c, slot, type);
 	if (h == NULL)
 		return;
 	int rc = op(h, c->req->argv[2], c->req->lens[2]);
 	if (rc < 0)
 		cmd_lib_error(c, rc);
+	else if (boolean)
+		reply_bool(c->out, rc);
 	else
 		reply_int(c->out, rc);
+}
+
+void cmd_read_key(struct verb_call *c, int type, int (*op)(shmf_t *, const void *, size_t), int boolean)
+{
+	int slot = cmd_lookup(c);
+	if (slot >= 0)
+		cmd_one_key(c, slot, type, op, boolean);
+	else if (boolean)
+		reply_bool(c->out, 0);
+	else
+		reply_int(c->out, 0);
+}
+
+void cmd_read_many(struct verb_call *c, int type)
+{
+	int slot = cmd_lookup(c);
+	if (slot >= 0) {
+		cmd_many(c, slot, type, 0, 2);
+		return;
+	}
+	reply_array(c->out, (size_t)(c->req->argc - 2));
+	for (int i = 2; i < c->req->argc; i++)
+		reply_bool(c->out, 0);
 }
 
 void cmd_many(struct verb_call *c, int slot, int type, int add, int first)
 {
 	const struct request *req = c->req;
-	shmf_t *h = slot < 0 ? cmd_filter(c, type) : cmd_handle(c, slot, type);
+	shmf_t *h = cmd_handle(c, slot, type);
 	if (h == NULL)
 		return;
 	size_t n = (size_t)(req->argc - first);
@@ -110,7 +203,7 @@ void cmd_many(struct verb_call *c, int slot, int type, int add, int first)
 	}
 	reply_array(c->out, n);
 	for (size_t i = 0; i < n; i++)
-		reply_int(c->out, res[i]);
+		reply_bool(c->out, res[i]);
 	free(res);
 }
 
@@ -161,9 +254,11 @@ int cmd_create(struct verb_call *c, const struct filter_spec *spec)
 		return -EACCES;
 	int rc = registry_create(c->reg, spec, err, sizeof(err));
 	if (rc == SHMF_E_EXISTS)
-		reply_error(c->out, "ERR item exists");
+		reply_rb_error(c->out, RB_ITEM_EXISTS);
 	else if (rc < 0)
 		reply_error(c->out, "ERR %s", err);
+	else
+		keyspace_forget(c->reg, spec->name); /* a new filter has no expiry, as a new Redis key */
 	return rc;
 }
 
@@ -173,14 +268,14 @@ int cmd_insert_target(struct verb_call *c, const struct filter_spec *spec, int i
 		reply_error(c->out, "ERR ITEMS and at least one item are required");
 		return SHMF_E_INVAL;
 	}
-	int slot = registry_find(c->reg, c->req->argv[1]);
+	int slot = cmd_lookup(c);
 	if (slot >= 0)
 		return slot;
 	if (nocreate) {
-		reply_error(c->out, "ERR not found");
+		reply_rb_error(c->out, RB_NOT_FOUND);
 		return SHMF_E_NOTFOUND;
 	}
-	return cmd_create(c, spec);
+	return commands_autocreate(c, spec);
 }
 
 void field_int(struct reply *out, const char *name, long long v)
@@ -197,7 +292,6 @@ void field_str(struct reply *out, const char *name, const char *v)
 
 void field_double(struct reply *out, const char *name, double v)
 {
-	char text[40];
-	snprintf(text, sizeof(text), "%.17g", v);
-	field_str(out, name, text);
+	reply_bulk_str(out, name);
+	reply_double(out, v);
 }

@@ -13,6 +13,7 @@
 #ifndef SHMD_COMMANDS_H
 #define SHMD_COMMANDS_H
 
+#include "defaults.h"
 #include "registry.h"
 #include "reply.h"
 #include "request.h"
@@ -39,12 +40,41 @@ shmf_t *cmd_filter(struct verb_call *c, int type);
 /** Reply with libshmf's error @p rc on filter argv[1]. */
 void cmd_lib_error(struct verb_call *c, int rc);
 
-/** BF.ADD, BF.EXISTS and the one-key CF verbs: key argv[2] through @p op, its result replied. */
-void cmd_one_key(struct verb_call *c, int type, int (*op)(shmf_t *, const void *, size_t));
+/** The [defaults] the connection's server was started with (defaults.h). */
+const struct filter_defaults *cmd_defaults(const struct verb_call *c);
+
+/** The slot of filter argv[1], or SHMF_E_NOTFOUND (also for a name no filter may have), without replying. */
+int cmd_lookup(struct verb_call *c);
+
+/** The filter an add creates on the fly: [defaults]' shape for @p type, named argv[1]. */
+void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec);
+
+/**
+ * Create filter @p spec for an add that found none (the one way filters
+ * are created on the fly): "ERR not found" when auto_create is off, or
+ * when the connection may not create filters. The slot, or a negative
+ * code after replying.
+ */
+int commands_autocreate(struct verb_call *c, const struct filter_spec *spec);
+
+/** The slot of filter argv[1] for an add, created from [defaults] when missing; or a negative code after replying. */
+int cmd_add_target(struct verb_call *c, int type);
+
+/**
+ * The one-key verbs: key argv[2] of the filter in @p slot through @p op,
+ * its result replied as a boolean (RESP3 true/false, RESP2 1/0) or an integer.
+ */
+void cmd_one_key(struct verb_call *c, int slot, int type, int (*op)(shmf_t *, const void *, size_t), int boolean);
+
+/** A one-key read (BF.EXISTS, CF.EXISTS, CF.COUNT): a missing filter answers 0 (false), as in RedisBloom. */
+void cmd_read_key(struct verb_call *c, int type, int (*op)(shmf_t *, const void *, size_t), int boolean);
+
+/** BF.MEXISTS, CF.MEXISTS: one boolean per key argv[2..]; all false for a missing filter. */
+void cmd_read_many(struct verb_call *c, int type);
 
 /**
  * The batch calls (add or check) over the keys argv[first..] of the filter
- * in @p slot (negative: look argv[1] up), one reply per key.
+ * in @p slot, one boolean reply per key.
  */
 void cmd_many(struct verb_call *c, int slot, int type, int add, int first);
 
@@ -71,7 +101,7 @@ int cmd_create(struct verb_call *c, const struct filter_spec *spec);
  */
 int cmd_insert_target(struct verb_call *c, const struct filter_spec *spec, int items, int nocreate);
 
-/** One field, value pair of a flat INFO reply. */
+/** One field, value pair of an INFO reply (a map in RESP3, a flat array in RESP2). */
 void field_int(struct reply *out, const char *name, long long v);
 void field_str(struct reply *out, const char *name, const char *v);
 void field_double(struct reply *out, const char *name, double v);

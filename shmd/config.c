@@ -435,6 +435,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		return tcp_key(ps, name, value);
 	if (!strcmp(section, "replication"))
 		return repl_key(ps, name, value);
+	if (!strcmp(section, "defaults"))
+		return defaults_set(&ps->c->defaults, name, value, ps->msg, sizeof(ps->msg)) < 0 ? bad_at(ps) : 1;
 	return instance_key(ps, name, value);
 }
 
@@ -471,7 +473,8 @@ static int declare_sections(struct parse_state *ps, const char *text)
 				   0) {
 				if (ours < 0)
 					return bad_at(ps);
-			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0) {
+			} else if (strcmp(section, "instance") != 0 && strcmp(section, "tcp") != 0 &&
+				   strcmp(section, "defaults") != 0) {
 				return bad(ps, "unknown section [%s]", section);
 			}
 		}
@@ -509,6 +512,7 @@ static void config_defaults(struct config *c)
 	c->repl.journal_rings = REPL_RINGS_DEFAULT;
 	c->repl.journal_entries = REPL_ENTRIES_DEFAULT;
 	roles_config_defaults(&c->roles);
+	c->defaults = filter_defaults_builtin;
 }
 
 /* What [replication] must hold once the whole text is read: a secret if
@@ -563,6 +567,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	char msg[192];
 	if (roles_config_complete(&c->roles, c->gid, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: %s", origin, msg);
+	if (defaults_check(&c->defaults, msg, sizeof(msg)) < 0)
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [defaults] %s", origin, msg);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		struct filter_spec *f = &c->filters[i];

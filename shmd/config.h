@@ -58,6 +58,9 @@
  * A filter section's `replicate = yes` makes it replicated (needs
  * [replication] with a secret).
  *
+ *   [defaults]              ; filters created on the fly, FLUSHALL: see defaults.h
+ *   auto_create = yes       ; bloom_capacity = 100, bloom_error_rate = 0.01, ...
+ *
  * Roles on the control socket ([roles], [user NAME] and a filter's
  * `writers =`) are read by config-roles.c; their keys are listed there
  * and in roles.h.
@@ -67,6 +70,7 @@
 
 #include <sys/types.h>
 
+#include "defaults.h"
 #include "fleet.h"
 #include "registry.h"
 #include "roles.h"
@@ -140,7 +144,8 @@ struct config {
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
 	struct repl_config repl;
-	struct roles_config roles; /* [roles], [user NAME], writers = (roles.h, config-roles.c) */
+	struct roles_config roles;       /* [roles], [user NAME], writers = (roles.h, config-roles.c) */
+	struct filter_defaults defaults; /* [defaults]: defaults.h */
 };
 
 /** The embedded default: instance "default", one Bloom filter "default" (1,000,000 keys, 1%). */

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "hugepages.h"
+#include "keyspace.h"
 #include "log.h"
 #include "periodic.h"
 #include "perms.h"
@@ -80,6 +81,9 @@ static void on_tick(struct registry *reg, void *arg)
 	registry_rotate_due(reg, now);
 	periodic_tick(&t->periodic, reg, now);
 	scandump_expire(); /* loads by chunks abandoned without a word */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	keyspace_tick(reg, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000); /* EXPIRE's drops */
 }
 
 /* What main() sets up, released in one place (release()) on every way out. */
@@ -283,6 +287,7 @@ static int serve(struct daemon *d)
 		.tcp_maxclients_per_addr = d->cfg.tcp.maxclients_per_addr,
 		.tcp_timeout = d->cfg.tcp.timeout,
 		.tcp_max_request = d->cfg.tcp.max_request,
+		.defaults = &d->cfg.defaults,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,
 	};

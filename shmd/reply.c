@@ -1,7 +1,9 @@
 /*
- * reply.c - RESP2 replies, appended to a growing output buffer.
+ * reply.c - RESP2 and RESP3 replies, appended to a growing output buffer
+ * (see reply.h: each RESP3 type and its RESP2 form).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,10 +121,50 @@ void reply_bulk_str(struct reply *r, const char *text)
 
 void reply_nil(struct reply *r)
 {
-	append(r, "$-1\r\n", 5);
+	if (reply_resp3(r))
+		append(r, "_\r\n", 3);
+	else
+		append(r, "$-1\r\n", 5);
 }
 
 void reply_array(struct reply *r, size_t n)
 {
 	append_number(r, '*', (long long)n);
+}
+
+void reply_map(struct reply *r, size_t n)
+{
+	if (reply_resp3(r))
+		append_number(r, '%', (long long)n);
+	else
+		append_number(r, '*', 2 * (long long)n);
+}
+
+void reply_set(struct reply *r, size_t n)
+{
+	append_number(r, reply_resp3(r) ? '~' : '*', (long long)n);
+}
+
+void reply_bool(struct reply *r, int v)
+{
+	if (reply_resp3(r))
+		append(r, v ? "#t\r\n" : "#f\r\n", 4);
+	else
+		append(r, v ? ":1\r\n" : ":0\r\n", 4);
+}
+
+void reply_double(struct reply *r, double v)
+{
+	char text[40];
+	int n;
+	if (isinf(v))
+		n = snprintf(text, sizeof(text), "%s", v > 0 ? "inf" : "-inf");
+	else if (isnan(v))
+		n = snprintf(text, sizeof(text), "nan");
+	else if ((n = snprintf(text, sizeof(text), "%.15g", v)) > 0 && strtod(text, NULL) != v)
+		n = snprintf(text, sizeof(text), "%.17g", v);
+	if (reply_resp3(r))
+		append_line(r, ',', text, (size_t)n);
+	else
+		reply_bulk(r, text, (size_t)n);
 }

@@ -382,6 +382,12 @@ static uint64_t instance_bytes(struct registry *r, unsigned *count)
 	return total;
 }
 
+int roles_role_creates(const struct session *s)
+{
+	int have = roles_connection(s);
+	return have == ROLE_ADMIN || (have == ROLE_WRITER && config_of(s)->writer_create);
+}
+
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 {
 	const struct roles_config *rc = config_of(c->sess);

@@ -156,6 +156,10 @@ int roles_allow(struct verb_call *c, const struct verb *v);
  */
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec);
 
+/** Whether the connection's role may create filters at all (admin, or a
+ * writer with writer_create = yes), quotas aside; replies nothing. */
+int roles_role_creates(const struct session *s);
+
 /** shmd changed the mode or group of data files: forget what roles_allow() remembers of them. */
 void roles_files_changed(void);
 

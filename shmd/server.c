@@ -563,6 +563,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
 		.maxclients = { s.admit.max[SESSION_UNIX], o->tcp_maxclients },
+		.defaults = o->defaults ? o->defaults : &filter_defaults_builtin,
 	};
 	int rc = 0;
 	s.ep = epoll_create1(EPOLL_CLOEXEC);

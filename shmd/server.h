@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "defaults.h"
 #include "registry.h"
 
 /* Clients of the unix socket at once by default ([instance] maxclients);
@@ -36,16 +37,17 @@ struct server_opts {
 	int tcp_fd;            /* from tcp_listen(), or -1 for none */
 	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
 	int tcp_port;
-	const char *requirepass;           /* TCP clients must AUTH with it first; NULL or "": no password */
-	unsigned unix_maxclients;          /* unix-socket connections at once (0: SERVER_MAX_CLIENTS) */
-	unsigned unix_maxclients_per_user; /* of them from one uid (0: no limit of its own) */
-	unsigned unix_timeout;             /* seconds without a byte before a connection is closed; 0 never */
-	unsigned tcp_maxclients;           /* TCP connections at once */
-	unsigned tcp_maxclients_per_addr;  /* of them from one address (connlimits.h; 0: no limit of its own) */
-	unsigned tcp_timeout;              /* as unix_timeout */
-	size_t tcp_max_request;            /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
-	int wake_fd;                       /* readable: run tick now (the replication engine's); -1: none */
-	const struct roles_config *roles;  /* who may do what (roles.h); NULL: the defaults */
+	const char *requirepass;                /* TCP clients must AUTH with it first; NULL or "": no password */
+	unsigned unix_maxclients;               /* unix-socket connections at once (0: SERVER_MAX_CLIENTS) */
+	unsigned unix_maxclients_per_user;      /* of them from one uid (0: no limit of its own) */
+	unsigned unix_timeout;                  /* seconds without a byte before a connection is closed; 0 never */
+	unsigned tcp_maxclients;                /* TCP connections at once */
+	unsigned tcp_maxclients_per_addr;       /* of them from one address (connlimits.h; 0: no limit of its own) */
+	unsigned tcp_timeout;                   /* as unix_timeout */
+	size_t tcp_max_request;                 /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
+	const struct roles_config *roles;       /* who may do what (roles.h); NULL: the defaults */
+	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
 };
 
 /**

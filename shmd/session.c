@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "multi.h"
 #include "scandump.h"
 #include "session.h"
 
@@ -24,6 +25,7 @@ void session_init(struct session *s, uint64_t id, int kind, const struct server_
 	s->id = id;
 	s->kind = kind;
 	s->srv = srv;
+	s->proto = 2;
 	s->authed = kind != SESSION_TCP || !roles_password_required(s);
 	snprintf(s->addr, sizeof(s->addr), "%s", kind == SESSION_TCP ? "?" : "unix");
 	/* A peer whose identity is unknown names files as nobody; TCP peers
@@ -35,6 +37,7 @@ void session_free(struct session *s)
 {
 	free(s->name);
 	s->name = NULL;
+	multi_reset(s);
 	/* A load by chunks dies with the connection that began it. */
 	scandump_owner_gone(s->id);
 }
@@ -120,16 +123,17 @@ static int set_name(struct session *s, const char *name, size_t len, struct repl
 	return 0;
 }
 
-/* HELLO's reply: the server's description, a flat array of field, value. */
+/* HELLO's reply: the server's description, a map (a flat array of field,
+ * value in RESP2). */
 static void hello_reply(const struct session *s, struct reply *out)
 {
-	reply_array(out, 14);
+	reply_map(out, 7);
 	reply_bulk_str(out, "server");
 	reply_bulk_str(out, "redis");
 	reply_bulk_str(out, "version");
 	reply_bulk_str(out, COMPAT_REDIS_VERSION);
 	reply_bulk_str(out, "proto");
-	reply_int(out, 2);
+	reply_int(out, s->proto);
 	reply_bulk_str(out, "id");
 	reply_int(out, (long long)s->id);
 	reply_bulk_str(out, "mode");
@@ -141,10 +145,10 @@ static void hello_reply(const struct session *s, struct reply *out)
 }
 
 /*
- * HELLO [protover [AUTH user pass] [SETNAME name]]. shmd speaks RESP2
- * only: HELLO 3 answers -NOPROTO, Redis' error for a version it does not
- * serve, after which clients that can (redis-py, go-redis, Lettuce)
- * continue in RESP2. Nothing changes unless the whole request is valid.
+ * HELLO [protover [AUTH user pass] [SETNAME name]]: protover 2 or 3
+ * switches the connection's protocol (its reply already in the new one);
+ * another answers -NOPROTO, Redis' error for a version it does not serve.
+ * Nothing changes unless the whole request is valid.
  */
 void cmd_hello(struct verb_call *c)
 {
@@ -153,16 +157,17 @@ void cmd_hello(struct verb_call *c)
 	struct reply *out = c->out;
 	const char *user = NULL, *pass = NULL, *name = NULL;
 	size_t passlen = 0, namelen = 0;
+	long ver = s->proto;
 	if (req->argc >= 2) {
 		const char *v = req->argv[1];
 		char *end;
-		long ver = strtol(v, &end, 10);
+		ver = strtol(v, &end, 10);
 		if (v[0] == '\0' || *end != '\0' || !isdigit((unsigned char)v[0])) {
 			reply_error(out, "ERR Protocol version is not an integer or out of range");
 			return;
 		}
-		if (ver != 2) {
-			reply_error(out, "NOPROTO unsupported protocol version (shmd speaks RESP2 only)");
+		if (ver != 2 && ver != 3) {
+			reply_error(out, "NOPROTO unsupported protocol version");
 			return;
 		}
 	}
@@ -196,13 +201,15 @@ void cmd_hello(struct verb_call *c)
 	}
 	if (name != NULL && set_name(s, name, namelen, out) < 0)
 		return;
+	s->proto = (int)ver;
+	out->proto = s->proto;
 	hello_reply(s, out);
 }
 
 static void client_info_line(const struct session *s, char *buf, size_t len)
 {
-	snprintf(buf, len, "id=%llu addr=%s name=%s db=0 resp=2 lib-name=%s lib-ver=%s\n", (unsigned long long)s->id,
-		 s->addr, s->name ? s->name : "", s->lib_name, s->lib_ver);
+	snprintf(buf, len, "id=%llu addr=%s name=%s db=0 resp=%d lib-name=%s lib-ver=%s\n", (unsigned long long)s->id,
+		 s->addr, s->name ? s->name : "", s->proto, s->lib_name, s->lib_ver);
 }
 
 static const char *const client_help[] = {
@@ -361,6 +368,9 @@ void cmd_reset(struct verb_call *c)
 	free(s->name);
 	s->name = NULL;
 	s->lib_name[0] = s->lib_ver[0] = '\0';
+	multi_reset(s);
+	s->proto = 2;
+	c->out->proto = 2;
 	if (s->kind == SESSION_TCP && roles_password_required(s) && s->authed) {
 		s->authed = 0;
 		s->limits_changed = 1;

@@ -17,6 +17,9 @@
  * peer may touch. AUTH on the unix socket changes no role: there the
  * peer's identity decides.
  *
+ * A connection speaks RESP2 until HELLO 3 switches it to RESP3 (HELLO 2
+ * or RESET switch it back); reply.h turns each RESP3 type into RESP2's.
+ *
  * Single-threaded, like the registry: called from the server loop only.
  */
 #ifndef SHMD_SESSION_H
@@ -24,6 +27,7 @@
 
 #include <stdint.h>
 
+#include "defaults.h"
 #include "fscred.h"
 #include "registry.h"
 #include "roles.h"
@@ -49,6 +53,7 @@ struct server_view {
 	uint64_t connections_received;
 	uint64_t commands_processed;
 	uint64_t rejected_connections;
+	const struct filter_defaults *defaults; /* [defaults]: auto-create, FLUSHALL (never NULL once serving) */
 };
 
 struct session {
@@ -65,6 +70,10 @@ struct session {
 	gid_t groups[ROLES_PEER_GROUPS_MAX];
 	char user[ROLES_USER_NAME_MAX + 1]; /* tcp: the user AUTH named ("default": requirepass), "" none */
 	const struct server_view *srv;
+	int proto;                 /* 2 or 3: HELLO's protocol, that replies are written in */
+	int in_multi;              /* between MULTI and EXEC or DISCARD (multi.h) */
+	int multi_dirty;           /* a request was refused while queueing: EXEC aborts */
+	struct multi_queue *multi; /* the queued requests, or NULL */
 };
 
 /** A new connection's session: authenticated unless it is TCP and a password is set. */

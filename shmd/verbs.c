@@ -11,6 +11,8 @@
 #include <strings.h>
 
 #include "commands.h"
+#include "keyspace.h"
+#include "multi.h"
 #include "rundir.h"
 #include "session.h"
 #include "verbs.h"
@@ -39,7 +41,7 @@
 static const struct verb verbs[] = {
 	{ "auth", 2, -1, CONN | VERB_NOAUTH | READER, 0, cmd_auth, "Authenticates the connection." },
 	{ "hello", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_hello,
-	  "Handshakes with the server (RESP2 only), optionally authenticating and naming the connection." },
+	  "Handshakes with the server in RESP2 or RESP3, optionally authenticating and naming the connection." },
 	{ "quit", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
 	{ "reset", 1, 1, CONN | VERB_NOAUTH | READER, 0, cmd_reset,
 	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
@@ -49,6 +51,43 @@ static const struct verb verbs[] = {
 	{ "command", 1, -1, CONN | READER, 0, cmd_command, "Describes the verbs shmd serves." },
 	{ "info", 1, -1, CONN | READER, 0, cmd_info, "Describes the server: server, clients, stats and keyspace." },
 	{ "ping", 1, 2, READS | READER, 0, cmd_ping, "Returns PONG, or the given string." },
+	{ "time", 1, 1, CONN | READER, 0, cmd_time, "Returns the server's time: unix seconds and microseconds." },
+	/* Transactions (multi.h): MULTI queues, EXEC runs the queue in one go. */
+	{ "multi", 1, 1, CONN | READER, 0, cmd_multi, "Starts a transaction." },
+	{ "exec", 1, 1, CONN | READER, 0, cmd_exec,
+	  "Executes the commands queued since MULTI, with no other client's between." },
+	{ "discard", 1, 1, CONN | READER, 0, cmd_discard, "Discards the commands queued since MULTI." },
+	{ "watch", 2, -1, CONN | READER, 0, cmd_watch,
+	  "Accepted and ignored: EXEC never aborts for a watched filter." },
+	{ "unwatch", 1, 1, CONN | READER, 0, cmd_unwatch, "Accepted and ignored." },
+
+	/* The keyspace (keyspace.h): the filters' names are its keys.
+	 * Dropping a filter, or setting the time it will be dropped, is
+	 * administration, as SHMF.DROP is. */
+	{ "del", 2, -1, WRITES | ADMIN, 1, cmd_del, "Drops filters: how many there were." },
+	{ "unlink", 2, -1, WRITES | ADMIN, 1, cmd_del, "Drops filters: how many there were (as DEL)." },
+	{ "exists", 2, -1, READS | READER, 1, cmd_exists, "Returns how many of the names are filters." },
+	{ "type", 2, 2, READS | READER, 1, cmd_type,
+	  "Returns a filter's type: MBbloom-- (Bloom), MBbloomCF (cuckoo) or none." },
+	{ "scan", 2, -1, READS | READER, 0, cmd_scan, "Iterates over the filters' names." },
+	{ "keys", 2, 2, READS | READER, 0, cmd_keys, "Returns the filters' names matching a glob pattern." },
+	{ "dbsize", 1, 1, READS | READER, 0, cmd_dbsize, "Returns the number of filters." },
+	{ "flushall", 1, 2, WRITES | ADMIN, 0, cmd_flushall,
+	  "Drops every filter (only with flushall = yes in [defaults])." },
+	{ "flushdb", 1, 2, WRITES | ADMIN, 0, cmd_flushall,
+	  "Drops every filter (only with flushall = yes in [defaults])." },
+	{ "expire", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter after a number of seconds." },
+	{ "pexpire", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter after a number of milliseconds." },
+	{ "expireat", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter at a unix time in seconds." },
+	{ "pexpireat", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter at a unix time in milliseconds." },
+	{ "persist", 2, 2, WRITES | ADMIN, 1, cmd_persist, "Removes a filter's expiry." },
+	{ "ttl", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns a filter's time to live in seconds (-1 none, -2 no filter)." },
+	{ "pttl", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns a filter's time to live in milliseconds (-1 none, -2 no filter)." },
+	{ "expiretime", 2, 2, READS | READER, 1, cmd_ttl, "Returns the unix time in seconds a filter expires at." },
+	{ "pexpiretime", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns the unix time in milliseconds a filter expires at." },
 
 	{ "bf.reserve", 4, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_bf_reserve,
 	  "Creates a Bloom filter for a capacity and an error rate." },
@@ -103,7 +142,7 @@ static const struct verb verbs[] = {
 	{ "shmf.resize", 3, 4, WRITES | ADMIN, 1, cmd_shmf_resize,
 	  "Gives a filter a new capacity (and error rate) where that can be done without its keys." },
 
-	/* Fleets (issue 17): a filter chunk by chunk (shmd's chunks, which
+	/* Fleets: a filter chunk by chunk (shmd's chunks, which
 	 * RedisBloom does not load; dumps are reads, a load creates or
 	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
 	{ "bf.scandump", 3, 3, READS | READER, 1, cmd_bf_scandump,
@@ -117,7 +156,7 @@ static const struct verb verbs[] = {
 	{ "shmf.merge", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_merge,
 	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
 
-	/* The daemon itself (issue 18): never over TCP, like the file verbs. */
+	/* The daemon itself: never over TCP, like the file verbs. */
 	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN, 0, cmd_shmf_reload,
 	  "Reloads shmd's configuration file: creates new filters, applies what changes live, refuses shape "
 	  "changes; returns what it did." },
@@ -147,6 +186,11 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 {
 	if (!s->authed && (v == NULL || !(v->flags & VERB_NOAUTH)))
 		reply_error(out, "%s", NOAUTH);
+	else if (v == NULL && keyspace_foreign_verb(req->argv[0], req->lens[0]))
+		reply_error(out,
+			    "ERR shmd serves only Bloom and cuckoo filters: '%.*s' is a Redis data command it does "
+			    "not have (BF.*, CF.* and the keyspace commands are served)",
+			    32, req->argv[0]);
 	else if (v == NULL)
 		reply_error(out, "ERR unknown command '%.*s'", 64, req->argv[0]);
 	else if (s->kind == SESSION_TCP && !(v->flags & VERB_TCP_OK))
@@ -163,13 +207,20 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 
 void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
 {
+	out->proto = s->proto;
 	if (req->argc < 1) {
 		reply_error(out, "ERR empty request");
 		return;
 	}
 	const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
-	if (!may_run(s, v, req, out))
+	if (!may_run(s, v, req, out)) {
+		s->multi_dirty |= s->in_multi; /* Redis: EXEC then answers -EXECABORT */
 		return;
+	}
+	if (s->in_multi && !multi_runs_now(v)) {
+		multi_queue_request(s, v, req, out);
+		return;
+	}
 	struct verb_call c = { .req = req, .out = out, .reg = reg, .sess = s, .peer = &s->peer };
 	if (v->key > 0) {
 		const char *name = req->argv[v->key];

@@ -65,10 +65,10 @@ expect 0 '^k +[0-9]+$' '' -- info default
 # create, with its checks
 expect 0 "^created filter 'clicks': bloom, capacity 50000, error rate 0.001, [0-9]+ bytes, mode 0660$" '' -- create clicks --capacity 50000 --fpr 0.001 --mode 0660
 expect 2 '' "create: filter 'clicks' exists already \\(bloom, capacity 50000.*'shmctl info clicks'.*'shmctl drop clicks'" -- create clicks --capacity 50000 --fpr 0.001
-expect 2 '' "bad capacity '0'" -- create other --capacity 0 --fpr 0.01
+expect 2 '' 'capacity should be larger than 0' -- create other --capacity 0 --fpr 0.01
 expect 2 '' "filter 'other': capacity 1000000000000000000 at error rate 0.01 needs more memory than this host has" -- create other --capacity 1000000000000000000 --fpr 0.01
-expect 2 '' "bad error rate '1'" -- create other --capacity 10 --fpr 1
-expect 2 '' "bad error rate '0'" -- create other --capacity 10 --fpr 0
+expect 2 '' '0 < error rate range < 1' -- create other --capacity 10 --fpr 1
+expect 2 '' '0 < error rate range < 1' -- create other --capacity 10 --fpr 0
 expect 2 '' "invalid filter name '../x'" -- create ../x --capacity 10 --fpr 0.1
 expect 2 '' "invalid filter name 'a/b'" -- create a/b --capacity 10 --fpr 0.1
 expect 2 '' "invalid filter name ''" -- create '' --capacity 10 --fpr 0.1

@@ -54,8 +54,9 @@ function matches($want, $got): bool
 {
 	if (is_array($want) && array_key_exists('error', $want))
 		return false; /* errors are checked by the caller */
+	/* A status inside an array (BF.INFO's field names) comes as its text. */
 	if (is_array($want) && array_key_exists('status', $want))
-		return $got === true;
+		return $got === true || $got === $want['status'];
 	if ($want === '?')
 		return is_int($got) || is_string($got);
 	if ($want === null)

@@ -1,0 +1,65 @@
+/*
+ * defaults.h - what a filter created on the fly gets, and the switches
+ * around RedisBloom compatibility: the [defaults] section of the
+ * configuration (config.c parses it; this is the one table of values).
+ *
+ *   [defaults]
+ *   auto_create = yes            ; BF.ADD, BF.MADD, BF.INSERT, CF.ADD, CF.ADDNX,
+ *                                ; CF.INSERT, CF.INSERTNX create a missing filter
+ *   bloom_capacity = 100         ; RedisBloom's defaults, as it creates them
+ *   bloom_error_rate = 0.01
+ *   bloom_expansion = 2
+ *   cuckoo_capacity = 1024
+ *   cuckoo_bucket_size = 2
+ *   cuckoo_max_iterations = 20
+ *   cuckoo_expansion = 1
+ *   mode = 0640                  ; data file mode of a filter created on the fly
+ *   flushall = no                ; FLUSHALL / FLUSHDB drop every filter (off: refused)
+ *
+ * The expansion and bucket size are what a growing filter would use; until
+ * filters grow (filter_spec has no such fields yet), they are what BF.INFO
+ * and CF.INFO report and nothing else.
+ */
+#ifndef SHMD_DEFAULTS_H
+#define SHMD_DEFAULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct filter_defaults {
+	int auto_create; /* 1: the adds create a missing filter (RedisBloom's behaviour) */
+	int flushall;    /* 1: FLUSHALL and FLUSHDB are served */
+	uint64_t bloom_capacity;
+	double bloom_error_rate;
+	uint32_t bloom_expansion;
+	uint64_t cuckoo_capacity;
+	uint32_t cuckoo_bucket_size;
+	uint32_t cuckoo_max_iterations;
+	uint32_t cuckoo_expansion;
+	mode_t mode;
+};
+
+/* RedisBloom's: BF 100 keys at 1%, expansion 2; CF 1024 keys, buckets of
+ * 2, 20 iterations, expansion 1. */
+#define FILTER_DEFAULTS_INIT                                                                                         \
+	{                                                                                                            \
+		.auto_create = 1, .flushall = 0, .bloom_capacity = 100, .bloom_error_rate = 0.01,                    \
+		.bloom_expansion = 2, .cuckoo_capacity = 1024, .cuckoo_bucket_size = 2, .cuckoo_max_iterations = 20, \
+		.cuckoo_expansion = 1, .mode = 0640                                                                  \
+	}
+
+/** The built-in defaults (FILTER_DEFAULTS_INIT), for a server started without a configuration. */
+extern const struct filter_defaults filter_defaults_builtin;
+
+/**
+ * Set key @p name of [defaults] from its text @p value.
+ * @return 0, or SHMF_E_INVAL with "key 'value': what a good value is" (or
+ *         "unknown key ...") in @p msg.
+ */
+int defaults_set(struct filter_defaults *d, const char *name, const char *value, char *msg, size_t len);
+
+/** The keys taken together (a cuckoo capacity of at least twice the bucket size). 0 or SHMF_E_INVAL with @p msg. */
+int defaults_check(const struct filter_defaults *d, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * errors.h - the error replies shmd shares with RedisBloom and Redis, in
+ * one table (errors.c), so that code written for RedisBloom that matches
+ * an error's text keeps working. Where RedisBloom or Redis has a reply for
+ * the same meaning, shmd answers its exact text; shmd's own wording
+ * (naming the filter, the option and what a good value is) is kept for
+ * what RedisBloom has no reply for. docs/protocol.md lists them.
+ */
+#ifndef SHMD_ERRORS_H
+#define SHMD_ERRORS_H
+
+#include "reply.h"
+
+enum rb_error {
+	/* RedisBloom (rebloom.c) */
+	RB_NOT_FOUND,           /* a missing filter where one must exist (BF.INFO, NOCREATE, CF.DEL, ...) */
+	RB_ITEM_EXISTS,         /* BF.RESERVE / CF.RESERVE of a name in use */
+	RB_WRONGTYPE,           /* a BF verb on a cuckoo filter or the other way round */
+	RB_BAD_ERROR_RATE,      /* BF.RESERVE: not a number */
+	RB_ERROR_RATE_RANGE,    /* BF.RESERVE: outside (0, 1) */
+	RB_BAD_CAPACITY,        /* BF.RESERVE: not an integer */
+	RB_CAPACITY_RANGE,      /* BF.RESERVE: 0 or less */
+	RB_NONSCALING_FULL,     /* an add past a NONSCALING filter's capacity */
+	RB_FILTER_FULL,         /* CF.ADD / CF.ADDNX on a full cuckoo filter */
+	RB_CF_BAD_CAPACITY,     /* CF.RESERVE, CF.INSERT: not an integer */
+	RB_CF_CAPACITY_SMALL,   /* CF.RESERVE, CF.INSERT: below twice the bucket size */
+	RB_INSERT_BAD_RATE,     /* BF.INSERT ERROR: not a number */
+	RB_INSERT_BAD_CAPACITY, /* BF.INSERT CAPACITY: not an integer */
+	RB_INSERT_BAD_ARGUMENT, /* BF.INSERT: a value out of range */
+	RB_UNKNOWN_ARGUMENT,    /* BF.INSERT, CF.INSERT: an option it does not know */
+	RB_INFO_FIELD,          /* BF.INFO key FIELD: not a field */
+	/* Redis */
+	RE_SYNTAX,
+	RE_NOT_INTEGER,
+	RE_EXEC_WITHOUT_MULTI,
+	RE_DISCARD_WITHOUT_MULTI,
+	RE_MULTI_NESTED,
+	RE_EXECABORT,
+	RE_WATCH_IN_MULTI,
+	RE_FLUSHALL_OFF, /* shmd's: FLUSHALL without flushall = yes */
+	RB_ERROR_COUNT
+};
+
+/** The text of error @p e, without the leading '-'. */
+const char *rb_error_text(enum rb_error e);
+
+/** Reply with error @p e. */
+void reply_rb_error(struct reply *out, enum rb_error e);
+
+#endif
