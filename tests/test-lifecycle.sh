@@ -156,6 +156,17 @@ checks=$((checks + 1))
 grep -q "\[filter e\] capacity '0'" "$ROOT/err" || fail "a bad value is not named: $(cat "$ROOT/err")"
 cp "$ROOT/good.conf" "$CONF"
 
+# A changed mode reaches the live filter's files on reload (the
+# permissions pass), and is logged; the filter keeps its keys.
+sed -i 's/^capacity = 5000$/capacity = 5000\nmode = 0660/' "$CONF"
+datafile="$SHMF_RUNTIME_DIR/rl/$("$SHMCTL" -i rl info a | awk '$1 == "data_file" {print $2}')"
+check "filter a's data file is 0640 before" bash -c "[ \"\$(stat -c %a '$datafile')\" = 640 ]"
+kill -HUP "$PID"
+check "SIGHUP: a changed mode reaches the data file" wait_for bash -c "[ \"\$(stat -c %a '$datafile')\" = 660 ]"
+check "SIGHUP: the mode change is logged" wait_for grep -q "permissions: .*$(basename "$datafile")" "$LOG"
+check "SIGHUP: the filter keeps its keys" bash -c "'$SHMCTL' -i rl check a before-reload | grep -q present"
+cp "$ROOT/good.conf" "$CONF"
+
 # The log file is reopened on reload: logrotate moves it, then HUPs.
 mv "$LOG" "$LOG.1"
 kill -HUP "$PID"
