@@ -46,21 +46,34 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring);
 
 /* The live generations of a filter, mapped read-write (the cuckoo writer
- * lock needs a writable descriptor), cuckoo ones locked. */
+ * lock needs a writable descriptor), cuckoo ones locked or not. */
 struct ring_maps {
 	unsigned n;
+	int locked; /* the relocation lock of every cuckoo generation is held */
 	struct shmf_data_map dm[SHMF_WINDOW_MAX];
 	struct shmf_cuckoo_lock lock[SHMF_WINDOW_MAX];
 	struct shmf_cuckoo_geom g[SHMF_WINDOW_MAX];
 };
 
 /* Map every live generation of the filter @p copy describes (a checked
- * slot copy) into @p m, and take the relocation lock of each cuckoo one:
- * no fingerprint moves until registry_ring_release(). @return 0, or an
- * error with nothing held. */
+ * slot copy) into @p m, unlocked. @return 0, or an error with nothing
+ * held. The mappings stay valid until registry_ring_release(), whatever
+ * happens to the filter meanwhile. */
+int registry_ring_map(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
+
+/* Take the relocation lock of each cuckoo generation of @p m (on the
+ * thread that will release it: the lock has a thread mutex): no
+ * fingerprint moves until registry_ring_unlock(). @p name for the error.
+ * 0, or an error with no lock held. */
+int registry_ring_lock(struct ring_maps *m, const char *name, char *err, size_t errlen);
+
+/* Release the locks registry_ring_lock() took, if any. */
+void registry_ring_unlock(struct ring_maps *m);
+
+/* registry_ring_map(), then registry_ring_lock(). */
 int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
 
-/* Unlock and unmap what registry_ring_take() took. */
+/* Unlock and unmap what registry_ring_map() or _take() took. */
 void registry_ring_release(struct ring_maps *m);
 
 /* What a snapshot of the filter in @p slot (@p copy, its generations

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -40,21 +41,29 @@ static struct shmf_cuckoo_geom cuckoo_geom(const struct shmf_data_map *dm, struc
 	};
 }
 
+void registry_ring_unlock(struct ring_maps *m)
+{
+	for (unsigned i = 0; i < m->n && m->locked; i++)
+		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO)
+			shmf_cuckoo_unlock(&m->g[i]);
+	m->locked = 0;
+}
+
 void registry_ring_release(struct ring_maps *m)
 {
+	registry_ring_unlock(m);
 	for (unsigned i = 0; i < m->n; i++) {
-		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO) {
-			shmf_cuckoo_unlock(&m->g[i]);
+		if (m->dm[i].hdr.type == SHMF_TYPE_CUCKOO)
 			shmf_cuckoo_lock_fini(&m->lock[i]);
-		}
 		shmf_data_map_close(&m->dm[i]);
 	}
 	m->n = 0;
 }
 
-int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
+int registry_ring_map(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
 {
 	m->n = 0;
+	m->locked = 0;
 	for (unsigned i = 0; i < copy->nlive; i++) {
 		struct shmf_data_map *dm = &m->dm[i];
 		dm->fd = -1;
@@ -67,17 +76,36 @@ int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct 
 		if (dm->hdr.type == SHMF_TYPE_CUCKOO) {
 			shmf_cuckoo_lock_init(&m->lock[i], dm->fd);
 			m->g[i] = cuckoo_geom(dm, &m->lock[i]);
-			if ((rc = shmf_cuckoo_lock(&m->g[i])) < 0) {
-				shmf_cuckoo_lock_fini(&m->lock[i]);
-				shmf_data_map_close(dm);
-				registry_ring_release(m);
-				return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s",
-					      copy->name, strerror(-rc));
-			}
 		}
 		m->n = i + 1;
 	}
 	return 0;
+}
+
+int registry_ring_lock(struct ring_maps *m, const char *name, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		if (m->dm[i].hdr.type != SHMF_TYPE_CUCKOO)
+			continue;
+		int rc = shmf_cuckoo_lock(&m->g[i]);
+		if (rc < 0) {
+			for (unsigned j = 0; j < i; j++)
+				if (m->dm[j].hdr.type == SHMF_TYPE_CUCKOO)
+					shmf_cuckoo_unlock(&m->g[j]);
+			return errmsg(err, errlen, rc, "filter '%s': cannot take the relocation lock: %s", name,
+				      strerror(-rc));
+		}
+	}
+	m->locked = 1;
+	return 0;
+}
+
+int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
+{
+	int rc = registry_ring_map(r, copy, m, err, errlen);
+	if (rc == 0 && (rc = registry_ring_lock(m, copy->name, err, errlen)) < 0)
+		registry_ring_release(m);
+	return rc;
 }
 
 void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
@@ -112,40 +140,85 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 	}
 }
 
-int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
-		      size_t errlen)
+int registry_snapshot_begin(struct registry *r, const char *name, const char *path, const struct fscred *as,
+			    struct registry_snap *s, char *err, size_t errlen)
 {
 	struct shmf_slot copy;
+	memset(s, 0, sizeof(*s));
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
+	if (strlen(path) >= sizeof(s->path))
+		return errmsg(err, errlen, -ENAMETOOLONG, "snapshot path is longer than %zu bytes",
+			      sizeof(s->path) - 1);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (as != NULL)
+		s->as = *as;
+	if ((s->maps = malloc(sizeof(*s->maps))) == NULL)
+		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a snapshot", name);
+	/* The mappings keep every generation copied valid until the end,
+	 * whatever a rotation or a drop unlinks meanwhile. */
+	if ((rc = registry_ring_map(r, &copy, s->maps, err, errlen)) < 0) {
+		free(s->maps);
+		s->maps = NULL;
+		return rc;
+	}
+	/* The stream cursor is read before the payload is copied: the copy
+	 * holds at least what the cursor covers, so a replay from it misses
+	 * nothing (and may apply again what the copy already holds). */
+	registry_snap_source(r, slot, &copy, s->maps, &s->src);
+	/* The file gets the data file's mode less execute bits: who may read
+	 * the filter may read its snapshot. */
+	struct stat st;
+	s->mode = fstat(s->maps->dm[0].fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
+	return 0;
+}
+
+int registry_snapshot_write(struct registry_snap *s, char *err, size_t errlen)
+{
 	/* Cuckoo: no fingerprint moves while the copy is taken (the writer
 	 * lock of every generation is held), so every key stored before it
 	 * began is in one of its buckets in the copy. Bloom bits only ever get
 	 * set, so a copy taken while adds go on holds every key whose add
 	 * returned before it began. */
-	struct ring_maps m;
-	if ((rc = registry_ring_take(r, &copy, &m, err, errlen)) < 0)
+	int rc = registry_ring_lock(s->maps, s->name, err, errlen);
+	if (rc < 0)
 		return rc;
-	/* The stream cursor is read before the payload is copied: the copy
-	 * holds at least what the cursor covers, so a replay from it misses
-	 * nothing (and may apply again what the copy already holds). */
-	struct snap_source src;
-	registry_snap_source(r, slot, &copy, &m, &src);
 	struct fscred saved;
-	rc = fscred_become(as, &saved, err, errlen);
+	rc = fscred_become(&s->as, &saved, err, errlen);
 	if (rc == 0) {
-		struct stat st;
-		/* The file gets the data file's mode less execute bits: who may
-		 * read the filter may read its snapshot. */
-		unsigned mode = fstat(m.dm[0].fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
-		rc = snapshot_write(path, &src, mode, err, errlen);
+		rc = snapshot_write(s->path, &s->src, s->mode, err, errlen);
 		fscred_restore(&saved);
 	}
-	registry_ring_release(&m);
+	registry_ring_unlock(s->maps);
+	return rc;
+}
+
+void registry_snapshot_end(struct registry_snap *s, int rc)
+{
+	if (s->maps != NULL) {
+		registry_ring_release(s->maps);
+		free(s->maps);
+		s->maps = NULL;
+	}
 	if (rc == 0)
-		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name,
-			src.sec[0].generation, src.nsections > 1 ? " and older live ones" : "", path);
+		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", s->name,
+			s->src.sec[0].generation, s->src.nsections > 1 ? " and older live ones" : "", s->path);
+}
+
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
+		      size_t errlen)
+{
+	struct registry_snap *s = malloc(sizeof(*s));
+	if (s == NULL)
+		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a snapshot", name);
+	int rc = registry_snapshot_begin(r, name, path, as, s, err, errlen);
+	if (rc == 0) {
+		rc = registry_snapshot_write(s, err, errlen);
+		registry_snapshot_end(s, rc);
+	}
+	free(s);
 	return rc;
 }
 
