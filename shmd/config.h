@@ -56,7 +56,8 @@
 #include "fleet.h"
 #include "registry.h"
 
-#define CONFIG_FILTERS_MAX SHMF_SLOTS
+#define CONFIG_FILTERS_MAX        SHMF_SLOTS
+#define CONFIG_SNAPSHOT_PATHS_MAX 8
 
 #define TCP_DEFAULT_PORT       6379
 #define TCP_DEFAULT_MAXCLIENTS 1024
@@ -104,6 +105,10 @@ struct config {
 	int remove_on_exit;
 	int huge_pages;         /* 1 auto, 0 off */
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
+	/* Directories that files named by clients (snapshot, restore, swap,
+	 * merge) must be in; none: any the client may use (filejobs.h). */
+	char snapshot_paths[CONFIG_SNAPSHOT_PATHS_MAX][256];
+	unsigned nsnapshot_paths;
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;

@@ -438,25 +438,36 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	return slot;
 }
 
-int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
+int registry_replace_begin(struct registry *r, const char *name, const struct snap_file *sf, int how,
+			   struct registry_load *ld, char *err, size_t errlen)
 {
-	const struct shmf_snap_header *h = &sf->hdr;
-	struct registry_load ld;
-	int rc = registry_load_begin(r, name, h, sf->sec, how, &ld, err, errlen);
-	if (rc < 0)
-		return rc;
-	int existed = registry_find(r, name) >= 0;
+	return registry_load_begin(r, name, &sf->hdr, sf->sec, how, ld, err, errlen);
+}
+
+int registry_replace_fill(struct snap_file *sf, struct registry_load *ld, char *err, size_t errlen)
+{
 	/* Each payload checked chunk by chunk on its way in, through the
 	 * descriptor: a kernel copy, no page fault per page of the new
 	 * mapping. */
-	for (unsigned i = 0; i < h->nsections && rc == 0; i++)
-		rc = snapshot_copy_section(sf, i, ld.fd[i], SHMF_DATA_BLOCKS_OFF, err, errlen);
+	int rc = 0;
+	for (unsigned i = 0; i < sf->hdr.nsections && rc == 0; i++)
+		rc = snapshot_copy_section(sf, i, ld->fd[i], SHMF_DATA_BLOCKS_OFF, err, errlen);
+	return rc;
+}
+
+int registry_replace_end(struct registry *r, const struct snap_file *sf, struct registry_load *ld, int how, int rc,
+			 char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	char name[SHMF_NAME_MAX + 1];
+	snprintf(name, sizeof(name), "%s", ld->name);
 	if (rc < 0) {
-		registry_load_abort(r, &ld);
+		registry_load_abort(r, ld);
 		return rc;
 	}
-	uint64_t gen = ld.ring.gen[0];
-	int slot = registry_load_commit(r, &ld, how, err, errlen);
+	int existed = registry_find(r, name) >= 0;
+	uint64_t gen = ld->ring.gen[0];
+	int slot = registry_load_commit(r, ld, how, err, errlen);
 	if (slot < 0)
 		return slot;
 	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s%s", name,
@@ -465,4 +476,14 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		existed ? "; the previous generations are unlinked" : "",
 		h->flags & SHMF_SNAP_F_REPLICATED ? "; stream cursor set from the snapshot" : "");
 	return slot;
+}
+
+int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
+{
+	struct registry_load ld;
+	int rc = registry_replace_begin(r, name, sf, how, &ld, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = registry_replace_fill(sf, &ld, err, errlen);
+	return registry_replace_end(r, sf, &ld, how, rc, err, errlen);
 }

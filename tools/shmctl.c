@@ -68,7 +68,8 @@ static void usage(FILE *to)
 		"                                                      exit 0 all added, 1 some at the cap\n"
 		"  drop FILTER                                         delete a filter and its segment\n"
 		"  rotate FILTER                                       time window: start a new generation now\n"
-		"  snapshot FILTER FILE                                write a crash-safe snapshot file\n"
+		"  snapshot [--force] FILTER FILE                      write a crash-safe snapshot file (--force: over\n"
+		"                                                      a file that is not a snapshot)\n"
 		"  swap FILTER FILE                                    replace a live filter with a snapshot file\n"
 		"  restore FILTER FILE                                 the same, creating the filter if it is missing\n"
 		"  inspect FILE [--json]                               a snapshot's header and checksum verdict (offline)\n"
@@ -592,8 +593,9 @@ static int verb_ping(int argc, char **argv, int json)
 }
 
 /* snapshot, swap, restore: FILTER FILE, the file sent as an absolute
- * path (shmd opens it with the caller's identity). */
-static int verb_file(int argc, char **argv, const char *cmd)
+ * path (shmd opens it with the caller's identity); @p extra (NULL: none)
+ * after it. */
+static int verb_file(int argc, char **argv, const char *cmd, const char *extra)
 {
 	char path[4096];
 	if (argc != 3)
@@ -606,29 +608,39 @@ static int verb_file(int argc, char **argv, const char *cmd)
 		    (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, argv[2]) >= sizeof(path))
 			die_usage("%s: path too long", argv[2]);
 	}
-	const char *req[] = { cmd, argv[1], path };
-	redisReply *r = call(argv[0], 3, req, NULL);
+	const char *req[] = { cmd, argv[1], path, extra };
+	redisReply *r = call(argv[0], extra != NULL ? 4 : 3, req, NULL);
 	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
 	freeReplyObject(r);
 	return 0;
 }
 
+/* snapshot [--force] FILTER FILE: --force replaces a file that is not a
+ * snapshot (never a device, FIFO or directory). */
 static int verb_snapshot(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.SNAPSHOT");
+	int force = 0;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--force")) {
+			force = 1;
+			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof(argv[0]));
+			argc--;
+			break;
+		}
+	return verb_file(argc, argv, "SHMF.SNAPSHOT", force ? "FORCE" : NULL);
 }
 
 static int verb_swap(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.SWAP");
+	return verb_file(argc, argv, "SHMF.SWAP", NULL);
 }
 
 static int verb_restore(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.RESTORE");
+	return verb_file(argc, argv, "SHMF.RESTORE", NULL);
 }
 
 /* One SHMF.REPLICATION filter (flat field, value pairs; nodes an array of
@@ -732,7 +744,7 @@ static int verb_pull(int argc, char **argv, int json)
 static int verb_merge(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.MERGE");
+	return verb_file(argc, argv, "SHMF.MERGE", NULL);
 }
 
 /* A verb runs its own function, or (run NULL) verb_keys with its key operation. */
