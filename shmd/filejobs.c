@@ -74,16 +74,35 @@ static int allowed_dir(const char *real, const char *what, const char *path, cha
 	return errmsg(err, errlen, -EACCES, "%s %s: %s is outside snapshot_paths (%s)", what, path, real, list);
 }
 
+/* In the runtime directory itself (real path @p dir), a file that is no
+ * instance's socket or pidfile may be written; below it, in the instance
+ * directories, nothing. */
+static int runtime_root_file_ok(const char *dir, const char *path)
+{
+	static const char *const owned[] = { ".sock", ".pid", ".sock.lock" };
+	if (strcmp(dir, policy.runtime) != 0)
+		return 0;
+	const char *base = strrchr(path, '/');
+	base = base != NULL ? base + 1 : path;
+	size_t n = strlen(base);
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		size_t k = strlen(owned[i]);
+		if (n >= k && strcmp(base + n - k, owned[i]) == 0)
+			return 0;
+	}
+	return 1;
+}
+
 int filejobs_dir_check(void *arg, int dfd, const char *path, char *err, size_t errlen)
 {
 	char real[PATH_MAX];
 	int rc = real_path_of(dfd, real, sizeof(real));
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot resolve its directory: %s", path, strerror(-rc));
-	if (policy.runtime[0] != '\0' && within(real, policy.runtime))
+	if (policy.runtime[0] != '\0' && within(real, policy.runtime) && !runtime_root_file_ok(real, path))
 		return errmsg(err, errlen, -EACCES,
-			      "snapshot %s: %s is inside shmd's runtime directory %s (control file, data files, sockets); "
-			      "not writing there",
+			      "snapshot %s: %s is shmd's runtime directory %s or inside it (control file, data files, "
+			      "sockets, pidfiles); not writing there",
 			      path, real, policy.runtime);
 	return arg != NULL ? allowed_dir(real, "snapshot", path, err, errlen) : 0;
 }
