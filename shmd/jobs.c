@@ -216,6 +216,11 @@ int jobs_reap(struct registry *r, void (*finished)(void *arg, const void *owner)
 
 void jobs_stop(struct registry *r)
 {
+	if (w.nactive > 0)
+		log_msg(LOG_NOTICE,
+			"shutting down: %u file job(s) cancelled (a snapshot gives up at its next chunk and removes its "
+			"temporary file; one in a system call waits for it to return)",
+			w.nactive);
 	pthread_mutex_lock(&w.mu);
 	w.stopping = 1;
 	for (struct job *j = w.queue; j != NULL; j = j->next)
