@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "errmsg.h"
@@ -74,14 +75,22 @@ static int allowed_dir(const char *real, const char *what, const char *path, cha
 	return errmsg(err, errlen, -EACCES, "%s %s: %s is outside snapshot_paths (%s)", what, path, real, list);
 }
 
-/* In the runtime directory itself (real path @p dir), a file that is no
- * instance's socket or pidfile may be written; below it, in the instance
- * directories, nothing. */
-static int runtime_root_file_ok(const char *dir, const char *path)
+/* 1 if a snapshot may go to @p path, whose directory's real path @p dir is
+ * the runtime directory or below it: in the runtime directory itself, a
+ * file that is no instance's socket or pidfile; below it, anything but an
+ * instance directory (one holding a control file) or what is inside one. */
+static int runtime_file_ok(const char *dir, const char *path)
 {
-	static const char *const owned[] = { ".sock", ".pid", ".sock.lock" };
-	if (strcmp(dir, policy.runtime) != 0)
-		return 0;
+	static const char *const owned[] = { ".sock", ".pid" };
+	size_t rn = strlen(policy.runtime);
+	if (dir[rn] == '/') {
+		char inst[PATH_MAX];
+		const char *end = strchr(dir + rn + 1, '/');
+		size_t n = end != NULL ? (size_t)(end - dir) : strlen(dir);
+		struct stat st;
+		snprintf(inst, sizeof(inst), "%.*s/control", (int)n, dir);
+		return lstat(inst, &st) < 0 && errno == ENOENT;
+	}
 	const char *base = strrchr(path, '/');
 	base = base != NULL ? base + 1 : path;
 	size_t n = strlen(base);
@@ -99,10 +108,10 @@ int filejobs_dir_check(void *arg, int dfd, const char *path, char *err, size_t e
 	int rc = real_path_of(dfd, real, sizeof(real));
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot resolve its directory: %s", path, strerror(-rc));
-	if (policy.runtime[0] != '\0' && within(real, policy.runtime) && !runtime_root_file_ok(real, path))
+	if (policy.runtime[0] != '\0' && within(real, policy.runtime) && !runtime_file_ok(real, path))
 		return errmsg(err, errlen, -EACCES,
-			      "snapshot %s: %s is shmd's runtime directory %s or inside it (control file, data files, "
-			      "sockets, pidfiles); not writing there",
+			      "snapshot %s: %s is an instance directory of shmd's runtime directory %s, or the name of an "
+			      "instance's socket or pidfile there; not writing there",
 			      path, real, policy.runtime);
 	return arg != NULL ? allowed_dir(real, "snapshot", path, err, errlen) : 0;
 }

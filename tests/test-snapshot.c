@@ -413,6 +413,23 @@ static void test_concurrent(void **state)
 
 /* ---- A writer killed at random points ---------------------------------- */
 
+/* The size of the file in fx.files whose name begins with @p prefix (a
+ * writer's temporary file: .NAME.tmp-PID-START-N), or 0. */
+static uint64_t temporary_size(const char *prefix)
+{
+	DIR *d = opendir(fx.files);
+	uint64_t size = 0;
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+			size = (uint64_t)st.st_size;
+	}
+	if (d != NULL)
+		closedir(d);
+	return size;
+}
+
 static void test_killed_writer(void **state)
 {
 	(void)state;
@@ -443,11 +460,10 @@ static void test_killed_writer(void **state)
 		/* Kill it once its temporary file has reached a random size
 		 * (up to 110% of the whole: some runs end before the kill). */
 		uint64_t target = (uint64_t)rand() % (total + total / 10);
-		char tmp[600];
-		snprintf(tmp, sizeof(tmp), "%s/.kw.tmp-%ld", fx.files, (long)p);
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix), ".kw.tmp-%ld-", (long)p);
 		for (;;) {
-			struct stat st;
-			if (stat(tmp, &st) == 0 && (uint64_t)st.st_size >= target)
+			if (temporary_size(prefix) >= target)
 				break;
 			siginfo_t si = { 0 };
 			if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p)
