@@ -116,7 +116,8 @@ static int ensure_filters(struct registry *reg, const struct config *cfg)
 
 static void removed_stale(void *arg, const char *name)
 {
-	log_msg(LOG_WARNING, "removed %s/%s, left by a snapshot writer that is gone", (const char *)arg, name);
+	log_msg(LOG_WARNING, "removed %s/%s, left by a snapshot that did not finish (its writer is gone)",
+		(const char *)arg, name);
 }
 
 /* Temporary snapshot files of writers that are gone (a shmd or shmctl

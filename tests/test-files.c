@@ -515,7 +515,7 @@ static void test_killed(void **state)
 	start(150000000, extra);
 	printf("# after the restart: %d\n", temporaries(mnt));
 	assert_int_equal(temporaries(mnt), 0);
-	assert_true(daemon_log_count(logpath, "left by a snapshot writer that is gone") >= 1);
+	assert_true(daemon_log_count(logpath, "left by a snapshot that did not finish") >= 1);
 
 	/* Killed again; a daemon that does not know the directory: the next
 	 * snapshot into it removes the file. */
