@@ -2,11 +2,13 @@
  * snapshot.c - snapshot files: the crash-safe writer and the validating
  * reader (snapshot.h, snapshot-format.h, docs/snapshot-format.md).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,101 @@ static int meta_checksum(const struct shmf_snap_header *h, const struct shmf_sna
 	return 0;
 }
 
+/* What a file is, for a sentence: "/tmp/x is a FIFO, not a snapshot file". */
+static const char *file_kind(mode_t m)
+{
+	static const struct {
+		mode_t type;
+		const char *name;
+	} kinds[] = {
+		{ S_IFREG, "a regular file" },     { S_IFDIR, "a directory" },   { S_IFIFO, "a FIFO" },
+		{ S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" },
+		{ S_IFLNK, "a symbolic link" },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((m & S_IFMT) == kinds[i].type)
+			return kinds[i].name;
+	return "not a regular file";
+}
+
+/* The start time of process @p pid (field 22 of /proc/PID/stat, clock
+ * ticks since boot), or 0 if it does not run. With the pid it names a
+ * process for good: a pid used again has another start time. */
+static uint64_t process_start(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+	for (int field = 2; p != NULL && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static uint64_t self_start(void)
+{
+	static _Atomic uint64_t start;
+	uint64_t s = atomic_load_explicit(&start, memory_order_relaxed);
+	if (s == 0) {
+		s = process_start((long)getpid());
+		atomic_store_explicit(&start, s, memory_order_relaxed);
+	}
+	return s;
+}
+
+/* 1 if @p name is a temporary snapshot file whose writer is gone. */
+static int stale_temporary(const char *name)
+{
+	const char *t = name[0] == '.' ? strstr(name, ".tmp-") : NULL;
+	if (t == NULL)
+		return 0;
+	char *end;
+	long pid = strtol(t + 5, &end, 10);
+	if (end == t + 5 || pid <= 0)
+		return 0;
+	if (*end == '\0') /* .NAME.tmp-PID: written before the start time was in the name */
+		return process_start(pid) == 0;
+	if (*end != '-')
+		return 0;
+	uint64_t start = strtoull(end + 1, &end, 10);
+	if (*end != '-' || start == 0)
+		return 0;
+	for (end++; *end >= '0' && *end <= '9'; end++)
+		;
+	return *end == '\0' && process_start(pid) != start;
+}
+
+int snapshot_remove_stale(int dfd, void (*removed)(void *arg, const char *name), void *arg)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)
+			continue;
+		if (!stale_temporary(e->d_name) || unlinkat(dfd, e->d_name, 0) < 0)
+			continue;
+		n++;
+		if (removed != NULL)
+			removed(arg, e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
 /* ---- Writing ----------------------------------------------------------- */
 
 /* A file being written: a temporary file next to the target, renamed over
@@ -161,6 +258,7 @@ struct writer {
 	uint64_t nchunks; /* per section */
 	uint64_t *table;  /* nsections * nchunks payload checksums */
 	void *buf;        /* one chunk */
+	const atomic_int *cancel;
 };
 
 static void put(struct writer *w, const void *buf, size_t n)
@@ -234,13 +332,48 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	return fd;
 }
 
+/* What may be replaced: nothing, or a regular file that holds a snapshot
+ * (with @p force: any regular file). Never a device, FIFO, socket,
+ * directory or link: a rename over /dev/null would make it a regular
+ * file. @return 0 or an error naming the path and what it is. */
+static int target_check(int dfd, const char *base, const char *path, int force, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0
+				       : errmsg(err, errlen, -errno, "snapshot %s: cannot stat the target: %s", path,
+						strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return errmsg(err, errlen, -EEXIST, "snapshot %s: the target is %s, not a snapshot file; not replacing it",
+			      path, file_kind(st.st_mode));
+	if (force)
+		return 0;
+	char magic[sizeof(((struct shmf_snap_header *)0)->magic)] = { 0 };
+	int fd = openat(dfd, base, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? pread(fd, magic, sizeof(magic), 0) : -1;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return errmsg(err, errlen, -e, "snapshot %s: cannot read the existing file to see whether it is a snapshot: %s",
+			      path, strerror(e));
+	if ((size_t)n != sizeof(magic) || memcmp(magic, SHMF_SNAP_MAGIC, sizeof(magic)) != 0)
+		return errmsg(err, errlen, -EEXIST,
+			      "snapshot %s: the file exists and is not a snapshot (it does not begin with \"%s\"); not "
+			      "replacing it without --force (SHMF.SNAPSHOT ... FORCE)",
+			      path, SHMF_SNAP_MAGIC);
+	return 0;
+}
+
 /* The buffers, the directory and the temporary file (of @p mode) for
- * writing @p h's file to @p path. @return 0, or an error with nothing
+ * writing @p src's file to @p path: the directory checked by the caller's
+ * dir_check, the target by target_check(), stale temporaries removed. @return 0, or an error with nothing
  * left open or allocated. */
-static int writer_open(struct writer *w, const char *path, const struct shmf_snap_header *h, unsigned mode, char *err,
+static int writer_open(struct writer *w, const char *path, const struct snap_source *src, unsigned mode, char *err,
 		       size_t errlen)
 {
-	*w = (struct writer){ .dfd = -1, .fd = -1 };
+	const struct shmf_snap_header *h = &src->hdr;
+	*w = (struct writer){ .dfd = -1, .fd = -1, .cancel = src->cancel };
 	w->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
 	w->table = io_malloc(h->nsections * w->nchunks * 8);
 	if (w->table == NULL || io_memalign(&w->buf, 4096, h->chunk_bytes) != 0) {
@@ -252,8 +385,23 @@ static int writer_open(struct writer *w, const char *path, const struct shmf_sna
 		writer_free(w);
 		return w->dfd;
 	}
-	snprintf(w->tmpname, sizeof(w->tmpname), ".%s.tmp-%ld", w->base, (long)getpid());
-	w->fd = io_open(w->dfd, w->tmpname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 0666);
+	int rc = src->dir_check != NULL ? src->dir_check(src->dir_arg, w->dfd, path, err, errlen) : 0;
+	if (rc == 0)
+		rc = target_check(w->dfd, w->base, path, src->force, err, errlen);
+	if (rc < 0) {
+		close(w->dfd);
+		writer_free(w);
+		return rc;
+	}
+	/* Writers killed mid-write (this one's earlier lives included) left
+	 * their temporary files: they are of no use to anyone. */
+	snapshot_remove_stale(w->dfd, NULL, NULL);
+	/* The pid and start time say whose file it is, for good; the count
+	 * keeps the threads of one process apart. */
+	static _Atomic unsigned seq;
+	snprintf(w->tmpname, sizeof(w->tmpname), ".%s.tmp-%ld-%" PRIu64 "-%u", w->base, (long)getpid(), self_start(),
+		 atomic_fetch_add(&seq, 1));
+	w->fd = io_open(w->dfd, w->tmpname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 0666);
 	if (w->fd < 0) {
 		int e = -errno;
 		close(w->dfd);
@@ -274,6 +422,10 @@ static void put_payloads(struct writer *w, const struct snap_source *src)
 		for (uint64_t c = 0; c < w->nchunks && w->err == 0; c++) {
 			uint64_t at = c * h->chunk_bytes;
 			size_t len = (size_t)(h->section_bytes - at < h->chunk_bytes ? h->section_bytes - at : h->chunk_bytes);
+			if (w->cancel != NULL && atomic_load(w->cancel))
+				fail_step(w, -ECANCELED, "cancelled (shmd is shutting down)");
+			if (w->err != 0)
+				break;
 			memcpy(w->buf, p + at, len);
 			w->table[i * w->nchunks + c] = XXH3_64bits(w->buf, len);
 			put(w, w->buf, len);
@@ -338,7 +490,7 @@ int snapshot_write(const char *path, struct snap_source *src, unsigned mode, cha
 	if (n == 0 || n > SHMF_SNAP_SECTIONS)
 		return errmsg(err, errlen, -EINVAL, "snapshot %s: %u sections (1 to %u)", path, n, SHMF_SNAP_SECTIONS);
 	snapshot_seal(src);
-	int rc = writer_open(&w, path, &src->hdr, mode, err, errlen);
+	int rc = writer_open(&w, path, src, mode, err, errlen);
 	if (rc < 0)
 		return rc;
 	put_file(&w, src);
@@ -459,13 +611,20 @@ static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t err
 {
 	const char *path = sf->path;
 	struct stat st;
-	sf->fd = io_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	/* O_NONBLOCK: opening a FIFO nobody writes to returns at once (and is
+	 * refused below) instead of waiting for a writer; on a regular file
+	 * it changes nothing. */
+	sf->fd = io_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (sf->fd < 0 && errno == ELOOP)
+		return errmsg(err, errlen, -ELOOP,
+			      "snapshot %s: is a symbolic link, not a snapshot file (name the file it points to)", path);
 	if (sf->fd < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
 	if (fstat(sf->fd, &st) < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: not a regular file", path);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: is %s, not a snapshot file", path,
+			      file_kind(st.st_mode));
 	*size = (uint64_t)st.st_size;
 	if (*size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
@@ -493,7 +652,29 @@ static int read_header(struct snap_file *sf, uint64_t size, char *err, size_t er
 	return 0;
 }
 
-/* Read the section headers and check each one's checksum and fields. */
+/* The bytes between the last section header and the payload: no checksum
+ * covers them (the format predates the question), so they must be zero,
+ * as every writer leaves them. Checked rather than covered, so that every
+ * file written so far still reads: a flipped bit here is refused too. */
+static int read_padding(struct snap_file *sf, char *err, size_t errlen)
+{
+	uint64_t from = sizeof(sf->hdr) + sf->hdr.nsections * sizeof(sf->sec[0]);
+	unsigned char pad[SHMF_SNAP_PAYLOAD_OFF];
+	int rc = read_at(sf->fd, pad, SHMF_SNAP_PAYLOAD_OFF - from, from);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: cannot read the header padding: %s", sf->path,
+			      strerror(-rc));
+	for (uint64_t i = 0; i < SHMF_SNAP_PAYLOAD_OFF - from; i++)
+		if (pad[i] != 0)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "snapshot %s: byte %" PRIu64 " of the padding before the payload (bytes %" PRIu64
+				      "-%u, zero in every snapshot) is 0x%02x: the file is damaged",
+				      sf->path, from + i, from, SHMF_SNAP_PAYLOAD_OFF - 1, pad[i]);
+	return 0;
+}
+
+/* Read the section headers and check each one's checksum and fields, then
+ * the padding after them. */
 static int read_sections(struct snap_file *sf, char *err, size_t errlen)
 {
 	const char *path = sf->path;
@@ -503,7 +684,9 @@ static int read_sections(struct snap_file *sf, char *err, size_t errlen)
 	int rc = read_at(sf->fd, sf->sec, n * sizeof(sf->sec[0]), sizeof(sf->hdr));
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read section headers: %s", path, strerror(-rc));
-	return snapshot_sections_check(&sf->hdr, sf->sec, what, err, errlen);
+	if ((rc = snapshot_sections_check(&sf->hdr, sf->sec, what, err, errlen)) < 0)
+		return rc;
+	return read_padding(sf, err, errlen);
 }
 
 /* Read the chunk table and the trailer, and check the end marker and the

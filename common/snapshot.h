@@ -8,6 +8,7 @@
 #ifndef SHMF_COMMON_SNAPSHOT_H
 #define SHMF_COMMON_SNAPSHOT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,15 +18,25 @@
 
 #define SNAPSHOT_ERR_MAX 512
 
+/* Called by the writer with the target's directory, opened (@p dfd), before
+ * anything is created in it: 0 to write there, or an error with a
+ * sentence in @p err (shmd: not inside its runtime directory, within
+ * snapshot_paths). */
+typedef int snapshot_dir_check_fn(void *arg, int dfd, const char *path, char *err, size_t errlen);
+
 /* What to write: the header fields that describe the filter (set by
  * snapshot_header_fill(); magic, version, sizes, chunking and checksums
  * are filled in by the writer), and one section header and payload per
- * generation. */
+ * generation; then the writer's options (all zero: none). */
 struct snap_source {
 	struct shmf_snap_header hdr;
 	unsigned nsections;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
 	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each */
+	int force;                               /* replace an existing regular file that is not a snapshot */
+	const atomic_int *cancel;                /* set: give up at the next chunk (the temporary file removed) */
+	snapshot_dir_check_fn *dir_check;        /* NULL: any directory */
+	void *dir_arg;
 };
 
 /**
@@ -53,6 +64,14 @@ void snapshot_seal(struct snap_source *src);
  * are copied a chunk at a time before they are checksummed, so a payload
  * that concurrent adders keep changing is still written consistently
  * with its checksums.
+ *
+ * The target must be missing or a regular file holding a snapshot (its
+ * first bytes the magic; another regular file only with src->force):
+ * never a device, FIFO, socket, directory or symbolic link, which are
+ * refused with the path and what it is. The temporary file is
+ * .NAME.tmp-PID-START-N (the writer's pid and start time, see
+ * snapshot_remove_stale()), created with O_EXCL; before creating it the
+ * writer removes the temporaries of dead writers in the directory.
  * @param mode  permission bits of the new file
  * @return 0, or -errno (the failing step named in @p err).
  */
@@ -69,11 +88,15 @@ struct snap_file {
 };
 
 /**
- * Open @p path and validate everything but the payloads: magic, version,
+ * Open @p path (O_NONBLOCK | O_NOFOLLOW: a FIFO never blocks the caller,
+ * a symbolic link as the last component is refused; directories above it
+ * may be links) and refuse anything that is not a regular file, naming
+ * what it is. Then validate everything but the payloads: magic, version,
  * header and section checksums, that the parameters describe a filter this
  * build can hold (the geometry sizing gives, or gave, exactly the stored
  * shape: shmf_geometry_sized()), the
- * file size, the chunk table and the trailer.
+ * file size, the zero padding before the payload, the chunk table and
+ * the trailer.
  * @return 0, SHMF_E_FORMAT (damaged or not a snapshot), SHMF_E_VERSION,
  *         SHMF_E_TOOBIG, or -errno; @p err says where and what.
  */
@@ -121,6 +144,16 @@ typedef void snapshot_chunk_fn(void *arg, uint64_t off, const void *buf, size_t 
  * A damaged chunk stops the scan: the chunks before it were handed over.
  */
 int snapshot_scan_section(struct snap_file *sf, unsigned i, snapshot_chunk_fn *fn, void *arg, char *err, size_t errlen);
+
+/**
+ * Remove from directory @p dfd the temporary snapshot files of writers
+ * that are gone: names .NAME.tmp-PID-START-N whose process PID is not
+ * running, or runs with another start time (a pid used again), and the
+ * older .NAME.tmp-PID whose PID is not running. A live writer's file is
+ * never touched. @p removed (if not NULL) is told each name removed.
+ * @return how many were removed.
+ */
+int snapshot_remove_stale(int dfd, void (*removed)(void *arg, const char *name), void *arg);
 
 /** Close what snapshot_open() opened. */
 void snapshot_close(struct snap_file *sf);

@@ -2,16 +2,19 @@
  * commands-admin.c - shmd's own SHMF.* verbs that administer filters
  * (list, describe, drop, rotate) and those that name files on the
  * daemon's host (snapshot, swap, restore), which open the file with the
- * identity of the client that asked (fscred.h), and SHMF.REPLICATION,
+ * identity of the client that asked (fscred.h) on the file worker
+ * (filejobs.h), and SHMF.REPLICATION,
  * what the fleet engine says of each replicated filter. See commands.h.
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "commands.h"
 #include "keyspace.h"
 #include "merge.h"
 #include "reload.h"
+#include "filejobs.h"
 #include "replication.h"
 #include "rundir.h"
 #include "snapshot.h"
@@ -124,39 +127,40 @@ static const char *path_arg(struct verb_call *c)
 	return p;
 }
 
+/* SHMF.SNAPSHOT key path [FORCE]: a job of the file worker; the reply
+ * comes when the file is written (filejobs.h). */
 void cmd_shmf_snapshot(struct verb_call *c)
 {
-	char err[SNAPSHOT_ERR_MAX];
 	const char *path;
+	int force = c->req->argc == 4;
+	if (force && strcasecmp(c->req->argv[3], "force") != 0) {
+		reply_error(c->out,
+			    "ERR unknown option '%.*s' for SHMF.SNAPSHOT (FORCE replaces a file that is not a snapshot)",
+			    40, c->req->argv[3]);
+		return;
+	}
 	if (cmd_slot(c) < 0 || (path = path_arg(c)) == NULL)
 		return;
-	reply_done(c, registry_snapshot(c->reg, c->req->argv[1], path, c->peer, err, sizeof(err)), err);
+	c->parked = filejob_snapshot(c->reg, c->req->argv[1], path, c->peer, force, c->out, c->sess);
 }
 
-/* SWAP and RESTORE: validate the whole file (opened as the client), then
- * replace. */
+/* SWAP and RESTORE: the whole file validated (opened as the client), then
+ * the filter replaced, as a job of the file worker. */
 static void replace(struct verb_call *c, int how)
 {
-	char err[SNAPSHOT_ERR_MAX];
 	const char *path;
 	if (cmd_name_ok(c) < 0 || (path = path_arg(c)) == NULL)
 		return;
-	struct snap_file sf;
-	struct fscred saved;
-	int rc = fscred_become(c->peer, &saved, err, sizeof(err));
-	if (rc == 0) {
-		rc = snapshot_open(&sf, path, err, sizeof(err));
-		fscred_restore(&saved);
+	int reshape = 0;
+	if (c->req->argc == 4) {
+		if (how != REGISTRY_SWAP || strcasecmp(c->req->argv[3], "RESHAPE") != 0) {
+			reply_error(c->out, "ERR unknown option '%.*s' for '%s' (RESHAPE, for shmf.swap)", 40,
+				    c->req->argv[3], how == REGISTRY_SWAP ? "shmf.swap" : "shmf.restore");
+			return;
+		}
+		reshape = 1;
 	}
-	if (rc == 0 && how == REGISTRY_SWAP && !cmd_swap_shape_ok(c, &sf.hdr)) {
-		snapshot_close(&sf);
-		return;
-	}
-	if (rc == 0) {
-		rc = registry_replace(c->reg, c->req->argv[1], &sf, how, err, sizeof(err));
-		snapshot_close(&sf);
-	}
-	reply_done(c, rc, err);
+	c->parked = filejob_replace(c->reg, c->req->argv[1], path, c->peer, how, reshape, c->out, c->sess);
 }
 
 void cmd_shmf_swap(struct verb_call *c)
@@ -245,38 +249,15 @@ void cmd_shmf_replication(struct verb_call *c)
 /* ---- SHMF.MERGE (issue 17) ---------------------------------------------- */
 
 /* SHMF.MERGE key path: OR a Bloom snapshot file (opened as the client,
- * checked whole first) into the live filter (merge.h). OK, or OK saying
- * how many generations had no live window to go into. */
+ * checked whole first) into the live filter (merge.h), as a job of the
+ * file worker. OK, or OK saying how many generations had no live window
+ * to go into. */
 void cmd_shmf_merge(struct verb_call *c)
 {
-	char err[SNAPSHOT_ERR_MAX];
 	const char *path;
 	if (cmd_slot(c) < 0 || (path = path_arg(c)) == NULL)
 		return;
-	struct snap_file sf;
-	struct fscred saved;
-	struct merge_report rep;
-	int rc = fscred_become(c->peer, &saved, err, sizeof(err));
-	if (rc == 0) {
-		rc = snapshot_open(&sf, path, err, sizeof(err));
-		fscred_restore(&saved);
-	}
-	if (rc == 0) {
-		rc = merge_snapshot(c->reg, c->req->argv[1], &sf, &rep, err, sizeof(err));
-		snapshot_close(&sf);
-	}
-	if (rc < 0) {
-		reply_error(c->out, "ERR %s", err);
-	} else if (rep.skipped == 0) {
-		reply_status(c->out, "OK");
-	} else {
-		char msg[160];
-		snprintf(msg, sizeof(msg),
-			 "OK merged %u of %u generations; %u had no live generation of their window here (retired or not "
-			 "begun)",
-			 rep.merged, rep.merged + rep.skipped, rep.skipped);
-		reply_status(c->out, msg);
-	}
+	c->parked = filejob_merge(c->reg, c->req->argv[1], path, c->peer, c->out, c->sess);
 }
 
 /* ---- SHMF.RELOAD (issue 18) --------------------------------------------- */

@@ -127,14 +127,4 @@ verb_handler cmd_shmf_merge, cmd_shmf_reload;
 /* ---- commands-perms.c: SHMF.CHMOD and SHMF.RESIZE (issue 18) ---- */
 verb_handler cmd_shmf_chmod, cmd_shmf_resize;
 
-struct shmf_snap_header;
-
-/**
- * SHMF.SWAP's shape check: the file of header @p h may replace the live
- * filter argv[1] if it has the same type, capacity, k, blocks, buckets and
- * window, or if argv[3] is RESHAPE. 1, or 0 after replying what would
- * change (or that argv[3] is not RESHAPE).
- */
-int cmd_swap_shape_ok(struct verb_call *c, const struct shmf_snap_header *h);
-
 #endif

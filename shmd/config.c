@@ -110,6 +110,27 @@ static int parse_group(const char *v, gid_t *out)
 	return 0;
 }
 
+/* snapshot_paths = DIR [DIR...]: absolute directories, separated by
+ * spaces or commas. 1, or 0 after bad(). */
+static int snapshot_paths(struct parse_state *ps, const char *value)
+{
+	struct config *c = ps->c;
+	char buf[CONFIG_SNAPSHOT_PATHS_MAX * 256 + 64], *save = NULL;
+	if (strlen(value) >= sizeof(buf))
+		return bad(ps, "snapshot_paths: longer than %zu bytes", sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", value);
+	c->nsnapshot_paths = 0;
+	for (char *d = strtok_r(buf, " ,\t", &save); d != NULL; d = strtok_r(NULL, " ,\t", &save)) {
+		if (c->nsnapshot_paths == CONFIG_SNAPSHOT_PATHS_MAX)
+			return bad(ps, "snapshot_paths: more than %d directories", CONFIG_SNAPSHOT_PATHS_MAX);
+		if (d[0] != '/' || strlen(d) >= sizeof(c->snapshot_paths[0]))
+			return bad(ps, "snapshot_paths '%s': each must be an absolute path of at most %zu bytes", d,
+				   sizeof(c->snapshot_paths[0]) - 1);
+		snprintf(c->snapshot_paths[c->nsnapshot_paths++], sizeof(c->snapshot_paths[0]), "%s", d);
+	}
+	return 1;
+}
+
 static int instance_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->c;
@@ -170,6 +191,8 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 			return bad(ps,
 				   "timeout '%s': 0 (never), seconds, or a duration such as 10m or 1h (at most a year)",
 				   value);
+	} else if (!strcmp(name, "snapshot_paths")) {
+		return snapshot_paths(ps, value);
 	} else {
 		return bad(ps, "unknown key '%s' in [instance]", name);
 	}

@@ -75,7 +75,8 @@
 #include "registry.h"
 #include "roles.h"
 
-#define CONFIG_FILTERS_MAX SHMF_SLOTS
+#define CONFIG_FILTERS_MAX        SHMF_SLOTS
+#define CONFIG_SNAPSHOT_PATHS_MAX 8
 
 #define TCP_DEFAULT_PORT        6379
 #define TCP_DEFAULT_MAXCLIENTS  1024
@@ -140,6 +141,10 @@ struct config {
 	unsigned maxclients;    /* unix-socket connections at once, 2..TCP_MAXCLIENTS_LIMIT */
 	unsigned maxclients_per_user;
 	unsigned timeout; /* unix socket: seconds idle before closing, 0 never */
+	/* Directories that files named by clients (snapshot, restore, swap,
+	 * merge) must be in; none: any the client may use (filejobs.h). */
+	char snapshot_paths[CONFIG_SNAPSHOT_PATHS_MAX][256];
+	unsigned nsnapshot_paths;
 	unsigned nfilters;
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;

@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "filejobs.h"
 #include "hugepages.h"
 #include "keyspace.h"
+#include "jobs.h"
 #include "log.h"
 #include "periodic.h"
 #include "perms.h"
@@ -31,6 +33,7 @@
 #include "rundir.h"
 #include "scandump.h"
 #include "server.h"
+#include "snapshot.h"
 #include "tcp.h"
 #include "tmpfs.h"
 
@@ -84,6 +87,38 @@ static void on_tick(struct registry *reg, void *arg)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	keyspace_tick(reg, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000); /* EXPIRE's drops */
+}
+
+static void removed_stale(void *arg, const char *name)
+{
+	log_msg(LOG_WARNING, "removed %s/%s, left by a snapshot that did not finish (its writer is gone)",
+		(const char *)arg, name);
+}
+
+/* Temporary snapshot files of writers that are gone (a shmd or shmctl
+ * killed mid-write), in the directories this daemon knows of: every
+ * snapshot_dir and snapshot_paths. */
+static void remove_stale_temporaries(const struct config *cfg)
+{
+	const char *dirs[CONFIG_FILTERS_MAX + CONFIG_SNAPSHOT_PATHS_MAX + 1];
+	unsigned n = 0;
+	if (cfg->snapshot_dir[0] != '\0')
+		dirs[n++] = cfg->snapshot_dir;
+	for (unsigned i = 0; i < cfg->nsnapshot_paths; i++)
+		dirs[n++] = cfg->snapshot_paths[i];
+	for (unsigned i = 0; i < cfg->nfilters; i++)
+		if (cfg->filters[i].snapshot_dir[0] != '\0')
+			dirs[n++] = cfg->filters[i].snapshot_dir;
+	for (unsigned i = 0; i < n; i++) {
+		int seen = 0;
+		for (unsigned j = 0; j < i && !seen; j++)
+			seen = strcmp(dirs[i], dirs[j]) == 0;
+		int dfd = seen ? -1 : open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		snapshot_remove_stale(dfd, removed_stale, (void *)dirs[i]);
+		close(dfd);
+	}
 }
 
 /* What main() sets up, released in one place (release()) on every way out. */
@@ -226,6 +261,11 @@ static int open_all(struct daemon *d)
 		return 1;
 	}
 	d->reg_open = 1;
+	if (filejobs_configure(d->root, cfg->snapshot_paths, cfg->nsnapshot_paths, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmd: %s\n", err);
+		return 1;
+	}
+	remove_stale_temporaries(cfg);
 	d->reg.fleet = (struct registry_fleet){ .enabled = cfg->repl.enabled,
 						.secret = cfg->repl.secret,
 						.journal_rings = (unsigned)cfg->repl.journal_rings,
@@ -271,6 +311,12 @@ static int serve(struct daemon *d)
 	 * engine's to reach; shmd serves whether it can or not. */
 	if (d->cfg.repl.enabled && replication_start(&t.repl, &d->cfg.repl, &d->reg, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERR, "%s", err);
+		return 1;
+	}
+	/* The file worker, after daemon() too; server_run() stops it. */
+	if (jobs_start(err, sizeof(err)) < 0) {
+		log_msg(LOG_ERR, "%s", err);
+		replication_stop(t.repl);
 		return 1;
 	}
 	struct server_opts so = {

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errmsg.h"
@@ -75,52 +76,79 @@ static int target_of(const struct shmf_slot *copy, const struct snap_file *sf, u
 	return -1;
 }
 
-int merge_snapshot(struct registry *r, const char *name, struct snap_file *sf, struct merge_report *rep, char *err,
-		   size_t errlen)
+int merge_begin(struct registry *r, const char *name, const struct snap_file *sf, struct merge_plan *p, char *err,
+		size_t errlen)
 {
 	static const char undefined[] =
 		"a union of cuckoo tables is not defined (a fingerprint's slot depends on the order of inserts and "
 		"relocations in its table); copy a cuckoo filter whole with restore or shmctl pull";
-	memset(rep, 0, sizeof(*rep));
-	struct shmf_slot copy;
-	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
+	memset(p, 0, sizeof(*p));
+	int slot = registry_slot_copy(r, name, &p->copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
-	if (copy.type == SHMF_TYPE_CUCKOO)
+	p->slot = slot;
+	if (p->copy.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a cuckoo filter: %s", name, undefined);
 	if (sf->hdr.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "snapshot %s holds a cuckoo filter: %s", sf->path, undefined);
+	if ((p->maps = malloc(sizeof(*p->maps))) == NULL)
+		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a merge", name);
+	if ((rc = registry_ring_take(r, &p->copy, p->maps, err, errlen)) == 0)
+		rc = same_shape(&p->copy, &p->maps->dm[0].hdr, sf, err, errlen);
+	if (rc < 0)
+		merge_end(r, p, sf, rc);
+	return rc;
+}
+
+int merge_apply(struct merge_plan *p, struct snap_file *sf, char *err, size_t errlen)
+{
+	int rc = 0;
 	/* Every payload chunk checked before the first OR. */
 	for (unsigned i = 0; i < sf->hdr.nsections; i++)
 		if ((rc = snapshot_read_section(sf, i, NULL, err, errlen)) < 0)
 			return rc;
-	struct ring_maps m;
-	if ((rc = registry_ring_take(r, &copy, &m, err, errlen)) < 0)
-		return rc;
-	if ((rc = same_shape(&copy, &m.dm[0].hdr, sf, err, errlen)) < 0) {
-		registry_ring_release(&m);
-		return rc;
-	}
 	for (unsigned i = 0; i < sf->hdr.nsections && rc == 0; i++) {
-		int j = target_of(&copy, sf, i);
+		int j = target_of(&p->copy, sf, i);
 		if (j < 0) {
-			rep->skipped++;
+			p->rep.skipped++;
 			continue;
 		}
-		struct merge_target t = { .words = (_Atomic uint64_t *)m.dm[j].blocks };
+		struct merge_target t = { .words = (_Atomic uint64_t *)p->maps->dm[j].blocks };
 		/* Checked again on the way: were the file changed since, the
 		 * chunks ORed before the damage are the file's as checked. */
 		rc = snapshot_scan_section(sf, i, or_chunk, &t, err, errlen);
-		rep->bits += t.bits;
-		rep->merged += rc == 0;
+		p->rep.bits += t.bits;
+		p->rep.merged += rc == 0;
 	}
-	registry_ring_release(&m);
+	return rc;
+}
+
+void merge_end(struct registry *r, struct merge_plan *p, const struct snap_file *sf, int rc)
+{
+	if (p->maps != NULL) {
+		registry_ring_release(p->maps);
+		free(p->maps);
+		p->maps = NULL;
+	}
+	if (rc < 0)
+		return;
+	log_msg(LOG_INFO, "filter '%s': merged %s (%u of %u generations, %" PRIu64 " bits newly set)", p->copy.name,
+		sf->path, p->rep.merged, sf->hdr.nsections, p->rep.bits);
+	/* A merge is how a diverged replicated filter is repaired. */
+	if (r->repl != NULL && (p->copy.flags & SHMF_SLOT_REPLICATED))
+		replication_repaired(r->repl, p->slot);
+}
+
+int merge_snapshot(struct registry *r, const char *name, struct snap_file *sf, struct merge_report *rep, char *err,
+		   size_t errlen)
+{
+	struct merge_plan p;
+	memset(rep, 0, sizeof(*rep));
+	int rc = merge_begin(r, name, sf, &p, err, errlen);
 	if (rc < 0)
 		return rc;
-	log_msg(LOG_INFO, "filter '%s': merged %s (%u of %u generations, %" PRIu64 " bits newly set)", name, sf->path,
-		rep->merged, sf->hdr.nsections, rep->bits);
-	/* A merge is how a diverged replicated filter is repaired. */
-	if (r->repl != NULL && (copy.flags & SHMF_SLOT_REPLICATED))
-		replication_repaired(r->repl, slot);
-	return 0;
+	rc = merge_apply(&p, sf, err, errlen);
+	merge_end(r, &p, sf, rc);
+	*rep = p.rep;
+	return rc;
 }

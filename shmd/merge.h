@@ -24,7 +24,7 @@
  * of inserts and relocations in its table, so slots cannot be combined,
  * and copies would be lost or counted twice).
  *
- * Single-threaded, like the registry: called from the server loop only.
+ * Called from the server loop only, but for merge_apply().
  */
 #ifndef SHMD_MERGE_H
 #define SHMD_MERGE_H
@@ -41,6 +41,26 @@ struct merge_report {
 	unsigned skipped; /* sections whose window has no live generation here */
 	uint64_t bits;    /* bits that were 0 in the live filter and are 1 now */
 };
+
+/* A merge between its steps. */
+struct merge_plan {
+	int slot;
+	struct shmf_slot copy;  /* the filter's slot, checked */
+	struct ring_maps *maps; /* its live generations, mapped until merge_end() */
+	struct merge_report rep;
+};
+
+/**
+ * merge_snapshot() in the steps the file worker takes: begin on the loop
+ * (types and shape checked, the live generations mapped; on error nothing
+ * is held), apply anywhere (every payload chunk checked, then ORed: the
+ * file and the mappings only), end on the loop (released; logged and the
+ * replication told when @p rc is 0).
+ */
+int merge_begin(struct registry *r, const char *name, const struct snap_file *sf, struct merge_plan *p, char *err,
+		size_t errlen);
+int merge_apply(struct merge_plan *p, struct snap_file *sf, char *err, size_t errlen);
+void merge_end(struct registry *r, struct merge_plan *p, const struct snap_file *sf, int rc);
 
 /**
  * OR the snapshot @p sf (open; its payloads not yet checked) into live

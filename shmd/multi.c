@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "errors.h"
+#include "jobs.h"
 #include "multi.h"
 #include "session.h"
 
@@ -129,6 +130,19 @@ void cmd_multi(struct verb_call *c)
 	}
 	c->sess->in_multi = 1;
 	reply_status(c->out, "OK");
+}
+
+int multi_waits(const struct session *s)
+{
+	const struct multi_queue *m = s->multi;
+	for (size_t i = 0; m != NULL && i < m->n; i++) {
+		const struct request *req = &m->q[i].req;
+		const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
+		if (v != NULL && v->key > 0 && v->key < req->argc && (v->flags & (VERB_WRITES | VERB_LOCKS)) &&
+		    jobs_busy(req->argv[v->key]))
+			return 1;
+	}
+	return 0;
 }
 
 /* EXEC: the queued requests, each through the dispatcher as if it came

@@ -45,4 +45,8 @@ void multi_reset(struct session *s);
 
 verb_handler cmd_multi, cmd_exec, cmd_discard, cmd_watch, cmd_unwatch;
 
+/** Whether a request queued since MULTI would change, or lock, a filter
+ * that a job of the file worker holds: EXEC then waits (VERB_WAIT). */
+int multi_waits(const struct session *s);
+
 #endif

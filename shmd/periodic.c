@@ -1,4 +1,5 @@
-/* periodic.c - periodic snapshots and restore at start (periodic.h). */
+/* periodic.c - periodic snapshots, as jobs of the file worker (jobs.h),
+ * and restore at start (periodic.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errmsg.h"
+#include "filejobs.h"
+#include "jobs.h"
 #include "log.h"
 #include "periodic.h"
 #include "snapshot.h"
@@ -73,45 +77,9 @@ static void free_list(char **v, int n)
 	free(v);
 }
 
-static void remove_stale_temporaries(const struct filter_spec *f)
+/* Keep the newest snapshot_keep files of @p f (files only: the worker's). */
+static void prune(const struct filter_spec *f)
 {
-	DIR *d = opendir(f->snapshot_dir);
-	if (d == NULL)
-		return;
-	char prefix[SHMF_NAME_MAX + 3];
-	snprintf(prefix, sizeof(prefix), ".%s.", f->name);
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strstr(e->d_name, SNAP_SUFFIX ".tmp-") == NULL)
-			continue;
-		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
-			log_msg(LOG_WARNING, "filter '%s': removed %s/%s, left by a snapshot that did not finish",
-				f->name, f->snapshot_dir, e->d_name);
-	}
-	closedir(d);
-}
-
-int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t now)
-{
-	char path[512], stamp[32], err[SNAPSHOT_ERR_MAX];
-	time_t t = (time_t)now;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.%s%s", f->snapshot_dir, f->name, stamp, SNAP_SUFFIX) >=
-	    sizeof(path)) {
-		log_msg(LOG_ERR, "filter '%s': snapshot path in %s is too long", f->name, f->snapshot_dir);
-		return -ENAMETOOLONG;
-	}
-	int rc = registry_snapshot(r, f->name, path, NULL, err, sizeof(err));
-	if (rc < 0) {
-		log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
-		return rc;
-	}
-	/* A daemon killed while writing left its temporary file: this daemon
-	 * is the only writer of this filter's snapshots here, so any is stale. */
-	remove_stale_temporaries(f);
-	/* Keep the newest snapshot_keep files. */
 	char **v;
 	int n = list_snapshots(f->snapshot_dir, f->name, &v);
 	for (int i = (int)f->snapshot_keep; i < n; i++) {
@@ -125,6 +93,79 @@ int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t 
 		free_list(v, n);
 	else if (n == 0)
 		free(v);
+}
+
+/* The path of @p f's snapshot taken at @p now. 0 or -ENAMETOOLONG (logged). */
+static int snapshot_path(const struct filter_spec *f, uint64_t now, char *path, size_t len)
+{
+	char stamp[32];
+	time_t t = (time_t)now;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if ((size_t)snprintf(path, len, "%s/%s.%s%s", f->snapshot_dir, f->name, stamp, SNAP_SUFFIX) >= len) {
+		log_msg(LOG_ERR, "filter '%s': snapshot path in %s is too long", f->name, f->snapshot_dir);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* A periodic snapshot as a job of the file worker: written and pruned
+ * there; a failing one prunes nothing. */
+struct periodic_job {
+	struct job j;
+	struct registry_snap s;
+	const struct filter_spec *f;
+	int *result; /* the outcome, while periodic_snapshot() waits for it (no worker threads) */
+};
+
+static void periodic_work(struct job *j)
+{
+	struct periodic_job *pj = (struct periodic_job *)j;
+	pj->s.src.cancel = &j->cancel;
+	j->rc = registry_snapshot_write(&pj->s, j->err, sizeof(j->err));
+	if (j->rc == 0)
+		prune(pj->f);
+}
+
+static void periodic_done(struct job *j, struct registry *r)
+{
+	(void)r;
+	struct periodic_job *pj = (struct periodic_job *)j;
+	registry_snapshot_end(&pj->s, j->rc);
+	if (j->rc < 0)
+		log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", pj->f->name, j->err);
+	if (pj->result != NULL)
+		*pj->result = j->rc;
+	free(pj);
+}
+
+int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t now)
+{
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	int rc = snapshot_path(f, now, path, sizeof(path));
+	struct periodic_job *pj = rc == 0 ? calloc(1, sizeof(*pj)) : NULL;
+	if (rc == 0 && pj == NULL)
+		rc = errmsg(err, sizeof(err), -ENOMEM, "out of memory");
+	else if (rc == 0)
+		rc = registry_snapshot_begin(r, f->name, path, NULL, &pj->s, err, sizeof(err));
+	if (rc < 0) {
+		if (rc != -ENAMETOOLONG)
+			log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
+		free(pj);
+		return rc;
+	}
+	/* The daemon's own directory: only never inside the runtime directory. */
+	pj->s.src.dir_check = filejobs_dir_check;
+	pj->f = f;
+	snprintf(pj->j.filter, sizeof(pj->j.filter), "%s", f->name);
+	pj->j.work = periodic_work;
+	pj->j.done = periodic_done;
+	int result = 0;
+	pj->result = &result;
+	if (jobs_submit(&pj->j, r) == 0)
+		return result; /* ran inline, and pj is gone */
+	pj->result = NULL;     /* done() runs later, on this thread */
 	return 0;
 }
 
@@ -133,6 +174,10 @@ void periodic_tick(struct periodic *p, struct registry *r, uint64_t now)
 	for (unsigned i = 0; i < p->cfg->nfilters; i++) {
 		const struct filter_spec *f = &p->cfg->filters[i];
 		if (p->next_snapshot[i] == 0 || now < p->next_snapshot[i])
+			continue;
+		/* A job of the file worker holds the filter (a client's snapshot
+		 * or restore): due still, taken on a later tick. */
+		if (jobs_busy(f->name))
 			continue;
 		if (registry_find(r, f->name) >= 0)
 			periodic_snapshot(r, f, now);
@@ -144,9 +189,17 @@ void periodic_tick(struct periodic *p, struct registry *r, uint64_t now)
 void periodic_final(struct periodic *p, struct registry *r)
 {
 	uint64_t now = (uint64_t)time(NULL);
-	for (unsigned i = 0; i < p->cfg->nfilters; i++)
-		if (p->next_snapshot[i] != 0 && registry_find(r, p->cfg->filters[i].name) >= 0)
-			periodic_snapshot(r, &p->cfg->filters[i], now);
+	for (unsigned i = 0; i < p->cfg->nfilters; i++) {
+		const struct filter_spec *f = &p->cfg->filters[i];
+		char path[512], err[SNAPSHOT_ERR_MAX];
+		if (p->next_snapshot[i] == 0 || registry_find(r, f->name) < 0 ||
+		    snapshot_path(f, now, path, sizeof(path)) < 0)
+			continue;
+		if (registry_snapshot(r, f->name, path, NULL, err, sizeof(err)) < 0)
+			log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
+		else
+			prune(f);
+	}
 }
 
 int periodic_restore_newest(struct registry *r, const struct filter_spec *f)

@@ -44,7 +44,9 @@ void periodic_final(struct periodic *p, struct registry *r);
  */
 int periodic_restore_newest(struct registry *r, const struct filter_spec *f);
 
-/** Write a snapshot of @p f now and prune old ones. 0 or an error (logged). */
+/** Write a snapshot of @p f now and prune old ones, as a job of the file
+ * worker. 0 (queued; a failure is logged when it ends), or an error
+ * (logged); without worker threads, the snapshot's outcome. */
 int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t now);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * registry-internal.h - what registry.c shares with the other files of the
- * registry (registry-snapshot.c, and scandump.c, which reads and loads
- * filters chunk by chunk): making a data segment and publishing it, and a
+ * registry (registry-snapshot.c; scandump.c, which reads and loads
+ * filters chunk by chunk; merge.c; filejobs.c, which runs the file steps
+ * on the file worker): making a data segment and publishing it, and a
  * replacement built in steps. Not for the rest of the daemon.
  */
 #ifndef SHMD_REGISTRY_INTERNAL_H
@@ -125,5 +126,15 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 
 /** Give up @p ld: close and remove its files. */
 void registry_load_abort(struct registry *r, struct registry_load *ld);
+
+/* registry_replace() in the steps the file worker takes: begin on the loop
+ * (the new data files made), fill anywhere (the payloads copied from the
+ * file and checked: files only), end on the loop (published when @p rc
+ * is 0, else removed; logged). end returns the slot or an error. */
+int registry_replace_begin(struct registry *r, const char *name, const struct snap_file *sf, int how,
+			   struct registry_load *ld, char *err, size_t errlen);
+int registry_replace_fill(struct snap_file *sf, struct registry_load *ld, char *err, size_t errlen);
+int registry_replace_end(struct registry *r, const struct snap_file *sf, struct registry_load *ld, int how, int rc,
+			 char *err, size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include "registry.h"
 #include "rundir.h"
 #include "snapshot.h"
+#include "spec.h"
 
 struct shmf_cuckoo_geom registry_cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
 {
@@ -126,7 +128,7 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 	registry_cursor_get(r, slot, &src->hdr.cursor_ms, &src->hdr.cursor_seq);
 	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
 	for (unsigned i = 0; i < m->n; i++) {
-		src->payload[i] = m->copy[i] != NULL ? m->copy[i] : (const void *)m->dm[i].blocks;
+		src->payload[i] = m->dm[i].blocks;
 		src->sec[i] = (struct shmf_snap_section){
 			.generation = m->dm[i].hdr.generation,
 			.created_epoch = copy->live_created[i],
@@ -136,50 +138,125 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 	}
 }
 
-int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
-		      size_t errlen)
+int registry_snapshot_begin(struct registry *r, const char *name, const char *path, const struct fscred *as,
+			    struct registry_snap *s, char *err, size_t errlen)
 {
 	struct shmf_slot copy;
+	memset(s, 0, sizeof(*s));
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
-	struct ring_maps m;
-	if ((rc = registry_ring_take(r, &copy, &m, err, errlen)) < 0)
+	if (strlen(path) >= sizeof(s->path))
+		return errmsg(err, errlen, -ENAMETOOLONG, "snapshot path is longer than %zu bytes",
+			      sizeof(s->path) - 1);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (as != NULL)
+		s->as = *as;
+	if ((s->maps = malloc(sizeof(*s->maps))) == NULL)
+		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a snapshot", name);
+	/* The mappings keep every generation copied valid until the end,
+	 * whatever a rotation or a drop unlinks meanwhile. */
+	if ((rc = registry_ring_take(r, &copy, s->maps, err, errlen)) < 0) {
+		free(s->maps);
+		s->maps = NULL;
 		return rc;
+	}
 	/* The stream cursor is read before the payload is copied: the copy
 	 * holds at least what the cursor covers, so a replay from it misses
 	 * nothing (and may apply again what the copy already holds). */
-	struct snap_source src;
-	registry_snap_source(r, slot, &copy, &m, &src);
-	/* Cuckoo: each generation copied consistently first
-	 * (registry_ring_copy), so every key stored before the snapshot began
-	 * is in one of its buckets in the file. Bloom bits only ever get set,
-	 * so a copy taken while adds go on holds every key whose add returned
-	 * before it began. */
-	for (unsigned i = 0; i < m.n; i++) {
-		if (m.dm[i].hdr.type != SHMF_TYPE_CUCKOO)
+	registry_snap_source(r, slot, &copy, s->maps, &s->src);
+	/* The file gets the data file's mode less execute bits: who may read
+	 * the filter may read its snapshot. */
+	struct stat st;
+	s->mode = fstat(s->maps->dm[0].fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
+	return 0;
+}
+
+int registry_snapshot_write(struct registry_snap *s, char *err, size_t errlen)
+{
+	/* Cuckoo: each generation copied consistently first, here on the
+	 * file worker (registry_ring_copy), so every key stored before the
+	 * snapshot began is in one of its buckets in the file. Bloom bits
+	 * only ever get set, so a copy taken while adds go on holds every key
+	 * whose add returned before it began. */
+	struct ring_maps *m = s->maps;
+	for (unsigned i = 0; i < m->n; i++) {
+		if (m->dm[i].hdr.type != SHMF_TYPE_CUCKOO)
 			continue;
-		if ((rc = registry_ring_copy(&m, i, name, err, errlen)) < 0) {
-			registry_ring_release(&m);
+		int rc = registry_ring_copy(m, i, s->name, err, errlen);
+		if (rc < 0)
 			return rc;
-		}
-		src.payload[i] = m.copy[i];
+		s->src.payload[i] = m->copy[i];
 	}
 	struct fscred saved;
-	rc = fscred_become(as, &saved, err, errlen);
+	int rc = fscred_become(&s->as, &saved, err, errlen);
 	if (rc == 0) {
-		struct stat st;
-		/* The file gets the data file's mode less execute bits: who may
-		 * read the filter may read its snapshot. */
-		unsigned mode = fstat(m.dm[0].fd, &st) == 0 ? (unsigned)(st.st_mode & 0666) : 0640;
-		rc = snapshot_write(path, &src, mode, err, errlen);
+		rc = snapshot_write(s->path, &s->src, s->mode, err, errlen);
 		fscred_restore(&saved);
 	}
-	registry_ring_release(&m);
-	if (rc == 0)
-		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", name,
-			src.sec[0].generation, src.nsections > 1 ? " and older live ones" : "", path);
 	return rc;
+}
+
+void registry_snapshot_end(struct registry_snap *s, int rc)
+{
+	if (s->maps != NULL) {
+		registry_ring_release(s->maps);
+		free(s->maps);
+		s->maps = NULL;
+	}
+	if (rc == 0)
+		log_msg(LOG_INFO, "filter '%s': snapshot of generation %" PRIu64 "%s written to %s", s->name,
+			s->src.sec[0].generation, s->src.nsections > 1 ? " and older live ones" : "", s->path);
+}
+
+int registry_snapshot(struct registry *r, const char *name, const char *path, const struct fscred *as, char *err,
+		      size_t errlen)
+{
+	struct registry_snap *s = malloc(sizeof(*s));
+	if (s == NULL)
+		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a snapshot", name);
+	int rc = registry_snapshot_begin(r, name, path, as, s, err, errlen);
+	if (rc == 0) {
+		rc = registry_snapshot_write(s, err, errlen);
+		registry_snapshot_end(s, rc);
+	}
+	free(s);
+	return rc;
+}
+
+/* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)" */
+static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint64_t nblocks,
+			   uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens)
+{
+	int at = snprintf(buf, len, "%s %" PRIu64 " keys (", spec_type_name((int)type), capacity);
+	if (type == SHMF_TYPE_CUCKOO)
+		at += snprintf(buf + at, len - (size_t)at, "%u-bit fingerprints, %" PRIu64 " buckets", k, nbuckets);
+	else
+		at += snprintf(buf + at, len - (size_t)at, "k %u, %" PRIu64 " blocks", k, nblocks);
+	if (window_gens)
+		at += snprintf(buf + at, len - (size_t)at, ", window %" PRIu64 "s x %u", window_secs, window_gens);
+	snprintf(buf + at, len - (size_t)at, ")");
+}
+
+int registry_swap_shape(struct registry *r, const char *name, const struct shmf_snap_header *h, char *err,
+			size_t errlen)
+{
+	int slot = registry_find(r, name);
+	if (slot < 0)
+		return 0; /* the swap says "not found" */
+	const struct shmf_slot *s = &r->ctl.slots[slot];
+	if (s->type == h->type && s->capacity == h->capacity && s->k == h->k && s->nblocks == h->nblocks &&
+	    s->nbuckets == h->nbuckets && s->window_secs == h->window_secs && s->window_gens == h->window_gens)
+		return 0;
+	char from[160], to[160];
+	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->nblocks, s->nbuckets, s->window_secs,
+		       s->window_gens);
+	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, h->nblocks, h->nbuckets, h->window_secs,
+		       h->window_gens);
+	return errmsg(err, errlen, SHMF_E_INVAL,
+		      "swap would change %s from %s to %s; add --reshape (SHMF.SWAP %s FILE RESHAPE) if that is meant",
+		      s->name, from, to, s->name);
 }
 
 /* A free slot, or SHMF_E_FULL. */
@@ -401,25 +478,36 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	return slot;
 }
 
-int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
+int registry_replace_begin(struct registry *r, const char *name, const struct snap_file *sf, int how,
+			   struct registry_load *ld, char *err, size_t errlen)
 {
-	const struct shmf_snap_header *h = &sf->hdr;
-	struct registry_load ld;
-	int rc = registry_load_begin(r, name, h, sf->sec, how, &ld, err, errlen);
-	if (rc < 0)
-		return rc;
-	int existed = registry_find(r, name) >= 0;
+	return registry_load_begin(r, name, &sf->hdr, sf->sec, how, ld, err, errlen);
+}
+
+int registry_replace_fill(struct snap_file *sf, struct registry_load *ld, char *err, size_t errlen)
+{
 	/* Each payload checked chunk by chunk on its way in, through the
 	 * descriptor: a kernel copy, no page fault per page of the new
 	 * mapping. */
-	for (unsigned i = 0; i < h->nsections && rc == 0; i++)
-		rc = snapshot_copy_section(sf, i, ld.fd[i], SHMF_DATA_BLOCKS_OFF, err, errlen);
+	int rc = 0;
+	for (unsigned i = 0; i < sf->hdr.nsections && rc == 0; i++)
+		rc = snapshot_copy_section(sf, i, ld->fd[i], SHMF_DATA_BLOCKS_OFF, err, errlen);
+	return rc;
+}
+
+int registry_replace_end(struct registry *r, const struct snap_file *sf, struct registry_load *ld, int how, int rc,
+			 char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	char name[SHMF_NAME_MAX + 1];
+	snprintf(name, sizeof(name), "%s", ld->name);
 	if (rc < 0) {
-		registry_load_abort(r, &ld);
+		registry_load_abort(r, ld);
 		return rc;
 	}
-	uint64_t gen = ld.ring.gen[0];
-	int slot = registry_load_commit(r, &ld, how, err, errlen);
+	int existed = registry_find(r, name) >= 0;
+	uint64_t gen = ld->ring.gen[0];
+	int slot = registry_load_commit(r, ld, how, err, errlen);
 	if (slot < 0)
 		return slot;
 	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s%s", name,
@@ -428,4 +516,14 @@ int registry_replace(struct registry *r, const char *name, struct snap_file *sf,
 		existed ? "; the previous generations are unlinked" : "",
 		h->flags & SHMF_SNAP_F_REPLICATED ? "; stream cursor set from the snapshot" : "");
 	return slot;
+}
+
+int registry_replace(struct registry *r, const char *name, struct snap_file *sf, int how, char *err, size_t errlen)
+{
+	struct registry_load ld;
+	int rc = registry_replace_begin(r, name, sf, how, &ld, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = registry_replace_fill(sf, &ld, err, errlen);
+	return registry_replace_end(r, sf, &ld, how, rc, err, errlen);
 }

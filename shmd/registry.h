@@ -16,6 +16,7 @@
 #include "fscred.h"
 #include "segment.h"
 #include "shmf.h"
+#include "snapshot.h"
 #include "spec.h"
 
 #define REGISTRY_ERR_MAX 256
@@ -117,10 +118,56 @@ int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_
 int registry_info(struct registry *r, int slot, struct filter_info *out, char *err, size_t errlen);
 
 struct snap_file;
+struct ring_maps;
+
+/* A snapshot between its steps: begun on the loop (the generations
+ * mapped, the header filled), written anywhere (a worker thread: only
+ * files and the mappings), ended on the loop. */
+struct registry_snap {
+	char name[SHMF_NAME_MAX + 1];
+	char path[4096];
+	struct fscred as;       /* whose file it is; unset: the daemon's */
+	unsigned mode;          /* of the file: the data file's, less execute bits */
+	struct ring_maps *maps; /* the generations copied, mapped until the end */
+	struct snap_source src; /* options (force, checks, cancel) may be set before the write */
+};
+
+/**
+ * The first step of a snapshot of filter @p name to @p path as @p as
+ * (NULL: the daemon): the slot copied and checked, every live generation
+ * mapped (so a rotation or a drop meanwhile changes nothing of the copy),
+ * the header filled, the stream cursor read.
+ * @return 0 (registry_snapshot_end() then releases @p s), SHMF_E_NOTFOUND, or an error.
+ */
+int registry_snapshot_begin(struct registry *r, const char *name, const char *path, const struct fscred *as,
+			    struct registry_snap *s, char *err, size_t errlen);
+
+/**
+ * The file step, on any thread, touching no registry state: each cuckoo
+ * generation copied consistently into private memory while writers go on
+ * (registry_ring_copy()), then the copy written with snapshot_write() as
+ * s->as.
+ * @return 0 or the error of snapshot_write() (err says which step).
+ */
+int registry_snapshot_write(struct registry_snap *s, char *err, size_t errlen);
+
+/** The last step (the loop): mappings released; the snapshot logged if @p rc is 0. */
+void registry_snapshot_end(struct registry_snap *s, int rc);
+
+/**
+ * SHMF.SWAP's shape check: the file of header @p h may replace live filter
+ * @p name if it has the same type, capacity, k, blocks, buckets and window
+ * (or if there is no such filter: the swap then says so). 0, or
+ * SHMF_E_INVAL with @p err saying what would change and how to ask for it
+ * (RESHAPE).
+ */
+int registry_swap_shape(struct registry *r, const char *name, const struct shmf_snap_header *h, char *err,
+			size_t errlen);
 
 /**
  * Write a snapshot of filter @p name to @p path (snapshot.h: crash-safe),
- * the file opened with the identity @p as (NULL: the daemon's). A cuckoo
+ * the file opened with the identity @p as (NULL: the daemon's), all three
+ * steps above at once on the caller's thread (tests, shutdown). A cuckoo
  * filter is copied under its relocation lock.
  * @return 0, SHMF_E_NOTFOUND, or -errno; err says what failed.
  */

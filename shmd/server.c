@@ -35,6 +35,7 @@
 
 #include "connlimits.h"
 #include "errmsg.h"
+#include "jobs.h"
 #include "log.h"
 #include "perms.h"
 #include "reply.h"
@@ -93,6 +94,14 @@ struct conn {
 	struct request_reader *rr;
 	struct reply out;
 	struct session sess;
+	/* A connection waits, reading nothing more, while a job of the file
+	 * worker runs for its request (parked) or its request's filter is busy
+	 * with one (waiting: the request is held, and run again later). Bytes
+	 * already read after that request wait in stash. */
+	int parked, waiting;
+	struct request held;
+	char *stash;
+	size_t stash_len;
 	struct conn *prev, *next;
 };
 
@@ -101,6 +110,7 @@ struct server {
 	int ep;
 	struct listener lis[2];          /* by SESSION_UNIX / SESSION_TCP */
 	struct listener wake;            /* o->wake_fd: only wakes the loop, whose tick reads it */
+	struct listener jobs;            /* jobs_fd(): jobs of the file worker have ended */
 	struct request_limits limits[2]; /* once authenticated, by kind */
 	struct conn *conns;              /* every connection, newest first */
 	unsigned refusing;               /* turned-away connections still open */
@@ -166,12 +176,18 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	return fd;
 }
 
+/* 1 if the connection takes no request now: parked or waiting (struct conn). */
+static int conn_held(const struct conn *c)
+{
+	return c->parked || c->waiting;
+}
+
 /* Make the epoll interest match what the connection waits for. */
 static void conn_watch(struct server *s, struct conn *c)
 {
 	uint32_t ev = 0;
 	size_t pending = reply_pending(&c->out);
-	if (c->state == C_OPEN && !c->eof && pending <= OUTPUT_HIGH_WATER)
+	if (c->state == C_OPEN && !c->eof && !conn_held(c) && pending <= OUTPUT_HIGH_WATER)
 		ev |= EPOLLIN;
 	if (c->state == C_DRAINING)
 		ev |= EPOLLIN;
@@ -188,6 +204,9 @@ static void conn_watch(struct server *s, struct conn *c)
 
 static void conn_free(struct server *s, struct conn *c)
 {
+	if (c->parked)
+		jobs_disown(&c->sess); /* the job runs on; its reply goes nowhere */
+	free(c->stash);
 	close(c->fd); /* also leaves the epoll set */
 	request_reader_free(c->rr);
 	reply_free(&c->out);
@@ -223,31 +242,63 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Execute the requests in @p buf (n bytes, all of it consumed). */
+/* Execute one request: 1 if the connection must now take no more
+ * (parked on its job, or waiting for a busy filter), else 0. */
+static int conn_run(struct server *s, struct conn *c, const struct request *req)
+{
+	int r = verbs_dispatch(&c->sess, s->reg, req, &c->out);
+	if (r == VERB_WAIT) {
+		c->held = *req; /* valid until the reader's next request */
+		c->waiting = 1;
+		return 1;
+	}
+	s->view.commands_processed++;
+	if (c->sess.limits_changed) {
+		c->sess.limits_changed = 0;
+		request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
+	}
+	if (c->sess.quit)
+		c->state = C_CLOSING;
+	c->parked = r == VERB_PARKED;
+	return c->parked;
+}
+
+/* Execute the complete requests the reader holds until one holds the
+ * connection; a protocol error (@p rc, or the reader's) is answered and
+ * closes it. */
+static void conn_requests(struct server *s, struct conn *c, int rc)
+{
+	struct request req;
+	int next = 0;
+	while (c->state == C_OPEN && !conn_held(c) && (next = request_reader_next(c->rr, &req)) == 1)
+		if (conn_run(s, c, &req))
+			break;
+	if (c->state == C_OPEN && !conn_held(c) && (rc < 0 || next < 0)) {
+		reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
+		c->state = C_CLOSING;
+	}
+}
+
+/* Execute the requests in @p buf (n bytes, all of it consumed: what a
+ * held connection cannot take yet goes to its stash). */
 static void conn_input(struct server *s, struct conn *c, const char *buf, size_t n)
 {
 	size_t off = 0;
-	while (off < n && c->state == C_OPEN) {
+	while (off < n && c->state == C_OPEN && !conn_held(c)) {
 		size_t used;
 		int rc = request_reader_feed_some(c->rr, buf + off, n - off, &used);
 		off += used;
-		struct request req;
-		int next = 0;
-		while (c->state == C_OPEN && (next = request_reader_next(c->rr, &req)) == 1) {
-			s->view.commands_processed++;
-			verbs_dispatch(&c->sess, s->reg, &req, &c->out);
-			if (c->sess.limits_changed) {
-				c->sess.limits_changed = 0;
-				request_reader_set_limits(c->rr,
-							  c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
-			}
-			if (c->sess.quit)
-				c->state = C_CLOSING;
+		conn_requests(s, c, rc);
+	}
+	if (off < n && c->state == C_OPEN && conn_held(c)) {
+		char *keep = malloc(n - off);
+		if (keep == NULL) {
+			c->out.oom = 1;
+			return;
 		}
-		if (c->state == C_OPEN && (rc < 0 || next < 0)) {
-			reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
-			c->state = C_CLOSING;
-		}
+		memcpy(keep, buf + off, n - off);
+		c->stash = keep;
+		c->stash_len = n - off;
 	}
 }
 
@@ -256,7 +307,7 @@ static void conn_input(struct server *s, struct conn *c, const char *buf, size_t
 static int conn_read(struct server *s, struct conn *c)
 {
 	size_t total = 0;
-	while (total < READ_PER_TURN && c->state == C_OPEN && !c->eof) {
+	while (total < READ_PER_TURN && c->state == C_OPEN && !c->eof && !conn_held(c)) {
 		ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
 		if (n == 0) {
 			/* End of input: answer what came complete, drop a partial
@@ -328,6 +379,59 @@ static void conn_settle(struct server *s, struct conn *c)
 		}
 	}
 	conn_watch(s, c);
+}
+
+/* Go on with a held connection: its held request again, then what the
+ * reader and the stash hold, until something holds it again. */
+static void conn_resume(struct server *s, struct conn *c)
+{
+	int held = 0;
+	if (c->waiting) {
+		c->waiting = 0;
+		held = conn_run(s, c, &c->held);
+	}
+	if (!held && !c->parked) {
+		conn_requests(s, c, 0);
+		if (!conn_held(c) && c->stash != NULL) {
+			char *buf = c->stash;
+			size_t n = c->stash_len;
+			c->stash = NULL;
+			c->stash_len = 0;
+			conn_input(s, c, buf, n);
+			free(buf);
+		}
+	}
+	if (c->out.oom) {
+		conn_free(s, c);
+		return;
+	}
+	conn_settle(s, c);
+}
+
+/* The job of connection (session) @p owner has ended: its reply is in its
+ * output; it takes requests again. */
+static void job_finished(void *arg, const void *owner)
+{
+	struct server *s = arg;
+	for (struct conn *c = s->conns; c != NULL; c = c->next)
+		if (&c->sess == owner && c->parked) {
+			c->parked = 0;
+			conn_resume(s, c);
+			return;
+		}
+}
+
+/* Jobs of the file worker have ended: their replies, then the requests
+ * that waited for their filters, tried again. */
+static void jobs_ended(struct server *s)
+{
+	if (jobs_reap(s->reg, job_finished, s) == 0)
+		return;
+	for (struct conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->waiting)
+			conn_resume(s, c);
+	}
 }
 
 static void conn_event(struct server *s, struct conn *c, uint32_t ev)
@@ -507,6 +611,10 @@ static void accept_clients(struct server *s, struct listener *l)
  * worker thread must keep its connection from being idle while it is out). */
 static int conn_idle(const struct server *s, const struct conn *c, uint64_t now)
 {
+	/* A connection with a request in progress (parked on a file job, or
+	 * waiting for a busy filter) is not idle, however long the job. */
+	if (c->parked || c->waiting)
+		return 0;
 	uint64_t limit = c->state == C_CLOSING ? DRAIN_MS : s->idle_ms[c->sess.kind];
 	return limit != 0 && c->state != C_DRAINING && now - c->last_active >= limit;
 }
@@ -546,6 +654,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		.reg = reg,
 		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
 		.wake = { o->wake_fd, -1 },
+		.jobs = { jobs_fd(), -1 },
 		.limits = { request_limits_max, request_limits_max },
 	};
 	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
@@ -568,7 +677,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	int rc = 0;
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (s.ep < 0 || watch_listener(&s, &s.lis[0]) < 0 || watch_listener(&s, &s.lis[1]) < 0 ||
-	    watch_listener(&s, &s.wake) < 0) {
+	    watch_listener(&s, &s.wake) < 0 || watch_listener(&s, &s.jobs) < 0) {
 		rc = -errno;
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 	}
@@ -599,8 +708,12 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		 * listener is told by its address, never by reading through an
 		 * event's pointer, which may be a freed connection's by then. */
 		for (int i = 0; i < n; i++)
-			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1] && evs[i].data.ptr != &s.wake)
+			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1] &&
+			    evs[i].data.ptr != &s.wake && evs[i].data.ptr != &s.jobs)
 				conn_event(&s, evs[i].data.ptr, evs[i].events);
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.ptr == &s.jobs)
+				jobs_ended(&s);
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
 				accept_clients(&s, evs[i].data.ptr);
@@ -610,6 +723,9 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 			last_sweep = now;
 		}
 	}
+	/* Jobs of the file worker end (cancelled where they can be) before
+	 * the connections waiting for them get their last replies. */
+	jobs_stop(reg);
 	while (s.conns != NULL) {
 		conn_flush(s.conns);
 		conn_free(&s, s.conns);

@@ -55,10 +55,14 @@ struct server_opts {
  * then close every connection and the listening sockets, and unlink the
  * unix socket.
  * Single-threaded epoll loop (the registry is single-threaded too); a slow
- * or hostile client stalls only itself.
+ * or hostile client, or a slow file, stalls only itself.
  * @p tick (if not NULL) runs between waits, at least once a second (and at
  * once when o->wake_fd becomes readable; tick must read it): the daemon's
  * timed work (periodic.h, replication.h).
+ * A request whose file work runs on the file worker (jobs.h) parks its
+ * connection until the reply; a request on a filter such a job holds waits
+ * with its connection. On the way out the file worker is stopped
+ * (jobs_stop()) before the connections are closed.
  * A client whose replies pile up unread past 64 MiB is not read from until
  * it reads them. Connections past a limit of @p o (at once, per user, per
  * address; one unix slot kept for an administrator) are accepted, told

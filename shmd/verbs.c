@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "keyspace.h"
 #include "multi.h"
+#include "jobs.h"
 #include "rundir.h"
 #include "session.h"
 #include "verbs.h"
@@ -126,8 +127,8 @@ static const struct verb verbs[] = {
 	{ "shmf.info", 2, 2, READS | READER, 1, cmd_shmf_info,
 	  "Describes a filter: its shape, items, data file, mode and time window." },
 	{ "shmf.drop", 2, 2, WRITES | ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
-	{ "shmf.snapshot", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_snapshot,
-	  "Writes a snapshot of a filter to a file on the daemon's host." },
+	{ "shmf.snapshot", 3, 4, FILE_VERB | ADMIN, 1, cmd_shmf_snapshot,
+	  "Writes a snapshot of a filter to a file on the daemon's host (FORCE: over a file that is not a snapshot)." },
 	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN, 1, cmd_shmf_swap,
 	  "Replaces a filter with the one in a snapshot file on the daemon's host (RESHAPE: also of another shape)." },
 	{ "shmf.restore", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_restore,
@@ -145,11 +146,11 @@ static const struct verb verbs[] = {
 	/* Fleets: a filter chunk by chunk (shmd's chunks, which
 	 * RedisBloom does not load; dumps are reads, a load creates or
 	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
-	{ "bf.scandump", 3, 3, READS | READER, 1, cmd_bf_scandump,
+	{ "bf.scandump", 3, 3, READS | READER | VERB_LOCKS, 1, cmd_bf_scandump,
 	  "Returns the next chunk of a Bloom filter's dump, from iterator 0 until the iterator is 0." },
 	{ "bf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_bf_loadchunk,
 	  "Loads a chunk of a Bloom filter's dump; the last one publishes the filter, new or replaced." },
-	{ "cf.scandump", 3, 3, READS | READER, 1, cmd_cf_scandump,
+	{ "cf.scandump", 3, 3, READS | READER | VERB_LOCKS, 1, cmd_cf_scandump,
 	  "Returns the next chunk of a cuckoo filter's dump, from iterator 0 until the iterator is 0." },
 	{ "cf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_cf_loadchunk,
 	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
@@ -205,27 +206,37 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 	return 0;
 }
 
-void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+int verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
 {
 	out->proto = s->proto;
 	if (req->argc < 1) {
 		reply_error(out, "ERR empty request");
-		return;
+		return VERB_DONE;
 	}
 	const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
 	if (!may_run(s, v, req, out)) {
 		s->multi_dirty |= s->in_multi; /* Redis: EXEC then answers -EXECABORT */
-		return;
+		return VERB_DONE;
 	}
 	if (s->in_multi && !multi_runs_now(v)) {
 		multi_queue_request(s, v, req, out);
-		return;
+		return VERB_DONE;
 	}
+	/* EXEC runs its queue in one go: it waits while a file job holds a
+	 * filter one of them would change. */
+	if (v->run == cmd_exec && s->in_multi && multi_waits(s))
+		return VERB_WAIT;
 	struct verb_call c = { .req = req, .out = out, .reg = reg, .sess = s, .peer = &s->peer };
 	if (v->key > 0) {
 		const char *name = req->argv[v->key];
 		c.key_rc = strlen(name) == req->lens[v->key] ? shmf_name_check(name) : SHMF_E_NAME;
 	}
-	if (roles_allow(&c, v))
-		v->run(&c);
+	if (!roles_allow(&c, v))
+		return VERB_DONE;
+	/* A file job holds the filter: what would change it, or wait on its
+	 * relocation lock, comes after, in order. Reads go on. */
+	if (c.key_rc == 0 && v->key > 0 && (v->flags & (VERB_WRITES | VERB_LOCKS)) && jobs_busy(req->argv[v->key]))
+		return VERB_WAIT;
+	v->run(&c);
+	return c.parked ? VERB_PARKED : VERB_DONE;
 }

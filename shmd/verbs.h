@@ -39,6 +39,15 @@ enum {
 	VERB_ROLE_WRITER = 1 << 7, /* the data verbs: adds and deletes (and write permission on the filter's file) */
 	VERB_ROLE_ADMIN = 1 << 8,  /* administration: create, drop, swap, restore, snapshot, rotate, chmod, ... */
 	VERB_CREATES = 1 << 9,     /* creates a filter: a writer may too when [roles] writer_create = yes */
+	VERB_LOCKS = 1 << 10,      /* reads under the filter's relocation lock: waits, as writes do, while a
+				    * job of the file worker holds the filter (jobs.h) */
+};
+
+/* What verbs_dispatch() did with a request. */
+enum {
+	VERB_DONE = 0,   /* replied */
+	VERB_PARKED = 1, /* a job of the file worker runs for it; the reply comes when it ends */
+	VERB_WAIT = 2,   /* not run, no reply: its filter is busy with a job; dispatch it again later */
 };
 
 /* One request on its way to a handler, with what the dispatcher found. */
@@ -50,6 +59,7 @@ struct verb_call {
 	const struct fscred *peer; /* who names files (SO_PEERCRED); unset: the daemon itself */
 	int key_rc;                /* the filter name at the row's key position: 0 legal, SHMF_E_NAME not
 				    * (checked once, by the dispatcher; the handler says so when it needs it) */
+	int parked;                /* set by the handler: a job of the file worker replies later */
 };
 
 typedef void verb_handler(struct verb_call *c);
@@ -92,7 +102,12 @@ static inline int verb_arity_ok(const struct verb *v, int argc)
  * for a wrong number of arguments, -NOPERM for a role or file permission
  * the connection lacks (roles_allow()); else the verb's handler, which may
  * change the session (s->quit, s->limits_changed) and the registry.
+ * A verb that writes (or VERB_LOCKS) on a filter that a job of the file
+ * worker holds is not run: commands on one filter keep their order.
+ * @return VERB_DONE, VERB_PARKED (the reply is appended to @p out when
+ *         the job ends: send nothing else meanwhile) or VERB_WAIT (nothing
+ *         appended: call again with the same request once a job ended).
  */
-void verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+int verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
 
 #endif

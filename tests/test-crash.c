@@ -921,16 +921,18 @@ static void test_shmd_snapshot(void **state)
 			fail_msg("run %u: snapshot holds %llu items, the previous one %llu (answered: %d)", run,
 				 (unsigned long long)items, (unsigned long long)prev, ok);
 		new_unanswered += !ok && items > prev;
-		/* A killed writer may leave its temporary file, and only that. */
-		char tmp[512];
-		snprintf(tmp, sizeof(tmp), "%s/.%s.snap.tmp-%ld", files, names[w], (long)killed);
-		if (unlink(tmp) == 0)
-			tmp_left++;
+		/* A killed writer may leave its temporary file
+		 * (.NAME.tmp-PID-START-N), and only that. */
+		char tmp[128];
+		snprintf(tmp, sizeof(tmp), ".%s.snap.tmp-%ld-", names[w], (long)killed);
 		DIR *d = opendir(files);
 		struct dirent *e;
-		while ((e = readdir(d)) != NULL)
-			if (strstr(e->d_name, ".tmp-") != NULL)
+		while ((e = readdir(d)) != NULL) {
+			if (strncmp(e->d_name, tmp, strlen(tmp)) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0)
+				tmp_left++;
+			else if (strstr(e->d_name, ".tmp-") != NULL)
 				fail_msg("run %u: unexpected temporary file %s", run, e->d_name);
+		}
 		closedir(d);
 		/* The adders went on without the daemon: the cuckoo one too,
 		 * though the snapshot held its filter's relocation lock. */

@@ -51,8 +51,10 @@ static const struct help {
 	  "  -q   print nothing\n" },
 	{ "drop", "FILTER", "delete a filter and its files", "Workers that have it open keep their mapping.\n" },
 	{ "rotate", "FILTER", "time window: start a new generation now", "The oldest live generation retires.\n" },
-	{ "snapshot", "FILTER FILE", "write a crash-safe snapshot file",
-	  "FILE is opened by shmd with your uid and gid; a relative path is taken from here.\n" },
+	{ "snapshot", "[--force] FILTER FILE", "write a crash-safe snapshot file",
+	  "FILE is opened by shmd with your uid and gid; a relative path is taken from here.\n"
+	  "It replaces only a missing file or an older snapshot, never a device, FIFO, directory or link.\n"
+	  "  --force   also replace a regular file that is not a snapshot\n" },
 	{ "swap", "FILTER FILE [--reshape]", "replace a live filter with a snapshot file",
 	  "Every checksum is verified first; a damaged file changes nothing.\n"
 	  "  --reshape   also a file of another type or shape (refused without it, saying what would change)\n" },

@@ -369,13 +369,13 @@ static int verb_reload(int argc, char **argv, int json)
 
 /* snapshot, swap, restore, merge: FILTER FILE, the file sent as an absolute
  * path (shmd opens it with the caller's identity); swap also takes
- * --reshape (RESHAPE: the file may have another type or shape). */
-static int verb_file(int argc, char **argv, const char *cmd)
+ * --reshape (RESHAPE: the file may have another type or shape); @p extra
+ * (NULL: none) is sent after the path. */
+static int verb_file(int argc, char **argv, const char *cmd, const char *extra)
 {
 	char path[4096], cwd[4096];
-	int reshape = 0;
 	if (argc == 4 && !strcmp(cmd, "SHMF.SWAP") && !strcmp(argv[3], "--reshape"))
-		reshape = 1, argc = 3;
+		extra = "RESHAPE", argc = 3;
 	if (argc < 2)
 		cli_usage_error(argv[0], "missing FILTER and FILE");
 	if (argc < 3)
@@ -390,35 +390,42 @@ static int verb_file(int argc, char **argv, const char *cmd)
 			argv[0], argv[2]);
 		return EXIT_ERROR;
 	}
-	const char *req[] = { cmd, argv[1], path, "RESHAPE" };
-	redisReply *r = cli_call(argv[0], 3 + reshape, req, NULL);
+	const char *req[] = { cmd, argv[1], path, extra };
+	redisReply *r = cli_call(argv[0], extra != NULL ? 4 : 3, req, NULL);
 	printf("%s\n", r->type == REDIS_REPLY_STATUS ? r->str : "OK");
 	freeReplyObject(r);
 	return 0;
 }
 
+/* snapshot [--force] FILTER FILE: --force replaces a file that is not a
+ * snapshot (never a device, FIFO or directory). */
 static int verb_snapshot(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.SNAPSHOT");
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--force")) {
+			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof(argv[0]));
+			return verb_file(argc - 1, argv, "SHMF.SNAPSHOT", "FORCE");
+		}
+	return verb_file(argc, argv, "SHMF.SNAPSHOT", NULL);
 }
 
 static int verb_swap(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.SWAP");
+	return verb_file(argc, argv, "SHMF.SWAP", NULL);
 }
 
 static int verb_restore(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.RESTORE");
+	return verb_file(argc, argv, "SHMF.RESTORE", NULL);
 }
 
 static int verb_merge(int argc, char **argv, int json)
 {
 	(void)json;
-	return verb_file(argc, argv, "SHMF.MERGE");
+	return verb_file(argc, argv, "SHMF.MERGE", NULL);
 }
 
 /* chmod FILTER MODE: SHMF.CHMOD, every live generation's files at once. */
