@@ -250,6 +250,8 @@ int cli_keys(int argc, char **argv, enum key_op op)
 	k.lens = calloc(CHUNK + 4, sizeof(*k.lens));
 	if (k.argv == NULL || k.lens == NULL) {
 		fprintf(stderr, "shmctl: %s: out of memory\n", k.what);
+		free(k.argv);
+		free(k.lens);
 		return EXIT_ERROR;
 	}
 	/* A missing daemon or filter is an error even for empty input. */
@@ -259,6 +261,8 @@ int cli_keys(int argc, char **argv, enum key_op op)
 	if (!k.cuckoo && op >= OP_DEL) {
 		fprintf(stderr, "shmctl: %s: filter '%s' is a Bloom filter; %s works on cuckoo filters only\n", k.what,
 			a.filter, k.what);
+		free(k.argv);
+		free(k.lens);
 		return EXIT_ERROR;
 	}
 	k.argv[0] = k.cuckoo ? cuckoo_verbs[op] : bloom_verbs[op];
