@@ -34,8 +34,11 @@
 #define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
 /* Versions: 1 the first; 2 the stream cursor and flags of a replicated
  * filter (bytes 184-203, reserved and zero in version 1, so that a version
- * 1 file reads as cursor 0-0, not replicated). Readers accept both. */
-#define SHMF_SNAP_VERSION     2u
+ * 1 file reads as cursor 0-0, not replicated); 3 the cuckoo bucket size
+ * (bytes 204-207, reserved and zero before, when every cuckoo bucket held
+ * 4 fingerprints: an older file reads as bucket size 4). Readers accept
+ * all three. */
+#define SHMF_SNAP_VERSION     3u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
@@ -66,7 +69,8 @@ struct shmf_snap_header {
 	uint64_t cursor_ms;      /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
 	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
 	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
-	uint8_t reserved[44];    /* 204: zero */
+	uint32_t bucket_size;    /* 204: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
+	uint8_t reserved[40];    /* 208: zero */
 	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
@@ -135,6 +139,7 @@ _Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 b
 _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
 _Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");
 _Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
+_Static_assert(offsetof(struct shmf_snap_header, bucket_size) == 204, "bucket size offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");
 _Static_assert(256 + SHMF_SNAP_SECTIONS * 64 <= SHMF_SNAP_PAYLOAD_OFF, "section headers fit before the payload");

@@ -538,6 +538,10 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->version < 2 && (h->cursor_ms | h->cursor_seq | h->flags) != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version 1 header has bytes 184-203 set (reserved there)",
 			      p);
+	/* Before version 3 these bytes were reserved: zero, so bucket size 4. */
+	if (h->version < 3 && h->bucket_size != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version %u header has bytes 204-207 set (reserved there)",
+			      p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
 	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
@@ -553,12 +557,13 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->chunk_bytes < 4096 || h->chunk_bytes > (1u << 30) || h->chunk_bytes % SHMF_BLOCK_BYTES != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: chunk size %u at byte 100 is out of range", p,
 			      h->chunk_bytes);
-	if (shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
-			      p, h->k, h->nblocks, h->nbuckets);
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g);
+	if (shmf_geometry_check(g.type, g.k, g.bucket_size, g.nblocks, g.nbuckets) < 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: shape (k %u, bucket size %u, %" PRIu64 " blocks, %" PRIu64
+			      " buckets at bytes 20, 204, 40, 48) is inconsistent",
+			      p, h->k, g.bucket_size, h->nblocks, h->nbuckets);
 	int rc = shmf_geometry_sized(&g, h->capacity, fpr);
 	if (rc < 0)
 		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,

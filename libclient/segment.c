@@ -63,6 +63,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_cuckoo_cow, copied), offsetof(struct shmf_cuckoo_cow, head),
 		offsetof(struct shmf_cuckoo_cow, tail),
 		offsetof(struct shmf_cuckoo_cow, entry), SHMF_CUCKOO_COW_ENTRIES,
+		offsetof(struct shmf_slot, bucket_size), offsetof(struct shmf_data_header, bucket_size),
+		SHMF_CUCKOO_SLOTS_MAX,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
@@ -245,7 +247,7 @@ int shmf_slot_check(const struct shmf_slot *s)
 	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
 	if (gen == 0)
 		return SHMF_E_NOTFOUND;
-	if (shmf_geometry_check(s->type, s->k, s->nblocks, s->nbuckets) < 0 ||
+	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 || s->bucket_pad != 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
 	    (s->flags & ~SHMF_SLOT_FLAGS) != 0)
@@ -300,7 +302,8 @@ static int header_check_gen(const struct shmf_data_header *h, const struct shmf_
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k || h->nblocks != slot->nblocks ||
-	    h->nbuckets != slot->nbuckets || shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
+	    h->nbuckets != slot->nbuckets || h->bucket_size != slot->bucket_size || h->bucket_pad != 0 ||
+	    shmf_geometry_check(h->type, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
 	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT ||
 						   h->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX
 					 : h->max_kicks != 0 || h->lock_timeout_ms != 0) ||

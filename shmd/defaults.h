@@ -16,8 +16,11 @@
  *   mode = 0640                  ; data file mode of a filter created on the fly
  *   flushall = no                ; FLUSHALL / FLUSHDB drop every filter (off: refused)
  *
- * The expansion and bucket size are what a growing filter would use; until
- * filters grow (filter_spec has no such fields yet), they are what BF.INFO
+ * cuckoo_bucket_size is the bucket size of a cuckoo filter created on the
+ * fly: 1, 2, 4 or 8 (cuckoo.h says why no other), one whose buckets can
+ * reach those filters' 1% error rate (not 8: that needs 8-bit
+ * fingerprints). The expansions are what a growing filter would use; until
+ * filters grow (filter_spec has no such field yet), they are what BF.INFO
  * and CF.INFO report and nothing else.
  */
 #ifndef SHMD_DEFAULTS_H

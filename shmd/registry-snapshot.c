@@ -32,16 +32,21 @@
 
 struct shmf_cuckoo_geom registry_cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
 {
-	return (struct shmf_cuckoo_geom){
+	struct shmf_cuckoo_geom g = {
 		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
 		.nbuckets = dm->hdr.nbuckets,
 		.seed = dm->hdr.seed,
 		.fp_bits = dm->hdr.k,
+		.slots = dm->hdr.bucket_size,
 		.max_kicks = dm->hdr.max_kicks,
 		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
 		.lock = lock,
 		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
 	};
+	/* The mapping checked the header's shape (shmf_geometry_check): its
+	 * layout exists. */
+	(void)shmf_cuckoo_geom_layout(&g);
+	return g;
 }
 
 void registry_ring_release(struct ring_maps *m)
@@ -121,7 +126,8 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 				   .k = dh->k,
 				   .nblocks = dh->nblocks,
 				   .nbuckets = dh->nbuckets,
-				   .max_kicks = dh->max_kicks };
+				   .max_kicks = dh->max_kicks,
+				   .bucket_size = dh->bucket_size };
 	memset(src, 0, sizeof(*src));
 	src->nsections = m->n;
 	snapshot_header_fill(&src->hdr, &spec, &g, dh->seed, copy->created_epoch, (uint64_t)time(NULL));
@@ -305,6 +311,7 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	/* The stored shape, which the header check held against the sizing:
 	 * a filter sized by an older rule keeps its shape. */
 	snapshot_geometry(h, &ld->g);
+	ld->spec.bucket_size = ld->g.bucket_size;
 	if (ld->g.data_bytes * h->nsections > r->max_bytes)
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "filter '%s': %u generations of %" PRIu64 " bytes are more than this host has", name,
@@ -389,7 +396,8 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 				  .fpr_bits = ld->hdr.fpr_bits,
 				  .nblocks = ld->g.nblocks,
 				  .nbuckets = ld->g.nbuckets,
-				  .data_bytes = ld->g.data_bytes };
+				  .data_bytes = ld->g.data_bytes,
+				  .bucket_size = ld->g.bucket_size };
 	atomic_store_explicit(&copy.generation, ld->ring.gen[i], memory_order_relaxed);
 	snprintf(copy.name, sizeof(copy.name), "%s", ld->name);
 	struct shmf_data_map dm = { .fd = -1 };

@@ -407,7 +407,7 @@ int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 	/* The shape first, from the parameters alone: nothing is allocated
 	 * before every quota has said yes. */
 	struct shmf_geometry g;
-	if (shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, &g) < 0)
+	if (shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size, &g) < 0)
 		return 1; /* registry_create() says what is wrong with it */
 	uint64_t gens = spec->window_gens ? spec->window_gens : 1;
 	uint64_t bytes = g.data_bytes * gens;

@@ -42,10 +42,11 @@ struct table {
 	struct shmf_cuckoo_geom g;
 };
 
-static void table_open(struct table *t, uint64_t capacity, double fpr)
+/* A table of buckets of @p slots for @p capacity keys at @p fpr. */
+static void table_open_b(struct table *t, uint64_t capacity, double fpr, uint32_t slots)
 {
 	struct shmf_cuckoo_params p;
-	assert_int_equal(shmf_cuckoo_size(capacity, fpr, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(capacity, fpr, slots, 1, &p), 0);
 	snprintf(t->path, sizeof(t->path), "/dev/shm/shmf-test-cuckoo.%d", (int)getpid());
 	int fd = t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
@@ -58,12 +59,20 @@ static void table_open(struct table *t, uint64_t capacity, double fpr)
 		.nbuckets = p.nbuckets,
 		.seed = 0x5eed,
 		.fp_bits = p.fp_bits,
+		.slots = p.slots,
 		.max_kicks = SHMF_CUCKOO_MAX_KICKS,
 		.meta = t->base,
 		.lock = &t->lock,
 		.cow = fixture_shared_map(sizeof(struct shmf_cuckoo_cow)),
 	};
+	assert_int_equal(shmf_cuckoo_geom_layout(&t->g), 0);
 	shmf_cuckoo_lock_init(&t->lock, 0);
+}
+
+/* A table of buckets of 4, the default. */
+static void table_open(struct table *t, uint64_t capacity, double fpr)
+{
+	table_open_b(t, capacity, fpr, SHMF_CUCKOO_SLOTS_DEFAULT);
 }
 
 static void table_close(struct table *t)
@@ -89,47 +98,49 @@ static struct shmf_cuckoo_key key(const struct table *t, unsigned family, uint64
 
 static uint64_t slots(const struct table *t)
 {
-	return t->g.nbuckets * SHMF_CUCKOO_SLOTS;
+	return t->g.nbuckets * t->g.slots;
 }
 
 static void test_sizing(void **state)
 {
 	(void)state;
 	struct shmf_cuckoo_params p;
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 4, 1, &p), 0);
 	assert_int_equal(p.fp_bits, 8);
 	assert_int_equal(p.nbuckets, 263158 + 1000); /* ceil(1e6 / (4 * 0.95)) + sqrt(1e6) */
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 4, 0, &p), 0);
 	assert_int_equal(p.nbuckets, 263158); /* without the headroom */
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.01, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.01, 4, 1, &p), 0);
 	assert_int_equal(p.fp_bits, 16);
-	assert_true(shmf_cuckoo_fpr(1000000, p.nbuckets, 16) <= 0.01);
-	assert_int_equal(shmf_cuckoo_size(1000000, 1e-5, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(0, 0.01, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(1000, 0.0, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(1000, 1.0, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(UINT64_C(1) << 62, 0.01, 1, &p), SHMF_E_TOOBIG);
+	assert_true(shmf_cuckoo_fpr(1000000, p.nbuckets, 16, 4) <= 0.01);
+	assert_int_equal(shmf_cuckoo_size(1000000, 1e-5, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(0, 0.01, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 0.0, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 1.0, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(UINT64_C(1) << 62, 0.01, 4, 1, &p), SHMF_E_TOOBIG);
 
 	/* A shape from before the headroom is still recognised, also where the
 	 * headroom would take the same capacity past the size limit. */
 	uint64_t cap = (uint64_t)((double)((UINT64_C(1) << 43) - 10000) * 3.8);
-	assert_int_equal(shmf_cuckoo_size(cap, 0.01, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(cap, 0.01, 4, 0, &p), 0);
 	struct shmf_geometry g = { .type = SHMF_TYPE_CUCKOO,
 				   .k = p.fp_bits,
 				   .nbuckets = p.nbuckets,
 				   .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
-				   .max_kicks = SHMF_CUCKOO_MAX_KICKS },
+				   .max_kicks = SHMF_CUCKOO_MAX_KICKS,
+				   .bucket_size = 4 },
 			     now;
-	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 0.01, 0, &now), SHMF_E_TOOBIG);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 0.01, 0, 0, &now), SHMF_E_TOOBIG);
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), 0);
 	g.nbuckets--; /* and a shape no sizing gives is not */
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), SHMF_E_TOOBIG);
-	assert_int_equal(shmf_cuckoo_size(1000, 0.01, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000, 0.01, 4, 0, &p), 0);
 	g = (struct shmf_geometry){ .type = SHMF_TYPE_CUCKOO,
 				    .k = p.fp_bits,
 				    .nbuckets = p.nbuckets + 1,
 				    .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
-				    .max_kicks = SHMF_CUCKOO_MAX_KICKS };
+				    .max_kicks = SHMF_CUCKOO_MAX_KICKS,
+				    .bucket_size = 4 };
 	assert_int_equal(shmf_geometry_sized(&g, 1000, 0.01), SHMF_E_FORMAT);
 }
 
@@ -158,7 +169,7 @@ static void fill_and_measure(uint64_t capacity, double fpr)
 		struct shmf_cuckoo_key k = key(&t, 2, i);
 		fp += shmf_cuckoo_count(&t.g, &k) > 0;
 	}
-	double measured = (double)fp / (double)probes, bound = shmf_cuckoo_fpr(n, t.g.nbuckets, t.g.fp_bits);
+	double measured = (double)fp / (double)probes, bound = shmf_cuckoo_fpr(n, t.g.nbuckets, t.g.fp_bits, t.g.slots);
 	printf("%u-bit fingerprints, %llu buckets, load 0.95, %llu moves: FPR %g (%llu of %llu), bound %g\n",
 	       t.g.fp_bits, (unsigned long long)t.g.nbuckets, (unsigned long long)t.g.meta->moves, measured,
 	       (unsigned long long)fp, (unsigned long long)probes, bound);
