@@ -91,7 +91,8 @@ static const char *runtime_refusal(const char *dir, const char *path, char *why,
 		snprintf(inst, sizeof(inst), "%.*s/control", (int)n, dir);
 		if (lstat(inst, &st) < 0 && errno == ENOENT)
 			return NULL;
-		snprintf(why, len, "%.*s is an instance directory in shmd's runtime directory %s (it holds a control file)",
+		snprintf(why, len,
+			 "%.*s is an instance directory in shmd's runtime directory %s (it holds a control file)",
 			 (int)n, dir, policy.runtime);
 		return why;
 	}
