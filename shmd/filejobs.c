@@ -75,13 +75,13 @@ static int allowed_dir(const char *real, const char *what, const char *path, cha
 	return errmsg(err, errlen, -EACCES, "%s %s: %s is outside snapshot_paths (%s)", what, path, real, list);
 }
 
-/* 1 if a snapshot may go to @p path, whose directory's real path @p dir is
- * the runtime directory or below it: in the runtime directory itself, a
- * file that is no instance's socket or pidfile; below it, anything but an
- * instance directory (one holding a control file) or what is inside one. */
-static int runtime_file_ok(const char *dir, const char *path)
+/* Why a snapshot may not go to @p path, whose directory's real path @p dir
+ * is the runtime directory or below it, written to @p why (NULL when it may):
+ * in the runtime directory itself, an instance's socket or pidfile; below it,
+ * an instance directory (one holding a control file) or anything inside one. */
+static const char *runtime_refusal(const char *dir, const char *path, char *why, size_t len)
 {
-	static const char *const owned[] = { ".sock", ".pid" };
+	static const char *const owned[][2] = { { ".sock", "socket" }, { ".pid", "pidfile" } };
 	size_t rn = strlen(policy.runtime);
 	if (dir[rn] == '/') {
 		char inst[PATH_MAX];
@@ -89,30 +89,36 @@ static int runtime_file_ok(const char *dir, const char *path)
 		size_t n = end != NULL ? (size_t)(end - dir) : strlen(dir);
 		struct stat st;
 		snprintf(inst, sizeof(inst), "%.*s/control", (int)n, dir);
-		return lstat(inst, &st) < 0 && errno == ENOENT;
+		if (lstat(inst, &st) < 0 && errno == ENOENT)
+			return NULL;
+		snprintf(why, len,
+			 "%.*s is an instance directory in shmd's runtime directory %s (it holds a control file)",
+			 (int)n, dir, policy.runtime);
+		return why;
 	}
 	const char *base = strrchr(path, '/');
 	base = base != NULL ? base + 1 : path;
 	size_t n = strlen(base);
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-		size_t k = strlen(owned[i]);
-		if (n >= k && strcmp(base + n - k, owned[i]) == 0)
-			return 0;
+		size_t k = strlen(owned[i][0]);
+		if (n >= k && strcmp(base + n - k, owned[i][0]) == 0) {
+			snprintf(why, len, "%s in shmd's runtime directory %s is the name of an instance's %s", base,
+				 policy.runtime, owned[i][1]);
+			return why;
+		}
 	}
-	return 1;
+	return NULL;
 }
 
 int filejobs_dir_check(void *arg, int dfd, const char *path, char *err, size_t errlen)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], why[PATH_MAX + 128];
 	int rc = real_path_of(dfd, real, sizeof(real));
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot resolve its directory: %s", path, strerror(-rc));
-	if (policy.runtime[0] != '\0' && within(real, policy.runtime) && !runtime_file_ok(real, path))
-		return errmsg(err, errlen, -EACCES,
-			      "snapshot %s: %s is an instance directory of shmd's runtime directory %s, or the name of an "
-			      "instance's socket or pidfile there; not writing there",
-			      path, real, policy.runtime);
+	if (policy.runtime[0] != '\0' && within(real, policy.runtime) &&
+	    runtime_refusal(real, path, why, sizeof(why)) != NULL)
+		return errmsg(err, errlen, -EACCES, "snapshot %s: %s; not writing there", path, why);
 	return arg != NULL ? allowed_dir(real, "snapshot", path, err, errlen) : 0;
 }
 

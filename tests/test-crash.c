@@ -120,7 +120,8 @@ struct board {
 	_Atomic uint64_t progress[WORKERS]; /* worker i's adds [0, progress) have returned */
 	_Atomic int full[WORKERS];          /* worker i met SHMF_E_FULL and waits */
 	_Atomic int started[WORKERS];
-	_Atomic int slow_moves; /* set by the test: workers slow their moves */
+	_Atomic int slow_moves;    /* set by the test: workers slow their moves */
+	_Atomic int waiter_result; /* test_lock_holder's waiter: what its capped add returned */
 };
 
 /* A relocation that takes its time between copying a fingerprint to its
@@ -395,7 +396,8 @@ static void test_lock_holder(void **state)
 			fail_msg("run %u: never caught the worker holding the lock in 3000 tries (%s)", run,
 				 atomic_load(&b->full[0]) ? "it filled the filter" : "it kept running");
 		caught++;
-		mid_move += atomic_load(&pk.meta->moving) != 0;
+		int pk_moving = atomic_load(&pk.meta->moving) != 0;
+		mid_move += pk_moving;
 		/* A waiter: blocks on the lock while the holder is stopped. */
 		int ready[2];
 		assert_int_equal(pipe(ready), 0);
@@ -408,6 +410,7 @@ static void test_lock_holder(void **state)
 				_exit(3);
 			(void)!write(ready[1], "w", 1);
 			int r = shmf_add_capped(w, key, len, 1);
+			atomic_store(&b->waiter_result, r);
 			shmf_close(w);
 			_exit(r == 0 ? 0 : r == SHMF_E_FULL ? 5 : 4);
 		}
@@ -426,7 +429,11 @@ static void test_lock_holder(void **state)
 		if (now_us() - t0 > 5000000)
 			fail_msg("run %u: the waiter needed %llu ms to get the lock of a killed holder", run,
 				 (unsigned long long)(now_us() - t0) / 1000);
-		assert_true(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 5));
+		if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 5))
+			fail_msg("run %u: the waiter %s %d (its capped add: %s; the holder %s mid-move)", run,
+				 WIFEXITED(st) ? "exited" : "died of signal",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+				 shmf_strerror(atomic_load(&b->waiter_result)), pk_moving ? "was" : "was not");
 		assert_all_present(f, 8, pre, "prefill after the lock holder was killed");
 		uint64_t n = atomic_load(&b->progress[0]);
 		assert_all_present(f, 30, n, "capped adds of the killed lock holder");

@@ -410,14 +410,14 @@ static void test_targets(void **state)
 	assert_kind(sub, S_IFDIR);
 	refused(ASK("SHMF.SNAPSHOT", "other", link), "is a symbolic link");
 	assert_kind(link, S_IFLNK);
-	refused(ASK("SHMF.SNAPSHOT", "other", control), "runtime directory");
+	refused(ASK("SHMF.SNAPSHOT", "other", control), "is an instance directory in shmd's runtime directory");
 	refused(ASK("SHMF.SNAPSHOT", "other", control, "FORCE"), "runtime directory");
 	struct stat after;
 	assert_int_equal(stat(control, &after), 0);
 	assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size);
 	char pidfile[256];
 	snprintf(pidfile, sizeof(pidfile), "%s/" INSTANCE ".pid", root);
-	refused(ASK("SHMF.SNAPSHOT", "other", pidfile, "FORCE"), "runtime directory");
+	refused(ASK("SHMF.SNAPSHOT", "other", pidfile, "FORCE"), "is the name of an instance's pidfile");
 	refused(ASK("SHMF.SNAPSHOT", "other", notsnap), "is not a snapshot");
 	assert_string_equal(slurp(notsnap), "precious notes\n");
 	ok(ASK("SHMF.SNAPSHOT", "other", notsnap, "FORCE"));

@@ -17,8 +17,9 @@
  *                user only to the filters its filters = names, and
  *                neither creates; requirepass is the admin "default";
  *   quotas     - writer_create = yes: a writer creates within the quotas;
- *                over a quota the create is refused before any file is
- *                made;
+ *                over a quota (bytes of the filter, bytes of the
+ *                instance's filters, their count) the create is refused
+ *                before any file is made;
  *   chmod      - SHMF.CHMOD changes every live generation's file in place;
  *                a read-only client that had it open keeps working, a
  *                group member can then add, a rotation keeps the mode;
@@ -545,6 +546,16 @@ static int quota_checks(void)
 	return f;
 }
 
+/* The instance's filters already hold more than writer_max_total_bytes:
+ * a filter well within writer_max_filter_bytes is refused by the total. */
+static int total_checks(void)
+{
+	int f = 0;
+	f += EXPECT("-NOPERM creating filter 'small'", WORDS("writer_max_total_bytes = 4096", "is a writer"),
+		    "BF.RESERVE", "small", "0.01", "1000");
+	return f;
+}
+
 static void test_quotas(void **state)
 {
 	(void)state;
@@ -557,6 +568,11 @@ static void test_quotas(void **state)
 	assert_int_equal(instance_files(&bytes_after), files_before + 1);
 	assert_true(bytes_after - bytes_before < (1u << 20));
 	assert_true(daemon_log_count(logpath, "over the writers' quota writer_max_filter_bytes") >= 2);
+	restart_shmd(g_client, "writer_create = yes\nwriter_max_filter_bytes = 1m\nwriter_max_total_bytes = 4k\n");
+	files_before = instance_files(&bytes_before);
+	assert_as(u_writer, total_checks, "writer_create = yes, the instance over writer_max_total_bytes");
+	assert_int_equal(instance_files(&bytes_after), files_before);
+	assert_true(daemon_log_count(logpath, "over the writers' quota writer_max_total_bytes") >= 1);
 	restart_shmd(g_client, "");
 	const char *drop[] = { "SHMF.DROP", "wmade" };
 	char reply[256];
