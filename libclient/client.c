@@ -616,7 +616,7 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 {
 	const struct shmf_cuckoo_geom *g = &p->cuckoo;
 	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
-	const size_t width = g->bucket_bytes;
+	const size_t width = g->lanes.bytes;
 	size_t present = 0;
 	for (size_t i = 0; i < n + CUCKOO_AHEAD; i++) {
 		/* Test key i - AHEAD before key i takes its ring slot. */

@@ -45,11 +45,8 @@ int shmf_cuckoo_geom_layout(struct shmf_cuckoo_geom *g)
 	    (shmf_cuckoo_even_buckets(g->slots) && g->nbuckets % 2 != 0))
 		return SHMF_E_FORMAT;
 	g->alt_odd = shmf_cuckoo_even_buckets(g->slots);
-	g->bucket_bytes = g->slots * g->fp_bits / 8;
-	g->count_shift = (g->slots - 1) * g->fp_bits;
-	g->lane_ones = 0;
-	for (uint32_t j = 0; j < g->slots; j++)
-		g->lane_ones |= UINT64_C(1) << (j * g->fp_bits);
+	g->layout = SHMF_CUCKOO_LAYOUT(g->slots, g->fp_bits);
+	g->lanes = shmf_cuckoo_lanes_of(g->slots, g->fp_bits);
 	return 0;
 }
 
@@ -139,16 +136,17 @@ static inline uint32_t slot_value(uint64_t bucket, unsigned lane, uint32_t w)
 
 /* seq_cst CAS of the bucket word, whatever its width: on failure *expect
  * holds the word seen. */
-static inline int bucket_cas(const struct shmf_cuckoo_geom *g, uint64_t i, uint64_t *expect, uint64_t desired)
+SHMF_CUCKOO_INLINE int bucket_cas(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L, uint64_t i,
+				  uint64_t *expect, uint64_t desired)
 {
 	int ok;
-	if (g->bucket_bytes == 8)
+	if (L.bytes == 8)
 		return atomic_compare_exchange_strong((_Atomic uint64_t *)g->buckets + i, expect, desired);
-	if (g->bucket_bytes == 4) {
+	if (L.bytes == 4) {
 		uint32_t e = (uint32_t)*expect;
 		ok = atomic_compare_exchange_strong((_Atomic uint32_t *)g->buckets + i, &e, (uint32_t)desired);
 		*expect = e;
-	} else if (g->bucket_bytes == 2) {
+	} else if (L.bytes == 2) {
 		uint16_t e = (uint16_t)*expect;
 		ok = atomic_compare_exchange_strong((_Atomic uint16_t *)g->buckets + i, &e, (uint16_t)desired);
 		*expect = e;
@@ -161,28 +159,34 @@ static inline int bucket_cas(const struct shmf_cuckoo_geom *g, uint64_t i, uint6
 }
 
 /* Put @p fp in a free slot of bucket @p i. @return 1 placed, 0 full. */
-static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
+SHMF_CUCKOO_INLINE int place_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L, uint64_t i, uint32_t fp)
 {
-	uint64_t b = shmf_cuckoo_bucket_load(g, i);
+	uint64_t b = shmf_cuckoo_word_load(g, L, i, memory_order_relaxed);
 	for (;;) {
-		uint64_t empty = shmf_cuckoo_lanes_equal(g, b, 0);
+		uint64_t empty = shmf_cuckoo_lanes_equal(L, b, 0);
 		if (empty == 0)
 			return 0;
-		unsigned lane = lane_of(empty, g->fp_bits);
-		if (bucket_cas(g, i, &b, b | ((uint64_t)fp << (lane * g->fp_bits))))
+		unsigned lane = lane_of(empty, L.w);
+		if (bucket_cas(g, L, i, &b, b | ((uint64_t)fp << (lane * L.w))))
 			return 1;
 	}
+}
+
+static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
+{
+	return place_as(g, g->lanes, i, fp);
 }
 
 /* Clear one slot of bucket @p i that holds @p fp. @return 1 or 0. */
 static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 {
-	uint64_t b = shmf_cuckoo_bucket_load(g, i);
+	struct shmf_cuckoo_lanes L = g->lanes;
+	uint64_t b = shmf_cuckoo_word_load(g, L, i, memory_order_relaxed);
 	for (;;) {
-		uint64_t m = shmf_cuckoo_lanes_equal(g, b, fp);
+		uint64_t m = shmf_cuckoo_lanes_equal(L, b, fp);
 		if (m == 0)
 			return 0;
-		if (bucket_cas(g, i, &b, b & ~lane_mask(lane_of(m, g->fp_bits), g->fp_bits)))
+		if (bucket_cas(g, L, i, &b, b & ~lane_mask(lane_of(m, L.w), L.w)))
 			return 1;
 	}
 }
@@ -190,13 +194,21 @@ static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 /* Place in the emptier of the two buckets (the power of two choices: at
  * 75% load this halves how often both are full and an insert needs the
  * relocation lock, compared with trying i1 first). */
+SHMF_CUCKOO_INLINE int place_balanced_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+					 const struct shmf_cuckoo_key *k)
+{
+	uint64_t b1 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_relaxed);
+	uint64_t b2 = shmf_cuckoo_word_load(g, L, k->i2, memory_order_relaxed);
+	unsigned e1 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b1, 0));
+	unsigned e2 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b2, 0));
+	if (e2 > e1)
+		return place_as(g, L, k->i2, k->fp) || place_as(g, L, k->i1, k->fp);
+	return place_as(g, L, k->i1, k->fp) || place_as(g, L, k->i2, k->fp);
+}
+
 static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	unsigned e1 = shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, shmf_cuckoo_bucket_load(g, k->i1), 0));
-	unsigned e2 = shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, shmf_cuckoo_bucket_load(g, k->i2), 0));
-	if (e2 > e1)
-		return place(g, k->i2, k->fp) || place(g, k->i1, k->fp);
-	return place(g, k->i1, k->fp) || place(g, k->i2, k->fp);
+	return place_balanced_as(g, g->lanes, k);
 }
 
 /* ---- The writer lock --------------------------------------------------- */
@@ -467,17 +479,18 @@ static int count_stable(const struct shmf_cuckoo_geom *g, const struct shmf_cuck
 	uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
 	/* acquire, each: the three loads happen in this order, and one that
 	 * sees a move's clear sees its copy (the CASes are seq_cst). */
-	uint64_t a = shmf_cuckoo_bucket_load_mo(g, k->i1, memory_order_acquire);
+	struct shmf_cuckoo_lanes L = g->lanes;
+	uint64_t a = shmf_cuckoo_word_load(g, L, k->i1, memory_order_acquire);
 	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t b = k->i2 != k->i1 ? shmf_cuckoo_bucket_load_mo(g, k->i2, memory_order_acquire) : 0;
+	uint64_t b = k->i2 != k->i1 ? shmf_cuckoo_word_load(g, L, k->i2, memory_order_acquire) : 0;
 	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t a2 = shmf_cuckoo_bucket_load_mo(g, k->i1, memory_order_acquire);
+	uint64_t a2 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_acquire);
 	atomic_thread_fence(memory_order_acquire);
 	int valid = atomic_load_explicit(s1, memory_order_relaxed) == v1 &&
 		    atomic_load_explicit(s2, memory_order_relaxed) == v2;
-	unsigned nb = shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, b, k->fp));
-	unsigned n1 = shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, a, k->fp)) + nb;
-	unsigned n2 = shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, a2, k->fp)) + nb;
+	unsigned nb = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b, k->fp));
+	unsigned n1 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, a, k->fp)) + nb;
+	unsigned n2 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, a2, k->fp)) + nb;
 	*n = n1 > n2 ? n1 : n2;
 	return valid;
 }
@@ -640,7 +653,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 				unplace(g, m->to, m->fp);
 				break;
 			}
-			if (bucket_cas(g, m->from, &b, b & ~lane_mask(m->lane, w))) {
+			if (bucket_cas(g, g->lanes, m->from, &b, b & ~lane_mask(m->lane, w))) {
 				moved = 1;
 				break;
 			}
@@ -670,7 +683,7 @@ static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_c
 		if (len == g->max_kicks)
 			return 0;
 		uint64_t word = shmf_cuckoo_bucket_load(g, b);
-		if (shmf_cuckoo_lanes_equal(g, word, 0) != 0)
+		if (shmf_cuckoo_lanes_equal(g->lanes, word, 0) != 0)
 			break; /* a slot came free here meanwhile */
 		/* Look one step ahead: a fingerprint whose other bucket has room
 		 * ends the path here (at 70% load one of a bucket of four nearly
@@ -680,12 +693,12 @@ static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_c
 		uint64_t to[SHMF_CUCKOO_SLOTS_MAX] = { 0 };
 		for (unsigned j = 0; j < slots; j++) {
 			to[j] = shmf_cuckoo_alt(g, b, slot_value(word, j, w));
-			__builtin_prefetch((const char *)g->buckets + to[j] * g->bucket_bytes);
+			__builtin_prefetch((const char *)g->buckets + to[j] * g->lanes.bytes);
 		}
 		int room = 0;
 		for (unsigned j = 0; j < slots && !room; j++) {
 			lane = (first + j) & (slots - 1);
-			room = shmf_cuckoo_lanes_equal(g, shmf_cuckoo_bucket_load(g, to[lane]), 0) != 0;
+			room = shmf_cuckoo_lanes_equal(g->lanes, shmf_cuckoo_bucket_load(g, to[lane]), 0) != 0;
 		}
 		if (!room)
 			lane = first;
@@ -740,7 +753,16 @@ static int add_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	if (place_balanced(g, k))
+	/* The lock-free add, on a path of its own for buckets of 4 (lanes
+	 * folded into the code, as in shmf_cuckoo_count_try). */
+	int placed;
+	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 16), k);
+	else if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 8), k);
+	else
+		placed = place_balanced(g, k);
+	if (placed)
 		return 0;
 	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
@@ -876,7 +898,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 {
 	static _Atomic uint32_t sessions;
 	const uint64_t meta_bytes = sizeof(struct shmf_cuckoo_meta);
-	uint64_t width = g->bucket_bytes;
+	uint64_t width = g->lanes.bytes;
 	if (g->cow == NULL || bytes < meta_bytes + g->nbuckets * width)
 		return SHMF_E_INVAL;
 	struct shmf_cuckoo_cow *c = g->cow;

@@ -169,6 +169,33 @@ struct shmf_cuckoo_lock {
  * default (SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT). */
 void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms);
 
+/* Functions the hot paths specialise by layout: inlined, so that the
+ * lanes of a constant layout fold into immediates. */
+#define SHMF_CUCKOO_INLINE static inline __attribute__((always_inline))
+
+/* What the lane arithmetic needs of a bucket layout (slots fingerprints of
+ * w bits in a word of bytes bytes). */
+struct shmf_cuckoo_lanes {
+	uint32_t w;     /* fingerprint bits, the lane width: 8 or 16 */
+	uint32_t bytes; /* slots * w / 8: 1, 2, 4 or 8, the width of a bucket word */
+	uint32_t shift; /* (slots - 1) * w: the top lane, where a lane count collects */
+	uint32_t slots; /* lanes in a word */
+	uint64_t ones;  /* bit 0 of every lane */
+};
+
+/* The lanes of buckets of @p slots @p w-bit fingerprints; folded to a
+ * constant where both are constants. */
+SHMF_CUCKOO_INLINE struct shmf_cuckoo_lanes shmf_cuckoo_lanes_of(uint32_t slots, uint32_t w)
+{
+	struct shmf_cuckoo_lanes L = { w, slots * w / 8, (slots - 1) * w, slots, 0 };
+	for (uint32_t j = 0; j < slots; j++)
+		L.ones |= UINT64_C(1) << (j * w);
+	return L;
+}
+
+/* A layout's number, for the one comparison that picks a specialised path. */
+#define SHMF_CUCKOO_LAYOUT(slots, w) ((uint32_t)(slots) << 8 | (uint32_t)(w))
+
 /* A mapped cuckoo table. Whoever fills one in calls
  * shmf_cuckoo_geom_layout() before using it. */
 struct shmf_cuckoo_geom {
@@ -178,12 +205,10 @@ struct shmf_cuckoo_geom {
 	uint32_t fp_bits; /* 8 or 16 */
 	uint32_t slots;   /* fingerprints per bucket: 1, 2, 4 or 8 (shmf_cuckoo_layout_ok) */
 	uint32_t max_kicks;
-	/* Derived from fp_bits and slots by shmf_cuckoo_geom_layout(), so
-	 * that the lane arithmetic of a lookup needs no branch on them: */
-	uint32_t bucket_bytes; /* slots * fp_bits / 8: 1, 2, 4 or 8, the width of a bucket word */
-	uint32_t count_shift;  /* (slots - 1) * fp_bits: the top lane, where a lane count collects */
-	uint64_t lane_ones;    /* bit 0 of every lane */
-	uint64_t alt_odd;      /* 1 where shmf_cuckoo_alt() makes H odd (slots other than 4, n even), else 0 */
+	/* Derived from fp_bits and slots by shmf_cuckoo_geom_layout(): */
+	uint32_t layout;                /* SHMF_CUCKOO_LAYOUT(slots, fp_bits) */
+	struct shmf_cuckoo_lanes lanes; /* for the paths that read the layout from here */
+	uint64_t alt_odd;               /* 1 where shmf_cuckoo_alt() makes H odd (slots other than 4, n even), else 0 */
 	struct shmf_cuckoo_meta *meta;
 	struct shmf_cuckoo_lock *lock; /* this process's side of the relocation lock */
 	struct shmf_cuckoo_cow *cow;   /* the snapshot log in the data header page; NULL where
@@ -272,32 +297,32 @@ static inline struct shmf_cuckoo_key shmf_cuckoo_locate(const struct shmf_cuckoo
 
 /* The high bit of each lane of @p bucket that holds @p fp, exactly (no
  * borrow between lanes: each lane's sum stays inside it). */
-static inline uint64_t shmf_cuckoo_lanes_equal(const struct shmf_cuckoo_geom *g, uint64_t bucket, uint32_t fp)
+SHMF_CUCKOO_INLINE uint64_t shmf_cuckoo_lanes_equal(struct shmf_cuckoo_lanes L, uint64_t bucket, uint32_t fp)
 {
-	uint64_t ones = g->lane_ones, high = ones << (g->fp_bits - 1), low = high - ones;
-	uint64_t x = bucket ^ (fp * ones);
+	uint64_t high = L.ones << (L.w - 1), low = high - L.ones;
+	uint64_t x = bucket ^ (fp * L.ones);
 	return ~(((x & low) + low) | x) & high;
 }
 
 /* How many lanes a shmf_cuckoo_lanes_equal() mask marks: one multiply
  * sums the lane flags into the top lane (no popcount instruction needed,
  * which baseline x86-64 lacks); at most 8, so its low byte holds it. */
-static inline unsigned shmf_cuckoo_lanes_count(const struct shmf_cuckoo_geom *g, uint64_t mask)
+SHMF_CUCKOO_INLINE unsigned shmf_cuckoo_lanes_count(struct shmf_cuckoo_lanes L, uint64_t mask)
 {
-	uint64_t flags = mask >> (g->fp_bits - 1); /* 1 at the bottom of each marked lane */
-	return (unsigned)((flags * g->lane_ones) >> g->count_shift) & 0xffu;
+	uint64_t flags = mask >> (L.w - 1); /* 1 at the bottom of each marked lane */
+	return (unsigned)((flags * L.ones) >> L.shift) & 0xffu;
 }
 
-/* A bucket word, read whole, with memory order @p mo (a constant where
- * this is inlined). The widths in the order the default bucket size (4)
- * meets them: 16-bit fingerprints, then 8-bit. */
-static inline uint64_t shmf_cuckoo_bucket_load_mo(const struct shmf_cuckoo_geom *g, uint64_t i, memory_order mo)
+/* Bucket word @p i, read whole, with memory order @p mo (a constant where
+ * this is inlined): one atomic load of its width. */
+SHMF_CUCKOO_INLINE uint64_t shmf_cuckoo_word_load(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						  uint64_t i, memory_order mo)
 {
-	if (g->bucket_bytes == 8)
+	if (L.bytes == 8)
 		return atomic_load_explicit((_Atomic uint64_t *)g->buckets + i, mo);
-	if (g->bucket_bytes == 4)
+	if (L.bytes == 4)
 		return atomic_load_explicit((_Atomic uint32_t *)g->buckets + i, mo);
-	if (g->bucket_bytes == 2)
+	if (L.bytes == 2)
 		return atomic_load_explicit((_Atomic uint16_t *)g->buckets + i, mo);
 	return atomic_load_explicit((_Atomic uint8_t *)g->buckets + i, mo);
 }
@@ -306,7 +331,7 @@ static inline uint64_t shmf_cuckoo_bucket_load_mo(const struct shmf_cuckoo_geom 
  * the version fences around the reads. */
 static inline uint64_t shmf_cuckoo_bucket_load(const struct shmf_cuckoo_geom *g, uint64_t i)
 {
-	return shmf_cuckoo_bucket_load_mo(g, i, memory_order_relaxed);
+	return shmf_cuckoo_word_load(g, g->lanes, i, memory_order_relaxed);
 }
 
 #ifdef SHMF_TEST_HOOKS
@@ -365,29 +390,48 @@ static inline int shmf_cuckoo_read_valid(const struct shmf_cuckoo_geom *g, const
 }
 
 /* Copies of the key's fingerprint in its two buckets (a bucket counted
- * once when both are the same), read now: consistent only between
- * read_begin and read_valid, or under the lock. */
+ * once when both are the same), read now with layout @p L: consistent
+ * only between read_begin and read_valid, or under the lock. */
+SHMF_CUCKOO_INLINE unsigned shmf_cuckoo_copies_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						  const struct shmf_cuckoo_key *k)
+{
+	uint64_t b1 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_relaxed);
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
+	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_word_load(g, L, k->i2, memory_order_relaxed) : 0;
+	return shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b1, k->fp)) +
+	       shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b2, k->fp));
+}
+
 static inline unsigned shmf_cuckoo_copies(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
-	return shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, b1, k->fp)) +
-	       shmf_cuckoo_lanes_count(g, shmf_cuckoo_lanes_equal(g, b2, k->fp));
+	return shmf_cuckoo_copies_as(g, g->lanes, k);
+}
+
+SHMF_CUCKOO_INLINE int shmf_cuckoo_count_try_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						const struct shmf_cuckoo_key *k)
+{
+	struct shmf_cuckoo_seen seen;
+	if (!shmf_cuckoo_read_begin(g, k, &seen))
+		return -1;
+	unsigned n = shmf_cuckoo_copies_as(g, L, k);
+	return shmf_cuckoo_read_valid(g, k, &seen) ? (int)n : -1;
 }
 
 /*
  * One try at a consistent count. @return the copies of the fingerprint in
  * the key's two buckets, or -1 if a move was in progress or ran meanwhile.
- * Inline: it is the whole lookup of a check.
+ * Inline: it is the whole lookup of a check. Buckets of 4, the default,
+ * take paths of their own on which every lane constant is folded into the
+ * code (no slower than when 4 was the only size); the other sizes read
+ * them from the geometry.
  */
 static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	struct shmf_cuckoo_seen seen;
-	if (!shmf_cuckoo_read_begin(g, k, &seen))
-		return -1;
-	unsigned n = shmf_cuckoo_copies(g, k);
-	return shmf_cuckoo_read_valid(g, k, &seen) ? (int)n : -1;
+	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
+		return shmf_cuckoo_count_try_as(g, shmf_cuckoo_lanes_of(4, 16), k);
+	if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
+		return shmf_cuckoo_count_try_as(g, shmf_cuckoo_lanes_of(4, 8), k);
+	return shmf_cuckoo_count_try_as(g, g->lanes, k);
 }
 
 /**
