@@ -56,7 +56,7 @@ void cmd_shmf_info(struct verb_call *c)
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
 	struct reply *out = c->out;
-	reply_map(out, 14 + (cuckoo ? 5 : 0) + (window ? 5 : 0)); /* the field_* calls below */
+	reply_map(out, 14 + (cuckoo ? 6 : 0) + (window ? 5 : 0)); /* the field_* calls below */
 	field_str(out, "name", fi.info.name);
 	field_str(out, "type", spec_type_name(fi.info.type));
 	field_int(out, "capacity", (long long)fi.info.capacity);
@@ -73,6 +73,7 @@ void cmd_shmf_info(struct verb_call *c)
 	field_int(out, "huge_pages", fi.huge_pages);
 	if (cuckoo) {
 		field_int(out, "buckets", (long long)fi.info.buckets);
+		field_int(out, "bucket_size", fi.info.bucket_size);
 		field_int(out, "fingerprint_bits", fi.info.fingerprint_bits);
 		field_int(out, "max_kicks", fi.info.max_kicks);
 		field_int(out, "relocations", (long long)fi.info.relocations);

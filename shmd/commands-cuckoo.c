@@ -1,10 +1,14 @@
 /*
  * commands-cuckoo.c - the CF.* verbs, RedisBloom's names, reply shapes,
  * defaults and error texts (the adds create a missing filter from
- * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED, the capped add a cuckoo filter makes atomic
- * (see commands.h). Buckets hold 4 fingerprints and filters never grow: BUCKETSIZE other than 4 and EXPANSION are
- * refused.
+ * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED,
+ * the capped add a cuckoo filter makes atomic (see commands.h). CF.RESERVE
+ * checks BUCKETSIZE, MAXITERATIONS and the capacity as RedisBloom does, in
+ * its order and with its texts, then refuses the bucket sizes whose bucket
+ * is not one word (cuckoo.h: 1, 2, 4 and 8 are). Filters never grow:
+ * EXPANSION is refused.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,23 +19,48 @@
 #include "errors.h"
 #include "spec.h"
 
-/* One CF.RESERVE option with its value @p val: BUCKETSIZE 4,
- * MAXITERATIONS n, ERROR rate, MODE octal. 0, or SHMF_E_INVAL after
- * replying. */
-static int cf_option(struct verb_call *c, const char *opt, const char *val, struct filter_spec *spec)
+/* RedisBloom's ranges for CF.RESERVE's numbers. */
+#define RB_CF_BUCKETSIZE_MAX 255
+#define RB_CF_MAXITER_MAX    65535
+_Static_assert(RB_CF_MAXITER_MAX == SHMF_CUCKOO_KICKS_LIMIT,
+	       "every MAXITERATIONS RedisBloom takes is a relocation bound");
+
+/* An integer as RedisBloom reads one (RedisModule_StringToLongLong, that
+ * is Redis' string2ll: an optional minus, then digits with no leading
+ * zero, nothing else, within a long long). 0 or SHMF_E_INVAL. */
+static int rb_integer(const char *text, long long *out)
+{
+	const char *d = text + (text[0] == '-');
+	if (d[0] < '0' || d[0] > '9' || (d[0] == '0' && (d[1] != '\0' || d != text)))
+		return SHMF_E_INVAL;
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return SHMF_E_INVAL;
+	*out = v;
+	return 0;
+}
+
+/* CF.RESERVE's BUCKETSIZE and MAXITERATIONS as given: RedisBloom finds the
+ * first of each wherever it is, and checks them after the capacity is
+ * read, MAXITERATIONS first. NULL: not given. */
+struct cf_numbers {
+	const char *bucketsize, *maxiterations;
+};
+
+/* One CF.RESERVE option with its value @p val: BUCKETSIZE b, MAXITERATIONS
+ * n (noted, checked by cf_checks()), ERROR rate, MODE octal. 0, or
+ * SHMF_E_INVAL after replying. */
+static int cf_option(struct verb_call *c, const char *opt, const char *val, struct filter_spec *spec,
+		     struct cf_numbers *nums)
 {
 	if (!strcasecmp(opt, "BUCKETSIZE")) {
-		if (strcmp(val, "4") != 0) {
-			reply_error(c->out, "ERR BUCKETSIZE '%.*s' is not supported: buckets hold 4 fingerprints", 40,
-				    val);
-			return SHMF_E_INVAL;
-		}
+		if (nums->bucketsize == NULL)
+			nums->bucketsize = val;
 	} else if (!strcasecmp(opt, "MAXITERATIONS")) {
-		if (spec_parse_kicks(val, &spec->max_kicks) < 0) {
-			reply_error(c->out, "ERR bad MAXITERATIONS '%.*s': an integer from 1 to %u", 40, val,
-				    SHMF_CUCKOO_KICKS_LIMIT);
-			return SHMF_E_INVAL;
-		}
+		if (nums->maxiterations == NULL)
+			nums->maxiterations = val;
 	} else if (!strcasecmp(opt, "ERROR")) {
 		if (spec_parse_fpr(val, &spec->fpr) < 0) {
 			reply_error(c->out, "ERR bad ERROR '%.*s': must be a number in (0, 1)", 40, val);
@@ -45,18 +74,70 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 		}
 	} else {
 		reply_error(c->out,
-			    "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
+			    "ERR unknown option '%.*s' (BUCKETSIZE b, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
 			    40, opt);
 		return SHMF_E_INVAL;
 	}
 	return 0;
 }
 
-/* CF.RESERVE's options from argv[3]: the window's and cf_option()'s. 0, or
- * SHMF_E_INVAL after replying. */
-static int cf_options(struct verb_call *c, struct filter_spec *spec)
+/*
+ * RedisBloom's checks of CF.RESERVE's numbers, in its order: MAXITERATIONS
+ * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), then the
+ * capacity (at least twice the bucket size: the one asked for, else
+ * [defaults]' cuckoo_bucket_size, RedisBloom's default 2); then shmd's
+ * own, the bucket sizes that are one word. @p capacity is the capacity
+ * argument, an integer already. 0, or SHMF_E_INVAL after replying.
+ */
+static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, long long capacity, struct filter_spec *spec)
+{
+	long long v;
+	if (nums->maxiterations != NULL) {
+		if (rb_integer(nums->maxiterations, &v) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_MAXITER);
+			return SHMF_E_INVAL;
+		}
+		if (v < 1 || v > RB_CF_MAXITER_MAX) {
+			reply_rb_error(c->out, RB_CF_MAXITER_RANGE);
+			return SHMF_E_INVAL;
+		}
+		spec->max_kicks = (uint32_t)v;
+	}
+	long long bucket = cmd_defaults(c)->cuckoo_bucket_size;
+	if (nums->bucketsize != NULL) {
+		if (rb_integer(nums->bucketsize, &bucket) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_BUCKETSIZE);
+			return SHMF_E_INVAL;
+		}
+		if (bucket < 1 || bucket > RB_CF_BUCKETSIZE_MAX) {
+			reply_rb_error(c->out, RB_CF_BUCKETSIZE_RANGE);
+			return SHMF_E_INVAL;
+		}
+	}
+	if (capacity < 2 * bucket) {
+		reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
+		return SHMF_E_INVAL;
+	}
+	spec->capacity = (uint64_t)capacity;
+	if (nums->bucketsize == NULL)
+		return 0; /* shmd's default, 4 */
+	if (!shmf_cuckoo_layout_ok((uint32_t)bucket, 8)) {
+		reply_error(c->out,
+			    "ERR BUCKETSIZE %lld is not supported: buckets here hold " SPEC_BUCKET_SIZES
+			    " fingerprints",
+			    bucket);
+		return SHMF_E_INVAL;
+	}
+	spec->bucket_size = (uint32_t)bucket;
+	return 0;
+}
+
+/* CF.RESERVE's options from argv[3]: the window's and cf_option()'s, then
+ * cf_checks(). 0, or SHMF_E_INVAL after replying. */
+static int cf_options(struct verb_call *c, long long capacity, struct filter_spec *spec)
 {
 	const struct request *req = c->req;
+	struct cf_numbers nums = { 0 };
 	for (int i = 3; i < req->argc; i++) {
 		int w = cmd_window_option(c, &i, spec);
 		if (w < 0)
@@ -75,30 +156,35 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
-				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, REPLICATE)",
+				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE b, MAXITERATIONS n, ERROR rate, MODE octal, REPLICATE)",
 				    40, opt);
 			return SHMF_E_INVAL;
 		}
-		if (cf_option(c, opt, req->argv[++i], spec) < 0)
+		if (cf_option(c, opt, req->argv[++i], spec, &nums) < 0)
 			return SHMF_E_INVAL;
 	}
+	if (cf_checks(c, &nums, capacity, spec) < 0)
+		return SHMF_E_INVAL;
 	return cmd_window_complete(c, spec);
 }
 
-/* CF.RESERVE key capacity [BUCKETSIZE 4] [MAXITERATIONS n] [ERROR rate]
- * [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE] */
+/* CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [ERROR rate]
+ * [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE]: without BUCKETSIZE
+ * and MAXITERATIONS, shmd's defaults (4 and 500; RedisBloom's are 2 and
+ * 20, which filters created on the fly get from [defaults]). */
 void cmd_cf_reserve(struct verb_call *c)
 {
 	struct filter_spec spec;
+	long long capacity;
 	if (cmd_name_ok(c) < 0)
 		return;
 	spec_defaults(&spec, c->req->argv[1]);
 	spec.type = SHMF_TYPE_CUCKOO;
-	if (spec_parse_capacity(c->req->argv[2], &spec.capacity) < 0) {
-		reply_error(c->out, "ERR bad capacity '%.*s': must be a positive integer", 40, c->req->argv[2]);
+	if (rb_integer(c->req->argv[2], &capacity) < 0) {
+		reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 		return;
 	}
-	if (cf_options(c, &spec) == 0 && cmd_create(c, &spec) >= 0)
+	if (cf_options(c, capacity, &spec) == 0 && cmd_create(c, &spec) >= 0)
 		reply_status(c->out, "OK");
 }
 
@@ -190,14 +276,18 @@ static void insert(struct verb_call *c, int nx)
 		} else if (!strcasecmp(req->argv[i], "ITEMS")) {
 			items = i + 1;
 		} else if (!strcasecmp(req->argv[i], "CAPACITY") && i + 1 < req->argc) {
-			if (spec_parse_capacity(req->argv[++i], &spec.capacity) < 0) {
+			/* As RedisBloom: an integer, at least twice the bucket size
+			 * of the filter it would create ([defaults]). */
+			long long cap;
+			if (rb_integer(req->argv[++i], &cap) < 0) {
 				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 				return;
 			}
-			if (spec.capacity < 2 * (uint64_t)cmd_defaults(c)->cuckoo_bucket_size) {
+			if (cap < 2 * (long long)cmd_defaults(c)->cuckoo_bucket_size) {
 				reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 				return;
 			}
+			spec.capacity = (uint64_t)cap;
 		} else {
 			reply_rb_error(c->out, RB_UNKNOWN_ARGUMENT);
 			return;
@@ -228,8 +318,7 @@ static long long cuckoo_expansion(struct verb_call *c)
 }
 
 /* CF.INFO key: RedisBloom's eight fields in its order (names as simple
- * strings, values integers; a map in RESP3), then shmd's own. Buckets
- * here hold 4 fingerprints. */
+ * strings, values integers; a map in RESP3), then shmd's own. */
 void cmd_cf_info(struct verb_call *c)
 {
 	shmf_info_t info;
@@ -255,7 +344,7 @@ void cmd_cf_info(struct verb_call *c)
 		{ "Number of filters", 1 },
 		{ "Number of items inserted", (long long)info.items },
 		{ "Number of items deleted", (long long)info.deletes },
-		{ "Bucket size", 4 },
+		{ "Bucket size", info.bucket_size },
 		{ "Expansion rate", cuckoo_expansion(c) },
 		{ "Max iterations", info.max_kicks },
 	};

@@ -231,13 +231,15 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	return rc;
 }
 
-/* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)" */
-static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint64_t nblocks,
-			   uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens)
+/* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)",
+ * "cuckoo 1000 keys (16-bit fingerprints, 296 buckets of 4)" */
+static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint32_t bucket_size,
+			   uint64_t nblocks, uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens)
 {
 	int at = snprintf(buf, len, "%s %" PRIu64 " keys (", spec_type_name((int)type), capacity);
 	if (type == SHMF_TYPE_CUCKOO)
-		at += snprintf(buf + at, len - (size_t)at, "%u-bit fingerprints, %" PRIu64 " buckets", k, nbuckets);
+		at += snprintf(buf + at, len - (size_t)at, "%u-bit fingerprints, %" PRIu64 " buckets of %u", k,
+			       nbuckets, bucket_size);
 	else
 		at += snprintf(buf + at, len - (size_t)at, "k %u, %" PRIu64 " blocks", k, nblocks);
 	if (window_gens)
@@ -252,14 +254,17 @@ int registry_swap_shape(struct registry *r, const char *name, const struct shmf_
 	if (slot < 0)
 		return 0; /* the swap says "not found" */
 	const struct shmf_slot *s = &r->ctl.slots[slot];
+	struct shmf_geometry g;
+	snapshot_geometry(h, &g); /* the file's bucket size: 4 before version 3 */
 	if (s->type == h->type && s->capacity == h->capacity && s->k == h->k && s->nblocks == h->nblocks &&
-	    s->nbuckets == h->nbuckets && s->window_secs == h->window_secs && s->window_gens == h->window_gens)
+	    s->nbuckets == h->nbuckets && s->bucket_size == g.bucket_size && s->window_secs == h->window_secs &&
+	    s->window_gens == h->window_gens)
 		return 0;
 	char from[160], to[160];
-	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->nblocks, s->nbuckets, s->window_secs,
-		       s->window_gens);
-	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, h->nblocks, h->nbuckets, h->window_secs,
-		       h->window_gens);
+	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->bucket_size, s->nblocks, s->nbuckets,
+		       s->window_secs, s->window_gens);
+	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, g.bucket_size, h->nblocks, h->nbuckets,
+		       h->window_secs, h->window_gens);
 	return errmsg(err, errlen, SHMF_E_INVAL,
 		      "swap would change %s from %s to %s; add --reshape (SHMF.SWAP %s FILE RESHAPE) if that is meant",
 		      s->name, from, to, s->name);

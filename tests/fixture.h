@@ -76,6 +76,10 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
 		   uint32_t gens);
 
+/** Create a cuckoo filter of buckets of @p bucket_size fingerprints (0: the default, 4); fails the test on error.
+ * Returns the slot. */
+int fixture_cuckoo(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size);
+
 /** Rotate windowed filter @p name (a new newest generation); fails the test with the registry's message. */
 void fixture_rotate(struct fixture *fx, const char *name);
 

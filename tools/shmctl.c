@@ -166,7 +166,7 @@ static int verb_list(int argc, char **argv, int json)
 /* ---- create ------------------------------------------------------------ */
 
 struct create_args {
-	const char *name, *capacity, *fpr, *mode, *type, *kicks, *window, *gens;
+	const char *name, *capacity, *fpr, *mode, *type, *kicks, *bucket, *window, *gens;
 	int replicate, quiet;
 };
 
@@ -182,6 +182,7 @@ static const char **create_slot(struct create_args *a, const char *opt)
 		{ "--mode", offsetof(struct create_args, mode) },
 		{ "--type", offsetof(struct create_args, type) },
 		{ "--max-kicks", offsetof(struct create_args, kicks) },
+		{ "--bucket-size", offsetof(struct create_args, bucket) },
 		{ "--window", offsetof(struct create_args, window) },
 		{ "--generations", offsetof(struct create_args, gens) },
 	};
@@ -223,6 +224,8 @@ static void create_parse(int argc, char **argv, struct create_args *a)
 		cli_usage_error("create", "unknown --type '%s' (bloom or cuckoo)", a->type);
 	if (a->kicks != NULL && strcmp(a->type, "cuckoo") != 0)
 		cli_usage_error("create", "--max-kicks applies to --type cuckoo only");
+	if (a->bucket != NULL && strcmp(a->type, "cuckoo") != 0)
+		cli_usage_error("create", "--bucket-size applies to --type cuckoo only");
 }
 
 /* The BF.RESERVE or CF.RESERVE request of @p a into @p req. @return its length. */
@@ -240,9 +243,11 @@ static int create_request(const struct create_args *a, const char **req)
 		req[n++] = a->fpr;
 		req[n++] = a->capacity;
 	}
-	const char *opts[][2] = {
-		{ "MAXITERATIONS", a->kicks }, { "MODE", a->mode }, { "WINDOW", a->window }, { "GENERATIONS", a->gens }
-	};
+	const char *opts[][2] = { { "MAXITERATIONS", a->kicks },
+				  { "BUCKETSIZE", a->bucket },
+				  { "MODE", a->mode },
+				  { "WINDOW", a->window },
+				  { "GENERATIONS", a->gens } };
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (opts[i][1] != NULL) {
 			req[n++] = opts[i][0];
