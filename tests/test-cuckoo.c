@@ -314,21 +314,19 @@ static void stall_reads(void)
 }
 
 /*
- * 4 writers add and delete keys of their own, keeping the table above 90%
- * load so relocations run all the time, while 2 readers check a set of
- * keys that is never deleted: a reader that finds one absent fails.
+ * 4 writers add and delete keys of their own (@p churn each, @p rounds
+ * rounds of deleting half and adding it back), keeping the table near its
+ * load so relocations run all the time, while 2 readers check @p stable
+ * keys that are never deleted: a reader that finds one absent fails.
+ * @return the relocations made meanwhile.
  */
-static void test_no_false_negatives_under_churn(void **state)
+static uint64_t churn_and_check(struct table *t, uint64_t stable, uint64_t churn, int rounds)
 {
-	(void)state;
-	struct table t;
-	table_open(&t, 200000, 0.01);
-	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 4; /* per writer: ~94% in all */
 	for (uint64_t i = 0; i < stable; i++) {
-		struct shmf_cuckoo_key k = key(&t, 8, i);
-		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+		struct shmf_cuckoo_key k = key(t, 8, i);
+		assert_int_equal(shmf_cuckoo_add(&t->g, &k), 0);
 	}
-	uint64_t moves_before = atomic_load(&t.g.meta->moves);
+	uint64_t moves_before = atomic_load(&t->g.meta->moves);
 	struct shared {
 		_Atomic int writers_done;
 		_Atomic uint64_t sweeps;
@@ -343,19 +341,19 @@ static void test_no_false_negatives_under_churn(void **state)
 			/* Writer: fill its share, then rounds of delete-half/re-add. */
 			unsigned family = 100 + (unsigned)p;
 			for (uint64_t i = 0; i < churn; i++) {
-				struct shmf_cuckoo_key k = key(&t, family, i);
-				if (shmf_cuckoo_add(&t.g, &k) != 0)
+				struct shmf_cuckoo_key k = key(t, family, i);
+				if (shmf_cuckoo_add(&t->g, &k) != 0)
 					_exit(2);
 			}
-			for (int round = 0; round < 300; round++) {
+			for (int round = 0; round < rounds; round++) {
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
-					struct shmf_cuckoo_key k = key(&t, family, i);
-					if (shmf_cuckoo_del(&t.g, &k) != 1)
+					struct shmf_cuckoo_key k = key(t, family, i);
+					if (shmf_cuckoo_del(&t->g, &k) != 1)
 						_exit(3);
 				}
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
-					struct shmf_cuckoo_key k = key(&t, family, i);
-					if (shmf_cuckoo_add(&t.g, &k) != 0)
+					struct shmf_cuckoo_key k = key(t, family, i);
+					if (shmf_cuckoo_add(&t->g, &k) != 0)
 						_exit(4);
 				}
 			}
@@ -369,8 +367,8 @@ static void test_no_false_negatives_under_churn(void **state)
 			shmf_cuckoo_read_tries = 0;
 		while (!atomic_load(&sh->writers_done)) {
 			for (uint64_t i = 0; i < stable; i++) {
-				struct shmf_cuckoo_key k = key(&t, 8, i);
-				if (shmf_cuckoo_count(&t.g, &k) < 1)
+				struct shmf_cuckoo_key k = key(t, 8, i);
+				if (shmf_cuckoo_count(&t->g, &k) < 1)
 					_exit(5);
 			}
 			atomic_fetch_add(&sh->sweeps, 1);
@@ -386,17 +384,137 @@ static void test_no_false_negatives_under_churn(void **state)
 			fail_msg("%s %d: status %d (2-4: a writer's add or delete failed, 5: a reader saw a false negative)",
 				 p < 4 ? "writer" : "reader", p, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
-	uint64_t moves = atomic_load(&t.g.meta->moves) - moves_before;
-	printf("%llu relocations while the readers made %llu sweeps of %llu keys\n", (unsigned long long)moves,
-	       (unsigned long long)atomic_load(&sh->sweeps), (unsigned long long)stable);
-	assert_true(moves > 1000);
+	uint64_t moves = atomic_load(&t->g.meta->moves) - moves_before;
+	printf("buckets of %u, %u-bit fingerprints: %llu relocations while the readers made %llu sweeps of %llu keys\n",
+	       t->g.slots, t->g.fp_bits, (unsigned long long)moves, (unsigned long long)atomic_load(&sh->sweeps),
+	       (unsigned long long)stable);
 	assert_true(atomic_load(&sh->sweeps) >= 2);
 	munmap(sh, sizeof(*sh));
 	for (uint64_t i = 0; i < stable; i++) {
-		struct shmf_cuckoo_key k = key(&t, 8, i);
-		assert_true(shmf_cuckoo_count(&t.g, &k) >= 1);
+		struct shmf_cuckoo_key k = key(t, 8, i);
+		assert_true(shmf_cuckoo_count(&t->g, &k) >= 1);
 	}
+	return moves;
+}
+
+static void test_no_false_negatives_under_churn(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 200000, 0.01);
+	/* Half the slots stable, 44% churning: about 94% of the slots. */
+	assert_true(churn_and_check(&t, slots(&t) / 2, slots(&t) * 44 / 100 / 4, 300) > 1000);
 	table_close(&t);
+}
+
+/* Each layout there is: a bucket size with a fingerprint width sizing
+ * gives it, and an error rate that asks for that width. */
+static const struct layout {
+	uint32_t slots, bits;
+	double fpr;
+} layouts[] = {
+	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 }, { 4, 8, 0.05 }, { 4, 16, 0.01 }, { 8, 8, 0.1 },
+};
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
+
+/*
+ * For each layout, a table sized for 200,000 keys: filled to its capacity
+ * (every add stored, no relocation path missing), every key found, and the
+ * false-positive rate over 1,000,000 keys never added at most the declared
+ * rate (and within 0.5-1.5x of the bound where that expects enough false
+ * positives to tell); then deletes and counts: each even key deleted once,
+ * every odd one still there, copies of one key counted up to the two
+ * buckets' slots, capped adds.
+ */
+static void test_layouts(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 200000, probes = 1000000;
+	for (size_t l = 0; l < NLAYOUTS; l++) {
+		const struct layout *ly = &layouts[l];
+		struct table t;
+		table_open_b(&t, capacity, ly->fpr, ly->slots);
+		assert_int_equal(t.g.slots, ly->slots);
+		assert_int_equal(t.g.fp_bits, ly->bits);
+		for (uint64_t i = 0; i < capacity; i++) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			int r = shmf_cuckoo_add(&t.g, &k);
+			if (r != 0)
+				fail_msg("buckets of %u, %u-bit: add %llu of %llu: %s", ly->slots, ly->bits,
+					 (unsigned long long)i, (unsigned long long)capacity, shmf_strerror(r));
+		}
+		for (uint64_t i = 0; i < capacity; i++) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			if (shmf_cuckoo_count(&t.g, &k) < 1)
+				fail_msg("buckets of %u, %u-bit: key %llu lost", ly->slots, ly->bits,
+					 (unsigned long long)i);
+		}
+		uint64_t fp = 0;
+		for (uint64_t i = 0; i < probes; i++) {
+			struct shmf_cuckoo_key k = key(&t, 21, i);
+			fp += shmf_cuckoo_count(&t.g, &k) > 0;
+		}
+		double measured = (double)fp / (double)probes;
+		double bound = shmf_cuckoo_fpr(capacity, t.g.nbuckets, t.g.fp_bits, t.g.slots);
+		printf("buckets of %u, %u-bit fingerprints, %llu buckets (load %.3f), %llu moves: FPR %g (%llu of "
+		       "%llu), bound %g, declared %g\n",
+		       ly->slots, ly->bits, (unsigned long long)t.g.nbuckets, (double)capacity / (double)slots(&t),
+		       (unsigned long long)t.g.meta->moves, measured, (unsigned long long)fp,
+		       (unsigned long long)probes, bound, ly->fpr);
+		assert_true(measured <= ly->fpr);
+		if (bound * (double)probes >= 1000) {
+			assert_true(measured <= 1.5 * bound);
+			assert_true(measured >= 0.5 * bound);
+		}
+
+		/* Deletes: each even key once; the odd ones stay. */
+		uint64_t still = 0;
+		for (uint64_t i = 0; i < capacity; i += 2) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			assert_int_equal(shmf_cuckoo_del(&t.g, &k), 1);
+			still += shmf_cuckoo_count(&t.g, &k) > 0;
+		}
+		assert_true((double)still <= 3.0 * bound * (double)capacity + 10);
+		for (uint64_t i = 1; i < capacity; i += 2) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			if (shmf_cuckoo_count(&t.g, &k) < 1)
+				fail_msg("buckets of %u: odd key %llu lost by deleting the even ones", ly->slots,
+					 (unsigned long long)i);
+		}
+		/* Copies: as many as the key's two buckets hold (3 at most here),
+		 * counted; a delete takes one; capped adds stop at the cap. */
+		struct shmf_cuckoo_key d = key(&t, 22, 1);
+		int copies = 2 * (int)ly->slots < 3 ? 2 * (int)ly->slots : 3;
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), 0);
+		for (int c = 1; c <= copies; c++) {
+			assert_int_equal(shmf_cuckoo_add(&t.g, &d), 0);
+			assert_int_equal(shmf_cuckoo_count(&t.g, &d), c);
+		}
+		assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), copies - 1);
+		assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, (unsigned)copies), copies - 1);
+		assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, (unsigned)copies), copies);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), copies);
+		for (int c = 0; c < copies; c++)
+			assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+		assert_int_equal(shmf_cuckoo_del(&t.g, &d), 0);
+		table_close(&t);
+	}
+}
+
+/* For each layout, the churn above near its planned load: a table of
+ * 40,000 keys, half stable, 45% churning (95% of the capacity). */
+static void test_layouts_churn(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 40000;
+	for (size_t l = 0; l < NLAYOUTS; l++) {
+		struct table t;
+		table_open_b(&t, capacity, layouts[l].fpr, layouts[l].slots);
+		assert_int_equal(t.g.fp_bits, layouts[l].bits);
+		assert_true(churn_and_check(&t, capacity / 2, capacity * 45 / 100 / 4, 100) > 100);
+		table_close(&t);
+	}
 }
 
 static void die_mid_move(void)
@@ -766,8 +884,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lock_holder_killed),
 		cmocka_unit_test(test_lock_holder_stopped),
 		cmocka_unit_test(test_copy_while_moving),
+		cmocka_unit_test(test_layouts),
+		cmocka_unit_test(test_layouts_churn),
 	};
-	const char *const names[] = { "sizing", "small",  "load_fpr", "full", "delete",
-				      "churn",  "killed", "stopped",  "copy" };
+	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",       "churn",
+				      "killed", "stopped", "copy",     "layouts", "layouts_churn" };
 	return fixture_run(argc, argv, all, names);
 }
