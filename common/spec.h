@@ -42,9 +42,11 @@ int spec_parse_type(const char *text, int *out);
 int spec_parse_kicks(const char *text, uint32_t *out);
 
 /* The cuckoo bucket sizes there are, and why only those, for messages. */
-#define SPEC_BUCKET_SIZES                                                                                    \
-	"1, 2, 4 or 8 (a bucket is one word that a lookup reads in one atomic load and a move compare-and-swaps: " \
-	"8 fingerprints fit it only at 8 bits, 4 at 16 bits)"
+#define SPEC_BUCKET_SIZES_LIST "1, 2, 4 or 8"
+#define SPEC_BUCKET_SIZES_WHY                                                                                 \
+	"(a bucket is one word that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints " \
+	"fit it only at 8 bits, 4 at 16 bits)"
+#define SPEC_BUCKET_SIZES SPEC_BUCKET_SIZES_LIST " " SPEC_BUCKET_SIZES_WHY
 
 /** A cuckoo bucket size: decimal, 1, 2, 4 or 8 (SPEC_BUCKET_SIZES). */
 int spec_parse_bucket_size(const char *text, uint32_t *out);

@@ -123,8 +123,8 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, long lo
 		return 0; /* shmd's default, 4 */
 	if (!shmf_cuckoo_layout_ok((uint32_t)bucket, 8)) {
 		reply_error(c->out,
-			    "ERR BUCKETSIZE %lld is not supported: buckets here hold " SPEC_BUCKET_SIZES
-			    " fingerprints",
+			    "ERR BUCKETSIZE %lld is not supported: a bucket holds " SPEC_BUCKET_SIZES_LIST
+			    " fingerprints here " SPEC_BUCKET_SIZES_WHY,
 			    bucket);
 		return SHMF_E_INVAL;
 	}

@@ -311,9 +311,9 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "two" }, "-ERR Couldn't parse BUCKETSIZE\r\n" },
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "3" },
-		  "-ERR BUCKETSIZE 3 is not supported: buckets here hold 1, 2, 4 or 8 (a bucket is one word that a lookup "
-		  "reads in one atomic load and a move compare-and-swaps: 8 fingerprints fit it only at 8 bits, 4 at 16 "
-		  "bits) fingerprints\r\n" },
+		  "-ERR BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here (a bucket is one word "
+		  "that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints fit it only at 8 "
+		  "bits, 4 at 16 bits)\r\n" },
 		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "16" }, "-ERR BUCKETSIZE 16 is not supported: " },
 		{ 5, { "CF.RESERVE", "x", "1000", "BUCKETSIZE", "255" }, "-ERR BUCKETSIZE 255 is not supported: " },
 		/* 8 fingerprints of 16 bits, which the default 1% (or less) needs,

@@ -80,7 +80,7 @@ expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity
 expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach" -- create other --type cuckoo --capacity 10 --fpr 0.00001
 expect 2 '' "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive." -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
 expect 2 '' "bucket-size applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --bucket-size 2
-expect 2 '' "BUCKETSIZE 3 is not supported: buckets here hold 1, 2, 4 or 8" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
+expect 2 '' "BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
 expect 2 '' "a bucket of 8 fingerprints holds only 8-bit ones" -- create other --type cuckoo --capacity 100 --fpr 0.01 --bucket-size 8
 expect 0 '^default$' '' -- list
 expect 0 '^clicks$' '' -- list
