@@ -82,6 +82,17 @@ int daemon_log_tail(const char *log, int lines)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+char *daemon_read_file(const char *path)
+{
+	static char buf[65536];
+	FILE *fp = fopen(path, "r");
+	size_t n = fp != NULL ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+	buf[n] = '\0';
+	if (fp != NULL)
+		fclose(fp);
+	return buf;
+}
+
 pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
 {
 	pid_t parent = getpid(), pid = fork();

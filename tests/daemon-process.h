@@ -38,6 +38,13 @@ int daemon_log_count(const char *log, const char *text);
 int daemon_log_tail(const char *log, int lines);
 
 /**
+ * The text of file @p path (a daemon's log, the output of a command the
+ * test ran), its first 64 KiB at most, in a static buffer that the next
+ * call overwrites. @return the buffer: "" when the file cannot be read.
+ */
+char *daemon_read_file(const char *path);
+
+/**
  * Fork and exec "@p shmd -f", with "-c @p conf" when @p conf is not NULL.
  * @p log: a file its stderr is appended to (created 0600), or NULL to keep
  * the test's. Does not wait. @return the pid; fails the test when fork

@@ -123,17 +123,6 @@ static void slow_fs_remove(void)
 
 /* ---- the daemon ------------------------------------------------------------- */
 
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 /* shmd with filters big (Bloom, @p big_capacity keys), other, and w (a
  * 1-second window of 3), and @p extra lines in [instance]. */
 static void start(uint64_t big_capacity, const char *extra)
@@ -355,7 +344,7 @@ static void test_slow(void **state)
 	thaw();
 	resp_read_line(a, line, sizeof(line), 30000);
 	if (strncmp(line, "+OK", 3) != 0)
-		fail_msg("snapshot after thawing: '%s'; log: %s", line, slurp(logpath));
+		fail_msg("snapshot after thawing: '%s'; log: %s", line, daemon_read_file(logpath));
 	resp_read_line(c, line, sizeof(line), 5000);
 	assert_string_equal(line, ":1\r\n"); /* new: added after the copy */
 	close(a);
@@ -419,7 +408,7 @@ static void test_targets(void **state)
 	snprintf(pidfile, sizeof(pidfile), "%s/" INSTANCE ".pid", root);
 	refused(ASK("SHMF.SNAPSHOT", "other", pidfile, "FORCE"), "is the name of an instance's pidfile");
 	refused(ASK("SHMF.SNAPSHOT", "other", notsnap), "is not a snapshot");
-	assert_string_equal(slurp(notsnap), "precious notes\n");
+	assert_string_equal(daemon_read_file(notsnap), "precious notes\n");
 	ok(ASK("SHMF.SNAPSHOT", "other", notsnap, "FORCE"));
 	ok(ASK("SHMF.RESTORE", "copy", notsnap));
 	/* Over an older snapshot: no FORCE needed. */
