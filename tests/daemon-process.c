@@ -93,14 +93,20 @@ char *daemon_read_file(const char *path)
 	return buf;
 }
 
-pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
+pid_t fork_child(void)
 {
 	pid_t parent = getpid(), pid = fork();
 	assert_true(pid >= 0);
+	if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+		_exit(126);
+	return pid;
+}
+
+pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
+{
+	pid_t pid = fork_child();
 	if (pid > 0)
 		return pid;
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(126);
 	if (log != NULL) {
 		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)

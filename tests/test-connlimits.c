@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -121,15 +120,6 @@ static void become(uid_t uid)
 		return;
 	if (setgroups(1, &group_gid) < 0 || setgid(group_gid) < 0 || setuid(uid) < 0)
 		_exit(121);
-}
-
-static pid_t fork_child(void)
-{
-	pid_t parent = getpid(), pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
-		_exit(126);
-	return pid;
 }
 
 /* ---- Clients ------------------------------------------------------------- */
