@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "hash.h"
+#include "rundir.h"
 #include "snapshot.h"
 
 void fixture_setup(struct fixture *fx)
@@ -57,6 +58,15 @@ int fixture_down(void **state)
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
+}
+
+void fixture_data_path(struct fixture *fx, const char *name, char *buf, size_t size)
+{
+	char fname[128];
+	int slot = registry_find(&fx->reg, name);
+	assert_true(slot >= 0);
+	shmf_data_filename(name, atomic_load(&fx->reg.ctl.slots[slot].generation), fname, sizeof(fname));
+	fixture_path(fx, fname, buf, size);
 }
 
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)

@@ -60,6 +60,13 @@ int fixture_down(void **state);
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);
 
+/**
+ * Path of the data file of filter @p name's newest generation, as the
+ * fixture's registry has it; fails the test when the registry has no
+ * filter @p name.
+ */
+void fixture_data_path(struct fixture *fx, const char *name, char *buf, size_t size);
+
 /* ---- Filters in it ----------------------------------------------------- */
 
 /** Create a Bloom filter; aborts on failure. Returns the slot. */

@@ -215,11 +215,8 @@ struct peek {
 
 static void peek_open(const char *name, struct peek *p)
 {
-	char fname[128], path[600];
-	int slot = registry_find(&fx.reg, name);
-	assert_true(slot >= 0);
-	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
-	fixture_path(&fx, fname, path, sizeof(path));
+	char path[600];
+	fixture_data_path(&fx, name, path, sizeof(path));
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(p->fd >= 0);
 	struct stat st;
