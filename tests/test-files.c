@@ -477,6 +477,20 @@ static int snapshot_frozen(const char *target)
 	return fd;
 }
 
+/* kill -9 shmd in the middle of that snapshot, then thaw: the temporary
+ * file stays behind. */
+static void kill_mid_snapshot(const char *target)
+{
+	int fd = snapshot_frozen(target);
+	kill(daemon_pid, SIGKILL);
+	thaw();
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	close(fd);
+	redisFree(rc);
+	rc = NULL;
+}
+
 static void test_killed(void **state)
 {
 	(void)state;
@@ -490,14 +504,7 @@ static void test_killed(void **state)
 
 	/* kill -9 mid-write; the restart, which knows the directory
 	 * (snapshot_paths), removes what it left. */
-	int fd = snapshot_frozen(target);
-	kill(daemon_pid, SIGKILL);
-	thaw();
-	waitpid(daemon_pid, NULL, 0);
-	daemon_pid = 0;
-	close(fd);
-	redisFree(rc);
-	rc = NULL;
+	kill_mid_snapshot(target);
 	int left = temporaries(mnt);
 	printf("# kill -9 mid-snapshot: %d temporary file(s) left\n", left);
 	assert_int_equal(left, 1);
@@ -508,14 +515,7 @@ static void test_killed(void **state)
 
 	/* Killed again; a daemon that does not know the directory: the next
 	 * snapshot into it removes the file. */
-	fd = snapshot_frozen(target);
-	kill(daemon_pid, SIGKILL);
-	thaw();
-	waitpid(daemon_pid, NULL, 0);
-	daemon_pid = 0;
-	close(fd);
-	redisFree(rc);
-	rc = NULL;
+	kill_mid_snapshot(target);
 	assert_int_equal(temporaries(mnt), 1);
 	start(1000, "");
 	char small[256];
@@ -546,7 +546,7 @@ static void test_killed(void **state)
 	/* SIGTERM mid-write: shmd cancels the snapshot at its next chunk once
 	 * the disk lets the write return, removes the temporary file, exits 0. */
 	start(150000000, extra);
-	fd = snapshot_frozen(target);
+	int fd = snapshot_frozen(target);
 	kill(daemon_pid, SIGTERM);
 	usleep(300000);
 	thaw();
