@@ -111,6 +111,19 @@ shmf_t *fixture_open(const char *name, int flags)
 	return f;
 }
 
+void fixture_client_data_path(const char *instance, const char *name, char *buf, size_t size)
+{
+	shmf_t *f;
+	assert_int_equal(shmf_open(instance, name, SHMF_RDONLY, &f), 0);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	shmf_close(f);
+	char dir[256], fname[128];
+	assert_int_equal(shmf_instance_path(instance, "", dir, sizeof(dir)), 0);
+	shmf_data_filename(name, info.generation, fname, sizeof(fname));
+	snprintf(buf, size, "%s/%s", dir, fname);
+}
+
 size_t fixture_key(char *buf, unsigned family, uint64_t i)
 {
 	/* 16 bytes: family tag, then the number in hex. */

@@ -89,6 +89,14 @@ void fixture_rotate(struct fixture *fx, const char *name);
 /** Open filter @p name of the fixture's instance; fails the test on error. */
 shmf_t *fixture_open(const char *name, int flags);
 
+/**
+ * Path of the data file of filter @p name's current generation in
+ * instance @p instance, as a client finds it (shmf_open, shmf_info): for
+ * the tests whose filters a running shmd made. Fails the test when the
+ * filter cannot be opened.
+ */
+void fixture_client_data_path(const char *instance, const char *name, char *buf, size_t size);
+
 /* ---- Keys and random numbers ------------------------------------------- */
 
 /** Write key number i of a key family into buf (16 bytes, as the bench uses). */

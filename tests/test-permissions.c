@@ -150,19 +150,6 @@ static int teardown(void **state)
 	return rc;
 }
 
-/* The path of filter @p name's current data file. */
-static void data_path(const char *name, char *buf, size_t len)
-{
-	shmf_t *f;
-	assert_int_equal(shmf_open(INSTANCE, name, SHMF_RDONLY, &f), 0);
-	shmf_info_t info;
-	assert_int_equal(shmf_info(f, &info), 0);
-	shmf_close(f);
-	char fname[128];
-	shmf_data_filename(name, info.generation, fname, sizeof(fname));
-	snprintf(buf, len, "%s/%s", idir, fname);
-}
-
 static void assert_file(const char *path, mode_t type, unsigned mode, uid_t uid, gid_t gid)
 {
 	struct stat st;
@@ -188,7 +175,7 @@ static void test_modes(void **state)
 		unsigned mode;
 	} want[] = { { "ro", 0640 }, { "rw", 0660 }, { "cu", 0660 }, { "priv", 0600 } };
 	for (size_t i = 0; i < 4; i++) {
-		data_path(want[i].name, path, sizeof(path));
+		fixture_client_data_path(INSTANCE, want[i].name, path, sizeof(path));
 		assert_file(path, S_IFREG, want[i].mode, 0, group_gid);
 	}
 	/* A filter created on the socket: the default mode, the group. */
@@ -196,7 +183,7 @@ static void test_modes(void **state)
 	const char *argv[] = { "BF.RESERVE", "made", "0.01", "1000" };
 	call(4, argv, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("made", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "made", path, sizeof(path));
 	assert_file(path, S_IFREG, 0640, 0, group_gid);
 	/* A rotation or a swap keeps the mode: the next generation of rw. */
 	char file[128];
@@ -208,7 +195,7 @@ static void test_modes(void **state)
 	const char *s2[] = { "SHMF.SWAP", "rw", file };
 	call(3, s2, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("rw", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "rw", path, sizeof(path));
 	assert_file(path, S_IFREG, 0660, 0, group_gid);
 }
 
@@ -444,7 +431,7 @@ static void test_planted(void **state)
 {
 	(void)state;
 	char path[256], saved[300], cmd[1024];
-	data_path("ro", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "ro", path, sizeof(path));
 	plant(path, NULL, "data file");
 	snprintf(path, sizeof(path), "%s/control", idir);
 	plant(path, "/etc/passwd", "control file");
@@ -458,7 +445,7 @@ static void test_planted(void **state)
 	assert_int_equal(fchown(fd, outsider_uid, outsider_uid), 0);
 	close(fd);
 	/* ... and refuses one planted under a live filter's name. */
-	data_path("rw", saved, sizeof(saved));
+	fixture_client_data_path(INSTANCE, "rw", saved, sizeof(saved));
 	snprintf(cmd, sizeof(cmd), "chown %s '%s'", outsider_name, saved);
 	assert_int_equal(run(cmd), 0);
 	start_shmd();
@@ -466,7 +453,7 @@ static void test_planted(void **state)
 	snprintf(cmd, sizeof(cmd), "grep -q 'filter .rw.*untrusted owner.*slot cleared, files left' %s", logpath);
 	assert_int_equal(run(cmd), 0);
 	char now[256];
-	data_path("rw", now, sizeof(now)); /* a new generation, owned by root */
+	fixture_client_data_path(INSTANCE, "rw", now, sizeof(now)); /* a new generation, owned by root */
 	assert_string_not_equal(now, saved);
 	assert_file(now, S_IFREG, 0660, 0, group_gid);
 	/* The refused file is left for an operator, as the log says (it used

@@ -211,18 +211,6 @@ static int instance_files(uint64_t *bytes)
 	return n;
 }
 
-static void data_path(const char *name, char *buf, size_t len)
-{
-	shmf_t *f;
-	assert_int_equal(shmf_open(INSTANCE, name, SHMF_RDONLY, &f), 0);
-	shmf_info_t info;
-	assert_int_equal(shmf_info(f, &info), 0);
-	shmf_close(f);
-	char fname[128];
-	shmf_data_filename(name, info.generation, fname, sizeof(fname));
-	snprintf(buf, len, "%s/%s", idir, fname);
-}
-
 /* The data files of every live generation of filter @p name (the
  * instance directory holds no others: shmd removes what no slot names). */
 static int data_files(const char *name, char paths[][256], int max)
@@ -566,7 +554,7 @@ static void test_chmod(void **state)
 	const char *rot[] = { "SHMF.ROTATE", "win" };
 	request(rot, 2, NULL, 0, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("win", gen0, sizeof(gen0));
+	fixture_client_data_path(INSTANCE, "win", gen0, sizeof(gen0));
 	assert_int_equal(mode_of(gen0, NULL), 0660);
 	/* Bad modes change nothing. */
 	const char *bad[] = { "SHMF.CHMOD", "win", "0666" };
@@ -660,7 +648,7 @@ static void test_restart_group(void **state)
 	char ctl[200], data[256];
 	gid_t g;
 	snprintf(ctl, sizeof(ctl), "%s/control", idir);
-	data_path("ro", data, sizeof(data));
+	fixture_client_data_path(INSTANCE, "ro", data, sizeof(data));
 	stop_shmd();
 	/* Wrong modes too, as an operator's chmod might leave them. */
 	assert_int_equal(chmod(idir, 0700), 0);
