@@ -60,6 +60,13 @@ int fixture_down(void **state);
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);
 
+/**
+ * Path of the data file of filter @p name's newest generation, as the
+ * fixture's registry has it; fails the test when the registry has no
+ * filter @p name.
+ */
+void fixture_data_path(struct fixture *fx, const char *name, char *buf, size_t size);
+
 /* ---- Filters in it ----------------------------------------------------- */
 
 /** Create a Bloom filter; aborts on failure. Returns the slot. */
@@ -81,6 +88,14 @@ void fixture_rotate(struct fixture *fx, const char *name);
 
 /** Open filter @p name of the fixture's instance; fails the test on error. */
 shmf_t *fixture_open(const char *name, int flags);
+
+/**
+ * Path of the data file of filter @p name's current generation in
+ * instance @p instance, as a client finds it (shmf_open, shmf_info): for
+ * the tests whose filters a running shmd made. Fails the test when the
+ * filter cannot be opened.
+ */
+void fixture_client_data_path(const char *instance, const char *name, char *buf, size_t size);
 
 /* ---- Keys and random numbers ------------------------------------------- */
 
