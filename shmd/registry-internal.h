@@ -20,12 +20,21 @@
 int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
 			 uint64_t gen, uint64_t seed, int fill_later, char *err, size_t errlen);
 
-/* The live generations of a filter, newest first. */
+/* The live generations of a filter, newest first (a growing filter's
+ * layers, the newest first: its standby, when standby is set). */
 struct live_ring {
 	unsigned n;
 	uint64_t gen[SHMF_WINDOW_MAX];
 	uint64_t created[SHMF_WINDOW_MAX];
+	int standby;  /* gen[0] is a growing filter's standby layer (SHMF_SLOT_STANDBY) */
+	int promoted; /* gen[0], a standby made current: the generation word is gen[0] + 1 */
 };
+
+/* Layer @p i of the growing filter @p spec describes (its first layer's
+ * capacity and rate, its expansion): @p out the spec of that layer's data
+ * file (capacity and rate its own), @p g its shape. For a filter that does
+ * not grow, layer 0 is the filter. @return 0 or shmf_geometry_layer()'s error. */
+int registry_layer_spec(const struct filter_spec *spec, unsigned i, struct filter_spec *out, struct shmf_geometry *g);
 
 /* Point @p slot at the generations of @p ring (ring->gen[0] the newest,
  * the one adds go to): one store that every client sees on its next call.
