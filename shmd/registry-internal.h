@@ -60,12 +60,15 @@ void registry_unlink_ring(struct registry *r, const char *name, const struct liv
  * copy of each cuckoo generation (registry_ring_copy). */
 struct ring_maps {
 	unsigned n;
+	unsigned first; /* live[first] is dm[0]: 1 when a growing filter's standby, empty and not
+			   opened, is left out (a copy has nothing to take from it) */
 	struct shmf_data_map dm[SHMF_WINDOW_MAX];
 	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: a consistent image; NULL until made */
 };
 
 /* Map every live generation of the filter @p copy describes (a checked
- * slot copy) into @p m. Nothing is locked: writers go on. @return 0, or
+ * slot copy) into @p m (a growing filter's layers; its standby only once
+ * an adder opened it). Nothing is locked: writers go on. @return 0, or
  * an error with nothing held. */
 int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
 
@@ -100,11 +103,12 @@ struct registry_load {
 	char name[SHMF_NAME_MAX + 1]; /* the filter it replaces or creates */
 	struct shmf_snap_header hdr;  /* the snapshot's, checked */
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
-	struct filter_spec spec;    /* from the header, the mode from the live filter */
-	struct shmf_geometry g;     /* the stored shape */
-	struct live_ring ring;      /* the generations it will publish, newest first */
-	unsigned made;              /* data files made so far: ring.gen[0..made) */
-	int fd[SHMF_SNAP_SECTIONS]; /* each made file, read-write */
+	struct filter_spec spec;                     /* from the header, the mode from the live filter */
+	struct shmf_geometry g;                      /* the stored shape (a growing filter's first layer's) */
+	struct shmf_geometry gs[SHMF_SNAP_SECTIONS]; /* each section's (a growing filter's layers differ) */
+	struct live_ring ring;                       /* the generations it will publish, newest first */
+	unsigned made;                               /* data files made so far: ring.gen[0..made) */
+	int fd[SHMF_SNAP_SECTIONS];                  /* each made file, read-write */
 };
 
 /**
