@@ -405,6 +405,14 @@ static inline int bloom_has(const struct shmf_bloom_geom *g, uint64_t h)
 	return shmf_bloom_block_check_key(block, h, g->k);
 }
 
+/* Ask for the block of the key of hash @p h in @p g: the layers of a
+ * growing filter are looked at one after the other, their cache misses
+ * need not be. */
+static inline void bloom_prefetch(const struct shmf_bloom_geom *g, uint64_t h)
+{
+	__builtin_prefetch(g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS);
+}
+
 /* ---- Layers of a growing filter ------------------------------------------ */
 
 /* Has an adder opened standby part @p p? acquire: pairs with the release
@@ -482,6 +490,8 @@ static __attribute__((noinline)) int in_older_hash(const struct view *v, uint64_
 {
 	unsigned end = checked_parts(v);
 	if (v->type == SHMF_TYPE_BLOOM) {
+		for (unsigned i = 1; i < end; i++)
+			bloom_prefetch(&v->p[i].bloom, h);
 		for (unsigned i = 1; i < end; i++)
 			if (bloom_has(&v->p[i].bloom, h))
 				return 1;
@@ -576,6 +586,8 @@ static __attribute__((noinline)) int bloom_add_grows(struct view *v, uint64_t h,
 		return bloom_has(&cur->bloom, h) ? 0 : SHMF_E_NONSCALING;
 	struct part *t = add_target(v, st);
 	unsigned end = checked_parts(v);
+	for (unsigned i = 0; i < end; i++)
+		bloom_prefetch(&v->p[i].bloom, h);
 	for (unsigned i = 0; i < end; i++)
 		if (&v->p[i] != t && bloom_has(&v->p[i].bloom, h))
 			return 0;
@@ -900,14 +912,53 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 	return present;
 }
 
-/* Time windows: the keys the newest generation lacks, asked of the older
- * ones. */
+/* Bloom: the keys p[0] lacks, asked of the other parts layer by layer,
+ * 64 keys at a time with their blocks prefetched first (a layer's misses
+ * in flight together, as the batch code's are). */
+static size_t bloom_many_older(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, unsigned end)
+{
+	enum { CHUNK = 64 };
+	uint64_t h[CHUNK];
+	size_t at[CHUNK], found = 0;
+	const uint64_t seed = v->p[0].bloom.seed;
+	for (size_t base = 0; base < n; base += CHUNK) {
+		size_t m = 0;
+		for (size_t j = base; j < n && j < base + CHUNK; j++)
+			if (!out[j]) {
+				at[m] = j;
+				h[m++] = shmf_hash(keys[j].ptr, keys[j].len, seed);
+			}
+		for (unsigned i = 1; i < end && m > 0; i++) {
+			const struct shmf_bloom_geom *g = &v->p[i].bloom;
+			for (size_t q = 0; q < m; q++)
+				bloom_prefetch(g, h[q]);
+			size_t keep = 0;
+			for (size_t q = 0; q < m; q++) {
+				if (bloom_has(g, h[q])) {
+					out[at[q]] = 1;
+					found++;
+				} else {
+					at[keep] = at[q];
+					h[keep++] = h[q];
+				}
+			}
+			m = keep;
+		}
+	}
+	return found;
+}
+
+/* Time windows and layers: the keys the newest generation (the current
+ * layer) lacks, asked of the other ones. */
 static size_t check_many_older(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
 {
 	size_t found = 0;
 	/* Only a standby nobody opened: nothing to look at (one load for the batch). */
-	if (checked_parts(v) <= 1)
+	unsigned end = checked_parts(v);
+	if (end <= 1)
 		return 0;
+	if (v->type == SHMF_TYPE_BLOOM)
+		return bloom_many_older(v, keys, n, out, end);
 	for (size_t i = 0; i < n; i++) {
 		if (out[i])
 			continue;

@@ -706,7 +706,14 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 								  : shmf_bloom_fpr(l->items, l->nblocks, l->k));
 	}
 	out->fpr_total = 1.0 - none;
-	if (out->expansion != 0) {
+	if (out->expansion == 0) {
+		/* A filter that does not grow: one filter (a window's
+		 * generations are not RedisBloom's sub-filters), as before. */
+		out->nlayers = 1;
+		out->capacity_total = out->info.capacity;
+		out->deletes_total = out->info.deletes;
+		out->fpr_total = out->info.fpr_estimate;
+	} else {
 		/* What it was created with; what its layers hold and take. */
 		out->info.capacity = r->ctl.slots[slot].capacity;
 		memcpy(&out->info.fpr_target, &r->ctl.slots[slot].fpr_bits, sizeof(double));

@@ -34,7 +34,7 @@
 #include "shmf.h"
 
 #define WORKERS     4
-#define WORKER_KEYS 70000 /* each; with the socket's, past the 7 layers of 254,000 keys */
+#define WORKER_KEYS 140000 /* each; with the socket's, past the 7 layers of 508,000 keys */
 #define RESP_KEYS   20000
 
 static const char *shmd_path;
@@ -94,9 +94,9 @@ static long long call_int(redisContext *c, const char *fmt, const char *a, const
 }
 
 /* Worker @p who: its keys through libshmf, a millisecond's pause after
- * every 5 at first, after every 75 at the end: the four of them add
- * about 20 keys a millisecond while the first layer (2,000 keys) fills,
- * 300 while the seventh (128,000) does. shmd makes each next layer at
+ * every 5 at first, after every 145 at the end: the four of them add
+ * about 20 keys a millisecond while the first layer (4,000 keys) fills,
+ * 500 while the seventh (256,000) does. shmd makes each next layer at
  * half its current one, on a tick every 10 ms: a load that fills a layer
  * from half to full faster than that overfills it (by design: an add
  * never waits), and its rate would rise past the declared one. */
@@ -212,7 +212,7 @@ static void test_growth(void **state)
 				      si->element[i + 1]->str);
 	freeReplyObject(si);
 	assert_true(layers >= 8);
-	assert_int_equal(capacity, 2000LL * ((1LL << layers) - 1));
+	assert_int_equal(capacity, 4000LL * ((1LL << layers) - 1));
 	uint64_t n = assert_all_keys("gf", upto, resp);
 	assert_int_equal(n, WORKERS * WORKER_KEYS + RESP_KEYS);
 	/* And through the socket. */
@@ -244,8 +244,8 @@ static void test_growth(void **state)
 	 * = 0.99% for 7 full layers; a layer stops at its capacity give or
 	 * take a step per adding handle, hence the 0.01%). The measured rate
 	 * of one filter varies around that by more than a million draws do
-	 * (0.01%): its first layers are small (2,000 keys in 40 blocks), so
-	 * their rates vary from filter to filter by a tenth; within 10%. */
+	 * (0.01%): its first layers are small (4,000 keys in 80 blocks), so
+	 * their rates vary from filter to filter; within 10%. */
 	r = call(c, REDIS_REPLY_ARRAY, "BF.INFO gf");
 	double estimate = -1;
 	for (size_t i = 0; i + 1 < r->elements; i += 2)
@@ -423,7 +423,7 @@ int main(int argc, char **argv)
 	mkdir(snaps, 0700);
 	if (daemon_write_conf(conf,
 			      "[instance]\nname = gr\nsnapshot_dir = %s\n"
-			      "[filter gf]\ntype = bloom\ncapacity = 2000\nfpr = 0.01\nexpansion = 2\nmode = 0660\n"
+			      "[filter gf]\ntype = bloom\ncapacity = 4000\nfpr = 0.01\nexpansion = 2\nmode = 0660\n"
 			      "snapshot_every = 1s\nsnapshot_keep = 2\n",
 			      snaps) < 0)
 		return 1;

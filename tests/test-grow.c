@@ -75,18 +75,22 @@ static void add_ticking(int slot, shmf_t *f, unsigned family, uint64_t from, uin
 static void test_bloom_layers(void **state)
 {
 	(void)state;
-	int slot = fixture_growing(&fx, "g", SHMF_TYPE_BLOOM, 1000, 0.01, 2, 0);
+	/* First layer B keys; N keys in all: 7 full layers and the eighth a
+	 * quarter full (the first layers of a few thousand keys, so that
+	 * their rates vary little from one filter to the next). */
+	enum { B = 4000, N = 4000 * 127 + 4000 * 32 };
+	int slot = fixture_growing(&fx, "g", SHMF_TYPE_BLOOM, B, 0.01, 2, 0);
 	shmf_t *w = fixture_open("g", SHMF_RDWR), *r = fixture_open("g", SHMF_RDONLY);
 	shmf_info_t info;
 	assert_true(slot_of(slot)->flags & SHMF_SLOT_LAYERED);
 	assert_int_equal(slot_of(slot)->expansion, 2);
 
 	/* Below half: no standby. */
-	assert_int_equal(add_range(w, 1, 0, 499), 499);
+	assert_int_equal(add_range(w, 1, 0, B / 2 - 1), B / 2 - 1);
 	grow_filter(&fx.reg, slot);
 	assert_int_equal(slot_of(slot)->nlive, 1);
 	/* Half: the next layer, made ahead, not yet current. */
-	add_range(w, 1, 499, 500);
+	add_range(w, 1, B / 2 - 1, B / 2);
 	grow_filter(&fx.reg, slot);
 	assert_int_equal(slot_of(slot)->nlive, 2);
 	assert_true(slot_of(slot)->flags & SHMF_SLOT_STANDBY);
@@ -94,25 +98,27 @@ static void test_bloom_layers(void **state)
 	assert_int_equal(info.live_generations, 1); /* the standby is no layer yet */
 	struct shmf_layer_status st[SHMF_LAYERS_MAX];
 	assert_int_equal(shmf_layers(r, st, SHMF_LAYERS_MAX), 2);
-	assert_true(st[1].standby && st[1].layer == 1 && st[1].capacity == 2000 && st[1].state == 0);
+	assert_true(st[1].standby && st[1].layer == 1 && st[1].capacity == 2 * B && st[1].state == 0);
 
-	/* Full (1000 new keys; some answered 0, false positives): the adder
+	/* Full (B new keys; some answered 0, false positives): the adder
 	 * moves to the standby at once (no tick between). */
-	uint64_t n1 = 500;
+	uint64_t n1 = B / 2;
 	for (; shmf_layers(r, st, SHMF_LAYERS_MAX) == 2 && !(st[0].state & SHMF_LAYER_FULL); n1++)
 		add_range(w, 1, n1, n1 + 1);
-	assert_int_equal(st[0].items, 1000);
-	assert_int_equal(add_range(w, 2, 0, 100), 100);
+	assert_int_equal(st[0].items, B);
+	/* New, but for the false positives of the full layer (0.5%). */
+	uint64_t fresh2 = add_range(w, 2, 0, 100);
+	assert_true(fresh2 >= 95);
 	assert_int_equal(shmf_layers(r, st, SHMF_LAYERS_MAX), 2);
 	assert_true(st[1].state & SHMF_LAYER_OPENED);
-	assert_int_equal(st[1].items, 100);
+	assert_int_equal(st[1].items, fresh2);
 	/* Both handles see every key, before the tick made it current. */
 	assert_int_equal(found(r, 1, 0, n1), n1);
 	assert_int_equal(found(r, 2, 0, 100), 100);
 	/* "New" looks at every layer, and a key held is not added again. */
 	assert_int_equal(add_range(w, 1, 0, n1), 0);
 	assert_int_equal(shmf_layers(r, st, SHMF_LAYERS_MAX), 2);
-	assert_int_equal(st[1].items, 100);
+	assert_int_equal(st[1].items, fresh2);
 
 	/* The tick makes it current: the same ring, one generation number on. */
 	uint64_t word = atomic_load(&slot_of(slot)->generation);
@@ -122,32 +128,32 @@ static void test_bloom_layers(void **state)
 	assert_int_equal(slot_of(slot)->live[0] + 1, word + 1);
 	assert_int_equal(shmf_info(r, &info), 0);
 	assert_int_equal(info.live_generations, 2);
-	assert_int_equal(info.capacity, 2000); /* the current layer's */
-	assert_int_equal(info.items_live, 1100);
+	assert_int_equal(info.capacity, 2 * B); /* the current layer's */
+	assert_int_equal(info.items_live, B + fresh2);
 	assert_int_equal(found(r, 1, 0, n1) + found(r, 2, 0, 100), n1 + 100);
 
 	/* On to 8 layers, a tick every 100 keys; each layer as the function makes it. */
-	add_ticking(slot, w, 2, 100, 250000, 100);
+	add_ticking(slot, w, 2, 100, N, B / 10);
 	int n = shmf_layers(r, st, SHMF_LAYERS_MAX);
 	assert_true(n >= 8);
 	double fpr = 0.01;
 	for (int i = 0; i < n; i++) {
 		struct shmf_layer want;
-		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 1000, fpr, 0, 2, st[i].layer, &want), 0);
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, B, fpr, 0, 2, st[i].layer, &want), 0);
 		assert_int_equal(st[i].capacity, want.capacity);
 		assert_int_equal(st[i].k, want.g.k);
 		assert_int_equal(st[i].nblocks, want.g.nblocks);
 		assert_true(fabs(st[i].fpr - 0.01 * pow(0.5, st[i].layer + 1)) < 1e-15);
-		assert_int_equal(st[i].capacity, 1000ull << st[i].layer);
+		assert_int_equal(st[i].capacity, (uint64_t)B << st[i].layer);
 	}
 	assert_int_equal(st[0].layer, 7);
-	assert_int_equal(found(r, 1, 0, n1) + found(r, 2, 0, 250000), n1 + 250000);
+	assert_int_equal(found(r, 1, 0, n1) + found(r, 2, 0, N), n1 + N);
 	/* Absent keys: the rate of the whole filter within the declared one
 	 * (the layers' rates sum to less than it: 0.99% for 7 full layers),
 	 * give or take what one filter's small first layers vary by (10%). */
 	uint64_t fp = found(r, 9, 0, 1000000);
 	print_message("8 layers, %llu keys: %llu false positives in 1,000,000 absent keys (%.4f%%, declared 1%%)\n",
-		      (unsigned long long)(n1 + 250000), (unsigned long long)fp, (double)fp / 1e4);
+		      (unsigned long long)(n1 + N), (unsigned long long)fp, (double)fp / 1e4);
 	assert_true(fp <= 11000);
 	shmf_close(w);
 	shmf_close(r);
