@@ -27,6 +27,8 @@
 
 #include "fixture.h"
 #include "grow.h"
+#include "hash.h"
+#include "journal.h"
 #include "layers.h"
 
 static struct fixture fx;
@@ -363,6 +365,45 @@ static void test_capped_across_layers(void **state)
 	shmf_close(w);
 }
 
+/* What REPLICATE with EXPANSION rests on: entries another node's adds
+ * journalled, applied here by hash (as the fleet's follower applies
+ * them), go where a local add would, the current layer, and grow the
+ * filter; checks see every one. Cuckoo deletes take the newest copy. */
+static void test_applied_by_hash(void **state)
+{
+	(void)state;
+	char key[32];
+	int slot = fixture_growing(&fx, "rb", SHMF_TYPE_BLOOM, 500, 0.01, 2, 0);
+	uint64_t seed;
+	assert_int_equal(registry_seed(&fx.reg, slot, &seed), 0);
+	shmf_t *f = fixture_open("rb", SHMF_RDWR);
+	for (uint64_t i = 0; i < 5000; i++) {
+		struct shmf_jentry e = { .hash = shmf_hash(key, fixture_key(key, 1, i), seed), .op = SHMF_JOP_ADD };
+		assert_true(shmf_journal_apply(f, &e) >= 0);
+		if (i % 50 == 0)
+			grow_filter(&fx.reg, slot);
+	}
+	assert_true(slot_of(slot)->nlive >= 4);
+	assert_int_equal(found(f, 1, 0, 5000), 5000);
+	shmf_close(f);
+
+	slot = fixture_growing(&fx, "rc", SHMF_TYPE_CUCKOO, 500, 0.01, 1, 0);
+	assert_int_equal(registry_seed(&fx.reg, slot, &seed), 0);
+	f = fixture_open("rc", SHMF_RDWR);
+	for (uint64_t i = 0; i < 3000; i++) {
+		struct shmf_jentry e = { .hash = shmf_hash(key, fixture_key(key, 1, i), seed), .op = SHMF_JOP_ADD };
+		assert_int_equal(shmf_journal_apply(f, &e), 1);
+		if (i % 50 == 0)
+			grow_filter(&fx.reg, slot);
+	}
+	assert_true(slot_of(slot)->nlive >= 5);
+	assert_int_equal(found(f, 1, 0, 3000), 3000);
+	struct shmf_jentry del = { .hash = shmf_hash(key, fixture_key(key, 1, 7), seed), .op = SHMF_JOP_DEL };
+	assert_int_equal(shmf_journal_apply(f, &del), 1);
+	assert_int_equal(shmf_count(f, key, fixture_key(key, 1, 7)), 0);
+	shmf_close(f);
+}
+
 /* What a growing filter cannot be: refused, nothing made. */
 static void test_bad_specs(void **state)
 {
@@ -409,9 +450,9 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_bloom_layers, fx),  fixture_unit_test(test_nonscaling, fx),
 		fixture_unit_test(test_cuckoo_layers, fx), fixture_unit_test(test_layer_limit, fx),
 		fixture_unit_test(test_one_layer, fx),     fixture_unit_test(test_capped_across_layers, fx),
-		fixture_unit_test(test_bad_specs, fx),
+		fixture_unit_test(test_bad_specs, fx),     fixture_unit_test(test_applied_by_hash, fx),
 	};
 	const char *const names[] = { "bloom_layers", "nonscaling", "cuckoo_layers", "layer_limit",
-				      "one_layer",    "capped",     "bad_specs" };
+				      "one_layer",    "capped",     "bad_specs",     "applied" };
 	return fixture_run(argc, argv, all, names);
 }
