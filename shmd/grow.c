@@ -11,10 +11,11 @@
  *     allocated, then published on the loop as the standby (the ring gains
  *     it in front, SHMF_SLOT_STANDBY), if the filter is still the one it
  *     was made for. A layer of more than GROW_INLINE_KEYS keys is made on
- *     the file worker (its pages take long to allocate: about 0.1 ms a
- *     MiB); a smaller one, at most a few MiB, at once on the loop, so that
- *     adds through the socket, which arrive faster than the tick, find it
- *     (docs/benchmarks.md has the times);
+ *     the file worker (its pages take long to allocate: about 0.2 ms a
+ *     MiB); a smaller one, at most a few MiB (under a millisecond, and its
+ *     sizing's 2 ms the first time), at once on the loop, so that adds
+ *     through the socket, which arrive faster than the tick, find it
+ *     (docs/benchmarks.md, "Growing filters", has the times);
  *   - once an adder opened the standby, publish the same ring without the
  *     flag under the reserved number, so that every handle maps the layers
  *     with the standby as its current one;
