@@ -48,12 +48,16 @@ uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed)
 {
 	/* Fixed-width little-endian fields, so that hosts of any byte order
 	 * and any struct padding agree. */
-	const uint64_t f[] = { s->type,     s->k,           s->capacity,    s->fpr_bits, s->nblocks,
-			       s->nbuckets, s->window_secs, s->window_gens, seed };
+	const uint64_t f[] = { s->type,        s->k,           s->capacity,    s->fpr_bits, s->nblocks,
+			       s->nbuckets,    s->window_secs, s->window_gens, seed,        s->expansion,
+			       s->flags & SHMF_SLOT_NONSCALING };
 	unsigned char buf[sizeof(f)];
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		put_le64(buf + 8 * i, f[i]);
-	return XXH3_64bits(buf, sizeof(buf));
+	/* How a filter grows is part of its shape; a fixed filter's shape is
+	 * the one it had before filters grew (nodes of both agree on it). */
+	size_t n = s->expansion == 0 && !(s->flags & SHMF_SLOT_NONSCALING) ? 9 : 11;
+	return XXH3_64bits(buf, 8 * n);
 }
 
 void fleet_shape_text(uint64_t shape, char out[17])

@@ -25,6 +25,9 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 	h->snapshot_epoch = snapshot_epoch;
 	h->window_secs = spec->window_secs;
 	h->window_gens = spec->window_gens;
+	h->expansion = spec->expansion;
+	h->flags = (h->flags & ~(uint32_t)(SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING)) |
+		   (spec->expansion ? SHMF_SNAP_F_LAYERED : 0) | (spec->nonscaling ? SHMF_SNAP_F_NONSCALING : 0);
 	/* NUL-padded: the header is checksummed whole. */
 	memset(h->name, 0, sizeof(h->name));
 	snprintf(h->name, sizeof(h->name), "%s", spec->name);
@@ -35,4 +38,16 @@ void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g
 	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
 				     .max_kicks = h->max_kicks,
 				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
+}
+
+void snapshot_spec(const struct shmf_snap_header *h, struct filter_spec *spec)
+{
+	spec_defaults(spec, h->name);
+	spec->type = (int)h->type;
+	spec->capacity = h->capacity;
+	memcpy(&spec->fpr, &h->fpr_bits, sizeof(spec->fpr));
+	spec->window_secs = h->window_secs;
+	spec->window_gens = h->window_gens;
+	spec->expansion = (h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion : 0;
+	spec->nonscaling = (h->flags & SHMF_SNAP_F_NONSCALING) != 0;
 }

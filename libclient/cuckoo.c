@@ -50,16 +50,27 @@ double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits)
 	return -expm1(2.0 * SHMF_CUCKOO_SLOTS * load * log1p(-1.0 / values));
 }
 
-int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out)
+int shmf_cuckoo_buckets(uint64_t capacity, int headroom, uint64_t *out)
 {
-	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
+	if (capacity == 0)
 		return SHMF_E_INVAL;
 	double buckets = ceil((double)capacity / (SHMF_CUCKOO_SLOTS * SHMF_CUCKOO_LOAD));
 	if (headroom)
 		buckets += ceil(sqrt((double)capacity));
 	if (buckets * 8 > (double)SHMF_DATA_MAX_BYTES)
 		return SHMF_E_TOOBIG;
-	uint64_t nb = (uint64_t)buckets;
+	*out = (uint64_t)buckets;
+	return 0;
+}
+
+int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out)
+{
+	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
+		return SHMF_E_INVAL;
+	uint64_t nb;
+	int r = shmf_cuckoo_buckets(capacity, headroom, &nb);
+	if (r < 0)
+		return r;
 	uint32_t bits;
 	if (shmf_cuckoo_fpr(capacity, nb, 8) <= fpr)
 		bits = 8;
@@ -316,8 +327,11 @@ static int lock_word(const struct shmf_cuckoo_geom *g, uint64_t timeout_ns)
 		h->list_op_pending = NULL;
 		return r;
 	}
-	/* In front of the list: the library takes no other robust lock while
-	 * it holds this one, so the unlock finds it in front again. */
+	/* In front of the list: the library takes other robust locks while
+	 * it holds this one only as a growing filter's capped add does (the
+	 * oldest layer's, then a newer layer's for a relocation), and lets
+	 * them go in the reverse order, so the unlock finds it in front
+	 * again. */
 	g->lock->saved_list = h->list.next;
 	lw->list_next = (uint64_t)(uintptr_t)h->list.next;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -678,6 +692,11 @@ int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 	r = add_locked(g, k);
 	shmf_cuckoo_unlock(g);
 	return r;
+}
+
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	return add_locked(g, k);
 }
 
 int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap)

@@ -181,6 +181,12 @@ struct shmf_cuckoo_geom {
  */
 int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out);
 
+/** The buckets shmf_cuckoo_size() gives @p capacity keys (with or
+ * without the headroom), whatever the fingerprint: a growing filter's
+ * layers keep their first layer's fingerprint size.
+ * @return 0, SHMF_E_INVAL (capacity 0) or SHMF_E_TOOBIG. */
+int shmf_cuckoo_buckets(uint64_t capacity, int headroom, uint64_t *out);
+
 /** The false-positive bound at load @p items / (4 * nbuckets): the chance
  * that one of the 2 * 4 * load occupied candidate slots holds the probe's
  * fingerprint. */
@@ -346,6 +352,13 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
  *         changed, no key lost), SHMF_E_BUSY or another error from the lock.
  */
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/**
+ * shmf_cuckoo_add() for a caller that holds the writer lock of @p g
+ * already (a growing filter's capped add into its oldest layer).
+ * @return 0, SHMF_E_FULL or SHMF_E_INVAL.
+ */
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
  * Add a copy only if fewer than @p cap are present, atomically against

@@ -2,9 +2,10 @@
  * commands-cuckoo.c - the CF.* verbs, RedisBloom's names, reply shapes,
  * defaults and error texts (the adds create a missing filter from
  * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED, the capped add a cuckoo filter makes atomic
- * (see commands.h). Buckets hold 4 fingerprints and filters never grow: BUCKETSIZE other than 4 and EXPANSION are
- * refused.
+ * (see commands.h). Buckets hold 4 fingerprints: BUCKETSIZE other than 4 is refused. Filters grow as
+ * RedisBloom's do (EXPANSION, rounded up to a power of 2; default [defaults]' cuckoo_expansion, 1; 0 never).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +53,38 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 	return 0;
 }
 
+/* CF.RESERVE's EXPANSION value: 0 to SHMF_EXPANSION_MAX, rounded up to
+ * a power of 2 as RedisBloom keeps it. 0, or SHMF_E_INVAL after replying
+ * with RedisBloom's error (shmd's past its limit). */
+static int cf_expansion(struct verb_call *c, const char *text, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0') {
+		reply_rb_error(c->out, RB_CF_BAD_EXPANSION);
+		return SHMF_E_INVAL;
+	}
+	if (v < 0) {
+		reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
+		return SHMF_E_INVAL;
+	}
+	if (v > SHMF_EXPANSION_MAX) {
+		reply_error(c->out,
+			    "ERR EXPANSION %lld is above shmd's limit of %u (each layer that many times the last)", v,
+			    SHMF_EXPANSION_MAX);
+		return SHMF_E_INVAL;
+	}
+	*out = cmd_cuckoo_expansion((uint32_t)v);
+	return 0;
+}
+
 /* CF.RESERVE's options from argv[3]: the window's and cf_option()'s. 0, or
  * SHMF_E_INVAL after replying. */
 static int cf_options(struct verb_call *c, struct filter_spec *spec)
 {
 	const struct request *req = c->req;
+	const char *expansion = NULL;
 	for (int i = 3; i < req->argc; i++) {
 		int w = cmd_window_option(c, &i, spec);
 		if (w < 0)
@@ -68,10 +96,9 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 			spec->replicate = 1;
 			continue;
 		}
-		if (!strcasecmp(opt, "EXPANSION")) {
-			reply_error(c->out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
-					    "size the filter for its whole lifetime");
-			return SHMF_E_INVAL;
+		if (!strcasecmp(opt, "EXPANSION") && i + 1 < req->argc) {
+			expansion = req->argv[++i];
+			continue;
 		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
@@ -82,7 +109,18 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 		if (cf_option(c, opt, req->argv[++i], spec) < 0)
 			return SHMF_E_INVAL;
 	}
-	return cmd_window_complete(c, spec);
+	if (cmd_window_complete(c, spec) < 0)
+		return SHMF_E_INVAL;
+	/* A windowed filter rotates instead of growing. */
+	spec->expansion = spec->window_secs ? 0 : cmd_cuckoo_expansion(cmd_defaults(c)->cuckoo_expansion);
+	if (expansion != NULL && cf_expansion(c, expansion, &spec->expansion) < 0)
+		return SHMF_E_INVAL;
+	if (expansion != NULL && spec->expansion != 0 && spec->window_secs != 0) {
+		reply_error(c->out, "ERR EXPANSION cannot be combined with WINDOW: a windowed filter does not grow, "
+				    "its generations rotate (EXPANSION 0 is what it does)");
+		return SHMF_E_INVAL;
+	}
+	return 0;
 }
 
 /* CF.RESERVE key capacity [BUCKETSIZE 4] [MAXITERATIONS n] [ERROR rate]
@@ -146,7 +184,7 @@ void cmd_cf_count(struct verb_call *c)
 
 /* The items argv[items..] into cuckoo filter @p h, one at a time: per item
  * 1 added, 0 present (@p nx), -1 full. */
-static void insert_items(struct verb_call *c, shmf_t *h, int items, int nx)
+static void insert_items(struct verb_call *c, int slot, shmf_t *h, int items, int nx)
 {
 	const struct request *req = c->req;
 	int n = req->argc - items;
@@ -157,6 +195,7 @@ static void insert_items(struct verb_call *c, shmf_t *h, int items, int nx)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *key = req->argv[items + i];
+		cmd_grow(c, slot);
 		int rc = nx ? shmf_add_unique(h, key, req->lens[items + i]) : shmf_add(h, key, req->lens[items + i]);
 		if (rc == SHMF_E_FULL) {
 			res[i] = -1;
@@ -206,7 +245,7 @@ static void insert(struct verb_call *c, int nx)
 	int slot = cmd_insert_target(c, &spec, items, nocreate);
 	shmf_t *h = slot < 0 ? NULL : cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
 	if (h != NULL)
-		insert_items(c, h, items, nx);
+		insert_items(c, slot, h, items, nx);
 }
 
 void cmd_cf_insert(struct verb_call *c)
@@ -219,44 +258,37 @@ void cmd_cf_insertnx(struct verb_call *c)
 	insert(c, 1);
 }
 
-/* The filter's expansion rate. Filters do not grow yet: the rate a
- * growing filter would use, [defaults]' cuckoo_expansion (RedisBloom's 1),
- * until the filter's own is kept with it. */
-static long long cuckoo_expansion(struct verb_call *c)
-{
-	return cmd_defaults(c)->cuckoo_expansion;
-}
-
 /* CF.INFO key: RedisBloom's eight fields in its order (names as simple
  * strings, values integers; a map in RESP3), then shmd's own. Buckets
- * here hold 4 fingerprints. */
+ * here hold 4 fingerprints. As RedisBloom's, the size, items and deletes
+ * are summed over the layers, and the buckets are the first layer's. */
 void cmd_cf_info(struct verb_call *c)
 {
-	shmf_info_t info;
+	char err[REGISTRY_ERR_MAX];
+	struct filter_info fi;
 	int slot = cmd_lookup(c);
 	if (slot < 0) {
 		reply_rb_error(c->out, RB_NOT_FOUND);
 		return;
 	}
-	shmf_t *h = cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
-	if (h == NULL)
+	if (cmd_handle(c, slot, SHMF_TYPE_CUCKOO) == NULL)
 		return;
-	int rc = shmf_info(h, &info);
-	if (rc < 0) {
-		cmd_lib_error(c, rc);
+	if (registry_info(c->reg, slot, &fi, err, sizeof(err)) < 0) {
+		reply_error(c->out, "ERR %s", err);
 		return;
 	}
+	const shmf_info_t info = fi.info;
 	const struct {
 		const char *name;
 		long long v;
 	} fields[] = {
 		{ "Size", (long long)info.bytes },
-		{ "Number of buckets", (long long)info.buckets },
-		{ "Number of filters", 1 },
+		{ "Number of buckets", (long long)c->reg->ctl.slots[slot].nbuckets },
+		{ "Number of filters", (long long)fi.nlayers },
 		{ "Number of items inserted", (long long)info.items },
-		{ "Number of items deleted", (long long)info.deletes },
+		{ "Number of items deleted", (long long)(fi.expansion ? fi.deletes_total : info.deletes) },
 		{ "Bucket size", 4 },
-		{ "Expansion rate", cuckoo_expansion(c) },
+		{ "Expansion rate", fi.expansion },
 		{ "Max iterations", info.max_kicks },
 	};
 	reply_map(c->out, 8 + 4);
@@ -270,8 +302,10 @@ void cmd_cf_info(struct verb_call *c)
 	field_int(c->out, "Relocations", (long long)info.relocations);
 }
 
-/* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters.
- * A shmfilter cuckoo filter is one table, with nothing to compact. */
+/* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters,
+ * moving fingerprints into older layers and freeing an emptied newest one.
+ * shmd's layers live in shared memory that workers map and add to without
+ * a lock, so a layer is never taken away: OK, and nothing moves. */
 void cmd_cf_compact(struct verb_call *c)
 {
 	int slot = cmd_lookup(c);
@@ -293,9 +327,11 @@ void cmd_shmf_addcapped(struct verb_call *c)
 		reply_error(c->out, "ERR bad cap '%.*s': an integer from 0 to 1000000", 40, req->argv[3]);
 		return;
 	}
-	shmf_t *h = cmd_filter(c, SHMF_TYPE_CUCKOO);
+	int slot = cmd_slot(c);
+	shmf_t *h = slot < 0 ? NULL : cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
 	if (h == NULL)
 		return;
+	cmd_grow(c, slot);
 	int rc = shmf_add_capped(h, req->argv[2], req->lens[2], (unsigned)cap);
 	if (rc < 0)
 		cmd_lib_error(c, rc);

@@ -16,9 +16,10 @@
  *   mode = 0640                  ; data file mode of a filter created on the fly
  *   flushall = no                ; FLUSHALL / FLUSHDB drop every filter (off: refused)
  *
- * The expansion and bucket size are what a growing filter would use; until
- * filters grow (filter_spec has no such fields yet), they are what BF.INFO
- * and CF.INFO report and nothing else.
+ * The expansions are what the filters created on the fly (and by
+ * BF.RESERVE, BF.INSERT, CF.RESERVE without EXPANSION) grow by; the cuckoo
+ * one is rounded up to a power of 2, as RedisBloom keeps it, and 0 never
+ * grows. The bucket size is what CF.INSERT's capacity check uses.
  */
 #ifndef SHMD_DEFAULTS_H
 #define SHMD_DEFAULTS_H

@@ -24,6 +24,7 @@
 #include "hugepages.h"
 #include "keyspace.h"
 #include "jobs.h"
+#include "grow.h"
 #include "log.h"
 #include "periodic.h"
 #include "perms.h"
@@ -82,6 +83,7 @@ static void on_tick(struct registry *reg, void *arg)
 	if (t->repl != NULL)
 		replication_tick(t->repl, reg);
 	registry_rotate_due(reg, now);
+	grow_tick(reg); /* growing filters' next layers */
 	periodic_tick(&t->periodic, reg, now);
 	scandump_expire(); /* loads by chunks abandoned without a word */
 	struct timespec ts;

@@ -79,6 +79,25 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 	return fixture_window(fx, name, type, capacity, fpr, 0, 0);
 }
 
+int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
+		    int nonscaling)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .type = type,
+				    .capacity = capacity,
+				    .fpr = fpr,
+				    .mode = 0640,
+				    .expansion = expansion,
+				    .nonscaling = nonscaling };
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
+	if (slot < 0) {
+		fprintf(stderr, "registry_create %s: %s\n", name, err);
+		abort();
+	}
+	return slot;
+}
+
 int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
 		   uint32_t gens)
 {

@@ -76,6 +76,15 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr);
 
 /**
+ * Create a growing filter (@p expansion >= 1: each new layer that many
+ * times the last) or, with @p nonscaling, a NONSCALING Bloom filter;
+ * aborts on failure. Returns the slot. shmd's grow tick is the test's to
+ * call (grow_filter()).
+ */
+int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
+		    int nonscaling);
+
+/**
  * Create a time-windowed filter: @p gens generations of @p secs seconds
  * each (fixture_rotate() turns them at once); aborts on failure. Returns
  * the slot.

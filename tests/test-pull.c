@@ -324,7 +324,7 @@ static void test_pull(void **state)
 	/* shmctl inspect shows it (the snapshot dest_cursor() took). */
 	snprintf(args, sizeof(args), "inspect %s/check.snap", dst.root);
 	if (shmctl(&out, args) != 0 || strstr(out, "stream_cursor   1700000000000-17\n") == NULL ||
-	    strstr(out, "format          shmfilter snapshot, version 2") == NULL)
+	    strstr(out, "format          shmfilter snapshot, version 3") == NULL)
 		fail_msg("inspect: %s", out);
 	snprintf(args, sizeof(args), "inspect %s/check.snap --json", dst.root);
 	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\": \"1700000000000-17\"") == NULL)
@@ -382,7 +382,7 @@ static void test_merge(void **state)
 {
 	(void)state;
 	char *out, args[512], path[256], cpath[256];
-	ok(ASK(&src, "BF.RESERVE", "m", "0.01", "100000"));
+	ok(ASK(&src, "BF.RESERVE", "m", "0.01", "100000", "FIXED"));
 	ok(ASK(&src, "CF.RESERVE", "mc", "1000"));
 	add_keys(&src, "m", 0, "x", 0, NKEYS / 4);
 	snprintf(args, sizeof(args), "pull m --from 127.0.0.1:%d --password %s", src.port, PASSWORD);

@@ -749,12 +749,12 @@ static void test_cursor(void **state)
 	 * journal, so the adds above were not journalled anyway). */
 	fx.reg.ctl.slots[slot].flags |= SHMF_SLOT_REPLICATED;
 
-	/* Snapshot -> file (version 2, the cursor and the flag) -> restore. */
+	/* Snapshot -> file (version 2 and later: the cursor and the flag) -> restore. */
 	file_path("rep.snap", path, sizeof(path));
 	assert_int_equal(registry_snapshot(&fx.reg, "rep", path, NULL, err, sizeof(err)), 0);
 	struct snap_file sf;
 	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
-	assert_int_equal(sf.hdr.version, 2);
+	assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
 	assert_int_equal(sf.hdr.cursor_ms, 1700000000123ull);
 	assert_int_equal(sf.hdr.cursor_seq, 42);
 	assert_int_equal(sf.hdr.flags, SHMF_SNAP_F_REPLICATED);

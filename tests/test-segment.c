@@ -239,7 +239,7 @@ static void test_daemon_restart_validates(void **state)
 	registry_close(&r2, 0);
 
 	struct blob pristine = read_file(ctl_path);
-	patch(ctl_path, offsetof(struct shmf_ctl_header, version), 4, 7);
+	patch(ctl_path, offsetof(struct shmf_ctl_header, version), 4, SHMF_FORMAT_VERSION + 1);
 	assert_int_equal(registry_open(&r2, FIXTURE_INSTANCE, 0750, 0640, (gid_t)-1, err, sizeof(err)), SHMF_E_VERSION);
 	assert_non_null(strstr(err, "control"));
 	struct blob after = read_file(ctl_path);

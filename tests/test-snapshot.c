@@ -208,7 +208,7 @@ static void test_damaged(void **state)
 		uint64_t value;
 		const char *what;
 	} fields[] = {
-		{ 8, 4, 3, "version" },           { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
+		{ 8, 4, SHMF_SNAP_VERSION + 1, "version" },           { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
 		{ 16, 4, 2, "type cuckoo" },      { 20, 4, 33, "k" },               { 20, 4, 3, "k other" },
 		{ 24, 8, 1ull << 62, "capacity absurd" }, { 24, 8, 0, "capacity 0" }, { 32, 8, 0, "fpr 0" },
 		{ 40, 8, 1ull << 60, "nblocks absurd" }, { 40, 8, 1, "nblocks small" }, { 48, 8, 5, "nbuckets" },
@@ -216,7 +216,9 @@ static void test_damaged(void **state)
 		{ 60, 4, 2, "nsections 2" },      { 88, 8, 60, "window without gens" }, { 96, 4, 3, "gens without window" },
 		{ 100, 4, 100, "chunk_bytes" },   { 104, 8, 4096, "section_bytes" }, { 112, 8, 1ull << 50, "file_bytes" },
 		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 210, 1, 1, "reserved" },
-		{ 200, 4, 2, "unknown flag" },    { 8, 4, 0, "version 0" },
+		{ 200, 4, 8, "unknown flag" },    { 8, 4, 0, "version 0" },
+		{ 200, 4, 2, "layered without expansion" }, { 204, 4, 2, "expansion without layered" },
+		{ 200, 4, 6, "layered and nonscaling" },
 	};
 	// clang-format on
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
