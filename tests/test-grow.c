@@ -3,8 +3,9 @@
  * made, the grow tick (grow_filter()) called by hand: layers published
  * one by one and checked against the layer function, a standby looked at
  * only once opened, every key found across layers, "new" over every
- * layer, the FPR of a filter grown through 8 layers within its declared
- * rate; NONSCALING refusals; cuckoo layers (counts, deletes, full without
+ * layer, the measured FPR of a filter grown through 8 layers within 10%
+ * of its declared rate (the layers' rates sum to 0.99%; one filter's
+ * small first layers vary from filter to filter); NONSCALING refusals; cuckoo layers (counts, deletes, full without
  * a standby, EXPANSION 0); the layer limit; capped adds exact across a
  * layer switch from 8 processes; the one-layer view is the plain one; bad
  * specs refused.
