@@ -4,12 +4,17 @@
  *
  *   bench-filter [--quick | --demo] [--no-attach]
  *   bench-filter --snapshot-wait [GiB]
+ *   bench-filter --layers [BASE]
  *
  * Default: filters of 1M and 100M keys, then the attach test. --quick uses
  * 10M instead of 100M keys; --demo measures only the 1M-key filter and
  * skips the attach test (a few seconds, for run-demo.sh). --snapshot-wait
  * measures only how long a writer waits while the daemon's code snapshots
- * a cuckoo filter of 1 GiB (or GiB).
+ * a cuckoo filter of 1 GiB (or GiB). --layers measures checks and adds on
+ * a growing filter (1% declared, expansion 2, BASE keys first, 65,536 by
+ * default) grown to 1, 2, 4 and 8 layers, its current layer half full,
+ * beside a filter created with the right capacity for the same keys (one
+ * layer): what a layer costs.
  *
  * Everything runs in one process, side by side, on filters it creates in
  * private runtime directories: under /dev/shm (4 KiB pages) and, when it
@@ -45,7 +50,9 @@
 #include <unistd.h>
 
 #include "bloom.h"
+#include "grow.h"
 #include "journal.h"
+#include "registry-internal.h"
 #include "registry.h"
 #include "segment.h"
 
@@ -933,6 +940,183 @@ static int run_snapshot_wait(const char *root, double gib)
 	return 0;
 }
 
+/* ---- Grown filters (--layers) ------------------------------------------ */
+
+/* A growing Bloom filter @p name of @p capacity keys at 1%, expansion 2,
+ * filled with the @p n keys of @p t->present, shmd's grow tick run every
+ * capacity / 16 keys as the daemon's would (every 10 ms) keep the next
+ * layer ahead of a steady load. @return its slot. */
+static int grown(struct registry *reg, struct target *t, const char *name, uint64_t capacity, uint64_t n)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = {
+		.type = SHMF_TYPE_BLOOM, .capacity = capacity, .fpr = 0.01, .mode = 0640, .expansion = 2
+	};
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	int slot = registry_create(reg, &spec, err, sizeof(err));
+	if (slot < 0 || shmf_open(reg->instance, name, SHMF_RDWR, &t->rw) < 0) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		exit(1);
+	}
+	uint64_t step = capacity / 16 ? capacity / 16 : 1;
+	for (uint64_t i = 0; i < n; i++) {
+		if (shmf_add(t->rw, t->present + i * KEY_LEN, KEY_LEN) < 0)
+			exit(1);
+		if (i % step == 0)
+			grow_filter(reg, slot);
+	}
+	grow_filter(reg, slot);
+	t->label = name;
+	t->npresent = n;
+	return slot;
+}
+
+/* @p n adds of new keys to @p t, one by one (no grow tick between them:
+ * a grown filter's standby is there already); ns per add. */
+static double new_adds(struct target *t, uint64_t salt, uint64_t n)
+{
+	char *keys = make_keys(n, salt);
+	int fresh = 0;
+	double t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		fresh += shmf_add(t->rw, keys + i * KEY_LEN, KEY_LEN);
+	double dt = now_ns() - t0;
+	sink = fresh;
+	free(keys);
+	return dt / (double)n;
+}
+
+static int run_layers(const char *root, uint64_t base)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct registry reg;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	const uint64_t nprobe = 4000000;
+	char *absent = make_keys(nprobe / 2 + 1, 2);
+	printf("growing Bloom filters (1%% declared, expansion 2, first layer %" PRIu64
+	       " keys, the current layer half full) beside one created with the right capacity; 4 KiB pages\n",
+	       base);
+	printf("%-7s %9s %-24s %10s %10s %8s\n", "layers", "keys", "operation (16-byte keys)", "grown", "one layer",
+	       "ratio");
+	const unsigned layers[] = { 1, 2, 4, 8 };
+	for (size_t li = 0; li < sizeof(layers) / sizeof(layers[0]); li++) {
+		unsigned L = layers[li];
+		/* Layers 0..L-2 full, layer L-1 half: base (2^(L-1) - 1 + 2^(L-2)). */
+		uint64_t n = L == 1 ? base / 2 : base * ((UINT64_C(1) << (L - 1)) - 1) + (base << (L - 1)) / 2;
+		struct target g = { .nprobe = nprobe, .absent = absent }, one = { .nprobe = nprobe, .absent = absent };
+		g.present = one.present = make_keys(n, 100 + L);
+		char gname[32], oname[32];
+		snprintf(gname, sizeof(gname), "grown%u", L);
+		snprintf(oname, sizeof(oname), "one%u", L);
+		/* The adds measured below: a 64th of the keys a run, so that the
+		 * grown filter's current layer stays short of full and the other
+		 * one, sized for the keys it ends with, has one layer throughout. */
+		uint64_t nadd = n / 64 ? n / 64 : 1;
+		int gs = grown(&reg, &g, gname, base, n);
+		grown(&reg, &one, oname, n + RUNS * nadd, n);
+		struct shmf_layer_status st[SHMF_LAYERS_MAX];
+		int got = shmf_layers(g.rw, st, SHMF_LAYERS_MAX);
+		int nl = 0;
+		for (int i = 0; i < got; i++)
+			nl += !st[i].standby || (st[i].state & SHMF_LAYER_OPENED);
+		if (nl != (int)L || reg.ctl.slots[gs].nlive < L)
+			fprintf(stderr, "%s: %d layers, want %u\n", gname, nl, L);
+		double v[2][5][RUNS];
+		for (int r = 0; r < RUNS; r++)
+			for (int w = 0; w < 2; w++) {
+				/* Alternating, run by run: the same conditions for both. */
+				struct target *t = w ? &one : &g;
+				v[w][0][r] = bench_check(t);
+				v[w][1][r] = bench_check_many(t, 64);
+				v[w][2][r] = new_adds(t, 1000 + (uint64_t)r * 10 + L, nadd);
+				v[w][3][r] = bench_add_present(t);
+			}
+		const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64", "shmf_add of new keys",
+				      "shmf_add of present keys" };
+		for (int o = 0; o < 4; o++) {
+			double a = median(v[0][o], RUNS), b = median(v[1][o], RUNS);
+			printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", L, n, ops[o], a, b, a / b);
+		}
+		got = shmf_layers(one.rw, st, SHMF_LAYERS_MAX);
+		if (got > 2 || (got == 2 && !st[1].standby))
+			fprintf(stderr, "%s: more than one layer\n", oname);
+		shmf_close(g.rw);
+		shmf_close(one.rw);
+		free(g.present);
+		registry_drop(&reg, gname, NULL, 0);
+		registry_drop(&reg, oname, NULL, 0);
+	}
+	/* What a standby costs a one-layer filter: made at half its capacity,
+	 * it is looked at (one load of its state word) by every check that
+	 * the current layer answers "absent", until an add opens it. Beside
+	 * a fixed filter (expansion 0, no standby ever) of the same keys. */
+	uint64_t n = base * 4;
+	struct target sb = { .nprobe = nprobe, .absent = absent }, fx = { .nprobe = nprobe, .absent = absent };
+	sb.present = fx.present = make_keys(n, 77);
+	int ss = grown(&reg, &sb, "standby", n + n / 8, n);
+	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = n + n / 8, .fpr = 0.005, .mode = 0640 };
+	snprintf(spec.name, sizeof(spec.name), "fixed");
+	if (registry_create(&reg, &spec, err, sizeof(err)) < 0 || shmf_open("bench", "fixed", SHMF_RDWR, &fx.rw) < 0)
+		return 1;
+	fx.npresent = n;
+	fill(&fx);
+	if (!(reg.ctl.slots[ss].flags & SHMF_SLOT_STANDBY))
+		fprintf(stderr, "standby: none made\n");
+	double v[2][2][RUNS];
+	for (int r = 0; r < RUNS; r++)
+		for (int w = 0; w < 2; w++) {
+			struct target *t = w ? &fx : &sb;
+			v[w][0][r] = bench_check(t);
+			v[w][1][r] = bench_check_many(t, 64);
+		}
+	printf("\none layer with its standby made beside a fixed filter (same shape, same keys, never a standby)\n");
+	printf("%-7s %9s %-24s %10s %10s %8s\n", "layers", "keys", "operation (16-byte keys)", "standby", "fixed",
+	       "ratio");
+	const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64" };
+	for (int o = 0; o < 2; o++) {
+		double a = median(v[0][o], RUNS), b = median(v[1][o], RUNS);
+		printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", 1, n, ops[o], a, b, a / b);
+	}
+	shmf_close(sb.rw);
+	shmf_close(fx.rw);
+	free(sb.present);
+	free(absent);
+
+	/* What making a layer costs shmd: its sizing (the first time a shape
+	 * is asked for; cached after) and its data file, allocated whole. */
+	printf("\nmaking a layer (1%% declared, expansion 2): sizing the first time, and the data file\n");
+	printf("%-7s %11s %10s %12s %12s\n", "layer", "keys", "MiB", "sizing", "file");
+	struct filter_spec made = {
+		.name = "made", .type = SHMF_TYPE_BLOOM, .capacity = 4096, .fpr = 0.01, .mode = 0640, .expansion = 2
+	};
+	for (unsigned layer = 4; layer <= 12; layer += 2) {
+		struct filter_spec ls;
+		struct shmf_geometry g;
+		double t0 = now_ns();
+		if (registry_layer_spec(&made, layer, &ls, &g) < 0)
+			return 1;
+		double sized = now_ns() - t0;
+		uint64_t gen = reg.ctl.hdr->last_generation + 1;
+		reg.ctl.hdr->last_generation = gen;
+		t0 = now_ns();
+		if (registry_data_create(&reg, &ls, &g, gen, 1, 0, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s\n", err);
+			return 1;
+		}
+		double file = now_ns() - t0;
+		struct live_ring one = { .n = 1, .gen = { gen } };
+		registry_unlink_ring(&reg, "made", &one);
+		printf("%-7u %11" PRIu64 " %10.1f %9.2f ms %9.2f ms\n", layer, ls.capacity,
+		       (double)g.data_bytes / 1048576.0, sized / 1e6, file / 1e6);
+	}
+	registry_close(&reg, 1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "--snapshot-wait")) {
@@ -945,6 +1129,14 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "--attach-child"))
 		return attach_child(argv[2]);
+	if (argc >= 2 && !strcmp(argv[1], "--layers")) {
+		char root[] = "/dev/shm/shmf-bench-XXXXXX";
+		if (mkdtemp(root) == NULL)
+			return 1;
+		int rc = run_layers(root, argc >= 3 ? strtoull(argv[2], NULL, 10) : 65536);
+		rmdir(root);
+		return rc;
+	}
 	int quick = 0, attach = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -954,7 +1146,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--no-attach"))
 			attach = 0;
 		else {
-			fprintf(stderr, "usage: %s [--quick | --demo] [--no-attach]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--quick | --demo] [--no-attach] | --layers [BASE] | --snapshot-wait [GiB]\n",
+				argv[0]);
 			return 2;
 		}
 	}

@@ -7,16 +7,23 @@
  *
  *   0                      header, 256 bytes (struct shmf_snap_header)
  *   256                    nsections section headers, 64 bytes each
- *   4096                   nsections payloads of section_bytes each: the
- *                          data segment's payload blocks, as mapped
- *   4096 + n*section_bytes chunk table: per section, one XXH3-64 per
+ *   4096                   nsections payloads, back to back: the data
+ *                          segment's payload blocks, as mapped, of
+ *                          section_bytes each (a growing filter's: each
+ *                          its layer's size, see below)
+ *   after the payloads     chunk table: per section, one XXH3-64 per
  *                          chunk_bytes of its payload (the last chunk may
  *                          be short)
  *   file_bytes - 16        trailer: XXH3-64 of the header, the section
  *                          headers and the chunk table; then "SHMFEND\0"
  *
  * A section is one generation of the filter: a plain filter has one, a
- * time-windowed filter one per live generation, newest first.
+ * time-windowed filter one per live generation, newest first. A growing
+ * filter (SHMF_SNAP_F_LAYERED, version 3) one per layer, newest first:
+ * the header's capacity, error rate and shape are its first layer's
+ * (capacity, rate as created), and section i, layer nsections - 1 - i,
+ * has the shape shmf_geometry_layer() gives that layer (its payload
+ * nblocks * 64 bytes of that shape; section_bytes is layer 0's).
  */
 #ifndef SHMF_COMMON_SNAPSHOT_FORMAT_H
 #define SHMF_COMMON_SNAPSHOT_FORMAT_H
@@ -34,10 +41,12 @@
 #define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
 /* Versions: 1 the first; 2 the stream cursor and flags of a replicated
  * filter (bytes 184-203, reserved and zero in version 1, so that a version
- * 1 file reads as cursor 0-0, not replicated); 3 the cuckoo bucket size
- * (bytes 204-207, reserved and zero before, when every cuckoo bucket held
- * 4 fingerprints: an older file reads as bucket size 4). Readers accept
- * all three. */
+ * 1 file reads as cursor 0-0, not replicated); 3 growing and NONSCALING
+ * filters (the flags LAYERED and NONSCALING, the expansion at bytes
+ * 204-207 and each section's layer at section bytes 32-35) and the cuckoo
+ * bucket size (bytes 208-211), reserved and zero before: older files read
+ * as fixed filters of one layer, their cuckoo buckets of 4 fingerprints.
+ * Readers accept all three. */
 #define SHMF_SNAP_VERSION     3u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
@@ -69,21 +78,27 @@ struct shmf_snap_header {
 	uint64_t cursor_ms;      /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
 	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
 	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
-	uint32_t bucket_size;    /* 204: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
-	uint8_t reserved[40];    /* 208: zero */
+	uint32_t expansion;      /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
+	uint32_t bucket_size;    /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
+	uint8_t reserved[36];    /* 212: zero */
 	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
 /* Header flags. */
-#define SHMF_SNAP_F_REPLICATED 0x1u                   /* the filter replicated (its slot's SHMF_SLOT_REPLICATED) */
-#define SHMF_SNAP_F_ALL        SHMF_SNAP_F_REPLICATED /* every flag defined; others make the file malformed */
+#define SHMF_SNAP_F_REPLICATED 0x1u /* the filter replicated (its slot's SHMF_SLOT_REPLICATED) */
+#define SHMF_SNAP_F_LAYERED    0x2u /* v3: a growing filter, its sections its layers (its slot's LAYERED) */
+#define SHMF_SNAP_F_NONSCALING 0x4u /* v3: a NONSCALING Bloom filter (its slot's NONSCALING) */
+/* Every flag defined; others make the file malformed. */
+#define SHMF_SNAP_F_ALL (SHMF_SNAP_F_REPLICATED | SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING)
 
 struct shmf_snap_section {
 	uint64_t generation;     /*  0: generation number in the daemon that wrote it */
 	uint64_t created_epoch;  /*  8: when this generation began (unix seconds) */
 	uint64_t items;          /* 16: item counter (Bloom: adds that were new; cuckoo: copies) */
 	uint64_t deletes;        /* 24: cuckoo: copies deleted; Bloom: 0 */
-	uint64_t reserved[3];    /* 32: zero */
+	uint32_t layer;          /* 32: v3: a growing filter's layer in this section (0 the first); else 0 */
+	uint32_t reserved0;      /* 36: zero */
+	uint64_t reserved[2];    /* 40: zero */
 	uint64_t xxh3;           /* 56: XXH3-64 (seed 0) of bytes 0..55 */
 };
 
@@ -139,7 +154,9 @@ _Static_assert(sizeof(struct shmf_snap_header) == 256, "snapshot header is 256 b
 _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
 _Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");
 _Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
-_Static_assert(offsetof(struct shmf_snap_header, bucket_size) == 204, "bucket size offset");
+_Static_assert(offsetof(struct shmf_snap_header, expansion) == 204, "expansion offset");
+_Static_assert(offsetof(struct shmf_snap_header, bucket_size) == 208, "bucket size offset");
+_Static_assert(offsetof(struct shmf_snap_section, layer) == 32, "section layer offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");
 _Static_assert(256 + SHMF_SNAP_SECTIONS * 64 <= SHMF_SNAP_PAYLOAD_OFF, "section headers fit before the payload");

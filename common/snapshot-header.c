@@ -27,6 +27,9 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 	h->snapshot_epoch = snapshot_epoch;
 	h->window_secs = spec->window_secs;
 	h->window_gens = spec->window_gens;
+	h->expansion = spec->expansion;
+	h->flags = (h->flags & ~(uint32_t)(SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING)) |
+		   (spec->expansion ? SHMF_SNAP_F_LAYERED : 0) | (spec->nonscaling ? SHMF_SNAP_F_NONSCALING : 0);
 	/* NUL-padded: the header is checksummed whole. */
 	memset(h->name, 0, sizeof(h->name));
 	snprintf(h->name, sizeof(h->name), "%s", spec->name);
@@ -42,4 +45,16 @@ void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g
 	 * field was reserved, zero). */
 	if (h->version < 3 && h->type == SHMF_TYPE_CUCKOO)
 		g->bucket_size = SHMF_CUCKOO_SLOTS_DEFAULT;
+}
+
+void snapshot_spec(const struct shmf_snap_header *h, struct filter_spec *spec)
+{
+	spec_defaults(spec, h->name);
+	spec->type = (int)h->type;
+	spec->capacity = h->capacity;
+	memcpy(&spec->fpr, &h->fpr_bits, sizeof(spec->fpr));
+	spec->window_secs = h->window_secs;
+	spec->window_gens = h->window_gens;
+	spec->expansion = (h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion : 0;
+	spec->nonscaling = (h->flags & SHMF_SNAP_F_NONSCALING) != 0;
 }

@@ -130,6 +130,43 @@ uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_
 	return SHMF_SNAP_PAYLOAD_OFF + nsections * section_bytes + nsections * nchunks * 8 + SHMF_SNAP_TRAILER;
 }
 
+int snapshot_layout(const struct shmf_snap_header *h, struct snap_layout *l, struct shmf_geometry *g)
+{
+	double fpr;
+	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
+	memset(l, 0, sizeof(*l));
+	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS || h->chunk_bytes == 0)
+		return SHMF_E_FORMAT;
+	uint64_t at = SHMF_SNAP_PAYLOAD_OFF, chunks = 0;
+	for (unsigned i = 0; i < h->nsections; i++) {
+		struct shmf_geometry gi;
+		snapshot_geometry(h, &gi);
+		if (h->flags & SHMF_SNAP_F_LAYERED) {
+			/* Section i is layer nsections - 1 - i, sized by its place
+			 * (with the first layer's bucket size). */
+			struct shmf_layer lay;
+			int rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, gi.bucket_size,
+						     h->expansion, h->nsections - 1 - i, &lay);
+			if (rc < 0)
+				return rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT;
+			gi = lay.g;
+		}
+		if (g != NULL)
+			g[i] = gi;
+		l->bytes[i] = gi.nblocks * SHMF_BLOCK_BYTES;
+		l->off[i] = at;
+		l->nchunks[i] = (l->bytes[i] + h->chunk_bytes - 1) / h->chunk_bytes;
+		l->chunk0[i] = chunks;
+		/* At most 16 sections of at most 64 TiB: no overflow. */
+		at += l->bytes[i];
+		chunks += l->nchunks[i];
+	}
+	l->table_off = at;
+	l->table_entries = chunks;
+	l->file_bytes = at + chunks * 8 + SHMF_SNAP_TRAILER;
+	return 0;
+}
+
 /* The trailer's checksum: XXH3-64 of the header, the @p n section headers
  * and the chunk table. @return 0, or -ENOMEM (no checksum state). */
 static int meta_checksum(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, unsigned n,
@@ -255,8 +292,8 @@ struct writer {
 	uint64_t off;
 	char base[256];   /* the target's name in dfd */
 	char tmpname[300];
-	uint64_t nchunks; /* per section */
-	uint64_t *table;  /* nsections * nchunks payload checksums */
+	struct snap_layout lay;
+	uint64_t *table;  /* lay.table_entries payload checksums */
 	void *buf;        /* one chunk */
 	const atomic_int *cancel;
 };
@@ -303,11 +340,18 @@ void snapshot_seal(struct snap_source *src)
 	h->nsections = src->nsections;
 	h->chunk_bytes = SHMF_SNAP_CHUNK;
 	h->section_bytes = h->nblocks * SHMF_BLOCK_BYTES;
-	h->file_bytes = snapshot_file_bytes(src->nsections, h->section_bytes, h->chunk_bytes);
+	if (!(h->flags & SHMF_SNAP_F_LAYERED))
+		h->expansion = 0;
+	struct snap_layout l;
+	h->file_bytes = snapshot_layout(h, &l, NULL) == 0
+				? l.file_bytes
+				: snapshot_file_bytes(src->nsections, h->section_bytes, h->chunk_bytes);
 	memset(h->reserved, 0, sizeof(h->reserved));
 	h->header_xxh3 = XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3));
 	for (unsigned i = 0; i < src->nsections; i++) {
 		struct shmf_snap_section *s = &src->sec[i];
+		s->layer = (h->flags & SHMF_SNAP_F_LAYERED) ? src->nsections - 1 - i : 0;
+		s->reserved0 = 0;
 		memset(s->reserved, 0, sizeof(s->reserved));
 		s->xxh3 = XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3));
 	}
@@ -374,8 +418,9 @@ static int writer_open(struct writer *w, const char *path, const struct snap_sou
 {
 	const struct shmf_snap_header *h = &src->hdr;
 	*w = (struct writer){ .dfd = -1, .fd = -1, .cancel = src->cancel };
-	w->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
-	w->table = io_malloc(h->nsections * w->nchunks * 8);
+	if (snapshot_layout(h, &w->lay, NULL) < 0)
+		return errmsg(err, errlen, -EINVAL, "snapshot %s: the filter's layers cannot be sized", path);
+	w->table = io_malloc(w->lay.table_entries * 8);
 	if (w->table == NULL || io_memalign(&w->buf, 4096, h->chunk_bytes) != 0) {
 		writer_free(w);
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
@@ -419,15 +464,16 @@ static void put_payloads(struct writer *w, const struct snap_source *src)
 	const struct shmf_snap_header *h = &src->hdr;
 	for (unsigned i = 0; i < src->nsections && w->err == 0; i++) {
 		const char *p = src->payload[i];
-		for (uint64_t c = 0; c < w->nchunks && w->err == 0; c++) {
+		uint64_t bytes = w->lay.bytes[i];
+		for (uint64_t c = 0; c < w->lay.nchunks[i] && w->err == 0; c++) {
 			uint64_t at = c * h->chunk_bytes;
-			size_t len = (size_t)(h->section_bytes - at < h->chunk_bytes ? h->section_bytes - at : h->chunk_bytes);
+			size_t len = (size_t)(bytes - at < h->chunk_bytes ? bytes - at : h->chunk_bytes);
 			if (w->cancel != NULL && atomic_load(w->cancel))
 				fail_step(w, -ECANCELED, "cancelled (shmd is shutting down)");
 			if (w->err != 0)
 				break;
 			memcpy(w->buf, p + at, len);
-			w->table[i * w->nchunks + c] = XXH3_64bits(w->buf, len);
+			w->table[w->lay.chunk0[i] + c] = XXH3_64bits(w->buf, len);
 			put(w, w->buf, len);
 		}
 	}
@@ -438,7 +484,7 @@ static void put_file(struct writer *w, const struct snap_source *src)
 {
 	const struct shmf_snap_header *h = &src->hdr;
 	unsigned n = src->nsections;
-	uint64_t table_bytes = n * w->nchunks * 8;
+	uint64_t table_bytes = w->lay.table_entries * 8;
 	/* Header and section headers, zeros up to the payload. */
 	put(w, h, sizeof(*h));
 	put(w, src->sec, n * sizeof(src->sec[0]));
@@ -538,19 +584,32 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->version < 2 && (h->cursor_ms | h->cursor_seq | h->flags) != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version 1 header has bytes 184-203 set (reserved there)",
 			      p);
-	/* Before version 3 these bytes were reserved: zero, so bucket size 4. */
-	if (h->version < 3 && h->bucket_size != 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version %u header has bytes 204-207 set (reserved there)",
+	/* Versions 1 and 2 had bytes 204-211 reserved (zero: every cuckoo
+	 * bucket held 4 fingerprints), and no growing filter. */
+	if (h->version < 3 && (h->expansion != 0 || h->bucket_size != 0 || (h->flags & ~SHMF_SNAP_F_REPLICATED)))
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: version %u header has version 3's flags, expansion or bucket size (bytes 200-211) "
+			      "set",
 			      p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
+	if ((h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion == 0 || h->expansion > SHMF_EXPANSION_MAX || h->window_gens != 0 ||
+						       (h->flags & SHMF_SNAP_F_NONSCALING)
+					     : h->expansion != 0 ||
+						       ((h->flags & SHMF_SNAP_F_NONSCALING) &&
+							(h->type != SHMF_TYPE_BLOOM || h->window_gens != 0)))
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: flags 0x%x and expansion %u (bytes 200-207) do not describe a filter (a growing one "
+			      "expands by 1 to %u and has no window; NONSCALING is for a Bloom filter that does not grow)",
+			      p, h->flags, h->expansion, SHMF_EXPANSION_MAX);
 	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: filter type %u at byte 16 is unknown", p, h->type);
 	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: %u sections at byte 60 (1 to %u)", p, h->nsections,
 			      SHMF_SNAP_SECTIONS);
 	if ((h->window_secs == 0) != (h->window_gens == 0) || h->window_gens > SHMF_SNAP_SECTIONS ||
-	    (h->window_gens != 0 && h->nsections > h->window_gens) || (h->window_gens == 0 && h->nsections != 1))
+	    (h->window_gens != 0 && h->nsections > h->window_gens) ||
+	    (h->window_gens == 0 && h->nsections != 1 && !(h->flags & SHMF_SNAP_F_LAYERED)))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
 			      h->window_secs, h->window_gens, h->nsections);
@@ -562,9 +621,20 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (shmf_geometry_check(g.type, g.k, g.bucket_size, g.nblocks, g.nbuckets) < 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: shape (k %u, bucket size %u, %" PRIu64 " blocks, %" PRIu64
-			      " buckets at bytes 20, 204, 40, 48) is inconsistent",
+			      " buckets at bytes 20, 208, 40, 48) is inconsistent",
 			      p, h->k, g.bucket_size, h->nblocks, h->nbuckets);
-	int rc = shmf_geometry_sized(&g, h->capacity, fpr);
+	int rc;
+	if (h->flags & SHMF_SNAP_F_LAYERED) {
+		/* A growing filter's first layer: as shmf_geometry_layer() makes it. */
+		struct shmf_layer l0;
+		rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, g.bucket_size, h->expansion, 0,
+					 &l0);
+		if (rc == 0 && (l0.g.k != g.k || l0.g.nblocks != g.nblocks || l0.g.nbuckets != g.nbuckets ||
+				l0.g.bucket_size != g.bucket_size))
+			rc = SHMF_E_FORMAT;
+	} else {
+		rc = shmf_geometry_sized(&g, h->capacity, fpr);
+	}
 	if (rc < 0)
 		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
 			      "%s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
@@ -572,7 +642,11 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->section_bytes != h->nblocks * SHMF_BLOCK_BYTES)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
 			      p, h->section_bytes, h->nblocks * SHMF_BLOCK_BYTES);
-	uint64_t want = snapshot_file_bytes(h->nsections, h->section_bytes, h->chunk_bytes);
+	struct snap_layout lay;
+	if ((rc = snapshot_layout(h, &lay, NULL)) < 0)
+		return errmsg(err, errlen, rc, "%s: the %u layers of this growing filter cannot be sized (expansion %u)",
+			      p, h->nsections, h->expansion);
+	uint64_t want = lay.file_bytes;
 	if (h->file_bytes != want)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
 			      p, h->file_bytes, want);
@@ -602,10 +676,16 @@ int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_
 			return errmsg(err, errlen, SHMF_E_FORMAT,
 				      "%s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)",
 				      what, i, at, at + sizeof(*s) - 1);
-		if (s->generation == 0 || s->reserved[0] | s->reserved[1] | s->reserved[2])
+		if (s->generation == 0 || s->reserved0 | s->reserved[0] | s->reserved[1])
 			return errmsg(err, errlen, SHMF_E_FORMAT,
 				      "%s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", what,
 				      i, at);
+		/* A growing filter's layers, newest first; any other section 0. */
+		uint32_t want = (h->flags & SHMF_SNAP_F_LAYERED) ? h->nsections - 1 - i : 0;
+		if (s->layer != want)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "%s: section %u header (byte %" PRIu64 ") says layer %u, its place says %u", what, i,
+				      at + 32, s->layer, want);
 	}
 	return 0;
 }
@@ -650,6 +730,8 @@ static int read_header(struct snap_file *sf, uint64_t size, char *err, size_t er
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read header: %s", path, strerror(-rc));
 	if ((rc = snapshot_header_check(h, what, err, errlen)) < 0)
 		return rc;
+	if ((rc = snapshot_layout(h, &sf->lay, NULL)) < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: the filter's layers cannot be sized", path);
 	if (size != h->file_bytes)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "snapshot %s: file is %" PRIu64 " bytes, its header says %" PRIu64 " (%s)", path, size,
@@ -701,13 +783,13 @@ static int read_chunk_table(struct snap_file *sf, char *err, size_t errlen)
 	const struct shmf_snap_header *h = &sf->hdr;
 	const char *path = sf->path;
 	unsigned n = h->nsections;
-	sf->nchunks = (h->section_bytes + h->chunk_bytes - 1) / h->chunk_bytes;
-	uint64_t table_bytes = n * sf->nchunks * 8, table_off = SHMF_SNAP_PAYLOAD_OFF + n * h->section_bytes;
+	uint64_t table_bytes = sf->lay.table_entries * 8, table_off = sf->lay.table_off;
 	uint64_t trailer[2], sum;
 	int rc;
 	sf->chunks = io_malloc(table_bytes);
 	if (sf->chunks == NULL)
-		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path, n * sf->nchunks);
+		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path,
+			      sf->lay.table_entries);
 	if ((rc = read_at(sf->fd, sf->chunks, table_bytes, table_off)) < 0 ||
 	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
@@ -769,17 +851,17 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 		return errmsg(err, errlen, -EINVAL, "snapshot %s: no section %u", sf->path, i);
 	if (dst == NULL && io_memalign(&buf, 4096, h->chunk_bytes) != 0)
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", sf->path);
-	uint64_t base = SHMF_SNAP_PAYLOAD_OFF + i * h->section_bytes;
-	for (uint64_t c = 0; c < sf->nchunks; c++) {
+	uint64_t base = sf->lay.off[i], bytes = sf->lay.bytes[i];
+	for (uint64_t c = 0; c < sf->lay.nchunks[i]; c++) {
 		uint64_t at = c * h->chunk_bytes;
-		size_t len = (size_t)(h->section_bytes - at < h->chunk_bytes ? h->section_bytes - at : h->chunk_bytes);
+		size_t len = (size_t)(bytes - at < h->chunk_bytes ? bytes - at : h->chunk_bytes);
 		char *p = dst != NULL ? (char *)dst + at : buf;
 		if ((rc = read_at(sf->fd, p, len, base + at)) < 0) {
 			rc = errmsg(err, errlen, rc, "snapshot %s: cannot read bytes %" PRIu64 "-%" PRIu64 ": %s", sf->path, base + at,
 				  base + at + len - 1, strerror(-rc));
 			break;
 		}
-		if (XXH3_64bits(p, len) != sf->chunks[i * sf->nchunks + c]) {
+		if (XXH3_64bits(p, len) != sf->chunks[sf->lay.chunk0[i] + c]) {
 			rc = errmsg(err, errlen, SHMF_E_FORMAT,
 				  "snapshot %s: checksum mismatch in section %u, bytes %" PRIu64 "-%" PRIu64 " (payload damaged)",
 				  sf->path, i, base + at, base + at + len - 1);

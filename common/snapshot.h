@@ -24,6 +24,27 @@
  * snapshot_paths). */
 typedef int snapshot_dir_check_fn(void *arg, int dfd, const char *path, char *err, size_t errlen);
 
+/* Where each section's payload and checksums lie in a file: a growing
+ * filter's sections differ in size (its layers), every other filter's
+ * are section_bytes each. */
+struct snap_layout {
+	uint64_t bytes[SHMF_SNAP_SECTIONS];   /* payload bytes of section i */
+	uint64_t off[SHMF_SNAP_SECTIONS];     /* its file offset */
+	uint64_t nchunks[SHMF_SNAP_SECTIONS]; /* its checksums */
+	uint64_t chunk0[SHMF_SNAP_SECTIONS];  /* the index of its first checksum in the table */
+	uint64_t table_off;                   /* the chunk table's file offset */
+	uint64_t table_entries;               /* checksums in it */
+	uint64_t file_bytes;                  /* the whole file */
+};
+
+/**
+ * The layout of a file of header @p h (its type, shape, nsections,
+ * chunk_bytes, flags and expansion read; nothing else). @return 0, or
+ * SHMF_E_FORMAT / SHMF_E_TOOBIG when a growing filter's layers cannot be
+ * sized from the header (@p g, if not NULL, gets each section's shape).
+ */
+int snapshot_layout(const struct shmf_snap_header *h, struct snap_layout *l, struct shmf_geometry *g);
+
 /* What to write: the header fields that describe the filter (set by
  * snapshot_header_fill(); magic, version, sizes, chunking and checksums
  * are filled in by the writer), and one section header and payload per
@@ -32,7 +53,7 @@ struct snap_source {
 	struct shmf_snap_header hdr;
 	unsigned nsections;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
-	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each */
+	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each (a growing filter's: its layer's) */
 	int force;                               /* replace an existing regular file that is not a snapshot */
 	const atomic_int *cancel;                /* set: give up at the next chunk (the temporary file removed) */
 	snapshot_dir_check_fn *dir_check;        /* NULL: any directory */
@@ -41,10 +62,11 @@ struct snap_source {
 
 /**
  * Fill the header fields that describe a filter: name, capacity, error
- * rate and time window from @p spec (its type and relocation bound are
- * not read), type and shape from @p g, the hash @p seed, when the filter
- * was created and when this snapshot began. The one place these fields
- * are set, for shmd's snapshots and shmctl build alike.
+ * rate, time window and how it grows from @p spec (its type and
+ * relocation bound are not read), type and shape from @p g (a growing
+ * filter's first layer's), the hash @p seed, when the filter was created
+ * and when this snapshot began. The one place these fields are set, for
+ * shmd's snapshots and shmctl build alike.
  */
 void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *spec, const struct shmf_geometry *g,
 			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch);
@@ -82,8 +104,8 @@ struct snap_file {
 	int fd;
 	struct shmf_snap_header hdr;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
-	uint64_t nchunks;  /* per section */
-	uint64_t *chunks;  /* nsections * nchunks payload checksums */
+	struct snap_layout lay; /* where each section lies */
+	uint64_t *chunks;       /* lay.table_entries payload checksums */
 	char path[4096];
 };
 
@@ -117,11 +139,15 @@ int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_
 			    char *err, size_t errlen);
 
 /** The shape a snapshot header stores, as a geometry (data_bytes computed):
- * the shape a filter restored from it gets. */
+ * the shape a filter restored from it gets (a growing one's first layer). */
 void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g);
 
+/** The spec a filter restored from checked header @p h is made with: its
+ * name, type, capacity, rate, window, expansion and NONSCALING, mode 0640. */
+void snapshot_spec(const struct shmf_snap_header *h, struct filter_spec *spec);
+
 /**
- * Read section @p i's payload into @p dst (hdr.nblocks * 64 bytes), or
+ * Read section @p i's payload into @p dst (lay.bytes[i] bytes), or
  * only verify it when @p dst is NULL, checking every chunk's checksum.
  * @return 0, SHMF_E_FORMAT (a chunk is damaged: err names its bytes), or
  *         -errno. On error @p dst holds partial data.
@@ -158,7 +184,7 @@ int snapshot_remove_stale(int dfd, void (*removed)(void *arg, const char *name),
 /** Close what snapshot_open() opened. */
 void snapshot_close(struct snap_file *sf);
 
-/** The file size of a snapshot of @p nsections sections of @p section_bytes. */
+/** The file size of a snapshot of @p nsections sections of @p section_bytes (a filter that does not grow). */
 uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_t chunk_bytes);
 
 /*

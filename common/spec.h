@@ -26,13 +26,17 @@ struct filter_spec {
 	uint64_t window_secs; /* time window: seconds per generation, 0: none */
 	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
 	int replicate;        /* fleet: journal its adds, seed from the fleet's secret (shmd/replication.h) */
+	uint32_t expansion;   /* growing filter: each new layer this many times the last (geometry.h); 0: fixed */
+	int nonscaling;       /* Bloom: adds of new keys past the capacity are refused (RedisBloom's NONSCALING) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
 	uint64_t snapshot_every;   /* seconds between snapshots */
 	uint32_t snapshot_keep;    /* newest files kept */
 	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
 };
 
-/** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640 (name truncated to fit). */
+/** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640, fixed
+ * (it does not grow, and accepts adds past its capacity), name truncated
+ * to fit. */
 void spec_defaults(struct filter_spec *s, const char *name);
 
 /** "bloom" or "cuckoo" to SHMF_TYPE_*. */

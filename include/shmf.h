@@ -78,6 +78,25 @@
  *   drained; one that calls exec() without closing keeps it until it
  *   exits. "Was new" and caps are exact on each host only: another host's
  *   add of the same key arrives later (typically milliseconds).
+ * - Growing filters (created with an expansion, RedisBloom's default): a
+ *   filter is a chain of layers, each larger than the one before. shmd
+ *   makes the next layer ahead, when the current one is half full; the
+ *   adder that finds the current layer full moves to it at once (no
+ *   system call, no wait), and every handle maps it on its next call.
+ *   Checks then look at every layer (a filter created with the right
+ *   capacity has one layer and pays nothing). If shmd is slow to make the
+ *   next layer (or the filter has its 16 layers), a Bloom add goes into
+ *   the full layer (never lost, never blocked: a flood can overfill a
+ *   layer and raise its false-positive rate), and a cuckoo add that finds
+ *   no room answers SHMF_E_FULL as a filter that does not grow does. A
+ *   layer counts as full from its capacity on, give or take a thousandth
+ *   of its capacity per adding handle (each handle sums the counters of a
+ *   layer when its own passes a step of capacity / 1024).
+ * - NONSCALING Bloom filters refuse new keys once they hold their capacity
+ *   (SHMF_E_NONSCALING, RedisBloom's "non scaling filter is full"); a key
+ *   already present still answers 0. Close to the capacity every new key
+ *   is counted, so one adding handle stops exactly at it; several racing
+ *   adders may store a few keys more.
  */
 #ifndef SHMF_H
 #define SHMF_H
@@ -106,24 +125,25 @@ extern "C" {
  * below, which live in a band of their own (-5000 to -5099) so they never
  * clash with errno values. shmf_strerror() turns any of them into text.
  */
-#define SHMF_E_NOTFOUND (-5001) /**< no such filter, or no such instance */
-#define SHMF_E_FORMAT   (-5002) /**< a segment or file is malformed: magic, sizes or fields */
-#define SHMF_E_VERSION  (-5003) /**< a segment has another format version */
-#define SHMF_E_LAYOUT   (-5004) /**< a segment was built with another struct layout */
-#define SHMF_E_OWNER    (-5005) /**< a file or directory has an untrusted owner or mode */
-#define SHMF_E_READONLY (-5006) /**< write through a handle opened with SHMF_RDONLY */
-#define SHMF_E_TYPE     (-5007) /**< the filter type does not support this call */
-#define SHMF_E_FULL     (-5008) /**< the filter is full */
-#define SHMF_E_INVAL    (-5009) /**< an argument is invalid (flags, capacity, fpr, NULL) */
-#define SHMF_E_NAME     (-5010) /**< an instance or filter name is invalid */
-#define SHMF_E_EXISTS   (-5011) /**< a filter of that name already exists */
-#define SHMF_E_RUNDIR   (-5012) /**< the runtime directory cannot be determined */
-#define SHMF_E_DROPPED  (-5013) /**< the filter was dropped while this handle was open */
-#define SHMF_E_TOOBIG   (-5014) /**< the requested filter is larger than this library allows */
-#define SHMF_E_PROTO    (-5015) /**< the control socket answered something unexpected */
-#define SHMF_E_BUSY     (-5016) /**< a cuckoo filter's relocation lock stayed held past its timeout */
-#define SHMF_E_FIRST    (-5099) /**< lowest library code */
-#define SHMF_E_LAST     (-5000) /**< highest library code */
+#define SHMF_E_NOTFOUND   (-5001) /**< no such filter, or no such instance */
+#define SHMF_E_FORMAT     (-5002) /**< a segment or file is malformed: magic, sizes or fields */
+#define SHMF_E_VERSION    (-5003) /**< a segment has another format version */
+#define SHMF_E_LAYOUT     (-5004) /**< a segment was built with another struct layout */
+#define SHMF_E_OWNER      (-5005) /**< a file or directory has an untrusted owner or mode */
+#define SHMF_E_READONLY   (-5006) /**< write through a handle opened with SHMF_RDONLY */
+#define SHMF_E_TYPE       (-5007) /**< the filter type does not support this call */
+#define SHMF_E_FULL       (-5008) /**< the filter is full */
+#define SHMF_E_INVAL      (-5009) /**< an argument is invalid (flags, capacity, fpr, NULL) */
+#define SHMF_E_NAME       (-5010) /**< an instance or filter name is invalid */
+#define SHMF_E_EXISTS     (-5011) /**< a filter of that name already exists */
+#define SHMF_E_RUNDIR     (-5012) /**< the runtime directory cannot be determined */
+#define SHMF_E_DROPPED    (-5013) /**< the filter was dropped while this handle was open */
+#define SHMF_E_TOOBIG     (-5014) /**< the requested filter is larger than this library allows */
+#define SHMF_E_PROTO      (-5015) /**< the control socket answered something unexpected */
+#define SHMF_E_BUSY       (-5016) /**< a cuckoo filter's relocation lock stayed held past its timeout */
+#define SHMF_E_NONSCALING (-5017) /**< a NONSCALING Bloom filter holds its capacity: a new key is refused */
+#define SHMF_E_FIRST      (-5099) /**< lowest library code */
+#define SHMF_E_LAST       (-5000) /**< highest library code */
 
 /* ---- Types ------------------------------------------------------------- */
 
@@ -231,7 +251,9 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  *         shmf_add_unique().
  *         Cuckoo: 1 (a copy was stored). Or SHMF_E_READONLY (the handle
  *         was opened for checks only), SHMF_E_INVAL, SHMF_E_FULL (cuckoo:
- *         no room even after relocating; the filter is unchanged),
+ *         no room even after relocating, nor in a next layer; the filter
+ *         is unchanged), SHMF_E_NONSCALING (a NONSCALING Bloom filter
+ *         holds its capacity and the key is new; nothing changed),
  *         SHMF_E_DROPPED, SHMF_E_BUSY (cuckoo: the add had to relocate and
  *         the relocation lock stayed held past the filter's lock timeout;
  *         nothing was stored), or an error from remapping.
@@ -307,7 +329,8 @@ SHMF_API int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_
  * new, 0 if it may have been present. A key repeated within the batch is
  * new at most once (Bloom). Cuckoo: every key stores a copy (out[i] = 1);
  * on SHMF_E_FULL the keys before the one that did not fit are stored
- * (out[i] = 1) and the rest are not (out[i] = 0).
+ * (out[i] = 1) and the rest are not (out[i] = 0); the same on
+ * SHMF_E_NONSCALING for a NONSCALING Bloom filter that filled.
  *
  * @return the number of keys that were new (cuckoo: stored), or a
  *         negative error as for shmf_add().
@@ -315,7 +338,9 @@ SHMF_API int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_
 SHMF_API int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out);
 
 /**
- * Describe the filter: type, sizing, items and estimates.
+ * Describe the filter: type, sizing, items and estimates (of a growing
+ * filter, its current layer's; live_generations counts its layers and
+ * items_live sums them).
  * @return 0, or SHMF_E_INVAL, SHMF_E_DROPPED, or an error from remapping.
  */
 SHMF_API int shmf_info(shmf_t *f, shmf_info_t *out);

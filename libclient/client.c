@@ -11,6 +11,14 @@
  * every add that changed the filter: its view then has a journal writer,
  * and the add path's only extra cost on other filters is the test of that
  * NULL pointer. The check path never looks at it.
+ *
+ * A growing filter (docs/design.md, "Layers") is a ring of layers of
+ * growing shapes: the view's p[0] is the current layer, where adds go,
+ * older layers follow, and a standby layer shmd made ahead, if any, is the
+ * last part, looked at by checks only once an adder opened it. A filter
+ * with one layer and no standby checks with exactly the code of a plain
+ * filter; adds to a growing filter take an out-of-line path that picks
+ * the layer and counts its fill from the item counter's return value.
  */
 /* liburcu-bp's read-side lock inlined into the hot path. Sanitizer builds
  * call it out of line instead (meson defines SHMF_URCU_OUT_OF_LINE):
@@ -30,6 +38,7 @@
 #include "bloom.h"
 #include "cuckoo.h"
 #include "journal.h"
+#include "layers.h"
 #include "rundir.h"
 #include "segment.h"
 #include "shmf.h"
@@ -56,16 +65,21 @@ static char tsan_grace;
 #define GRACE_ACQUIRE() ((void)0)
 #endif
 
-/* One mapped generation of a filter. */
+/* One mapped generation (or layer) of a filter. */
 struct part {
 	_Atomic uint64_t *items;   /* this handle's counter stripe */
 	_Atomic uint64_t *deletes; /* and its delete counter (cuckoo) */
+	uint64_t step_mask;        /* a growing filter's layer: its stripes are summed when an add takes this
+				      stripe across a multiple of step_mask + 1; UINT64_MAX: never */
 	union {
 		struct shmf_bloom_geom bloom;   /* type Bloom: the filter in this mapping */
 		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
 	};
 	struct shmf_cuckoo_lock lock; /* type cuckoo: this process's side of its relocation lock */
 	uint32_t window;              /* its window number, floor(created / window_secs); 0: no window */
+	_Atomic uint64_t *state;      /* its layer state word (SHMF_LAYER_*) */
+	uint64_t capacity;            /* keys it holds before it is full (growing and NONSCALING filters) */
+	unsigned layer;               /* growing filter: its layer number, 0 the oldest */
 	struct shmf_data_map data;
 };
 
@@ -73,12 +87,19 @@ struct part {
  * Immutable once published in a handle. A plain filter has one part; a
  * time-windowed filter one per live generation, p[0] the newest (adds go
  * there) and the older ones looked at only when p[0] does not hold a key
- * (a branch on nparts that the plain filter's hot path never takes). */
+ * (a branch on nparts that the plain filter's hot path never takes). A
+ * growing filter one per layer, p[0] the current one, and its standby
+ * last (p[nparts - 1] when standby is 1). */
 struct view {
 	const _Atomic uint64_t *published; /* &slot->generation in the control map */
 	uint64_t generation;
 	uint32_t type;
 	unsigned nparts;
+	unsigned nalloc;  /* parts allocated (view_free closes those mapped) */
+	unsigned standby; /* 1: p[nparts - 1] is a standby layer (checked once OPENED) */
+	int grows;        /* growing or NONSCALING: adds take the out-of-line path that picks the layer */
+	uint32_t flags;   /* the slot's SHMF_SLOT_* */
+	uint32_t expansion;
 	uint64_t window_secs;
 	uint32_t window_gens;
 	struct shmf_journal_writer *journal; /* the handle's, if it journals this filter's adds; else NULL */
@@ -102,9 +123,9 @@ static void view_free(struct view *v)
 {
 	if (v == NULL)
 		return;
-	for (unsigned i = 0; i < v->nparts; i++) {
-		shmf_data_map_close(&v->p[i].data);
-	}
+	for (unsigned i = 0; i < v->nalloc; i++)
+		if (v->p[i].data.base != NULL)
+			shmf_data_map_close(&v->p[i].data);
 	free(v);
 }
 
@@ -119,6 +140,8 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 		return r == SHMF_E_NOTFOUND ? -EAGAIN : r;
 	pt->items = &pt->data.counters[f->stripe].items;
 	pt->deletes = &pt->data.counters[f->stripe].deletes;
+	pt->state = &pt->data.state->bits;
+	pt->step_mask = UINT64_MAX;
 	if (pt->data.hdr.type == SHMF_TYPE_CUCKOO) {
 		shmf_cuckoo_lock_init(&pt->lock, pt->data.hdr.lock_timeout_ms);
 		pt->cuckoo = (struct shmf_cuckoo_geom){
@@ -144,7 +167,19 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 	return 0;
 }
 
-/* Map the generation the slot publishes now. */
+/* Fill detection of a layer of @p capacity keys: its stripes are summed
+ * every step new keys of one stripe, step a power of 2 near capacity /
+ * 1024 (so a layer is seen full within a thousandth of its capacity per
+ * adding handle), at least 1. */
+static uint64_t fill_step_mask(uint64_t capacity)
+{
+	uint64_t want = capacity / 1024 ? capacity / 1024 : 1, step = 1;
+	while (step <= want / 2)
+		step <<= 1;
+	return step - 1;
+}
+
+/* Map the generations the slot publishes now. */
 static int view_open(struct shmf *f, struct view **out)
 {
 	struct shmf_slot copy;
@@ -161,20 +196,37 @@ static int view_open(struct shmf *f, struct view **out)
 	v = calloc(1, sizeof(*v) + copy.nlive * sizeof(v->p[0]));
 	if (v == NULL)
 		return -ENOMEM;
+	v->nalloc = copy.nlive;
+	for (unsigned i = 0; i < copy.nlive; i++)
+		v->p[i].data.fd = -1;
+	v->flags = copy.flags;
+	v->expansion = copy.expansion;
+	v->grows = (copy.flags & (SHMF_SLOT_LAYERED | SHMF_SLOT_NONSCALING)) != 0;
+	v->standby = (copy.flags & SHMF_SLOT_STANDBY) != 0;
 	for (unsigned i = 0; i < copy.nlive; i++) {
-		if ((r = part_open(f, &copy, copy.live[i], &v->p[i])) < 0) {
+		/* live[] is newest first; a standby (live[0]) goes last. */
+		unsigned at = v->standby ? (i == 0 ? copy.nlive - 1 : i - 1) : i;
+		struct part *pt = &v->p[at];
+		struct shmf_layer want;
+		if ((r = shmf_slot_layer(&copy, i, &want)) < 0 || (r = part_open(f, &copy, copy.live[i], pt)) < 0) {
 			view_free(v);
 			return r;
 		}
-		v->nparts = i + 1;
-		/* Every generation of a window hashes with the newest's seed. */
+		v->nparts++;
+		pt->layer = copy.nlive - 1 - i;
+		pt->capacity = want.capacity;
+		if (v->grows)
+			pt->step_mask = fill_step_mask(want.capacity);
+	}
+	/* Every generation of a window hashes with the newest's seed, and
+	 * every layer with the first's. */
+	for (unsigned i = 1; i < v->nparts; i++)
 		if (v->p[i].data.hdr.seed != v->p[0].data.hdr.seed || v->p[i].data.hdr.type != v->p[0].data.hdr.type) {
 			view_free(v);
 			return SHMF_E_FORMAT;
 		}
-	}
 	v->published = &f->ctl.slots[f->slot].generation;
-	v->generation = v->p[0].data.hdr.generation;
+	v->generation = atomic_load_explicit(&copy.generation, memory_order_relaxed);
 	v->type = v->p[0].data.hdr.type;
 	v->window_secs = copy.window_secs;
 	v->window_gens = copy.window_gens;
@@ -359,20 +411,100 @@ static inline int bloom_has(const struct shmf_bloom_geom *g, uint64_t h)
 	return shmf_bloom_block_check_key(block, h, g->k);
 }
 
+/* Ask for the block of the key of hash @p h in @p g: the layers of a
+ * growing filter are looked at one after the other, their cache misses
+ * need not be. */
+static inline void bloom_prefetch(const struct shmf_bloom_geom *g, uint64_t h)
+{
+	__builtin_prefetch(g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS);
+}
+
+/* ---- Layers of a growing filter ------------------------------------------ */
+
+/* Has an adder opened standby part @p p? acquire: pairs with the release
+ * in layer_mark(); an adder sets OPENED before its first add into the
+ * standby, so a check that starts after that add returned finds the key. */
+static inline int opened(const struct part *p)
+{
+	return (atomic_load_explicit(p->state, memory_order_acquire) & SHMF_LAYER_OPENED) != 0;
+}
+
+/* The parts that may hold keys, p[0..end): every one but a standby that
+ * nobody opened yet. */
+static inline unsigned checked_parts(const struct view *v)
+{
+	unsigned n = v->nparts - v->standby;
+	return n + (v->standby && opened(&v->p[n]));
+}
+
+/* Set state bits @p bits of part @p p. release: what this thread wrote
+ * before is visible to whoever sees the bits; the bits themselves are
+ * stored before anything this thread does next (a locked RMW on x86). */
+static void layer_mark(struct part *p, uint64_t bits)
+{
+	if ((atomic_load_explicit(p->state, memory_order_relaxed) & bits) != bits)
+		atomic_fetch_or_explicit(p->state, bits, memory_order_release);
+}
+
+/* A stripe of part @p p passed a multiple of its step: sum every stripe
+ * and mark the layer FULL at its capacity (NEAR within 64 steps of it,
+ * where a NONSCALING filter's adders count every new key). */
+static __attribute__((noinline, cold)) void layer_fill(struct part *p)
+{
+	uint64_t items = shmf_data_items(&p->data);
+	/* A cuckoo delete counted before its add reads as a wrapped sum. */
+	if (items > UINT64_MAX / 2)
+		items = 0;
+	if (items >= p->capacity)
+		layer_mark(p, SHMF_LAYER_FULL | SHMF_LAYER_NEAR);
+	else if (p->capacity - items <= 64 * (p->step_mask + 1))
+		layer_mark(p, SHMF_LAYER_NEAR);
+}
+
+/* Count @p n new keys in part @p p's stripe of this handle; the return
+ * value of the increment says when the stripe passes a multiple of a
+ * growing layer's step (never for other filters: step_mask UINT64_MAX).
+ * No shared write but the increment itself. */
+static inline void count_new(struct part *p, uint64_t n)
+{
+	uint64_t old = atomic_fetch_add_explicit(p->items, n, memory_order_relaxed);
+	if (__builtin_expect(((old ^ (old + n)) & ~p->step_mask) != 0, 0))
+		layer_fill(p);
+}
+
+/* The part an add to a growing filter goes to: the current layer, or once
+ * it is full (@p cur_state, its state as loaded) the standby, opened by
+ * this call if nobody did yet. Without a standby (shmd has not made it, or
+ * the filter has all its layers), the current one: a Bloom layer overfills,
+ * a cuckoo layer holds what it can. */
+static inline struct part *add_target(struct view *v, uint64_t cur_state)
+{
+	if ((cur_state & SHMF_LAYER_FULL) && v->standby) {
+		struct part *sb = &v->p[v->nparts - 1];
+		layer_mark(sb, SHMF_LAYER_OPENED);
+		return sb;
+	}
+	return &v->p[0];
+}
+
 /* Is the key of hash @p h in one of the older generations of a time
- * window (parts 1..n-1)? Every generation shares the newest's seed, so one
- * hash serves; a cuckoo key is located the same way in each (same shape
- * too). @return 1, 0, or an error. */
+ * window, the older layers of a growing filter or its opened standby
+ * (parts 1..)? Every generation and layer shares the first's seed, so one
+ * hash serves; a cuckoo key is located in each part's own table.
+ * @return 1, 0, or an error. */
 static __attribute__((noinline)) int in_older_hash(const struct view *v, uint64_t h)
 {
+	unsigned end = checked_parts(v);
 	if (v->type == SHMF_TYPE_BLOOM) {
-		for (unsigned i = 1; i < v->nparts; i++)
+		for (unsigned i = 1; i < end; i++)
+			bloom_prefetch(&v->p[i].bloom, h);
+		for (unsigned i = 1; i < end; i++)
 			if (bloom_has(&v->p[i].bloom, h))
 				return 1;
 		return 0;
 	}
-	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[0].cuckoo, h);
-	for (unsigned i = 1; i < v->nparts; i++) {
+	for (unsigned i = 1; i < end; i++) {
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[i].cuckoo, h);
 		int r = cuckoo_count_in(&v->p[i], &k);
 		if (r != 0)
 			return r < 0 ? r : 1;
@@ -382,15 +514,20 @@ static __attribute__((noinline)) int in_older_hash(const struct view *v, uint64_
 
 static __attribute__((noinline)) int in_older(const struct view *v, const void *key, size_t len)
 {
+	/* A standby nobody opened is all there is past p[0]: no hash again. */
+	if (checked_parts(v) <= 1)
+		return 0;
 	return in_older_hash(v, shmf_hash(key, len, v->p[0].data.hdr.seed));
 }
 
-/* Copies of the key in the older generations (cuckoo windows). */
-static int count_older(const struct view *v, const struct shmf_cuckoo_key *k)
+/* Copies of the key of hash @p h in parts 1.. (cuckoo windows and layers). */
+static int count_older(const struct view *v, uint64_t h)
 {
 	int sum = 0;
-	for (unsigned i = 1; i < v->nparts; i++) {
-		int r = cuckoo_count_in(&v->p[i], k);
+	unsigned end = checked_parts(v);
+	for (unsigned i = 1; i < end; i++) {
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[i].cuckoo, h);
+		int r = cuckoo_count_in(&v->p[i], &k);
 		if (r < 0)
 			return r;
 		sum += r;
@@ -432,7 +569,7 @@ static inline int bloom_add_hash(struct part *p, uint64_t h)
 	shmf_block_masks(h, g->k, mask);
 	int r = shmf_bloom_block_add(block, mask);
 	if (r)
-		atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+		count_new(p, 1);
 	return r;
 }
 
@@ -443,6 +580,34 @@ static inline void journal(const struct view *v, const struct part *p, uint64_t 
 		shmf_journal_put(v->journal, h, op, p->window);
 }
 
+/* A Bloom add of hash @p h to a growing or NONSCALING filter, as
+ * RedisBloom's: a key that any layer holds is not new and is not added
+ * again; else it goes where add_target() says, or for a full NONSCALING
+ * filter is refused. Journalled (@p jnl) when it set a bit. */
+static __attribute__((noinline)) int bloom_add_grows(struct view *v, uint64_t h, int jnl)
+{
+	struct part *cur = &v->p[0];
+	uint64_t st = atomic_load_explicit(cur->state, memory_order_acquire);
+	if ((st & SHMF_LAYER_FULL) && (v->flags & SHMF_SLOT_NONSCALING))
+		return bloom_has(&cur->bloom, h) ? 0 : SHMF_E_NONSCALING;
+	struct part *t = add_target(v, st);
+	unsigned end = checked_parts(v);
+	for (unsigned i = 0; i < end; i++)
+		bloom_prefetch(&v->p[i].bloom, h);
+	for (unsigned i = 0; i < end; i++)
+		if (&v->p[i] != t && bloom_has(&v->p[i].bloom, h))
+			return 0;
+	int r = bloom_add_hash(t, h);
+	if (r == 1) {
+		if (jnl)
+			journal(v, t, h, SHMF_JOP_ADD);
+		/* Close to a NONSCALING filter's capacity: count every new key. */
+		if ((st & SHMF_LAYER_NEAR) && (v->flags & SHMF_SLOT_NONSCALING))
+			layer_fill(t);
+	}
+	return r;
+}
+
 /* A Bloom add into the newest generation (always: the key then lives a
  * whole window more), new only if no live generation held it. Journalled
  * when it set a bit of the newest generation, new or not: the other hosts'
@@ -450,6 +615,8 @@ static inline void journal(const struct view *v, const struct part *p, uint64_t 
 static int bloom_add_view(struct view *v, const void *key, size_t len)
 {
 	uint64_t h = shmf_hash(key, len, v->p[0].bloom.seed);
+	if (__builtin_expect(v->grows, 0))
+		return bloom_add_grows(v, h, 1);
 	int r = bloom_add_hash(&v->p[0], h);
 	if (r == 1) {
 		journal(v, &v->p[0], h, SHMF_JOP_ADD);
@@ -459,16 +626,45 @@ static int bloom_add_view(struct view *v, const void *key, size_t len)
 	return r;
 }
 
-/* A cuckoo add of one copy into the newest generation: 1 stored, or an error. */
+/* One copy of the key of hash @p h into a growing cuckoo filter: into the
+ * part add_target() picks, and if the current layer has no room left (its
+ * count below capacity, but no relocation path: it is as good as full),
+ * marked FULL and into the standby. *at gets the part. @return 0 stored,
+ * or an error (SHMF_E_FULL: no standby to go to, or it is full too). */
+static __attribute__((noinline)) int cuckoo_add_grows(struct view *v, uint64_t h, struct part **at)
+{
+	struct part *cur = &v->p[0];
+	struct part *t = add_target(v, atomic_load_explicit(cur->state, memory_order_acquire));
+	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&t->cuckoo, h);
+	int r = shmf_cuckoo_add(&t->cuckoo, &k);
+	if (r == SHMF_E_FULL && t == cur) {
+		layer_mark(cur, SHMF_LAYER_FULL);
+		if (v->standby) {
+			t = add_target(v, SHMF_LAYER_FULL);
+			k = shmf_cuckoo_locate(&t->cuckoo, h);
+			r = shmf_cuckoo_add(&t->cuckoo, &k);
+		}
+	}
+	*at = t;
+	return r;
+}
+
+/* A cuckoo add of one copy into the newest generation (a growing filter:
+ * its current layer, or the next): 1 stored, or an error. */
 static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key, size_t len)
 {
 	struct part *p = &v->p[0];
 	uint64_t h = shmf_hash(key, len, p->cuckoo.seed);
-	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
-	int r = shmf_cuckoo_add(&p->cuckoo, &k);
+	int r;
+	if (__builtin_expect(v->grows, 0)) {
+		r = cuckoo_add_grows(v, h, &p);
+	} else {
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
+		r = shmf_cuckoo_add(&p->cuckoo, &k);
+	}
 	if (r < 0)
 		return r;
-	atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	count_new(p, 1);
 	journal(v, p, h, SHMF_JOP_ADD);
 	return 1;
 }
@@ -495,6 +691,69 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 	return r;
 }
 
+/*
+ * A capped add to a growing cuckoo filter. The capped adds of every
+ * process serialise on the relocation lock of the oldest layer (layer 0:
+ * it never leaves the ring, so every view has it): under it the copies in
+ * every layer are counted and one is added where an add would go, so a
+ * layer switch between two capped adds cannot let one copy too many in. A
+ * newer layer's lock may be taken inside it (a relocation there), never
+ * the other way round. A view older than the slot may lack a layer another
+ * process added to; under the lock that shows as a new generation word
+ * (the lock's acquire orders it after that process's add), and the call
+ * answers -EAGAIN to start again on the new view. @return the copies
+ * before, or an error.
+ */
+static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
+{
+	struct part *oldest = &v->p[v->nparts - 1 - v->standby];
+	int r = shmf_cuckoo_lock(&oldest->cuckoo);
+	if (r < 0)
+		return r;
+	if (atomic_load_explicit(v->published, memory_order_acquire) != v->generation) {
+		shmf_cuckoo_unlock(&oldest->cuckoo);
+		return -EAGAIN;
+	}
+	unsigned end = checked_parts(v);
+	int before = 0;
+	for (unsigned i = 0; i < end; i++) {
+		struct part *p = &v->p[i];
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
+		/* No move runs in the oldest layer while we hold its lock. */
+		int n = p == oldest ? (int)shmf_cuckoo_copies(&p->cuckoo, &k) : cuckoo_count_in(p, &k);
+		if (n < 0) {
+			before = n;
+			goto out;
+		}
+		before += n;
+	}
+	if ((unsigned)before >= cap)
+		goto out;
+	struct part *cur = &v->p[0];
+	struct part *t = add_target(v, atomic_load_explicit(cur->state, memory_order_acquire));
+	for (;;) {
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&t->cuckoo, h);
+		r = t == oldest ? shmf_cuckoo_add_held(&t->cuckoo, &k) : shmf_cuckoo_add(&t->cuckoo, &k);
+		if (r == SHMF_E_FULL && t == cur) {
+			layer_mark(cur, SHMF_LAYER_FULL);
+			if (v->standby) {
+				t = add_target(v, SHMF_LAYER_FULL);
+				continue;
+			}
+		}
+		break;
+	}
+	if (r < 0) {
+		before = r;
+		goto out;
+	}
+	count_new(t, 1);
+	journal(v, t, h, SHMF_JOP_CAPPED);
+out:
+	shmf_cuckoo_unlock(&oldest->cuckoo);
+	return before;
+}
+
 /* The capped add behind shmf_add_capped and, with cap 1, shmf_add_unique:
  * the count before the call (over every live generation), or an error.
  * Copies in older generations count against the cap; the add goes to the
@@ -503,18 +762,35 @@ static int cuckoo_add_capped(struct view *v, const void *key, size_t len, unsign
 {
 	struct part *p = &v->p[0];
 	uint64_t h = shmf_hash(key, len, p->cuckoo.seed);
+	if (v->grows)
+		return cuckoo_add_capped_grows(v, h, cap);
 	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
-	int older = v->nparts > 1 ? count_older(v, &k) : 0;
+	int older = v->nparts > 1 ? count_older(v, h) : 0;
 	if (older < 0 || (unsigned)older >= cap)
 		return older;
 	int before = shmf_cuckoo_add_capped(&p->cuckoo, &k, cap - (unsigned)older);
 	if (before < 0)
 		return before;
 	if ((unsigned)before < cap - (unsigned)older) {
-		atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+		count_new(p, 1);
 		journal(v, p, h, SHMF_JOP_CAPPED);
 	}
 	return older + before;
+}
+
+/* A capped add on the current view: a growing filter's may have to start
+ * again on a newer one (-EAGAIN, above); bounded, as a remap is. */
+static int add_capped(struct shmf *f, const void *key, size_t len, unsigned cap)
+{
+	struct view *v;
+	int r = -EAGAIN;
+	for (int tries = 0; tries < 100 && r == -EAGAIN; tries++) {
+		if ((r = enter_rw(f, key, len, &v)) < 0)
+			return r;
+		r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : SHMF_E_TYPE;
+		leave();
+	}
+	return r == -EAGAIN ? SHMF_E_BUSY : r;
 }
 
 int shmf_add_unique(shmf_t *f, const void *key, size_t len)
@@ -524,26 +800,42 @@ int shmf_add_unique(shmf_t *f, const void *key, size_t len)
 
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
-	if (v->type == SHMF_TYPE_BLOOM) {
+	int bloom = v->type == SHMF_TYPE_BLOOM;
+	if (bloom)
 		r = bloom_add_view(v, key, len);
-	} else {
-		r = cuckoo_add_capped(v, key, len, 1);
-		if (r >= 0)
-			r = r == 0;
-	}
 	leave();
-	return r;
+	if (bloom)
+		return r;
+	r = add_capped(f, key, len, 1);
+	return r < 0 ? r : r == 0;
 }
 
 int shmf_add_capped(shmf_t *f, const void *key, size_t len, unsigned cap)
 {
-	struct view *v;
-	int r;
+	return add_capped(f, key, len, cap);
+}
 
-	if ((r = enter_rw(f, key, len, &v)) < 0)
-		return r;
-	r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : SHMF_E_TYPE;
-	leave();
+/* A cuckoo delete of one copy: the newest copy first, the one that would
+ * live longest (a window's newest generation; a growing filter's opened
+ * standby, then its layers from the current one back). Each part locates
+ * the key in its own table. */
+static int cuckoo_del_view(struct view *v, uint64_t h, int jnl)
+{
+	unsigned end = checked_parts(v);
+	int r = 0;
+	for (unsigned j = 0; j < end && r == 0; j++) {
+		unsigned i = v->standby && end == v->nparts ? (j == 0 ? end - 1 : j - 1) : j;
+		struct part *p = &v->p[i];
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
+		r = shmf_cuckoo_del(&p->cuckoo, &k);
+		if (r == 1) {
+			atomic_fetch_sub_explicit(p->items, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(p->deletes, 1, memory_order_relaxed);
+			/* With the window of the generation it came from. */
+			if (jnl)
+				journal(v, p, h, SHMF_JOP_DEL);
+		}
+	}
 	return r;
 }
 
@@ -554,24 +846,10 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
-	if (v->type == SHMF_TYPE_CUCKOO) {
-		/* The newest copy first: the one that would live longest. */
-		uint64_t h = shmf_hash(key, len, v->p[0].cuckoo.seed);
-		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[0].cuckoo, h);
-		r = 0;
-		for (unsigned i = 0; i < v->nparts && r == 0; i++) {
-			struct part *p = &v->p[i];
-			r = shmf_cuckoo_del(&p->cuckoo, &k);
-			if (r == 1) {
-				atomic_fetch_sub_explicit(p->items, 1, memory_order_relaxed);
-				atomic_fetch_add_explicit(p->deletes, 1, memory_order_relaxed);
-				/* With the window of the generation it came from. */
-				journal(v, p, h, SHMF_JOP_DEL);
-			}
-		}
-	} else {
+	if (v->type == SHMF_TYPE_CUCKOO)
+		r = cuckoo_del_view(v, shmf_hash(key, len, v->p[0].cuckoo.seed), 1);
+	else
 		r = SHMF_E_TYPE;
-	}
 	leave();
 	return r;
 }
@@ -586,10 +864,11 @@ int shmf_count(shmf_t *f, const void *key, size_t len)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO) {
-		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
+		uint64_t h = shmf_hash(key, len, v->p[0].cuckoo.seed);
+		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&v->p[0].cuckoo, h);
 		r = shmf_cuckoo_count(&v->p[0].cuckoo, &k);
 		if (r >= 0 && v->nparts > 1) {
-			int older = count_older(v, &k);
+			int older = count_older(v, h);
 			r = older < 0 ? older : r + older;
 		}
 	} else {
@@ -639,11 +918,53 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 	return present;
 }
 
-/* Time windows: the keys the newest generation lacks, asked of the older
- * ones. */
+/* Bloom: the keys p[0] lacks, asked of the other parts layer by layer,
+ * 64 keys at a time with their blocks prefetched first (a layer's misses
+ * in flight together, as the batch code's are). */
+static size_t bloom_many_older(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, unsigned end)
+{
+	enum { CHUNK = 64 };
+	uint64_t h[CHUNK];
+	size_t at[CHUNK], found = 0;
+	const uint64_t seed = v->p[0].bloom.seed;
+	for (size_t base = 0; base < n; base += CHUNK) {
+		size_t m = 0;
+		for (size_t j = base; j < n && j < base + CHUNK; j++)
+			if (!out[j]) {
+				at[m] = j;
+				h[m++] = shmf_hash(keys[j].ptr, keys[j].len, seed);
+			}
+		for (unsigned i = 1; i < end && m > 0; i++) {
+			const struct shmf_bloom_geom *g = &v->p[i].bloom;
+			for (size_t q = 0; q < m; q++)
+				bloom_prefetch(g, h[q]);
+			size_t keep = 0;
+			for (size_t q = 0; q < m; q++) {
+				if (bloom_has(g, h[q])) {
+					out[at[q]] = 1;
+					found++;
+				} else {
+					at[keep] = at[q];
+					h[keep++] = h[q];
+				}
+			}
+			m = keep;
+		}
+	}
+	return found;
+}
+
+/* Time windows and layers: the keys the newest generation (the current
+ * layer) lacks, asked of the other ones. */
 static size_t check_many_older(const struct view *v, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
 {
 	size_t found = 0;
+	/* Only a standby nobody opened: nothing to look at (one load for the batch). */
+	unsigned end = checked_parts(v);
+	if (end <= 1)
+		return 0;
+	if (v->type == SHMF_TYPE_BLOOM)
+		return bloom_many_older(v, keys, n, out, end);
 	for (size_t i = 0; i < n; i++) {
 		if (out[i])
 			continue;
@@ -715,15 +1036,27 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	if ((r = enter(f, &v)) < 0)
 		return r;
 	size_t fresh = 0;
-	if (v->type == SHMF_TYPE_BLOOM && v->nparts == 1) {
+	/* One generation or layer, and (a growing or NONSCALING filter) not
+	 * full nor close to it: the batch code, the keys counted at once. */
+	if (v->type == SHMF_TYPE_BLOOM && v->nparts == 1 &&
+	    (!v->grows ||
+	     !(atomic_load_explicit(v->p[0].state, memory_order_acquire) & (SHMF_LAYER_FULL | SHMF_LAYER_NEAR)))) {
 		fresh = __builtin_expect(v->journal == NULL, 1) ? shmf_bloom_add_batch(&v->p[0].bloom, keys, n, out)
 								: bloom_add_many_journalled(v, keys, n, out);
 		if (fresh)
-			atomic_fetch_add_explicit(v->p[0].items, fresh, memory_order_relaxed);
+			count_new(&v->p[0], fresh);
 	} else if (v->type == SHMF_TYPE_BLOOM) {
-		/* A window: new only if no live generation held the key. */
+		/* A window or layers: new only if no live generation or layer
+		 * held the key. A full NONSCALING filter stops at the first key
+		 * it refuses, as a full cuckoo filter does below. */
+		if (out != NULL)
+			memset(out, 0, n);
 		for (size_t i = 0; i < n; i++) {
 			int one = bloom_add_view(v, keys[i].ptr, keys[i].len);
+			if (one < 0) {
+				r = one;
+				break;
+			}
 			if (out != NULL)
 				out[i] = (uint8_t)one;
 			fresh += (size_t)one;
@@ -763,12 +1096,16 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	memcpy(&out->fpr_target, &p->data.hdr.fpr_bits, sizeof(double));
 	out->window_secs = v->window_secs;
 	out->window_generations = v->window_gens;
-	out->live_generations = v->nparts;
-	/* Sizes, items and the estimates are the newest generation's, the one
-	 * adds fill; items_live sums every live generation. */
+	/* A growing filter's layers count as its live generations (a standby
+	 * nobody opened does not). */
+	unsigned end = checked_parts(v);
+	out->live_generations = end;
+	/* Sizes, items and the estimates are the newest generation's (the
+	 * current layer's), the one adds fill; items_live sums every live
+	 * generation (layer). */
 	out->bytes = p->data.len;
 	out->items = shmf_data_items(&p->data);
-	for (unsigned i = 0; i < v->nparts; i++)
+	for (unsigned i = 0; i < end; i++)
 		out->items_live += shmf_data_items(&v->p[i].data);
 	if (v->type == SHMF_TYPE_BLOOM) {
 		const struct shmf_bloom_geom *g = &p->bloom;
@@ -792,11 +1129,70 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->fill_ratio = (double)items / (double)slots;
 		out->fpr_estimate = shmf_cuckoo_fpr(items, g->nbuckets, g->fp_bits, g->slots);
 	}
-	if (out->items_live > out->items && v->nparts == 1)
+	if (out->items_live > out->items && end == 1)
 		out->items_live = out->items;
-	out->generation = v->generation;
+	/* The current layer's file (a promoted standby's generation word is
+	 * its file's plus one). */
+	out->generation = p->data.hdr.generation;
 	leave();
 	return 0;
+}
+
+/* ---- The layers, for shmd (layers.h) ------------------------------------- */
+
+int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
+{
+	struct view *v;
+	int r;
+
+	if (f == NULL || out == NULL)
+		return SHMF_E_INVAL;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	unsigned n = v->nparts < max ? v->nparts : max;
+	for (unsigned i = 0; i < n; i++) {
+		const struct part *p = &v->p[i];
+		uint64_t items = shmf_data_items(&p->data);
+		out[i] = (struct shmf_layer_status){
+			.generation = p->data.hdr.generation,
+			.layer = p->layer,
+			.capacity = p->capacity,
+			.items = items > UINT64_MAX / 2 ? 0 : items,
+			.deletes = shmf_data_deletes(&p->data),
+			.bytes = p->data.len,
+			.state = atomic_load_explicit(p->state, memory_order_acquire),
+			.standby = v->standby && i == v->nparts - 1,
+			.k = p->data.hdr.k,
+			.nbuckets = p->data.hdr.nbuckets,
+			.nblocks = p->data.hdr.nblocks,
+			.max_kicks = p->data.hdr.max_kicks,
+			.bucket_size = p->data.hdr.bucket_size,
+		};
+		memcpy(&out[i].fpr, &p->data.hdr.fpr_bits, sizeof(double));
+	}
+	leave();
+	return (int)n;
+}
+
+int shmf_layer_mark(shmf_t *f, uint64_t generation, uint64_t bits)
+{
+	struct view *v;
+	int r;
+
+	if (f == NULL || (bits & ~(uint64_t)(SHMF_LAYER_OPENED | SHMF_LAYER_FULL | SHMF_LAYER_NEAR)) != 0)
+		return SHMF_E_INVAL;
+	if (!(f->flags & SHMF_RDWR))
+		return SHMF_E_READONLY;
+	if ((r = enter(f, &v)) < 0)
+		return r;
+	r = SHMF_E_NOTFOUND;
+	for (unsigned i = 0; i < v->nparts; i++)
+		if (v->p[i].data.hdr.generation == generation) {
+			layer_mark(&v->p[i], bits);
+			r = 0;
+		}
+	leave();
+	return r;
 }
 
 /* ---- Applying journal entries (journal.h) ------------------------------ */
@@ -815,13 +1211,26 @@ static struct part *part_for_window(struct view *v, uint32_t w)
 	return NULL;
 }
 
-/* One entry into view @p v; never journals. */
+/* One entry into view @p v; never journals. A growing filter's entry goes
+ * where a local add or delete would: its current layer (or the next). */
 static int apply_one(struct view *v, const struct shmf_jentry *e)
 {
 	if (e->op == 0 || e->op > SHMF_JOP_MAX)
 		return SHMF_E_INVAL;
 	if (v->type == SHMF_TYPE_BLOOM && e->op != SHMF_JOP_ADD)
 		return SHMF_E_TYPE;
+	if (v->grows) {
+		if (v->type == SHMF_TYPE_BLOOM)
+			return bloom_add_grows(v, e->hash, 0);
+		if (e->op == SHMF_JOP_DEL)
+			return cuckoo_del_view(v, e->hash, 0);
+		struct part *at;
+		int r = cuckoo_add_grows(v, e->hash, &at);
+		if (r < 0)
+			return r;
+		count_new(at, 1);
+		return 1;
+	}
 	struct part *p = part_for_window(v, e->window);
 	if (p == NULL)
 		return SHMF_JAPPLY_RETIRED;
@@ -840,7 +1249,7 @@ static int apply_one(struct view *v, const struct shmf_jentry *e)
 	/* ADD and CAPPED alike: the cap held where the add was made. */
 	if ((r = shmf_cuckoo_add(&p->cuckoo, &k)) < 0)
 		return r;
-	atomic_fetch_add_explicit(p->items, 1, memory_order_relaxed);
+	count_new(p, 1);
 	return 1;
 }
 

@@ -90,9 +90,9 @@ double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits, uint
 	return -expm1(2.0 * slots * load * log1p(-1.0 / values));
 }
 
-int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out)
+int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, int headroom, uint64_t *out)
 {
-	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0) || !shmf_cuckoo_layout_ok(slots, 8))
+	if (capacity == 0 || !shmf_cuckoo_layout_ok(slots, 8))
 		return SHMF_E_INVAL;
 	double buckets = ceil((double)capacity / (slots * shmf_cuckoo_load(slots)));
 	if (headroom)
@@ -103,6 +103,18 @@ int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom
 	uint64_t nb = (uint64_t)buckets;
 	if (shmf_cuckoo_even_buckets(slots))
 		nb += nb % 2;
+	*out = nb;
+	return 0;
+}
+
+int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out)
+{
+	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0) || !shmf_cuckoo_layout_ok(slots, 8))
+		return SHMF_E_INVAL;
+	uint64_t nb;
+	int r = shmf_cuckoo_buckets(capacity, slots, headroom, &nb);
+	if (r < 0)
+		return r;
 	uint32_t bits;
 	if (fp8_holds(slots, nb) && shmf_cuckoo_fpr(capacity, nb, 8, slots) <= fpr)
 		bits = 8;
@@ -386,8 +398,11 @@ static int lock_word(const struct shmf_cuckoo_geom *g, uint64_t timeout_ns)
 		h->list_op_pending = NULL;
 		return r;
 	}
-	/* In front of the list: the library takes no other robust lock while
-	 * it holds this one, so the unlock finds it in front again. */
+	/* In front of the list: the library takes other robust locks while
+	 * it holds this one only as a growing filter's capped add does (the
+	 * oldest layer's, then a newer layer's for a relocation), and lets
+	 * them go in the reverse order, so the unlock finds it in front
+	 * again. */
 	g->lock->saved_list = h->list.next;
 	lw->list_next = (uint64_t)(uintptr_t)h->list.next;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -770,6 +785,11 @@ int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 	r = add_locked(g, k);
 	shmf_cuckoo_unlock(g);
 	return r;
+}
+
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	return add_locked(g, k);
 }
 
 int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap)

@@ -259,6 +259,14 @@ double shmf_cuckoo_load(uint32_t slots);
  */
 int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out);
 
+/** The buckets shmf_cuckoo_size() gives @p capacity keys in buckets of
+ * @p slots (with or without the headroom), whatever the fingerprint: a
+ * growing filter's layers keep their first layer's fingerprint and bucket
+ * sizes.
+ * @return 0, SHMF_E_INVAL (capacity 0, a bucket size other than 1, 2, 4
+ *         or 8) or SHMF_E_TOOBIG. */
+int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, int headroom, uint64_t *out);
+
 /** The false-positive bound at load @p items / (slots * nbuckets): the
  * chance that one of the 2 * slots * load occupied candidate slots holds
  * the probe's fingerprint (about 2 * slots / 2^fp_bits when full). */
@@ -454,6 +462,13 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
  *         changed, no key lost), SHMF_E_BUSY or another error from the lock.
  */
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/**
+ * shmf_cuckoo_add() for a caller that holds the writer lock of @p g
+ * already (a growing filter's capped add into its oldest layer).
+ * @return 0, SHMF_E_FULL or SHMF_E_INVAL.
+ */
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
  * Add a copy only if fewer than @p cap are present, atomically against

@@ -26,6 +26,8 @@ const char *shmf_strerror(int err)
 	case SHMF_E_BUSY:
 		return "the cuckoo filter's relocation lock stayed held past the filter's lock timeout (a writer "
 		       "stopped or stuck holding it, or its bytes overwritten)";
+	case SHMF_E_NONSCALING:
+		return "non scaling filter is full (a NONSCALING Bloom filter holds its capacity and refuses new keys)";
 	default: break;
 	}
 	if (err < 0 && err > -4096)

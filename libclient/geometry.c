@@ -1,4 +1,9 @@
-/* geometry.c - a filter's data-segment shape, for either type (geometry.h). */
+/* geometry.c - a filter's data-segment shape, for either type, and the
+ * shape of each layer of a growing filter (geometry.h). */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
 #include "bloom.h"
 #include "cuckoo.h"
 #include "geometry.h"
@@ -43,10 +48,101 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 	return 0;
 }
 
+/* Sizings done, per process: a Bloom sizing searches 32 values of k
+ * (about 15 ms), and every open or remap of a grown filter validates each
+ * of its layers against one. Shapes never change, so a hit is exact. */
+#define CACHE_SLOTS 64
+static struct cached_size {
+	int type;
+	uint32_t max_kicks;
+	uint32_t bucket_size;
+	uint64_t capacity;
+	uint64_t fpr_bits;
+	struct shmf_geometry g;
+} cache[CACHE_SLOTS];
+static unsigned cache_used, cache_next;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int sized_cached(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			struct shmf_geometry *out)
+{
+	uint64_t bits;
+	memcpy(&bits, &fpr, sizeof(bits));
+	pthread_mutex_lock(&cache_lock);
+	for (unsigned i = 0; i < cache_used; i++)
+		if (cache[i].type == type && cache[i].capacity == capacity && cache[i].fpr_bits == bits &&
+		    cache[i].max_kicks == max_kicks && cache[i].bucket_size == bucket_size) {
+			*out = cache[i].g;
+			pthread_mutex_unlock(&cache_lock);
+			return 0;
+		}
+	pthread_mutex_unlock(&cache_lock);
+	int r = geometry_size(type, capacity, fpr, max_kicks, bucket_size, 1, out);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&cache_lock);
+	cache[cache_next] = (struct cached_size){ type, max_kicks, bucket_size, capacity, bits, *out };
+	cache_next = (cache_next + 1) % CACHE_SLOTS;
+	if (cache_used < CACHE_SLOTS)
+		cache_used++;
+	pthread_mutex_unlock(&cache_lock);
+	return 0;
+}
+
 int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 		       struct shmf_geometry *out)
 {
-	return geometry_size(type, capacity, fpr, max_kicks, bucket_size, 1, out);
+	return sized_cached(type, capacity, fpr, max_kicks, bucket_size, out);
+}
+
+int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			uint32_t expansion, unsigned i, struct shmf_layer *out)
+{
+	struct shmf_layer l = { .capacity = capacity, .fpr = fpr };
+	int r;
+
+	if (expansion > SHMF_EXPANSION_MAX || i >= SHMF_LAYERS_MAX || (expansion == 0 && i != 0))
+		return SHMF_E_INVAL;
+	if (type != SHMF_TYPE_BLOOM && type != SHMF_TYPE_CUCKOO)
+		return SHMF_E_TYPE;
+	if (expansion == 0)
+		return (r = sized_cached(type, capacity, fpr, max_kicks, bucket_size, &l.g)) < 0 ? r : (*out = l, 0);
+	for (unsigned j = 0; j < i; j++) {
+		if (l.capacity > UINT64_MAX / expansion)
+			return SHMF_E_TOOBIG;
+		l.capacity *= expansion;
+	}
+	if (type == SHMF_TYPE_BLOOM) {
+		/* RedisBloom's: the first layer is tightened too, so that the
+		 * rates of every layer sum to less than the declared one. */
+		l.fpr = fpr * pow(SHMF_LAYER_TIGHTENING, (double)(i + 1));
+		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, bucket_size, &l.g)) < 0)
+			return r;
+		*out = l;
+		return 0;
+	}
+	/* Cuckoo: layer 0 as any cuckoo filter; the others its fingerprint
+	 * and bucket sizes (a layer's rate is layer 0's, and a handle reads
+	 * every layer with the one layout), and buckets for their own
+	 * capacity. */
+	struct shmf_geometry base;
+	if ((r = sized_cached(type, capacity, fpr, max_kicks, bucket_size, &base)) < 0)
+		return r;
+	l.g = base;
+	if (i > 0) {
+		uint64_t nb;
+		if ((r = shmf_cuckoo_buckets(l.capacity, base.bucket_size, 1, &nb)) < 0)
+			return r;
+		l.g.nbuckets = nb;
+		l.g.nblocks = (sizeof(struct shmf_cuckoo_meta) +
+			       shmf_cuckoo_table_bytes(nb, base.k, base.bucket_size)) /
+			      SHMF_BLOCK_BYTES;
+		if (l.g.nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
+			return SHMF_E_TOOBIG;
+		l.g.data_bytes = SHMF_DATA_BLOCKS_OFF + l.g.nblocks * SHMF_BLOCK_BYTES;
+	}
+	*out = l;
+	return 0;
 }
 
 static int same_shape(const struct shmf_geometry *a, const struct shmf_geometry *b)

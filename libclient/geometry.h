@@ -40,6 +40,41 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
  */
 int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr);
 
+/*
+ * Growing filters (docs/design.md, "Layers"): a filter created for
+ * capacity keys at error rate fpr that grows by an expansion e >= 1 is a
+ * chain of layers. Layer i holds capacity * e^i keys; a Bloom layer i is
+ * sized for fpr * 0.5^(i+1) (RedisBloom's tightening: layer 0 gets half
+ * the declared rate, and the sum over every layer stays below it), a
+ * cuckoo layer keeps layer 0's fingerprint and bucket sizes (its rate is
+ * layer 0's: RedisBloom's cuckoo layers do not tighten either). A filter
+ * that does not grow (expansion 0) is layer 0 alone, sized for fpr itself.
+ */
+#define SHMF_EXPANSION_MAX    32768u /* largest expansion a filter may have */
+#define SHMF_LAYER_TIGHTENING 0.5    /* each Bloom layer's error rate against the one before */
+
+/* What one layer of a filter is. */
+struct shmf_layer {
+	uint64_t capacity; /* keys it is sized for */
+	double fpr;        /* the error rate it is sized for */
+	struct shmf_geometry g;
+};
+
+/**
+ * Layer @p i of a filter of @p type created for @p capacity keys at
+ * @p fpr (@p max_kicks and @p bucket_size as shmf_geometry_size() takes
+ * them) that grows by @p expansion (0: does not grow; then only layer 0
+ * exists). A pure function of its arguments, the one that shmd (creating
+ * a layer), the snapshot reader and libshmf (validating each layer's data
+ * header) call; results are cached per process, since a Bloom sizing
+ * takes milliseconds.
+ * @return 0, SHMF_E_INVAL (i past the last layer, bad expansion, or the
+ *         sizing's refusal), SHMF_E_TOOBIG (the layer's capacity or size
+ *         is past what the format allows), SHMF_E_TYPE.
+ */
+int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			uint32_t expansion, unsigned i, struct shmf_layer *out);
+
 /** Type, k, bucket size, blocks and buckets agree with each other and the
  * size limit (max_kicks and data_bytes are not looked at). @return 0 or
  * SHMF_E_FORMAT. */

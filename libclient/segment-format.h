@@ -35,10 +35,13 @@
  * flags and stream cursor; 6: the cuckoo relocation lock is a robust
  * futex word in the meta block instead of a lock on the data file (a
  * writer of format 5 would not exclude one of format 6), with its timeout
- * in the data header and the snapshot log in the header page; 7: the
- * cuckoo bucket size (1, 2, 4 or 8 fingerprints a bucket word) in the slot
- * and the data header: a client of format 6 would read buckets of another
- * size as buckets of 4. */
+ * in the data header and the snapshot log in the header page; 7: growing
+ * filters (the slot's expansion and its flags LAYERED, STANDBY and
+ * NONSCALING, and a layer state word in every data header page: a client
+ * of format 6 would neither see a filter's newer layers nor stop at a
+ * NONSCALING filter's capacity) and the cuckoo bucket size (1, 2, 4 or 8
+ * fingerprints a bucket word) in the slot and the data header (a client of
+ * format 6 would read buckets of another size as buckets of 4). */
 #define SHMF_FORMAT_VERSION 7u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
@@ -55,20 +58,32 @@
 #define SHMF_BLOCK_WORDS  8u
 #define SHMF_ITEM_STRIPES 64u /* item counters, one cache line each */
 #define SHMF_K_MAX        32u
-#define SHMF_WINDOW_MAX   16u /* generations in a time window's ring */
+#define SHMF_WINDOW_MAX   16u             /* generations in a time window's ring */
+#define SHMF_LAYERS_MAX   SHMF_WINDOW_MAX /* layers of a growing filter: the same ring */
 
 /* Data segment: header page, counter page, blocks. The header page holds
- * the header (written once) and, for a cuckoo filter, the snapshot log
+ * the header (written once), for a cuckoo filter the snapshot log
  * (struct shmf_cuckoo_cow, cuckoo.h) at SHMF_DATA_COW_OFF, which writers
- * and shmd change while a snapshot copies the table. */
+ * and shmd change while a snapshot copies the table, and in a cache line
+ * of its own the layer state word (struct shmf_layer_state). */
 #define SHMF_DATA_HDR_BYTES    4096u
 #define SHMF_DATA_COW_OFF      1024u
+#define SHMF_DATA_STATE_OFF    3328u
 #define SHMF_DATA_COUNTERS_OFF 4096u
 #define SHMF_DATA_BLOCKS_OFF   8192u
 
 /* Slot flags (struct shmf_slot.flags). */
-#define SHMF_SLOT_REPLICATED 0x1u                 /* the filter has a journal: adds that change it are journalled */
-#define SHMF_SLOT_FLAGS      SHMF_SLOT_REPLICATED /* every flag defined; others make the slot malformed */
+#define SHMF_SLOT_REPLICATED 0x1u /* the filter has a journal: adds that change it are journalled */
+#define SHMF_SLOT_LAYERED    0x2u /* a growing filter: live[] are its layers, the oldest last (docs/design.md) */
+#define SHMF_SLOT_STANDBY    0x4u /* LAYERED: live[0] is the next layer, made ahead, not yet current */
+#define SHMF_SLOT_NONSCALING 0x8u /* Bloom: adds of new keys past its capacity are refused */
+/* Every flag defined; others make the slot malformed. */
+#define SHMF_SLOT_FLAGS (SHMF_SLOT_REPLICATED | SHMF_SLOT_LAYERED | SHMF_SLOT_STANDBY | SHMF_SLOT_NONSCALING)
+
+/* Layer state bits (struct shmf_layer_state.bits). */
+#define SHMF_LAYER_OPENED 0x1u /* a standby layer that adds go to: checks look at it from now on */
+#define SHMF_LAYER_FULL   0x2u /* the layer holds its capacity: adds go to the next layer */
+#define SHMF_LAYER_NEAR   0x4u /* NONSCALING: close to capacity, adders count every new key */
 
 /* Largest data segment the library will map: 64 TiB. */
 #define SHMF_DATA_MAX_BYTES (UINT64_C(1) << 46)
@@ -120,9 +135,10 @@ struct shmf_slot {
 	uint32_t flags_pad;                     /* zero */
 	uint64_t cursor_ms;                     /* shmd writes (replication): the last stream entry applied, */
 	uint64_t cursor_seq;                    /* as its Redis id <ms>-<seq>; clients never use them */
+	uint32_t expansion;                     /* shmd writes; LAYERED: each layer's capacity is the one
+						   before times this (1..SHMF_EXPANSION_MAX); else 0 */
 	uint32_t bucket_size;                   /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
-						   4 or 8, one word: cuckoo.h); Bloom: 0 */
-	uint32_t bucket_pad;                    /* zero */
+						   4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
 	uint8_t pad[512 - 440];
 };
 
@@ -149,6 +165,18 @@ struct shmf_data_header {
 	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket, as the slot says; Bloom: 0 */
 	uint32_t bucket_pad;      /* zero */
 	char name[SHMF_NAME_MAX + 1];
+};
+
+/* The layer state word of a data segment, at SHMF_DATA_STATE_OFF in its
+ * header page, in a cache line of its own (adders load it on every add to
+ * a growing filter; it changes at most three times in a layer's life).
+ * Every data file has one; it stays 0 for filters that do not grow. */
+struct shmf_layer_state {
+	_Atomic uint64_t bits; /* SHMF_LAYER_*: adders set OPENED (release, before their first add
+				  into a standby layer), FULL and NEAR (when they counted the layer's
+				  items at capacity); shmd sets FULL too; checkers load OPENED
+				  (acquire) of a standby, adders FULL; never cleared */
+	uint64_t pad[7];
 };
 
 /* One item-counter stripe: adders fetch_add (relaxed) on their handle's
@@ -248,12 +276,17 @@ _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
 _Static_assert(sizeof(struct shmf_data_header) <= SHMF_DATA_COW_OFF, "data header before the snapshot log");
 _Static_assert(sizeof(struct shmf_counter) == 64, "counter stripe is one cache line");
+_Static_assert(sizeof(struct shmf_layer_state) == 64, "layer state is one cache line");
+_Static_assert(SHMF_DATA_STATE_OFF % 64 == 0 &&
+		       SHMF_DATA_STATE_OFF + sizeof(struct shmf_layer_state) <= SHMF_DATA_HDR_BYTES,
+	       "layer state in a cache line of the header page");
+_Static_assert(offsetof(struct shmf_slot, expansion) == 432, "slot expansion offset");
 _Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) == SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF,
 	       "counters fill their page");
 _Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
-_Static_assert(offsetof(struct shmf_slot, bucket_size) == 432, "slot bucket size offset");
+_Static_assert(offsetof(struct shmf_slot, bucket_size) == 436, "slot bucket size offset");
 _Static_assert(sizeof(struct shmf_journal_header) == 192, "journal header is three cache lines");
 _Static_assert(sizeof(struct shmf_journal_header) <= SHMF_JOURNAL_HDR_BYTES, "journal header fits its page");
 _Static_assert(offsetof(struct shmf_journal_header, name) == 64, "journal name offset");

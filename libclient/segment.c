@@ -17,8 +17,8 @@
 #include <xxhash.h>
 
 _Static_assert(SHMF_DATA_COW_OFF >= sizeof(struct shmf_data_header) &&
-		       SHMF_DATA_COW_OFF + sizeof(struct shmf_cuckoo_cow) <= SHMF_DATA_HDR_BYTES,
-	       "the snapshot log fits the header page after the header");
+		       SHMF_DATA_COW_OFF + sizeof(struct shmf_cuckoo_cow) <= SHMF_DATA_STATE_OFF,
+	       "the snapshot log fits the header page after the header, before the layer state");
 
 uint64_t shmf_layout_fingerprint(void)
 {
@@ -65,6 +65,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_cuckoo_cow, entry), SHMF_CUCKOO_COW_ENTRIES,
 		offsetof(struct shmf_slot, bucket_size), offsetof(struct shmf_data_header, bucket_size),
 		SHMF_CUCKOO_SLOTS_MAX,
+		SHMF_DATA_STATE_OFF, sizeof(struct shmf_layer_state), offsetof(struct shmf_slot, expansion),
+		SHMF_LAYER_OPENED, SHMF_LAYER_FULL, SHMF_LAYER_NEAR,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
@@ -247,18 +249,61 @@ int shmf_slot_check(const struct shmf_slot *s)
 	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
 	if (gen == 0)
 		return SHMF_E_NOTFOUND;
-	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 || s->bucket_pad != 0 ||
+	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
 	    (s->flags & ~SHMF_SLOT_FLAGS) != 0)
 		return SHMF_E_FORMAT;
-	/* The ring: newest first, all distinct and older than the newest. */
-	if (s->window_gens > SHMF_WINDOW_MAX || (s->window_gens == 0) != (s->window_secs == 0) || s->nlive == 0 ||
-	    s->nlive > (s->window_gens ? s->window_gens : 1) || s->live[0] != gen)
-		return SHMF_E_FORMAT;
+	if (s->flags & SHMF_SLOT_LAYERED) {
+		/* A growing filter: no window, no NONSCALING, up to
+		 * SHMF_LAYERS_MAX layers; the generation word is its newest
+		 * file's, or (the standby promoted to current) that plus one. */
+		if (s->window_secs != 0 || s->window_gens != 0 || (s->flags & SHMF_SLOT_NONSCALING) ||
+		    s->expansion == 0 || s->expansion > SHMF_EXPANSION_MAX || s->nlive == 0 ||
+		    s->nlive > SHMF_LAYERS_MAX || ((s->flags & SHMF_SLOT_STANDBY) && s->nlive < 2))
+			return SHMF_E_FORMAT;
+		if (s->live[0] != gen && ((s->flags & SHMF_SLOT_STANDBY) || s->live[0] + 1 != gen))
+			return SHMF_E_FORMAT;
+	} else {
+		/* The ring of a time window, or one generation. */
+		if (s->expansion != 0 || (s->flags & SHMF_SLOT_STANDBY) ||
+		    ((s->flags & SHMF_SLOT_NONSCALING) && (s->type != SHMF_TYPE_BLOOM || s->window_gens != 0)) ||
+		    s->window_gens > SHMF_WINDOW_MAX || (s->window_gens == 0) != (s->window_secs == 0) ||
+		    s->nlive == 0 || s->nlive > (s->window_gens ? s->window_gens : 1) || s->live[0] != gen)
+			return SHMF_E_FORMAT;
+	}
+	/* Newest first, all distinct and older than the newest. */
 	for (unsigned i = 1; i < s->nlive; i++)
 		if (s->live[i] == 0 || s->live[i] >= s->live[i - 1])
 			return SHMF_E_FORMAT;
+	return 0;
+}
+
+int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *out)
+{
+	if (j >= s->nlive || s->nlive > SHMF_WINDOW_MAX)
+		return SHMF_E_FORMAT;
+	if (s->flags & SHMF_SLOT_LAYERED) {
+		double fpr;
+		memcpy(&fpr, &s->fpr_bits, sizeof(fpr));
+		int r = shmf_geometry_layer((int)s->type, s->capacity, fpr, 0, s->bucket_size, s->expansion,
+					    s->nlive - 1 - j, out);
+		if (r < 0)
+			return SHMF_E_FORMAT;
+		/* Layer 0's shape is the slot's. */
+		if (j == s->nlive - 1 && (out->g.k != s->k || out->g.nblocks != s->nblocks ||
+					  out->g.nbuckets != s->nbuckets || out->g.bucket_size != s->bucket_size))
+			return SHMF_E_FORMAT;
+		return 0;
+	}
+	out->capacity = s->capacity;
+	memcpy(&out->fpr, &s->fpr_bits, sizeof(out->fpr));
+	out->g = (struct shmf_geometry){ .type = s->type,
+					 .k = s->k,
+					 .nblocks = s->nblocks,
+					 .nbuckets = s->nbuckets,
+					 .bucket_size = s->bucket_size,
+					 .data_bytes = s->data_bytes };
 	return 0;
 }
 
@@ -282,27 +327,20 @@ int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_s
 	return SHMF_E_NOTFOUND;
 }
 
-static int header_check_gen(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
-			    uint64_t file_size);
-
-int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t file_size)
+/* Header @p h of generation @p gen of the filter in @p slot, shaped as
+ * @p want says (a layer's shape and size, never the file's own word). */
+static int header_check_layer(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
+			      const struct shmf_layer *want, uint64_t file_size)
 {
-	return header_check_gen(h, slot,
-				atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed),
-				file_size);
-}
-
-static int header_check_gen(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t gen,
-			    uint64_t file_size)
-{
+	const struct shmf_geometry *g = &want->g;
 	if (file_size < SHMF_DATA_BLOCKS_OFF || h->magic != SHMF_DATA_MAGIC)
 		return SHMF_E_FORMAT;
 	if (h->version != SHMF_FORMAT_VERSION)
 		return SHMF_E_VERSION;
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
-	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != slot->k || h->nblocks != slot->nblocks ||
-	    h->nbuckets != slot->nbuckets || h->bucket_size != slot->bucket_size || h->bucket_pad != 0 ||
+	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != g->k || h->nblocks != g->nblocks ||
+	    h->nbuckets != g->nbuckets || h->bucket_size != g->bucket_size || h->bucket_pad != 0 ||
 	    shmf_geometry_check(h->type, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
 	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT ||
 						   h->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX
@@ -310,19 +348,57 @@ static int header_check_gen(const struct shmf_data_header *h, const struct shmf_
 	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF || h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
 	    h->generation != gen || memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;
+	/* A layer's capacity decides when it is full: the function's, checked. */
+	if ((slot->flags & SHMF_SLOT_LAYERED) && h->capacity != want->capacity)
+		return SHMF_E_FORMAT;
 	if (h->nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES ||
 	    file_size != SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES)
 		return SHMF_E_FORMAT;
 	return 0;
 }
 
+/* Where generation @p gen is in the slot's ring, or nlive if it is not there. */
+static unsigned ring_index(const struct shmf_slot *slot, uint64_t gen)
+{
+	unsigned j = 0;
+	while (j < slot->nlive && j < SHMF_WINDOW_MAX && slot->live[j] != gen)
+		j++;
+	return j < slot->nlive ? j : slot->nlive;
+}
+
+/* The shape generation @p gen must have: its layer's in a growing filter
+ * (when it is in the ring), else the slot's. */
+static int expected_shape(const struct shmf_slot *slot, uint64_t gen, struct shmf_layer *want)
+{
+	unsigned j = ring_index(slot, gen);
+	if ((slot->flags & SHMF_SLOT_LAYERED) && j < slot->nlive)
+		return shmf_slot_layer(slot, j, want);
+	struct shmf_slot plain = *slot;
+	plain.flags &= ~(uint32_t)SHMF_SLOT_LAYERED;
+	plain.nlive = 1;
+	return shmf_slot_layer(&plain, 0, want);
+}
+
+/* The newest generation's file: live[0] (a promoted standby's generation
+ * word is one past it), or the generation word of a slot copy made up
+ * without a ring (shmd, for a file it is filling). */
+static uint64_t newest(const struct shmf_slot *slot)
+{
+	return slot->nlive != 0 ? slot->live[0]
+				: atomic_load_explicit(&((struct shmf_slot *)slot)->generation, memory_order_relaxed);
+}
+
+int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t file_size)
+{
+	struct shmf_layer want;
+	int r = expected_shape(slot, newest(slot), &want);
+	return r < 0 ? r : header_check_layer(h, slot, newest(slot), &want, file_size);
+}
+
 int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
 		       struct shmf_data_map *out)
 {
-	return shmf_data_map_open_gen(dir, slot,
-				      atomic_load_explicit(&((struct shmf_slot *)slot)->generation,
-							   memory_order_relaxed),
-				      writable, out);
+	return shmf_data_map_open_gen(dir, slot, newest(slot), writable, out);
 }
 
 int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *slot, uint64_t gen, int writable,
@@ -330,13 +406,16 @@ int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *s
 {
 	char fname[128];
 	struct stat st;
-	int r = shmf_data_filename(slot->name, gen, fname, sizeof(fname));
+	struct shmf_layer want;
+	int r = expected_shape(slot, gen, &want);
 	if (r < 0)
+		return r;
+	if ((r = shmf_data_filename(slot->name, gen, fname, sizeof(fname))) < 0)
 		return r;
 	int fd = shmf_dir_open_member(dir, fname, writable, S_IWOTH, &st);
 	if (fd < 0)
 		return fd;
-	if ((uint64_t)st.st_size != slot->data_bytes || (uint64_t)st.st_size < SHMF_DATA_BLOCKS_OFF) {
+	if ((uint64_t)st.st_size != want.g.data_bytes || (uint64_t)st.st_size < SHMF_DATA_BLOCKS_OFF) {
 		close(fd);
 		return SHMF_E_FORMAT;
 	}
@@ -344,7 +423,7 @@ int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *s
 		close(fd);
 		return SHMF_E_FORMAT;
 	}
-	if ((r = header_check_gen(&out->hdr, slot, gen, (uint64_t)st.st_size)) < 0) {
+	if ((r = header_check_layer(&out->hdr, slot, gen, &want, (uint64_t)st.st_size)) < 0) {
 		close(fd);
 		return r;
 	}
@@ -360,6 +439,7 @@ int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *s
 	out->base = p;
 	out->blocks = (uint64_t *)((char *)p + SHMF_DATA_BLOCKS_OFF);
 	out->counters = (struct shmf_counter *)((char *)p + SHMF_DATA_COUNTERS_OFF);
+	out->state = (struct shmf_layer_state *)((char *)p + SHMF_DATA_STATE_OFF);
 	return 0;
 }
 

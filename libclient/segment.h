@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "geometry.h"
 #include "segment-format.h"
 
 /* An open instance directory, checked for a trusted owner and mode. */
@@ -34,9 +35,10 @@ struct shmf_data_map {
 	int fd;
 	size_t len;
 	void *base;
-	uint64_t *blocks;              /* nblocks * 8 words */
-	struct shmf_counter *counters; /* SHMF_ITEM_STRIPES */
-	struct shmf_data_header hdr;   /* private copy, validated */
+	uint64_t *blocks;               /* nblocks * 8 words */
+	struct shmf_counter *counters;  /* SHMF_ITEM_STRIPES */
+	struct shmf_layer_state *state; /* the layer state word in the header page */
+	struct shmf_data_header hdr;    /* private copy, validated */
 };
 
 /**
@@ -95,16 +97,26 @@ int shmf_slot_read(const struct shmf_slot *shared, struct shmf_slot *copy);
  */
 int shmf_slot_find(const struct shmf_ctl_map *m, const char *name, struct shmf_slot *copy);
 
-/** Check a slot copy for consistency (type, k, sizes, name). 0 or SHMF_E_FORMAT. */
+/** Check a slot copy for consistency (type, k, sizes, name, flags, the
+ * ring of a window or the layers of a growing filter). 0 or SHMF_E_FORMAT. */
 int shmf_slot_check(const struct shmf_slot *s);
+
+/**
+ * What generation live[@p j] of checked slot copy @p s is: in a growing
+ * filter (SHMF_SLOT_LAYERED), layer nlive - 1 - j, as shmf_geometry_layer()
+ * makes it from the slot's capacity, error rate and expansion (layer 0
+ * must have the slot's own shape); else the slot's capacity, rate and shape.
+ * @return 0 or SHMF_E_FORMAT.
+ */
+int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *out);
 
 /* Daemon side of the seqlock: begin makes seq odd, end makes it even. */
 void shmf_slot_write_begin(struct shmf_slot *s);
 void shmf_slot_write_end(struct shmf_slot *s);
 
 /**
- * Map and validate the data segment described by @p slot (a validated
- * private copy).
+ * Map and validate the newest data segment (live[0]) of @p slot (a
+ * validated private copy).
  * @param writable 0 maps read-only, 1 read-write
  * @return 0, SHMF_E_NOTFOUND (file gone: dropped or replaced meanwhile),
  *         SHMF_E_OWNER, SHMF_E_FORMAT, SHMF_E_VERSION, SHMF_E_LAYOUT, -errno.
@@ -112,12 +124,13 @@ void shmf_slot_write_end(struct shmf_slot *s);
 int shmf_data_map_open(const struct shmf_dir *dir, const struct shmf_slot *slot, int writable,
 		       struct shmf_data_map *out);
 
-/** Validate a data header copy against the slot that names it and the file size. */
 /** As shmf_data_map_open(), for generation @p gen of the slot's filter (an
- * older generation of a time window). */
+ * older generation of a time window, a layer of a growing filter: each is
+ * checked against the shape shmf_slot_layer() gives its place in the ring). */
 int shmf_data_map_open_gen(const struct shmf_dir *dir, const struct shmf_slot *slot, uint64_t gen, int writable,
 			   struct shmf_data_map *out);
 
+/** Validate a data header copy of the slot's newest generation against the slot and the file size. */
 int shmf_data_header_check(const struct shmf_data_header *h, const struct shmf_slot *slot, uint64_t file_size);
 
 void shmf_data_map_close(struct shmf_data_map *m);

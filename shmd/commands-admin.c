@@ -40,11 +40,31 @@ static void live_generations(const struct filter_info *fi, char *buf, size_t len
 				       (unsigned long long)fi->live_items[i]);
 }
 
+/* What each layer of a growing filter is, "layer:generation:capacity:items:bytes:state" (state: current,
+ * full, standby, opened), the current one first, the older ones after it, a standby last. */
+static void layer_list(const struct filter_info *fi, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < fi->nparts && at < len; i++) {
+		const struct shmf_layer_status *l = &fi->layer[i];
+		const char *state = l->standby ? ((l->state & SHMF_LAYER_OPENED) ? "opened" : "standby")
+				    : (l->state & SHMF_LAYER_FULL) ? "full"
+				    : i == 0                       ? "current"
+								   : "older";
+		at += (size_t)snprintf(buf + at, len - at, "%s%u:%llu:%llu:%llu:%llu:%s", i ? " " : "", l->layer,
+				       (unsigned long long)l->generation, (unsigned long long)l->capacity,
+				       (unsigned long long)l->items, (unsigned long long)l->bytes, state);
+	}
+}
+
 /* SHMF.INFO key: what libshmf knows of the filter, plus the daemon's view:
- * data file, its mode, huge pages, and a cuckoo filter's or a window's own fields. */
+ * data file, its mode, huge pages, and a cuckoo filter's, a window's or a
+ * growing filter's own fields (of a growing one, capacity and error_rate
+ * are what it was created with, items and bytes its layers' summed). */
 void cmd_shmf_info(struct verb_call *c)
 {
-	char err[REGISTRY_ERR_MAX], mode[8], gens[SHMF_WINDOW_MAX * 64];
+	char err[REGISTRY_ERR_MAX], mode[8], gens[SHMF_WINDOW_MAX * 64], layers[SHMF_LAYERS_MAX * 96];
 	struct filter_info fi;
 	int slot = cmd_slot(c);
 	if (slot < 0)
@@ -55,8 +75,10 @@ void cmd_shmf_info(struct verb_call *c)
 	}
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
+	int grows = fi.expansion != 0;
 	struct reply *out = c->out;
-	reply_map(out, 14 + (cuckoo ? 6 : 0) + (window ? 5 : 0)); /* the field_* calls below */
+	/* the field_* calls below */
+	reply_map(out, 14 + (cuckoo ? 6 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) + (fi.nonscaling ? 1 : 0));
 	field_str(out, "name", fi.info.name);
 	field_str(out, "type", spec_type_name(fi.info.type));
 	field_int(out, "capacity", (long long)fi.info.capacity);
@@ -87,6 +109,15 @@ void cmd_shmf_info(struct verb_call *c)
 		field_int(out, "items_live", (long long)fi.info.items_live);
 		field_str(out, "generations", gens);
 	}
+	if (grows) {
+		layer_list(&fi, layers, sizeof(layers));
+		field_int(out, "expansion", fi.expansion);
+		field_int(out, "layer_count", fi.nlayers);
+		field_int(out, "capacity_total", (long long)fi.capacity_total);
+		field_str(out, "layers", layers);
+	}
+	if (fi.nonscaling)
+		field_int(out, "nonscaling", 1);
 }
 
 /* The reply of a registry call that says only OK or why not. */

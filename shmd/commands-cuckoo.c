@@ -3,10 +3,12 @@
  * defaults and error texts (the adds create a missing filter from
  * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED,
  * the capped add a cuckoo filter makes atomic (see commands.h). CF.RESERVE
- * checks BUCKETSIZE, MAXITERATIONS and the capacity as RedisBloom does, in
- * its order and with its texts, then refuses the bucket sizes whose bucket
- * is not one word (cuckoo.h: 1, 2, 4 and 8 are). Filters never grow:
- * EXPANSION is refused.
+ * checks MAXITERATIONS, BUCKETSIZE, EXPANSION and the capacity as
+ * RedisBloom does, in its order and with its texts, then refuses the
+ * bucket sizes whose bucket is not one word (cuckoo.h: 1, 2, 4 and 8 are).
+ * Filters grow as RedisBloom's do (EXPANSION, rounded up to a power of 2;
+ * default [defaults]' cuckoo_expansion, 1; 0 never), every layer with the
+ * first one's bucket and fingerprint sizes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -74,7 +76,7 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 		}
 	} else {
 		reply_error(c->out,
-			    "ERR unknown option '%.*s' (BUCKETSIZE b, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
+			    "ERR unknown option '%.*s' (BUCKETSIZE b, MAXITERATIONS n, EXPANSION e, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
 			    40, opt);
 		return SHMF_E_INVAL;
 	}
@@ -83,13 +85,17 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 
 /*
  * RedisBloom's checks of CF.RESERVE's numbers, in its order: MAXITERATIONS
- * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), then the
- * capacity (at least twice the bucket size: the one asked for, else
- * [defaults]' cuckoo_bucket_size, RedisBloom's default 2); then shmd's
- * own, the bucket sizes that are one word. @p capacity is the capacity
- * argument, an integer already. 0, or SHMF_E_INVAL after replying.
+ * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), EXPANSION
+ * (an integer, 0 or more), then the capacity (at least twice the bucket
+ * size: the one asked for, else [defaults]' cuckoo_bucket_size,
+ * RedisBloom's default 2); then shmd's own: the bucket sizes that are one
+ * word, and its limit on EXPANSION. @p capacity is the capacity argument,
+ * an integer already; @p expansion the EXPANSION value, NULL if not given
+ * (spec->expansion is set only if it was: rounded up to a power of 2, as
+ * RedisBloom keeps it). 0, or SHMF_E_INVAL after replying.
  */
-static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, long long capacity, struct filter_spec *spec)
+static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const char *expansion, long long capacity,
+		     struct filter_spec *spec)
 {
 	long long v;
 	if (nums->maxiterations != NULL) {
@@ -114,21 +120,41 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, long lo
 			return SHMF_E_INVAL;
 		}
 	}
+	long long e = 0;
+	if (expansion != NULL) {
+		if (rb_integer(expansion, &e) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_EXPANSION);
+			return SHMF_E_INVAL;
+		}
+		if (e < 0) {
+			reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
+			return SHMF_E_INVAL;
+		}
+	}
 	if (capacity < 2 * bucket) {
 		reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 		return SHMF_E_INVAL;
 	}
 	spec->capacity = (uint64_t)capacity;
-	if (nums->bucketsize == NULL)
-		return 0; /* shmd's default, 4 */
-	if (!shmf_cuckoo_layout_ok((uint32_t)bucket, 8)) {
-		reply_error(c->out,
-			    "ERR BUCKETSIZE %lld is not supported: a bucket holds " SPEC_BUCKET_SIZES_LIST
-			    " fingerprints here " SPEC_BUCKET_SIZES_WHY,
-			    bucket);
-		return SHMF_E_INVAL;
+	if (nums->bucketsize != NULL) {
+		if (!shmf_cuckoo_layout_ok((uint32_t)bucket, 8)) {
+			reply_error(c->out,
+				    "ERR BUCKETSIZE %lld is not supported: a bucket holds " SPEC_BUCKET_SIZES_LIST
+				    " fingerprints here " SPEC_BUCKET_SIZES_WHY,
+				    bucket);
+			return SHMF_E_INVAL;
+		}
+		spec->bucket_size = (uint32_t)bucket;
+	} /* else shmd's default, 4 */
+	if (expansion != NULL) {
+		if (e > SHMF_EXPANSION_MAX) {
+			reply_error(c->out,
+				    "ERR EXPANSION %lld is above shmd's limit of %u (each layer that many times the last)",
+				    e, SHMF_EXPANSION_MAX);
+			return SHMF_E_INVAL;
+		}
+		spec->expansion = cmd_cuckoo_expansion((uint32_t)e);
 	}
-	spec->bucket_size = (uint32_t)bucket;
 	return 0;
 }
 
@@ -138,6 +164,7 @@ static int cf_options(struct verb_call *c, long long capacity, struct filter_spe
 {
 	const struct request *req = c->req;
 	struct cf_numbers nums = { 0 };
+	const char *expansion = NULL;
 	for (int i = 3; i < req->argc; i++) {
 		int w = cmd_window_option(c, &i, spec);
 		if (w < 0)
@@ -149,29 +176,42 @@ static int cf_options(struct verb_call *c, long long capacity, struct filter_spe
 			spec->replicate = 1;
 			continue;
 		}
-		if (!strcasecmp(opt, "EXPANSION")) {
-			reply_error(c->out, "ERR EXPANSION is not supported: shmfilter filters never grow; "
-					    "size the filter for its whole lifetime");
-			return SHMF_E_INVAL;
+		if (!strcasecmp(opt, "EXPANSION") && i + 1 < req->argc) {
+			/* The first, as RedisBloom finds it. */
+			if (expansion == NULL)
+				expansion = req->argv[i + 1];
+			i++;
+			continue;
 		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
-				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE b, MAXITERATIONS n, ERROR rate, MODE octal, REPLICATE)",
+				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE b, MAXITERATIONS n, EXPANSION e, ERROR rate, MODE octal, REPLICATE)",
 				    40, opt);
 			return SHMF_E_INVAL;
 		}
 		if (cf_option(c, opt, req->argv[++i], spec, &nums) < 0)
 			return SHMF_E_INVAL;
 	}
-	if (cf_checks(c, &nums, capacity, spec) < 0)
+	spec->expansion = cmd_cuckoo_expansion(cmd_defaults(c)->cuckoo_expansion);
+	if (cf_checks(c, &nums, expansion, capacity, spec) < 0 || cmd_window_complete(c, spec) < 0)
 		return SHMF_E_INVAL;
-	return cmd_window_complete(c, spec);
+	/* A windowed filter rotates instead of growing. */
+	if (spec->window_secs != 0) {
+		if (expansion != NULL && spec->expansion != 0) {
+			reply_error(c->out, "ERR EXPANSION cannot be combined with WINDOW: a windowed filter does not "
+					    "grow, its generations rotate (EXPANSION 0 is what it does)");
+			return SHMF_E_INVAL;
+		}
+		spec->expansion = 0;
+	}
+	return 0;
 }
 
-/* CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [ERROR rate]
- * [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE]: without BUCKETSIZE
- * and MAXITERATIONS, shmd's defaults (4 and 500; RedisBloom's are 2 and
- * 20, which filters created on the fly get from [defaults]). */
+/* CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [EXPANSION e]
+ * [ERROR rate] [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE]:
+ * without BUCKETSIZE and MAXITERATIONS, shmd's defaults (4 and 500;
+ * RedisBloom's are 2 and 20, which filters created on the fly get from
+ * [defaults]); without EXPANSION, [defaults]' cuckoo_expansion. */
 void cmd_cf_reserve(struct verb_call *c)
 {
 	struct filter_spec spec;
@@ -232,7 +272,7 @@ void cmd_cf_count(struct verb_call *c)
 
 /* The items argv[items..] into cuckoo filter @p h, one at a time: per item
  * 1 added, 0 present (@p nx), -1 full. */
-static void insert_items(struct verb_call *c, shmf_t *h, int items, int nx)
+static void insert_items(struct verb_call *c, int slot, shmf_t *h, int items, int nx)
 {
 	const struct request *req = c->req;
 	int n = req->argc - items;
@@ -243,6 +283,7 @@ static void insert_items(struct verb_call *c, shmf_t *h, int items, int nx)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *key = req->argv[items + i];
+		cmd_grow(c, slot);
 		int rc = nx ? shmf_add_unique(h, key, req->lens[items + i]) : shmf_add(h, key, req->lens[items + i]);
 		if (rc == SHMF_E_FULL) {
 			res[i] = -1;
@@ -296,7 +337,7 @@ static void insert(struct verb_call *c, int nx)
 	int slot = cmd_insert_target(c, &spec, items, nocreate);
 	shmf_t *h = slot < 0 ? NULL : cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
 	if (h != NULL)
-		insert_items(c, h, items, nx);
+		insert_items(c, slot, h, items, nx);
 }
 
 void cmd_cf_insert(struct verb_call *c)
@@ -309,43 +350,38 @@ void cmd_cf_insertnx(struct verb_call *c)
 	insert(c, 1);
 }
 
-/* The filter's expansion rate. Filters do not grow yet: the rate a
- * growing filter would use, [defaults]' cuckoo_expansion (RedisBloom's 1),
- * until the filter's own is kept with it. */
-static long long cuckoo_expansion(struct verb_call *c)
-{
-	return cmd_defaults(c)->cuckoo_expansion;
-}
-
 /* CF.INFO key: RedisBloom's eight fields in its order (names as simple
- * strings, values integers; a map in RESP3), then shmd's own. */
+ * strings, values integers; a map in RESP3), then shmd's own. As
+ * RedisBloom's, the size, items and deletes are summed over the layers,
+ * and the buckets are the first layer's; every layer has its bucket size.
+ */
 void cmd_cf_info(struct verb_call *c)
 {
-	shmf_info_t info;
+	char err[REGISTRY_ERR_MAX];
+	struct filter_info fi;
 	int slot = cmd_lookup(c);
 	if (slot < 0) {
 		reply_rb_error(c->out, RB_NOT_FOUND);
 		return;
 	}
-	shmf_t *h = cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
-	if (h == NULL)
+	if (cmd_handle(c, slot, SHMF_TYPE_CUCKOO) == NULL)
 		return;
-	int rc = shmf_info(h, &info);
-	if (rc < 0) {
-		cmd_lib_error(c, rc);
+	if (registry_info(c->reg, slot, &fi, err, sizeof(err)) < 0) {
+		reply_error(c->out, "ERR %s", err);
 		return;
 	}
+	const shmf_info_t info = fi.info;
 	const struct {
 		const char *name;
 		long long v;
 	} fields[] = {
 		{ "Size", (long long)info.bytes },
-		{ "Number of buckets", (long long)info.buckets },
-		{ "Number of filters", 1 },
+		{ "Number of buckets", (long long)c->reg->ctl.slots[slot].nbuckets },
+		{ "Number of filters", (long long)fi.nlayers },
 		{ "Number of items inserted", (long long)info.items },
-		{ "Number of items deleted", (long long)info.deletes },
+		{ "Number of items deleted", (long long)(fi.expansion ? fi.deletes_total : info.deletes) },
 		{ "Bucket size", info.bucket_size },
-		{ "Expansion rate", cuckoo_expansion(c) },
+		{ "Expansion rate", fi.expansion },
 		{ "Max iterations", info.max_kicks },
 	};
 	reply_map(c->out, 8 + 4);
@@ -359,8 +395,10 @@ void cmd_cf_info(struct verb_call *c)
 	field_int(c->out, "Relocations", (long long)info.relocations);
 }
 
-/* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters.
- * A shmfilter cuckoo filter is one table, with nothing to compact. */
+/* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters,
+ * moving fingerprints into older layers and freeing an emptied newest one.
+ * shmd's layers live in shared memory that workers map and add to without
+ * a lock, so a layer is never taken away: OK, and nothing moves. */
 void cmd_cf_compact(struct verb_call *c)
 {
 	int slot = cmd_lookup(c);
@@ -382,9 +420,11 @@ void cmd_shmf_addcapped(struct verb_call *c)
 		reply_error(c->out, "ERR bad cap '%.*s': an integer from 0 to 1000000", 40, req->argv[3]);
 		return;
 	}
-	shmf_t *h = cmd_filter(c, SHMF_TYPE_CUCKOO);
+	int slot = cmd_slot(c);
+	shmf_t *h = slot < 0 ? NULL : cmd_handle(c, slot, SHMF_TYPE_CUCKOO);
 	if (h == NULL)
 		return;
+	cmd_grow(c, slot);
 	int rc = shmf_add_capped(h, req->argv[2], req->lens[2], (unsigned)cap);
 	if (rc < 0)
 		cmd_lib_error(c, rc);

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "roles.h"
 #include "errors.h"
+#include "grow.h"
 #include "keyspace.h"
 #include "session.h"
 #include "spec.h"
@@ -69,6 +70,8 @@ void cmd_lib_error(struct verb_call *c, int rc)
 	 * filter dropped mid-request. */
 	if (rc == SHMF_E_FULL)
 		reply_rb_error(c->out, RB_FILTER_FULL);
+	else if (rc == SHMF_E_NONSCALING)
+		reply_rb_error(c->out, RB_NONSCALING_FULL);
 	else if (rc == SHMF_E_NOTFOUND)
 		reply_rb_error(c->out, RB_NOT_FOUND);
 	else
@@ -98,10 +101,22 @@ void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec)
 		spec->capacity = d->cuckoo_capacity;
 		spec->max_kicks = d->cuckoo_max_iterations;
 		spec->bucket_size = d->cuckoo_bucket_size;
+		spec->expansion = cmd_cuckoo_expansion(d->cuckoo_expansion);
 	} else {
 		spec->capacity = d->bloom_capacity;
 		spec->fpr = d->bloom_error_rate;
+		spec->expansion = d->bloom_expansion;
 	}
+}
+
+uint32_t cmd_cuckoo_expansion(uint32_t e)
+{
+	uint32_t p = 1;
+	if (e == 0)
+		return 0;
+	while (p < e && p < SHMF_EXPANSION_MAX)
+		p <<= 1;
+	return p;
 }
 
 /*
@@ -140,6 +155,8 @@ void cmd_one_key(struct verb_call *c, int slot, int type, int (*op)(shmf_t *, co
 	shmf_t *h = cmd_handle(c, slot, type);
 	if (h == NULL)
 		return;
+	if (op != shmf_check && op != shmf_count)
+		cmd_grow(c, slot);
 	int rc = op(h, c->req->argv[2], c->req->lens[2]);
 	if (rc < 0)
 		cmd_lib_error(c, rc);
@@ -172,12 +189,55 @@ void cmd_read_many(struct verb_call *c, int type)
 		reply_bool(c->out, 0);
 }
 
+void cmd_grow(struct verb_call *c, int slot)
+{
+	if (c->reg->ctl.slots[slot].flags & SHMF_SLOT_LAYERED)
+		grow_filter(c->reg, slot);
+}
+
+/* Adds to a growing or NONSCALING filter, one at a time, as RedisBloom
+ * makes them: a growing filter's next layer made when one is due (a
+ * request's keys arrive faster than the tick), up to the first key a
+ * NONSCALING filter refuses, whose place in the reply is the error. */
+static void many_each(struct verb_call *c, int slot, shmf_t *h, int first)
+{
+	const struct request *req = c->req;
+	size_t n = (size_t)(req->argc - first), done = 0;
+	int *res = malloc(n * sizeof(*res)), rc = 0;
+	if (res == NULL) {
+		reply_error(c->out, "ERR out of memory for %zu items", n);
+		return;
+	}
+	for (; done < n; done++) {
+		cmd_grow(c, slot);
+		rc = shmf_add(h, req->argv[(size_t)first + done], req->lens[(size_t)first + done]);
+		if (rc < 0)
+			break;
+		res[done] = rc;
+	}
+	if (rc < 0 && rc != SHMF_E_NONSCALING) {
+		free(res);
+		cmd_lib_error(c, rc);
+		return;
+	}
+	reply_array(c->out, done + (rc < 0));
+	for (size_t i = 0; i < done; i++)
+		reply_bool(c->out, res[i]);
+	if (rc < 0)
+		reply_rb_error(c->out, RB_NONSCALING_FULL);
+	free(res);
+}
+
 void cmd_many(struct verb_call *c, int slot, int type, int add, int first)
 {
 	const struct request *req = c->req;
 	shmf_t *h = cmd_handle(c, slot, type);
 	if (h == NULL)
 		return;
+	if (add && (c->reg->ctl.slots[slot].flags & (SHMF_SLOT_NONSCALING | SHMF_SLOT_LAYERED))) {
+		many_each(c, slot, h, first);
+		return;
+	}
 	size_t n = (size_t)(req->argc - first);
 	uint8_t *res = malloc(n);
 	if (res == NULL) {

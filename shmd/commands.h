@@ -46,8 +46,15 @@ const struct filter_defaults *cmd_defaults(const struct verb_call *c);
 /** The slot of filter argv[1], or SHMF_E_NOTFOUND (also for a name no filter may have), without replying. */
 int cmd_lookup(struct verb_call *c);
 
-/** The filter an add creates on the fly: [defaults]' shape for @p type, named argv[1]. */
+/** The filter an add creates on the fly: [defaults]' shape and expansion for @p type, named argv[1]. */
 void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec);
+
+/** Before an add to the filter in @p slot: if it grows, make or make
+ * current its next layer when one is due (grow_filter()). */
+void cmd_grow(struct verb_call *c, int slot);
+
+/** A cuckoo expansion as RedisBloom keeps it: rounded up to a power of 2 (0 stays 0: never grow). */
+uint32_t cmd_cuckoo_expansion(uint32_t e);
 
 /**
  * Create filter @p spec for an add that found none (the one way filters

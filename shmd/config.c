@@ -326,6 +326,17 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 	} else if (!strcmp(name, "replicate")) {
 		if (parse_bool(value, &f->replicate) < 0)
 			return bad(ps, "replicate '%s': expected yes or no", value);
+	} else if (!strcmp(name, "expansion")) {
+		uint64_t n;
+		if (strcmp(value, "0") == 0)
+			n = 0;
+		else if (spec_parse_capacity(value, &n) < 0 || n > SHMF_EXPANSION_MAX)
+			return bad(ps, "expansion '%s': an integer from 0 (the filter does not grow) to %u", value,
+				   SHMF_EXPANSION_MAX);
+		f->expansion = (uint32_t)n;
+	} else if (!strcmp(name, "nonscaling")) {
+		if (parse_bool(value, &f->nonscaling) < 0)
+			return bad(ps, "nonscaling '%s': expected yes or no", value);
 	} else {
 		return bad(ps, "unknown key '%s' in a filter section", name);
 	}
@@ -618,6 +629,16 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 			return errmsg(err, errlen, SHMF_E_INVAL, "%s: [filter %s] bucket_size %u: %s", origin, f->name,
 				      f->bucket_size, why);
 		}
+		if (f->expansion != 0 && f->window_secs != 0)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] expansion with a window: a windowed filter does not grow (its "
+				      "generations rotate instead)",
+				      origin, f->name);
+		if (f->nonscaling && (f->expansion != 0 || f->type != SHMF_TYPE_BLOOM || f->window_secs != 0))
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] nonscaling applies to a Bloom filter without expansion or window (a "
+				      "cuckoo filter with expansion 0 never grows)",
+				      origin, f->name);
 		if (f->snapshot_dir[0] == '\0')
 			memcpy(f->snapshot_dir, c->snapshot_dir, sizeof(f->snapshot_dir));
 		if (f->snapshot_every != 0 && f->snapshot_dir[0] == '\0')

@@ -24,6 +24,7 @@
 #include "hugepages.h"
 #include "keyspace.h"
 #include "jobs.h"
+#include "grow.h"
 #include "log.h"
 #include "periodic.h"
 #include "perms.h"
@@ -82,6 +83,7 @@ static void on_tick(struct registry *reg, void *arg)
 	if (t->repl != NULL)
 		replication_tick(t->repl, reg);
 	registry_rotate_due(reg, now);
+	grow_tick(reg); /* growing filters' next layers */
 	periodic_tick(&t->periodic, reg, now);
 	scandump_expire(); /* loads by chunks abandoned without a word */
 	struct timespec ts;
@@ -276,14 +278,16 @@ static int open_all(struct daemon *d)
 	}
 	if (reload_filters(&d->reg, cfg, NULL, 1) < 0)
 		return 1;
+	/* Files made by an earlier start keep what that configuration said:
+	 * bring them to this one's group and modes before the socket listens,
+	 * so that a client that can connect finds them so (the socket itself
+	 * gets its group and mode as server_listen() makes it). */
+	perms_apply(&d->reg, cfg, NULL);
 	d->unix_fd = server_listen(d->sock_path, cfg->socket_mode, cfg->gid, err, sizeof(err));
 	if (d->unix_fd < 0) {
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
-	/* Files made by an earlier start keep what that configuration said:
-	 * bring them to this one's group and modes. */
-	perms_apply(&d->reg, cfg, d->sock_path);
 	if (!cfg->tcp.enabled)
 		return 0;
 	d->tcp_fd = tcp_listen(cfg->tcp.bind, cfg->tcp.port, d->tcp_name, sizeof(d->tcp_name), err, sizeof(err));

@@ -91,6 +91,13 @@ int merge_begin(struct registry *r, const char *name, const struct snap_file *sf
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a cuckoo filter: %s", name, undefined);
 	if (sf->hdr.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "snapshot %s holds a cuckoo filter: %s", sf->path, undefined);
+	/* Layers of different shapes do not line up bit for bit. */
+	if ((p->copy.flags & SHMF_SLOT_LAYERED) || (sf->hdr.flags & SHMF_SNAP_F_LAYERED))
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "%s %s grows in layers: merge ORs filters of one shape bit by bit, and layers of growing "
+			      "filters need not line up; restore or pull the filter whole instead",
+			      (p->copy.flags & SHMF_SLOT_LAYERED) ? "filter" : "snapshot",
+			      (p->copy.flags & SHMF_SLOT_LAYERED) ? name : sf->path);
 	if ((p->maps = malloc(sizeof(*p->maps))) == NULL)
 		return errmsg(err, errlen, -ENOMEM, "filter '%s': out of memory for a merge", name);
 	if ((rc = registry_ring_take(r, &p->copy, p->maps, err, errlen)) == 0)

@@ -20,12 +20,21 @@
 int registry_data_create(struct registry *r, const struct filter_spec *spec, const struct shmf_geometry *p,
 			 uint64_t gen, uint64_t seed, int fill_later, char *err, size_t errlen);
 
-/* The live generations of a filter, newest first. */
+/* The live generations of a filter, newest first (a growing filter's
+ * layers, the newest first: its standby, when standby is set). */
 struct live_ring {
 	unsigned n;
 	uint64_t gen[SHMF_WINDOW_MAX];
 	uint64_t created[SHMF_WINDOW_MAX];
+	int standby;  /* gen[0] is a growing filter's standby layer (SHMF_SLOT_STANDBY) */
+	int promoted; /* gen[0], a standby made current: the generation word is gen[0] + 1 */
 };
+
+/* Layer @p i of the growing filter @p spec describes (its first layer's
+ * capacity and rate, its expansion): @p out the spec of that layer's data
+ * file (capacity and rate its own), @p g its shape. For a filter that does
+ * not grow, layer 0 is the filter. @return 0 or shmf_geometry_layer()'s error. */
+int registry_layer_spec(const struct filter_spec *spec, unsigned i, struct filter_spec *out, struct shmf_geometry *g);
 
 /* Point @p slot at the generations of @p ring (ring->gen[0] the newest,
  * the one adds go to): one store that every client sees on its next call.
@@ -51,12 +60,15 @@ void registry_unlink_ring(struct registry *r, const char *name, const struct liv
  * copy of each cuckoo generation (registry_ring_copy). */
 struct ring_maps {
 	unsigned n;
+	unsigned first; /* live[first] is dm[0]: 1 when a growing filter's standby, empty and not
+			   opened, is left out (a copy has nothing to take from it) */
 	struct shmf_data_map dm[SHMF_WINDOW_MAX];
 	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: a consistent image; NULL until made */
 };
 
 /* Map every live generation of the filter @p copy describes (a checked
- * slot copy) into @p m. Nothing is locked: writers go on. @return 0, or
+ * slot copy) into @p m (a growing filter's layers; its standby only once
+ * an adder opened it). Nothing is locked: writers go on. @return 0, or
  * an error with nothing held. */
 int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen);
 
@@ -91,11 +103,12 @@ struct registry_load {
 	char name[SHMF_NAME_MAX + 1]; /* the filter it replaces or creates */
 	struct shmf_snap_header hdr;  /* the snapshot's, checked */
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
-	struct filter_spec spec;    /* from the header, the mode from the live filter */
-	struct shmf_geometry g;     /* the stored shape */
-	struct live_ring ring;      /* the generations it will publish, newest first */
-	unsigned made;              /* data files made so far: ring.gen[0..made) */
-	int fd[SHMF_SNAP_SECTIONS]; /* each made file, read-write */
+	struct filter_spec spec;                     /* from the header, the mode from the live filter */
+	struct shmf_geometry g;                      /* the stored shape (a growing filter's first layer's) */
+	struct shmf_geometry gs[SHMF_SNAP_SECTIONS]; /* each section's (a growing filter's layers differ) */
+	struct live_ring ring;                       /* the generations it will publish, newest first */
+	unsigned made;                               /* data files made so far: ring.gen[0..made) */
+	int fd[SHMF_SNAP_SECTIONS];                  /* each made file, read-write */
 };
 
 /**

@@ -88,8 +88,13 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	uint64_t seed = dm.hdr.seed;
 	uint32_t kicks = dm.hdr.max_kicks, bucket_size = dm.hdr.bucket_size; /* both kept */
 	shmf_data_map_close(&dm);
-	if ((rc = shmf_geometry_size(spec.type, capacity, fpr, kicks, bucket_size, &g)) < 0 ||
-	    g.data_bytes > r->max_bytes)
+	/* A growing filter keeps growing: its new first layer. */
+	struct filter_spec want = spec, first;
+	want.capacity = capacity;
+	want.fpr = fpr;
+	want.max_kicks = kicks;
+	want.bucket_size = bucket_size;
+	if ((rc = registry_layer_spec(&want, 0, &first, &g)) < 0 || g.data_bytes > r->max_bytes)
 		return errmsg(err, errlen, rc < 0 ? rc : SHMF_E_TOOBIG,
 			      "filter '%s': capacity %" PRIu64 " at error rate %g %s", name, capacity, fpr,
 			      rc == SHMF_E_INVAL ? "cannot be reached by this type"
@@ -115,7 +120,7 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	spec.capacity = capacity;
 	spec.fpr = fpr;
 	uint64_t gen = r->ctl.hdr->last_generation + 1;
-	if ((rc = registry_data_create(r, &spec, &g, gen, seed, 0, err, errlen)) < 0)
+	if ((rc = registry_data_create(r, &first, &g, gen, seed, 0, err, errlen)) < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
 	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { (uint64_t)time(NULL) } }, retired = { 0 };

@@ -62,17 +62,26 @@ void registry_ring_release(struct ring_maps *m)
 int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct ring_maps *m, char *err, size_t errlen)
 {
 	m->n = 0;
-	for (unsigned i = 0; i < copy->nlive; i++) {
-		struct shmf_data_map *dm = &m->dm[i];
+	m->first = 0;
+	for (unsigned j = 0; j < copy->nlive; j++) {
+		struct shmf_data_map *dm = &m->dm[m->n];
 		dm->fd = -1;
-		m->copy[i] = NULL;
-		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[i], 1, dm);
+		m->copy[m->n] = NULL;
+		int rc = shmf_data_map_open_gen(&r->dir, copy, copy->live[j], 1, dm);
 		if (rc < 0) {
 			registry_ring_release(m);
 			return errmsg(err, errlen, rc, "filter '%s': cannot map generation %" PRIu64 ": %s", copy->name,
-				      copy->live[i], shmf_strerror(rc));
+				      copy->live[j], shmf_strerror(rc));
 		}
-		m->n = i + 1;
+		/* A standby nobody opened holds no key: left out. acquire:
+		 * pairs with the adder's release of OPENED, before its add. */
+		if (j == 0 && (copy->flags & SHMF_SLOT_STANDBY) &&
+		    !(atomic_load_explicit(&dm->state->bits, memory_order_acquire) & SHMF_LAYER_OPENED)) {
+			shmf_data_map_close(dm);
+			m->first = 1;
+			continue;
+		}
+		m->n++;
 	}
 	return 0;
 }
@@ -115,11 +124,14 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 			  struct snap_source *src)
 {
 	/* The shape and seed as the newest generation's data header has them,
-	 * the name and window as the slot does. */
+	 * the name and window as the slot does; a growing filter's capacity,
+	 * rate and shape as it was created (its first layer's, the slot's). */
 	const struct shmf_data_header *dh = &m->dm[0].hdr;
 	struct filter_spec spec = { .capacity = dh->capacity,
 				    .window_secs = copy->window_secs,
-				    .window_gens = copy->window_gens };
+				    .window_gens = copy->window_gens,
+				    .expansion = (copy->flags & SHMF_SLOT_LAYERED) ? copy->expansion : 0,
+				    .nonscaling = (copy->flags & SHMF_SLOT_NONSCALING) != 0 };
 	memcpy(&spec.fpr, &dh->fpr_bits, sizeof(spec.fpr));
 	memcpy(spec.name, copy->name, sizeof(spec.name));
 	struct shmf_geometry g = { .type = dh->type,
@@ -128,16 +140,23 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 				   .nbuckets = dh->nbuckets,
 				   .max_kicks = dh->max_kicks,
 				   .bucket_size = dh->bucket_size };
+	if (spec.expansion != 0) {
+		spec.capacity = copy->capacity;
+		memcpy(&spec.fpr, &copy->fpr_bits, sizeof(spec.fpr));
+		g.k = copy->k;
+		g.nblocks = copy->nblocks;
+		g.nbuckets = copy->nbuckets;
+	}
 	memset(src, 0, sizeof(*src));
 	src->nsections = m->n;
+	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
 	snapshot_header_fill(&src->hdr, &spec, &g, dh->seed, copy->created_epoch, (uint64_t)time(NULL));
 	registry_cursor_get(r, slot, &src->hdr.cursor_ms, &src->hdr.cursor_seq);
-	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
 	for (unsigned i = 0; i < m->n; i++) {
 		src->payload[i] = m->dm[i].blocks;
 		src->sec[i] = (struct shmf_snap_section){
 			.generation = m->dm[i].hdr.generation,
-			.created_epoch = copy->live_created[i],
+			.created_epoch = copy->live_created[i + m->first],
 			.items = shmf_data_items(&m->dm[i]),
 			.deletes = shmf_data_deletes(&m->dm[i]),
 		};
@@ -234,7 +253,8 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 /* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)",
  * "cuckoo 1000 keys (16-bit fingerprints, 296 buckets of 4)" */
 static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint32_t bucket_size,
-			   uint64_t nblocks, uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens)
+			   uint64_t nblocks, uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens,
+			   uint32_t expansion)
 {
 	int at = snprintf(buf, len, "%s %" PRIu64 " keys (", spec_type_name((int)type), capacity);
 	if (type == SHMF_TYPE_CUCKOO)
@@ -244,6 +264,8 @@ static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capaci
 		at += snprintf(buf + at, len - (size_t)at, "k %u, %" PRIu64 " blocks", k, nblocks);
 	if (window_gens)
 		at += snprintf(buf + at, len - (size_t)at, ", window %" PRIu64 "s x %u", window_secs, window_gens);
+	if (expansion)
+		at += snprintf(buf + at, len - (size_t)at, ", growing by %u", expansion);
 	snprintf(buf + at, len - (size_t)at, ")");
 }
 
@@ -256,15 +278,16 @@ int registry_swap_shape(struct registry *r, const char *name, const struct shmf_
 	const struct shmf_slot *s = &r->ctl.slots[slot];
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g); /* the file's bucket size: 4 before version 3 */
+	uint32_t expansion = (h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion : 0;
 	if (s->type == h->type && s->capacity == h->capacity && s->k == h->k && s->nblocks == h->nblocks &&
 	    s->nbuckets == h->nbuckets && s->bucket_size == g.bucket_size && s->window_secs == h->window_secs &&
-	    s->window_gens == h->window_gens)
+	    s->window_gens == h->window_gens && ((s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0) == expansion)
 		return 0;
 	char from[160], to[160];
 	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->bucket_size, s->nblocks, s->nbuckets,
-		       s->window_secs, s->window_gens);
+		       s->window_secs, s->window_gens, (s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0);
 	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, g.bucket_size, h->nblocks, h->nbuckets,
-		       h->window_secs, h->window_gens);
+		       h->window_secs, h->window_gens, expansion);
 	return errmsg(err, errlen, SHMF_E_INVAL,
 		      "swap would change %s from %s to %s; add --reshape (SHMF.SWAP %s FILE RESHAPE) if that is meant",
 		      s->name, from, to, s->name);
@@ -296,15 +319,10 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	snprintf(ld->name, sizeof(ld->name), "%s", name);
 	ld->hdr = *h;
 	memcpy(ld->sec, sec, h->nsections * sizeof(sec[0]));
-	/* The snapshot decides the shape and the window (a plain snapshot
-	 * swapped into a windowed filter makes it plain). */
-	ld->spec = (struct filter_spec){ .type = (int)h->type,
-					 .capacity = h->capacity,
-					 .mode = 0640,
-					 .max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0,
-					 .window_secs = h->window_secs,
-					 .window_gens = h->window_gens };
-	memcpy(&ld->spec.fpr, &h->fpr_bits, sizeof(double));
+	/* The snapshot decides the shape, the window and how it grows (a
+	 * plain snapshot swapped into a windowed filter makes it plain). */
+	snapshot_spec(h, &ld->spec);
+	ld->spec.max_kicks = h->type == SHMF_TYPE_CUCKOO ? h->max_kicks : 0;
 	snprintf(ld->spec.name, sizeof(ld->spec.name), "%s", name);
 	if (slot >= 0) {
 		struct filter_spec cur;
@@ -317,10 +335,16 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	 * a filter sized by an older rule keeps its shape. */
 	snapshot_geometry(h, &ld->g);
 	ld->spec.bucket_size = ld->g.bucket_size;
-	if (ld->g.data_bytes * h->nsections > r->max_bytes)
+	struct snap_layout lay;
+	if ((rc = snapshot_layout(h, &lay, ld->gs)) < 0)
+		return errmsg(err, errlen, rc, "filter '%s': the layers of the snapshot cannot be sized", name);
+	uint64_t total = 0;
+	for (unsigned i = 0; i < h->nsections; i++)
+		total += ld->gs[i].data_bytes;
+	if (total > r->max_bytes)
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
-			      "filter '%s': %u generations of %" PRIu64 " bytes are more than this host has", name,
-			      h->nsections, ld->g.data_bytes);
+			      "filter '%s': %u generations of %" PRIu64 " bytes in all are more than this host has",
+			      name, h->nsections, total);
 
 	/* New generations, numbered so that the newest (section 0) is the
 	 * highest. */
@@ -334,7 +358,12 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	r->ctl.hdr->last_generation = base + n - 1;
 	for (unsigned i = 0; i < n; i++) {
 		char fname[128];
-		if ((rc = registry_data_create(r, &ld->spec, &ld->g, ld->ring.gen[i], h->seed, 1, err, errlen)) < 0)
+		/* A growing filter's layer carries its own capacity and rate. */
+		struct filter_spec ls;
+		struct shmf_geometry lg;
+		if (registry_layer_spec(&ld->spec, ld->spec.expansion ? n - 1 - i : 0, &ls, &lg) < 0)
+			ls = ld->spec;
+		if ((rc = registry_data_create(r, &ls, &ld->gs[i], ld->ring.gen[i], h->seed, 1, err, errlen)) < 0)
 			break;
 		ld->made = i + 1;
 		shmf_data_filename(name, ld->ring.gen[i], fname, sizeof(fname));
@@ -354,7 +383,8 @@ int registry_load_fill(struct registry_load *ld, unsigned sec, uint64_t off, con
 		       size_t errlen)
 {
 	const char *p = buf;
-	if (sec >= ld->made || off > ld->hdr.section_bytes || len > ld->hdr.section_bytes - off)
+	uint64_t bytes = sec < SHMF_SNAP_SECTIONS ? ld->gs[sec].nblocks * SHMF_BLOCK_BYTES : 0;
+	if (sec >= ld->made || off > bytes || len > bytes - off)
 		return errmsg(err, errlen, -EINVAL, "filter '%s': bytes %" PRIu64 "+%zu of section %u are out of range",
 			      ld->name, off, len, sec);
 	off += SHMF_DATA_BLOCKS_OFF;
@@ -396,13 +426,13 @@ void registry_load_abort(struct registry *r, struct registry_load *ld)
 static int load_finish_section(struct registry *r, struct registry_load *ld, unsigned i, char *err, size_t errlen)
 {
 	struct shmf_slot copy = { .type = ld->hdr.type,
-				  .k = ld->g.k,
+				  .k = ld->gs[i].k,
 				  .capacity = ld->hdr.capacity,
 				  .fpr_bits = ld->hdr.fpr_bits,
-				  .nblocks = ld->g.nblocks,
-				  .nbuckets = ld->g.nbuckets,
-				  .data_bytes = ld->g.data_bytes,
-				  .bucket_size = ld->g.bucket_size };
+				  .nblocks = ld->gs[i].nblocks,
+				  .nbuckets = ld->gs[i].nbuckets,
+				  .data_bytes = ld->gs[i].data_bytes,
+				  .bucket_size = ld->gs[i].bucket_size };
 	atomic_store_explicit(&copy.generation, ld->ring.gen[i], memory_order_relaxed);
 	snprintf(copy.name, sizeof(copy.name), "%s", ld->name);
 	struct shmf_data_map dm = { .fd = -1 };

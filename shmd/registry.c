@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bloom.h"
 #include "cuckoo.h"
 #include "errmsg.h"
 #include "fleet.h"
@@ -99,8 +100,14 @@ static int data_file_live(struct registry *r, const char *fname, const uint64_t 
 		memcpy(name, s->name, SHMF_NAME_MAX);
 		name[SHMF_NAME_MAX] = '\0';
 		for (unsigned j = 0; j < s->nlive && j < SHMF_WINDOW_MAX; j++) {
+			/* The newest by the generation word, or by live[0] (a
+			 * growing filter's word is one past it once its standby
+			 * is current). */
 			uint64_t g = j == 0 ? gen : s->live[j];
 			if (shmf_data_filename(name, g, want, sizeof(want)) == 0 && strcmp(want, fname) == 0)
+				return 1;
+			if (j == 0 && shmf_data_filename(name, s->live[0], want, sizeof(want)) == 0 &&
+			    strcmp(want, fname) == 0)
 				return 1;
 		}
 	}
@@ -372,7 +379,10 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 		      const struct live_ring *ring)
 {
 	struct shmf_slot *s = &r->ctl.slots[slot];
-	uint64_t gen = ring->gen[0];
+	/* A growing filter whose standby became current publishes the same
+	 * ring under the next number, reserved when the standby was made:
+	 * handles see a new word and map the layers in their new order. */
+	uint64_t gen = ring->gen[0] + (ring->promoted ? 1 : 0);
 	shmf_slot_write_begin(s);
 	s->type = (uint32_t)spec->type;
 	s->k = p->k;
@@ -381,7 +391,6 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	s->nblocks = p->nblocks;
 	s->nbuckets = p->nbuckets;
 	s->bucket_size = p->bucket_size;
-	s->bucket_pad = 0;
 	s->data_bytes = p->data_bytes;
 	s->created_epoch = ring->created[ring->n - 1];
 	memset(s->name, 0, sizeof(s->name));
@@ -393,6 +402,10 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	memset(s->live_created, 0, sizeof(s->live_created));
 	memcpy(s->live, ring->gen, ring->n * sizeof(s->live[0]));
 	memcpy(s->live_created, ring->created, ring->n * sizeof(s->live_created[0]));
+	/* How it grows (the replication flag is not publication's to change). */
+	s->expansion = spec->expansion;
+	s->flags = (s->flags & SHMF_SLOT_REPLICATED) | (spec->expansion ? SHMF_SLOT_LAYERED : 0) |
+		   (spec->nonscaling ? SHMF_SLOT_NONSCALING : 0) | (ring->standby ? SHMF_SLOT_STANDBY : 0);
 	/* release: the data segment and the fields above are complete before
 	 * a client can see the generation (pairs with the acquire in enter()). */
 	atomic_store_explicit(&s->generation, gen, memory_order_release);
@@ -487,6 +500,17 @@ static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 		return errmsg(err, errlen, SHMF_E_INVAL,
 			      "filter '%s': bucket size %u is not supported: " SPEC_BUCKET_SIZES, spec->name,
 			      spec->bucket_size);
+	if (spec->expansion > SHMF_EXPANSION_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': expansion %u is above the limit of %u",
+			      spec->name, spec->expansion, SHMF_EXPANSION_MAX);
+	if (spec->expansion != 0 && spec->window_secs != 0)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': a windowed filter does not grow (its generations rotate): no expansion "
+			      "with a window",
+			      spec->name);
+	if (spec->nonscaling && (spec->type != SHMF_TYPE_BLOOM || spec->expansion != 0 || spec->window_secs != 0))
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': NONSCALING is for a Bloom filter without expansion or window", spec->name);
 	return 0;
 }
 
@@ -494,7 +518,12 @@ static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 static int spec_size(const struct registry *r, const struct filter_spec *spec, struct shmf_geometry *p, char *err,
 		     size_t errlen)
 {
-	int rc = shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size, p);
+	/* A growing filter's first layer; a fixed filter's one shape. */
+	struct shmf_layer l;
+	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				     spec->expansion, 0, &l);
+	if (rc == 0)
+		*p = l.g;
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p->data_bytes > r->max_bytes))
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "filter '%s': capacity %" PRIu64
@@ -532,7 +561,12 @@ static int first_generation(struct registry *r, const struct filter_spec *spec, 
 		seed = fleet_seed(r->fleet.secret, spec->name);
 	else
 		arc4random_buf(&seed, sizeof(seed));
-	int rc = registry_data_create(r, spec, p, gen, seed, 0, err, errlen);
+	/* A growing filter's first layer carries its own capacity and rate. */
+	struct filter_spec first = *spec;
+	struct shmf_geometry g;
+	int rc = registry_layer_spec(spec, 0, &first, &g);
+	if (rc == 0)
+		rc = registry_data_create(r, &first, p, gen, seed, 0, err, errlen);
 	if (rc < 0)
 		return rc;
 	r->ctl.hdr->last_generation = gen;
@@ -659,6 +693,44 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 				shmf_data_map_close(&dm);
 			}
 		}
+		out->expansion = (copy.flags & SHMF_SLOT_LAYERED) ? copy.expansion : 0;
+		out->nonscaling = (copy.flags & SHMF_SLOT_NONSCALING) != 0;
+	}
+	/* The layers, as the handle maps them (a plain filter: one). */
+	if ((rc = shmf_layers(h, out->layer, SHMF_LAYERS_MAX)) < 0)
+		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, shmf_strerror(rc));
+	out->nparts = (unsigned)rc;
+	out->standby = out->nparts > 0 && out->layer[out->nparts - 1].standby;
+	double none = 1.0;
+	uint64_t items = 0, bytes = 0;
+	for (unsigned i = 0; i < out->nparts; i++) {
+		const struct shmf_layer_status *l = &out->layer[i];
+		if (l->standby && !(l->state & SHMF_LAYER_OPENED))
+			continue;
+		out->nlayers++;
+		out->capacity_total += l->capacity;
+		out->deletes_total += l->deletes;
+		items += l->items;
+		bytes += l->bytes;
+		none *= 1.0 - (out->info.type == SHMF_TYPE_CUCKOO
+				       ? shmf_cuckoo_fpr(l->items, l->nbuckets, l->k, l->bucket_size)
+				       : shmf_bloom_fpr(l->items, l->nblocks, l->k));
+	}
+	out->fpr_total = 1.0 - none;
+	if (out->expansion == 0) {
+		/* A filter that does not grow: one filter (a window's
+		 * generations are not RedisBloom's sub-filters), as before. */
+		out->nlayers = 1;
+		out->capacity_total = out->info.capacity;
+		out->deletes_total = out->info.deletes;
+		out->fpr_total = out->info.fpr_estimate;
+	} else {
+		/* What it was created with; what its layers hold and take. */
+		out->info.capacity = r->ctl.slots[slot].capacity;
+		memcpy(&out->info.fpr_target, &r->ctl.slots[slot].fpr_bits, sizeof(double));
+		out->info.items = items;
+		out->info.bytes = bytes;
+		out->info.fpr_estimate = out->fpr_total;
 	}
 	return 0;
 }
@@ -704,6 +776,20 @@ void registry_unlink_ring(struct registry *r, const char *name, const struct liv
 	}
 }
 
+int registry_layer_spec(const struct filter_spec *spec, unsigned i, struct filter_spec *out, struct shmf_geometry *g)
+{
+	struct shmf_layer l;
+	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				     spec->expansion, i, &l);
+	if (rc < 0)
+		return rc;
+	*out = *spec;
+	out->capacity = l.capacity;
+	out->fpr = l.fpr;
+	*g = l.g;
+	return 0;
+}
+
 void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filter_spec *spec, struct shmf_geometry *g)
 {
 	memset(spec, 0, sizeof(*spec));
@@ -714,6 +800,8 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 	spec->window_secs = s->window_secs;
 	spec->window_gens = s->window_gens;
 	spec->bucket_size = s->bucket_size;
+	spec->expansion = (s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0;
+	spec->nonscaling = (s->flags & SHMF_SLOT_NONSCALING) != 0;
 	spec->mode = 0640;
 	char fname[128];
 	struct stat st;

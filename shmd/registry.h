@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "fscred.h"
+#include "layers.h"
 #include "segment.h"
 #include "shmf.h"
 #include "snapshot.h"
@@ -32,6 +33,18 @@ struct filter_info {
 	uint64_t live_gen[SHMF_WINDOW_MAX];
 	uint64_t live_age[SHMF_WINDOW_MAX]; /* seconds since it began */
 	uint64_t live_items[SHMF_WINDOW_MAX];
+	/* How it grows: a growing filter's layers (docs/design.md, "Layers").
+	 * For one, info.capacity and info.fpr_target are what it was created
+	 * with, info.items and info.bytes sum its layers. */
+	uint32_t expansion; /* 0: it does not grow */
+	int nonscaling;     /* a NONSCALING Bloom filter */
+	unsigned nlayers;   /* layers that hold keys: a standby nobody opened is not one */
+	unsigned nparts;    /* layer[] entries: the current layer, the older ones, a standby last */
+	int standby;        /* 1: layer[nparts - 1] is the standby */
+	struct shmf_layer_status layer[SHMF_LAYERS_MAX];
+	uint64_t capacity_total; /* the layers' capacities summed (RedisBloom's Capacity) */
+	uint64_t deletes_total;  /* cuckoo: the layers' deletes summed */
+	double fpr_total;        /* the chance that one of the layers answers a false positive now */
 };
 
 struct registry;
@@ -68,6 +81,11 @@ struct registry {
 	struct registry_fleet fleet;
 	struct registry_hooks hooks;
 	struct replication *repl; /* the engine, for SHMF.REPLICATION; NULL without [replication] */
+	/* Growing filters (grow.c): per slot, the newest generation a next
+	 * layer is being made after (0: none), and the one after which it
+	 * could not be (logged once; tried again once the filter changes). */
+	uint64_t grow_making[SHMF_SLOTS];
+	uint64_t grow_stuck[SHMF_SLOTS];
 };
 
 /**

@@ -368,15 +368,23 @@ int roles_allow(struct verb_call *c, const struct verb *v)
 
 /* ---- Writers creating filters ------------------------------------------- */
 
-/* Bytes the filters of the instance hold now (every live generation). */
+/* Bytes the filters of the instance hold now (every live generation; a
+ * growing filter's layers, each of its own size). */
 static uint64_t instance_bytes(struct registry *r, unsigned *count)
 {
 	int slots[SHMF_SLOTS];
 	int n = registry_list(r, slots);
 	uint64_t total = 0;
 	for (int i = 0; i < n; i++) {
+		struct shmf_slot copy;
+		struct shmf_layer l;
 		const struct shmf_slot *s = &r->ctl.slots[slots[i]];
-		total += s->data_bytes * (s->nlive ? s->nlive : 1);
+		if (shmf_slot_read(s, &copy) < 0 || shmf_slot_check(&copy) < 0) {
+			total += s->data_bytes;
+			continue;
+		}
+		for (unsigned j = 0; j < copy.nlive; j++)
+			total += shmf_slot_layer(&copy, j, &l) == 0 ? l.g.data_bytes : copy.data_bytes;
 	}
 	*count = (unsigned)n;
 	return total;
@@ -405,10 +413,14 @@ int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 		return 0;
 	}
 	/* The shape first, from the parameters alone: nothing is allocated
-	 * before every quota has said yes. */
-	struct shmf_geometry g;
-	if (shmf_geometry_size(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size, &g) < 0)
+	 * before every quota has said yes. A growing filter: its first layer
+	 * (the layers it grows later are the instance's, counted for the
+	 * next filter a writer creates). */
+	struct shmf_layer l;
+	if (shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				spec->expansion, 0, &l) < 0)
 		return 1; /* registry_create() says what is wrong with it */
+	const struct shmf_geometry g = l.g;
 	uint64_t gens = spec->window_gens ? spec->window_gens : 1;
 	uint64_t bytes = g.data_bytes * gens;
 	unsigned count = 0;

@@ -48,9 +48,39 @@ static uint32_t dump_tag(uint64_t seed, unsigned n, const uint64_t *gens, const 
 	return (uint32_t)(XXH3_64bits(v, (1 + 2 * (size_t)n) * sizeof(v[0])) & SHMF_CHUNK_TAG_MASK);
 }
 
-static uint64_t chunks_per_section(uint64_t section_bytes)
+/* Where the payload chunks of a dump lie: each section's in turn, from
+ * its first byte to its last, SHMF_CHUNK_BYTES each (the last of a
+ * section shorter). A growing filter's sections (its layers) differ in
+ * size; every other filter's are the same. */
+struct plan {
+	unsigned n;
+	uint64_t bytes[SHMF_SNAP_SECTIONS];   /* section i's payload */
+	uint64_t chunk0[SHMF_SNAP_SECTIONS];  /* the index of its first chunk, less 1 */
+	uint64_t nchunks[SHMF_SNAP_SECTIONS]; /* its chunks */
+	uint64_t total;                       /* payload chunks in all */
+};
+
+static void plan_make(struct plan *p, unsigned n, const uint64_t *bytes)
 {
-	return (section_bytes + SHMF_CHUNK_BYTES - 1) / SHMF_CHUNK_BYTES;
+	memset(p, 0, sizeof(*p));
+	p->n = n;
+	for (unsigned i = 0; i < n && i < SHMF_SNAP_SECTIONS; i++) {
+		p->bytes[i] = bytes[i];
+		p->chunk0[i] = p->total;
+		p->nchunks[i] = (bytes[i] + SHMF_CHUNK_BYTES - 1) / SHMF_CHUNK_BYTES;
+		p->total += p->nchunks[i];
+	}
+}
+
+/* Payload chunk @p index (1..total): its section, offset and length. */
+static void plan_find(const struct plan *p, uint64_t index, unsigned *s, uint64_t *off, uint64_t *len)
+{
+	unsigned i = 0;
+	while (i + 1 < p->n && index - 1 >= p->chunk0[i] + p->nchunks[i])
+		i++;
+	*s = i;
+	*off = (index - 1 - p->chunk0[i]) * SHMF_CHUNK_BYTES;
+	*len = p->bytes[i] - *off < SHMF_CHUNK_BYTES ? p->bytes[i] - *off : SHMF_CHUNK_BYTES;
 }
 
 /* The checksum of a chunk: the XXH3-64 of its data, seeded with the
@@ -98,7 +128,8 @@ struct dump_view {
 	int slot;
 	struct ring_maps m;
 	uint64_t moves[SHMF_SNAP_SECTIONS];
-	uint64_t seed, section_bytes, nchunks, total;
+	uint64_t seed, total;
+	struct plan plan;
 	uint32_t tag;
 };
 
@@ -119,10 +150,13 @@ static int view_take(struct registry *r, const char *name, int type, struct dump
 							     memory_order_relaxed)
 				      : 0;
 	v->seed = v->m.dm[0].hdr.seed;
-	v->section_bytes = v->m.dm[0].hdr.nblocks * SHMF_BLOCK_BYTES;
-	v->nchunks = chunks_per_section(v->section_bytes);
-	v->total = v->m.n * v->nchunks;
-	v->tag = dump_tag(v->seed, v->m.n, v->copy.live, v->moves);
+	uint64_t bytes[SHMF_SNAP_SECTIONS];
+	for (unsigned i = 0; i < v->m.n; i++)
+		bytes[i] = v->m.dm[i].hdr.nblocks * SHMF_BLOCK_BYTES;
+	plan_make(&v->plan, v->m.n, bytes);
+	v->total = v->plan.total;
+	/* The generations dumped (a standby nobody opened is not one). */
+	v->tag = dump_tag(v->seed, v->m.n, v->copy.live + v->m.first, v->moves);
 	return 0;
 }
 
@@ -173,9 +207,10 @@ static int cuckoo_chunk(const struct dump_view *v, const struct shmf_data_map *d
 /* Payload chunk @p index (1..total). */
 static int data_chunk(struct dump_view *v, uint64_t index, struct scandump_chunk *out)
 {
-	unsigned s = (unsigned)((index - 1) / v->nchunks);
-	uint64_t off = (index - 1) % v->nchunks * SHMF_CHUNK_BYTES;
-	size_t len = (size_t)(v->section_bytes - off < SHMF_CHUNK_BYTES ? v->section_bytes - off : SHMF_CHUNK_BYTES);
+	unsigned s;
+	uint64_t off, len64;
+	plan_find(&v->plan, index, &s, &off, &len64);
+	size_t len = (size_t)len64;
 	struct shmf_chunk_header *ch = chunk_new(SHMF_CHUNK_KIND_DATA, index, v->total, v->tag, v->seed, len);
 	if (ch == NULL)
 		return -ENOMEM;
@@ -254,7 +289,7 @@ struct load {
 	uint32_t tag;
 	uint64_t next;  /* index of the chunk expected next */
 	uint64_t total; /* payload chunks */
-	uint64_t nchunks;
+	struct plan plan;
 	uint64_t moves[SHMF_SNAP_SECTIONS];
 	struct registry *reg;
 	struct registry_load ld;
@@ -336,7 +371,7 @@ struct head {
 	struct shmf_snap_header hdr;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
 	uint64_t moves[SHMF_SNAP_SECTIONS];
-	uint64_t nchunks;
+	struct plan plan;
 };
 
 static int head_parse(const char *what, const struct shmf_chunk_header *ch, const char *body, uint64_t iter, int type,
@@ -364,14 +399,17 @@ static int head_parse(const char *what, const struct shmf_chunk_header *ch, cons
 	memcpy(hd->moves, body + sizeof(*h) + n * sizeof(hd->sec[0]), n * sizeof(uint64_t));
 	if ((rc = snapshot_sections_check(h, hd->sec, what, err, errlen)) < 0)
 		return rc;
-	hd->nchunks = chunks_per_section(h->section_bytes);
+	struct snap_layout lay;
+	if ((rc = snapshot_layout(h, &lay, NULL)) < 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: the layers of the filter cannot be sized", what);
+	plan_make(&hd->plan, n, lay.bytes);
 	uint64_t gens[SHMF_SNAP_SECTIONS];
 	int moves_ok = 1;
 	for (unsigned i = 0; i < n; i++) {
 		gens[i] = hd->sec[i].generation;
 		moves_ok &= h->type == SHMF_TYPE_CUCKOO || hd->moves[i] == 0;
 	}
-	if (ch->seed != h->seed || ch->total != n * hd->nchunks || !moves_ok ||
+	if (ch->seed != h->seed || ch->total != hd->plan.total || !moves_ok ||
 	    ch->tag != dump_tag(h->seed, n, gens, hd->moves))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: the chunk header does not agree with the snapshot header it carries (seed, chunks, "
@@ -419,7 +457,7 @@ static int load_begin(struct registry *r, uint64_t owner, const char *name, cons
 	l->tag = ch->tag;
 	l->next = 1;
 	l->total = ch->total;
-	l->nchunks = hd.nchunks;
+	l->plan = hd.plan;
 	l->reg = r;
 	memcpy(l->moves, hd.moves, sizeof(l->moves));
 	log_msg(LOG_INFO,
@@ -445,12 +483,13 @@ static int load_data(struct load *l, const char *what, const struct shmf_chunk_h
 	    ch->seed != ld->hdr.seed)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: the chunk is of another dump than the header chunk",
 			      what);
-	uint64_t s = (ch->index - 1) / l->nchunks, off = (ch->index - 1) % l->nchunks * SHMF_CHUNK_BYTES;
-	uint64_t len = ld->hdr.section_bytes - off < SHMF_CHUNK_BYTES ? ld->hdr.section_bytes - off : SHMF_CHUNK_BYTES;
+	unsigned s;
+	uint64_t off, len;
+	plan_find(&l->plan, ch->index, &s, &off, &len);
 	if (ch->section != s || ch->offset != off || ch->length != len)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: chunk %" PRIu64 " holds bytes %" PRIu64 "+%" PRIu64 " of section %u, not %" PRIu64
-			      "+%" PRIu64 " of section %" PRIu64,
+			      "+%" PRIu64 " of section %u",
 			      what, ch->index, ch->offset, ch->length, ch->section, off, len, s);
 	if (ch->generation != ld->sec[s].generation || ch->moves != l->moves[s])
 		return errmsg(err, errlen, SHMF_E_FORMAT,
@@ -458,7 +497,7 @@ static int load_data(struct load *l, const char *what, const struct shmf_chunk_h
 			      " relocations, the header chunk from generation %" PRIu64 " after %" PRIu64
 			      ": the filter changed during the dump; dump it again",
 			      what, ch->index, ch->generation, ch->moves, ld->sec[s].generation, l->moves[s]);
-	return registry_load_fill(&l->ld, (unsigned)s, off, body, (size_t)len, err, errlen);
+	return registry_load_fill(&l->ld, s, off, body, (size_t)len, err, errlen);
 }
 
 /* Append to @p err that the load was discarded. */

@@ -35,6 +35,7 @@
 
 #include "connlimits.h"
 #include "errmsg.h"
+#include "grow.h"
 #include "jobs.h"
 #include "log.h"
 #include "perms.h"
@@ -696,7 +697,9 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	while (rc == 0 && !*stop) {
 		if (tick != NULL)
 			tick(reg, tick_arg);
-		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, 1000);
+		/* A growing filter's next layer is made and made current from
+		 * the tick: then it comes every GROW_TICK_MS. */
+		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, grow_any(reg) ? GROW_TICK_MS : 1000);
 		if (n < 0) {
 			if (errno != EINTR)
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));

@@ -45,8 +45,8 @@ static const struct verb_doc docs[] = {
 	{ "expiretime", "generic", 1, "key" },
 	{ "pexpiretime", "generic", 1, "key" },
 	{ "bf.reserve", "bf", 1,
-	  "key error_rate:double capacity:integer [EXPANSION expansion:integer] [NONSCALING] [MODE mode:string] "
-	  "[WINDOW duration:string] [GENERATIONS generations:integer] [REPLICATE]" },
+	  "key error_rate:double capacity:integer [EXPANSION expansion:integer] [NONSCALING] [FIXED] "
+	  "[MODE mode:string] [WINDOW duration:string] [GENERATIONS generations:integer] [REPLICATE]" },
 	{ "bf.add", "bf", 1, "key item:string" },
 	{ "bf.madd", "bf", 1, "key item:string..." },
 	{ "bf.exists", "bf", 1, "key item:string" },

@@ -82,14 +82,31 @@ int daemon_log_tail(const char *log, int lines)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
+char *daemon_read_file(const char *path)
+{
+	static char buf[65536];
+	FILE *fp = fopen(path, "r");
+	size_t n = fp != NULL ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+	buf[n] = '\0';
+	if (fp != NULL)
+		fclose(fp);
+	return buf;
+}
+
+pid_t fork_child(void)
 {
 	pid_t parent = getpid(), pid = fork();
 	assert_true(pid >= 0);
+	if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+		_exit(126);
+	return pid;
+}
+
+pid_t daemon_spawn(const char *shmd, const char *conf, const char *log)
+{
+	pid_t pid = fork_child();
 	if (pid > 0)
 		return pid;
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(126);
 	if (log != NULL) {
 		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)

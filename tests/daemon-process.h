@@ -1,7 +1,7 @@
 /*
  * daemon-process.h - a real shmd for the tests that need one (test-daemon,
- * test-tcp, test-crash, test-permissions, test-restart), and the socket
- * calls to talk to it.
+ * test-tcp, test-crash, test-permissions, test-restart), the socket calls
+ * to talk to it, and fork_child() for the other processes they fork.
  *
  * Every process started here dies with the test program (PR_SET_PDEATHSIG),
  * so a failed assertion leaves no daemon behind.
@@ -38,7 +38,22 @@ int daemon_log_count(const char *log, const char *text);
 int daemon_log_tail(const char *log, int lines);
 
 /**
- * Fork and exec "@p shmd -f", with "-c @p conf" when @p conf is not NULL.
+ * The text of file @p path (a daemon's log, the output of a command the
+ * test ran), its first 64 KiB at most, in a static buffer that the next
+ * call overwrites. @return the buffer: "" when the file cannot be read.
+ */
+char *daemon_read_file(const char *path);
+
+/**
+ * fork(), the child dying with the test program (PR_SET_PDEATHSIG), so
+ * that a failed assertion leaves no process behind. A child that cannot
+ * set that up, or whose parent is gone already, exits 126. Fails the test
+ * when fork fails. @return the child's pid in the parent, 0 in the child.
+ */
+pid_t fork_child(void);
+
+/**
+ * Fork (fork_child()) and exec "@p shmd -f", with "-c @p conf" when @p conf is not NULL.
  * @p log: a file its stderr is appended to (created 0600), or NULL to keep
  * the test's. Does not wait. @return the pid; fails the test when fork
  * fails.

@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "hash.h"
+#include "rundir.h"
 #include "snapshot.h"
 
 void fixture_setup(struct fixture *fx)
@@ -59,6 +60,15 @@ void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t 
 	snprintf(buf, size, "%s/%s/%s", fx->root, FIXTURE_INSTANCE, file);
 }
 
+void fixture_data_path(struct fixture *fx, const char *name, char *buf, size_t size)
+{
+	char fname[128];
+	int slot = registry_find(&fx->reg, name);
+	assert_true(slot >= 0);
+	shmf_data_filename(name, atomic_load(&fx->reg.ctl.slots[slot].generation), fname, sizeof(fname));
+	fixture_path(fx, fname, buf, size);
+}
+
 int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, double fpr)
 {
 	return fixture_filter(fx, name, SHMF_TYPE_BLOOM, capacity, fpr);
@@ -67,6 +77,25 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr)
 {
 	return fixture_window(fx, name, type, capacity, fpr, 0, 0);
+}
+
+int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
+		    int nonscaling)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .type = type,
+				    .capacity = capacity,
+				    .fpr = fpr,
+				    .mode = 0640,
+				    .expansion = expansion,
+				    .nonscaling = nonscaling };
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
+	if (slot < 0) {
+		fprintf(stderr, "registry_create %s: %s\n", name, err);
+		abort();
+	}
+	return slot;
 }
 
 int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
@@ -112,6 +141,19 @@ shmf_t *fixture_open(const char *name, int flags)
 	if (r < 0)
 		fail_msg("shmf_open %s: %s", name, shmf_strerror(r));
 	return f;
+}
+
+void fixture_client_data_path(const char *instance, const char *name, char *buf, size_t size)
+{
+	shmf_t *f;
+	assert_int_equal(shmf_open(instance, name, SHMF_RDONLY, &f), 0);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	shmf_close(f);
+	char dir[256], fname[128];
+	assert_int_equal(shmf_instance_path(instance, "", dir, sizeof(dir)), 0);
+	shmf_data_filename(name, info.generation, fname, sizeof(fname));
+	snprintf(buf, size, "%s/%s", dir, fname);
 }
 
 size_t fixture_key(char *buf, unsigned family, uint64_t i)

@@ -60,6 +60,13 @@ int fixture_down(void **state);
 /** Path of a file in the instance directory. */
 void fixture_path(const struct fixture *fx, const char *file, char *buf, size_t size);
 
+/**
+ * Path of the data file of filter @p name's newest generation, as the
+ * fixture's registry has it; fails the test when the registry has no
+ * filter @p name.
+ */
+void fixture_data_path(struct fixture *fx, const char *name, char *buf, size_t size);
+
 /* ---- Filters in it ----------------------------------------------------- */
 
 /** Create a Bloom filter; aborts on failure. Returns the slot. */
@@ -67,6 +74,15 @@ int fixture_bloom(struct fixture *fx, const char *name, uint64_t capacity, doubl
 
 /** Create a filter of SHMF_TYPE_* @p type; aborts on failure. Returns the slot. */
 int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr);
+
+/**
+ * Create a growing filter (@p expansion >= 1: each new layer that many
+ * times the last) or, with @p nonscaling, a NONSCALING Bloom filter;
+ * aborts on failure. Returns the slot. shmd's grow tick is the test's to
+ * call (grow_filter()).
+ */
+int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
+		    int nonscaling);
 
 /**
  * Create a time-windowed filter: @p gens generations of @p secs seconds
@@ -85,6 +101,14 @@ void fixture_rotate(struct fixture *fx, const char *name);
 
 /** Open filter @p name of the fixture's instance; fails the test on error. */
 shmf_t *fixture_open(const char *name, int flags);
+
+/**
+ * Path of the data file of filter @p name's current generation in
+ * instance @p instance, as a client finds it (shmf_open, shmf_info): for
+ * the tests whose filters a running shmd made. Fails the test when the
+ * filter cannot be opened.
+ */
+void fixture_client_data_path(const char *instance, const char *name, char *buf, size_t size);
 
 /* ---- Keys and random numbers ------------------------------------------- */
 

@@ -269,6 +269,84 @@ static void test_batch_impls(void **state)
 	free(blocks);
 }
 
+/* The sizing as it searched before it skipped the k that cannot win:
+ * every k from 1 to 32, each by bisection on bits per key. Filters and
+ * snapshot files carry the shape it chose, so the faster search must
+ * choose the same one. */
+static int reference_size(uint64_t capacity, double fpr, uint32_t *k_out, uint64_t *blocks_out)
+{
+	uint64_t best_blocks = 0;
+	uint32_t best_k = 0;
+	for (uint32_t k = 1; k <= SHMF_K_MAX; k++) {
+		double lo = 0.5, hi = 512.0;
+		if (shmf_bloom_fpr(capacity, (uint64_t)ceil(capacity * hi / SHMF_BLOCK_BITS), k) > fpr)
+			continue;
+		for (int it = 0; it < 50; it++) {
+			double mid = (lo + hi) / 2;
+			uint64_t nb = (uint64_t)ceil(capacity * mid / SHMF_BLOCK_BITS);
+			if (shmf_bloom_fpr(capacity, nb, k) <= fpr)
+				hi = mid;
+			else
+				lo = mid;
+		}
+		uint64_t nb = (uint64_t)ceil(capacity * hi / SHMF_BLOCK_BITS);
+		while (shmf_bloom_fpr(capacity, nb, k) > fpr)
+			nb++;
+		if (best_k == 0 || nb < best_blocks) {
+			best_blocks = nb;
+			best_k = k;
+		}
+	}
+	*k_out = best_k;
+	*blocks_out = best_blocks;
+	return best_k ? 0 : SHMF_E_INVAL;
+}
+
+/* The sizing's search, pruned, chooses what the full search chose: for
+ * capacities from 1 to 10^12 and rates from 0.9 to 1e-9, the layers of a
+ * growing filter (rates halved 16 times) among them. */
+static void test_sizing_search(void **state)
+{
+	(void)state;
+	uint64_t seed = 20261126;
+	unsigned n = 0;
+	const double rates[] = { 0.9, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001, 1e-4, 1e-5, 1e-6, 1e-9 };
+	const uint64_t caps[] = { 1, 2, 7, 100, 1000, 4096, 100000, 1000000, 123456789, 1000000000000 };
+	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+		for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+			for (unsigned layer = 0; layer < 16; layer += 5) {
+				double fpr = rates[r] * pow(0.5, layer);
+				struct shmf_bloom_params p;
+				uint32_t k;
+				uint64_t blocks;
+				int want = reference_size(caps[c], fpr, &k, &blocks);
+				int got = shmf_bloom_size(caps[c], fpr, &p);
+				if (want == 0 && got == 0 && (p.k != k || p.nblocks != blocks))
+					fail_msg("capacity %llu fpr %g: k %u, %llu blocks; the full search chose k %u, %llu",
+						 (unsigned long long)caps[c], fpr, p.k, (unsigned long long)p.nblocks,
+						 k, (unsigned long long)blocks);
+				assert_int_equal(got == 0, want == 0);
+				n++;
+			}
+		}
+	for (int i = 0; i < 300; i++) {
+		uint64_t cap = 1 + fixture_random(&seed) % 100000000;
+		double fpr = exp(-(double)(fixture_random(&seed) % 20000) / 1000.0) * 0.99;
+		struct shmf_bloom_params p;
+		uint32_t k;
+		uint64_t blocks;
+		int want = reference_size(cap, fpr, &k, &blocks);
+		int got = shmf_bloom_size(cap, fpr, &p);
+		assert_int_equal(got == 0, want == 0);
+		if (got == 0 && (p.k != k || p.nblocks != blocks))
+			fail_msg("capacity %llu fpr %.17g: k %u, %llu blocks; the full search chose k %u, %llu",
+				 (unsigned long long)cap, fpr, p.k, (unsigned long long)p.nblocks, k,
+				 (unsigned long long)blocks);
+		n++;
+	}
+	print_message("%u sizings agree with the full search\n", n);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -278,7 +356,9 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_big, fx),
 		fixture_unit_test(test_batch, fx),
 		fixture_unit_test(test_batch_impls, fx),
+		fixture_unit_test(test_sizing_search, fx),
 	};
-	const char *const names[] = { "no_false_negatives", "fpr", "sizing", "big", "batch", "batch_impls" };
+	const char *const names[] = { "no_false_negatives", "fpr",          "sizing", "big", "batch",
+				      "batch_impls",        "sizing_search" };
 	return fixture_run(argc, argv, all, names);
 }

@@ -41,12 +41,10 @@
 #include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -56,6 +54,7 @@
 #include <unistd.h>
 
 #include "daemon-process.h"
+#include "users.h"
 
 #define INSTANCE "cl"
 #define PING     "*1\r\n$4\r\nPING\r\n"
@@ -65,49 +64,18 @@ static char root[64], conf[128], logpath[128], sock_path[100];
 static char group_name[32], user_name[2][32];
 static gid_t group_gid;
 static uid_t uid_a, uid_b;
-static int users_made, tcp_port;
+static int tcp_port;
 static pid_t daemon_pid;
 
 /* ---- Users and the daemon ---------------------------------------------- */
 
-static void remove_users(void)
-{
-	char cmd[256];
-	if (!users_made)
-		return;
-	snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null; userdel %s 2>/dev/null; groupdel %s 2>/dev/null",
-		 user_name[0], user_name[1], group_name);
-	(void)!system(cmd);
-	users_made = 0;
-}
-
+/* The test group and two users in it, A and B. */
 static int make_users(void)
 {
-	char cmd[512];
-	unsigned tag = (unsigned)getpid();
-	snprintf(group_name, sizeof(group_name), "shmclg%u", tag);
-	snprintf(user_name[0], sizeof(user_name[0]), "shmcla%u", tag);
-	snprintf(user_name[1], sizeof(user_name[1]), "shmclb%u", tag);
-	users_made = 1;
-	atexit(remove_users);
-	snprintf(cmd, sizeof(cmd),
-		 "groupadd %s && useradd -M -N -s /usr/sbin/nologin -G %s %s && "
-		 "useradd -M -N -s /usr/sbin/nologin -G %s %s",
-		 group_name, group_name, user_name[0], group_name, user_name[1]);
-	int rc = system(cmd);
-	if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+	if (users_make_group("shmclg", group_name, sizeof(group_name), &group_gid) < 0 ||
+	    users_make_user("shmcla", user_name[0], sizeof(user_name[0]), &uid_a, group_name, NULL) < 0 ||
+	    users_make_user("shmclb", user_name[1], sizeof(user_name[1]), &uid_b, group_name, NULL) < 0)
 		return -1;
-	struct group *g = getgrnam(group_name);
-	if (g == NULL)
-		return -1;
-	group_gid = g->gr_gid;
-	struct passwd *pw = getpwnam(user_name[0]);
-	if (pw == NULL)
-		return -1;
-	uid_a = pw->pw_uid;
-	if ((pw = getpwnam(user_name[1])) == NULL)
-		return -1;
-	uid_b = pw->pw_uid;
 	return 0;
 }
 
@@ -152,15 +120,6 @@ static void become(uid_t uid)
 		return;
 	if (setgroups(1, &group_gid) < 0 || setgid(group_gid) < 0 || setuid(uid) < 0)
 		_exit(121);
-}
-
-static pid_t fork_child(void)
-{
-	pid_t parent = getpid(), pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
-		_exit(126);
-	return pid;
 }
 
 /* ---- Clients ------------------------------------------------------------- */
@@ -729,7 +688,7 @@ static int teardown(void **state)
 	if (daemon_pid > 0)
 		daemon_stop(daemon_pid, SIGKILL);
 	int rc = daemon_rundir_remove(root);
-	remove_users();
+	users_remove();
 	return rc;
 }
 

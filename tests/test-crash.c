@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -78,17 +77,6 @@ static void sleep_us(uint64_t us)
 	struct timespec ts = { .tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000 };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
-}
-
-/* fork(), the child dying with the test program (a failed assertion must
- * not leave workers behind). */
-static pid_t fork_child(void)
-{
-	pid_t parent = getpid(), pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
-		_exit(9);
-	return pid;
 }
 
 /* Stop @p pid and wait until it is stopped. */
@@ -227,11 +215,8 @@ struct peek {
 
 static void peek_open(const char *name, struct peek *p)
 {
-	char fname[128], path[600];
-	int slot = registry_find(&fx.reg, name);
-	assert_true(slot >= 0);
-	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
-	fixture_path(&fx, fname, path, sizeof(path));
+	char path[600];
+	fixture_data_path(&fx, name, path, sizeof(path));
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(p->fd >= 0);
 	struct stat st;

@@ -26,7 +26,6 @@
 
 #include "cuckoo.h"
 #include "fixture.h"
-#include "rundir.h"
 
 static struct fixture fx;
 
@@ -366,11 +365,8 @@ static void test_reader_file_lock(void **state)
 {
 	(void)state;
 	fixture_filter(&fx, "rl", SHMF_TYPE_CUCKOO, 200000, 0.01);
-	char fname[128], path[600], snap[600], err[REGISTRY_ERR_MAX];
-	int slot = registry_find(&fx.reg, "rl");
-	assert_true(slot >= 0);
-	shmf_data_filename("rl", atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
-	fixture_path(&fx, fname, path, sizeof(path));
+	char path[600], snap[600], err[REGISTRY_ERR_MAX];
+	fixture_data_path(&fx, "rl", path, sizeof(path));
 	fixture_path(&fx, "rl.snap", snap, sizeof(snap));
 	const uint64_t n = 20000;
 	uint64_t before = capped_adds_elsewhere("rl", 40, n);
@@ -422,11 +418,8 @@ static void test_reader_file_lock(void **state)
 /* The lock timeout in the data header of filter @p name's newest generation. */
 static uint32_t header_lock_timeout(const char *name)
 {
-	char fname[128], path[600];
-	int slot = registry_find(&fx.reg, name);
-	assert_true(slot >= 0);
-	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
-	fixture_path(&fx, fname, path, sizeof(path));
+	char path[600];
+	fixture_data_path(&fx, name, path, sizeof(path));
 	struct shmf_data_header h;
 	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);

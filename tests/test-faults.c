@@ -33,7 +33,6 @@
 #include "cuckoo.h"
 #include "fixture.h"
 #include "periodic.h"
-#include "rundir.h"
 #include "snapshot.h"
 #include "spec.h"
 
@@ -142,11 +141,8 @@ static uint64_t items_of(const char *name)
 /* Nobody holds the relocation lock of cuckoo filter @p name's newest generation. */
 static void assert_lock_free(const char *name)
 {
-	char path[600], fname[128];
-	int slot = registry_find(&fx.reg, name);
-	assert_true(slot >= 0);
-	shmf_data_filename(name, atomic_load(&fx.reg.ctl.slots[slot].generation), fname, sizeof(fname));
-	fixture_path(&fx, fname, path, sizeof(path));
+	char path[600];
+	fixture_data_path(&fx, name, path, sizeof(path));
 	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
 	struct shmf_cuckoo_meta meta;

@@ -123,17 +123,6 @@ static void slow_fs_remove(void)
 
 /* ---- the daemon ------------------------------------------------------------- */
 
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 /* shmd with filters big (Bloom, @p big_capacity keys), other, and w (a
  * 1-second window of 3), and @p extra lines in [instance]. */
 static void start(uint64_t big_capacity, const char *extra)
@@ -355,7 +344,7 @@ static void test_slow(void **state)
 	thaw();
 	resp_read_line(a, line, sizeof(line), 30000);
 	if (strncmp(line, "+OK", 3) != 0)
-		fail_msg("snapshot after thawing: '%s'; log: %s", line, slurp(logpath));
+		fail_msg("snapshot after thawing: '%s'; log: %s", line, daemon_read_file(logpath));
 	resp_read_line(c, line, sizeof(line), 5000);
 	assert_string_equal(line, ":1\r\n"); /* new: added after the copy */
 	close(a);
@@ -419,7 +408,7 @@ static void test_targets(void **state)
 	snprintf(pidfile, sizeof(pidfile), "%s/" INSTANCE ".pid", root);
 	refused(ASK("SHMF.SNAPSHOT", "other", pidfile, "FORCE"), "is the name of an instance's pidfile");
 	refused(ASK("SHMF.SNAPSHOT", "other", notsnap), "is not a snapshot");
-	assert_string_equal(slurp(notsnap), "precious notes\n");
+	assert_string_equal(daemon_read_file(notsnap), "precious notes\n");
 	ok(ASK("SHMF.SNAPSHOT", "other", notsnap, "FORCE"));
 	ok(ASK("SHMF.RESTORE", "copy", notsnap));
 	/* Over an older snapshot: no FORCE needed. */
@@ -488,6 +477,20 @@ static int snapshot_frozen(const char *target)
 	return fd;
 }
 
+/* kill -9 shmd in the middle of that snapshot, then thaw: the temporary
+ * file stays behind. */
+static void kill_mid_snapshot(const char *target)
+{
+	int fd = snapshot_frozen(target);
+	kill(daemon_pid, SIGKILL);
+	thaw();
+	waitpid(daemon_pid, NULL, 0);
+	daemon_pid = 0;
+	close(fd);
+	redisFree(rc);
+	rc = NULL;
+}
+
 static void test_killed(void **state)
 {
 	(void)state;
@@ -501,14 +504,7 @@ static void test_killed(void **state)
 
 	/* kill -9 mid-write; the restart, which knows the directory
 	 * (snapshot_paths), removes what it left. */
-	int fd = snapshot_frozen(target);
-	kill(daemon_pid, SIGKILL);
-	thaw();
-	waitpid(daemon_pid, NULL, 0);
-	daemon_pid = 0;
-	close(fd);
-	redisFree(rc);
-	rc = NULL;
+	kill_mid_snapshot(target);
 	int left = temporaries(mnt);
 	printf("# kill -9 mid-snapshot: %d temporary file(s) left\n", left);
 	assert_int_equal(left, 1);
@@ -519,14 +515,7 @@ static void test_killed(void **state)
 
 	/* Killed again; a daemon that does not know the directory: the next
 	 * snapshot into it removes the file. */
-	fd = snapshot_frozen(target);
-	kill(daemon_pid, SIGKILL);
-	thaw();
-	waitpid(daemon_pid, NULL, 0);
-	daemon_pid = 0;
-	close(fd);
-	redisFree(rc);
-	rc = NULL;
+	kill_mid_snapshot(target);
 	assert_int_equal(temporaries(mnt), 1);
 	start(1000, "");
 	char small[256];
@@ -557,7 +546,7 @@ static void test_killed(void **state)
 	/* SIGTERM mid-write: shmd cancels the snapshot at its next chunk once
 	 * the disk lets the write return, removes the temporary file, exits 0. */
 	start(150000000, extra);
-	fd = snapshot_frozen(target);
+	int fd = snapshot_frozen(target);
 	kill(daemon_pid, SIGTERM);
 	usleep(300000);
 	thaw();

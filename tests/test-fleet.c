@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,12 +111,8 @@ static redisReply *redis(const char *fmt, ...)
  * until it answers PING. Fails the test when it cannot run. */
 static void redis_start(const char *pass)
 {
-	pid_t parent = getpid();
-	redis_pid = fork();
-	assert_true(redis_pid >= 0);
+	redis_pid = fork_child();
 	if (redis_pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(126);
 		char log[320];
 		snprintf(log, sizeof(log), "%s/redis.log", tmp);
 		const char *argv[20] = { "redis-server",

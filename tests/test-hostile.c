@@ -184,7 +184,7 @@ static const struct field slot_fields[] = {
 	F(shmf_slot, window_secs), F(shmf_slot, window_gens), F(shmf_slot, nlive),      FA(shmf_slot, live, 0),
 	FA(shmf_slot, live, 1),   FA(shmf_slot, live, 2),    FA(shmf_slot, live, 3),    FA(shmf_slot, live, 15),
 	FA(shmf_slot, live_created, 0), FA(shmf_slot, live_created, 2), F(shmf_slot, bucket_size),
-	F(shmf_slot, bucket_pad),
+	F(shmf_slot, expansion),
 };
 
 static const struct field data_fields[] = {

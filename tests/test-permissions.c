@@ -31,9 +31,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +48,7 @@
 #include "daemon-process.h"
 #include "fixture.h"
 #include "rundir.h"
+#include "users.h"
 
 #define INSTANCE "pm"
 static const char *shmd_path;
@@ -58,7 +57,6 @@ static char group_name[32], member_name[32], outsider_name[32];
 static gid_t group_gid;
 static uid_t member_uid, outsider_uid;
 static pid_t daemon_pid;
-static int users_made;
 
 /* ---- Users and the daemon ---------------------------------------------- */
 
@@ -68,43 +66,13 @@ static int run(const char *cmd)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-static void remove_users(void)
-{
-	char cmd[256];
-	if (!users_made)
-		return;
-	snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null; userdel %s 2>/dev/null; groupdel %s 2>/dev/null",
-		 member_name, outsider_name, group_name);
-	(void)!system(cmd);
-	users_made = 0;
-}
-
+/* The client group, a member of it and a user outside it. */
 static int make_users(void)
 {
-	char cmd[512];
-	unsigned tag = (unsigned)getpid();
-	snprintf(group_name, sizeof(group_name), "shmfg%u", tag);
-	snprintf(member_name, sizeof(member_name), "shmfm%u", tag);
-	snprintf(outsider_name, sizeof(outsider_name), "shmfo%u", tag);
-	users_made = 1;
-	atexit(remove_users);
-	snprintf(cmd, sizeof(cmd),
-		 "groupadd %s && useradd -M -N -s /usr/sbin/nologin -G %s %s && useradd -M -N -s /usr/sbin/nologin %s",
-		 group_name, group_name, member_name, outsider_name);
-	if (run(cmd) != 0)
+	if (users_make_group("shmfg", group_name, sizeof(group_name), &group_gid) < 0 ||
+	    users_make_user("shmfm", member_name, sizeof(member_name), &member_uid, group_name, NULL) < 0 ||
+	    users_make_user("shmfo", outsider_name, sizeof(outsider_name), &outsider_uid, NULL) < 0)
 		return -1;
-	/* One at a time: getpwnam() returns the same static buffer. */
-	struct group *g = getgrnam(group_name);
-	if (g == NULL)
-		return -1;
-	group_gid = g->gr_gid;
-	struct passwd *pw = getpwnam(member_name);
-	if (pw == NULL)
-		return -1;
-	member_uid = pw->pw_uid;
-	if ((pw = getpwnam(outsider_name)) == NULL)
-		return -1;
-	outsider_uid = pw->pw_uid;
 	return member_uid != outsider_uid ? 0 : -1;
 }
 
@@ -138,26 +106,6 @@ static void call(int argc, const char *const *argv, char *reply, size_t cap)
 	assert_true(fd >= 0);
 	request(fd, argc, argv, NULL, reply, cap);
 	close(fd);
-}
-
-/* Run @p fn in a child with the identity of user @p name (its uid, its
- * groups); @return the child's exit status (or 128 + signal). */
-static int as_user(const char *name, int (*fn)(void))
-{
-	struct passwd *pw = getpwnam(name);
-	assert_non_null(pw);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (initgroups(name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-			_exit(100);
-		if (setuid(0) == 0) /* really no way back */
-			_exit(101);
-		_exit(fn());
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static int setup(void **state)
@@ -198,21 +146,8 @@ static int teardown(void **state)
 	(void)state;
 	stop_shmd();
 	int rc = daemon_rundir_remove(root);
-	remove_users();
+	users_remove();
 	return rc;
-}
-
-/* The path of filter @p name's current data file. */
-static void data_path(const char *name, char *buf, size_t len)
-{
-	shmf_t *f;
-	assert_int_equal(shmf_open(INSTANCE, name, SHMF_RDONLY, &f), 0);
-	shmf_info_t info;
-	assert_int_equal(shmf_info(f, &info), 0);
-	shmf_close(f);
-	char fname[128];
-	shmf_data_filename(name, info.generation, fname, sizeof(fname));
-	snprintf(buf, len, "%s/%s", idir, fname);
 }
 
 static void assert_file(const char *path, mode_t type, unsigned mode, uid_t uid, gid_t gid)
@@ -240,7 +175,7 @@ static void test_modes(void **state)
 		unsigned mode;
 	} want[] = { { "ro", 0640 }, { "rw", 0660 }, { "cu", 0660 }, { "priv", 0600 } };
 	for (size_t i = 0; i < 4; i++) {
-		data_path(want[i].name, path, sizeof(path));
+		fixture_client_data_path(INSTANCE, want[i].name, path, sizeof(path));
 		assert_file(path, S_IFREG, want[i].mode, 0, group_gid);
 	}
 	/* A filter created on the socket: the default mode, the group. */
@@ -248,7 +183,7 @@ static void test_modes(void **state)
 	const char *argv[] = { "BF.RESERVE", "made", "0.01", "1000" };
 	call(4, argv, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("made", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "made", path, sizeof(path));
 	assert_file(path, S_IFREG, 0640, 0, group_gid);
 	/* A rotation or a swap keeps the mode: the next generation of rw. */
 	char file[128];
@@ -260,7 +195,7 @@ static void test_modes(void **state)
 	const char *s2[] = { "SHMF.SWAP", "rw", file };
 	call(3, s2, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("rw", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "rw", path, sizeof(path));
 	assert_file(path, S_IFREG, 0660, 0, group_gid);
 }
 
@@ -354,10 +289,10 @@ static void test_users(void **state)
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(chown(path, member_uid, (gid_t)-1), 0);
 
-	int rc = as_user(outsider_name, outsider_checks);
+	int rc = users_run_as(outsider_name, outsider_checks);
 	if (rc != 0)
 		fail_msg("a user outside the group: check %d failed (see outsider_checks)", rc);
-	rc = as_user(member_name, member_checks);
+	rc = users_run_as(member_name, member_checks);
 	if (rc != 0)
 		fail_msg("a member of the group: check %d failed (see member_checks)", rc);
 	/* Nothing the member was refused happened. */
@@ -440,7 +375,7 @@ static void test_readonly(void **state)
 	int rc = readonly_checks();
 	if (rc != 0)
 		fail_msg("root's check-only handle: check %d failed (see readonly_checks)", rc);
-	rc = as_user(member_name, readonly_checks);
+	rc = users_run_as(member_name, readonly_checks);
 	if (rc != 0)
 		fail_msg("a member's check-only handle: check %d failed (see readonly_checks)", rc);
 	/* The daemon's file was not changed by any of it. */
@@ -496,7 +431,7 @@ static void test_planted(void **state)
 {
 	(void)state;
 	char path[256], saved[300], cmd[1024];
-	data_path("ro", path, sizeof(path));
+	fixture_client_data_path(INSTANCE, "ro", path, sizeof(path));
 	plant(path, NULL, "data file");
 	snprintf(path, sizeof(path), "%s/control", idir);
 	plant(path, "/etc/passwd", "control file");
@@ -510,7 +445,7 @@ static void test_planted(void **state)
 	assert_int_equal(fchown(fd, outsider_uid, outsider_uid), 0);
 	close(fd);
 	/* ... and refuses one planted under a live filter's name. */
-	data_path("rw", saved, sizeof(saved));
+	fixture_client_data_path(INSTANCE, "rw", saved, sizeof(saved));
 	snprintf(cmd, sizeof(cmd), "chown %s '%s'", outsider_name, saved);
 	assert_int_equal(run(cmd), 0);
 	start_shmd();
@@ -518,7 +453,7 @@ static void test_planted(void **state)
 	snprintf(cmd, sizeof(cmd), "grep -q 'filter .rw.*untrusted owner.*slot cleared, files left' %s", logpath);
 	assert_int_equal(run(cmd), 0);
 	char now[256];
-	data_path("rw", now, sizeof(now)); /* a new generation, owned by root */
+	fixture_client_data_path(INSTANCE, "rw", now, sizeof(now)); /* a new generation, owned by root */
 	assert_string_not_equal(now, saved);
 	assert_file(now, S_IFREG, 0660, 0, group_gid);
 	/* The refused file is left for an operator, as the log says (it used

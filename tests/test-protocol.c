@@ -141,7 +141,7 @@ static void test_verbs_reply_in_redisbloom_shapes(void **state)
 	expect(CMD("BF.CARD", "shapes"), ":3\r\n");
 	expect(CMD("BF.INFO", "shapes", "ITEMS"), "*1\r\n:3\r\n");
 	expect(CMD("BF.INFO", "shapes", "capacity"), "*1\r\n:5000\r\n");
-	/* Filters do not grow yet: the expansion a growing one would use, [defaults]' (2). */
+	/* BF.RESERVE's filter grows by [defaults]' expansion (RedisBloom's 2). */
 	expect(CMD("BF.INFO", "shapes", "EXPANSION"), "*1\r\n:2\r\n");
 	/* RedisBloom's five fields first, in its order, names as simple strings; shmd's five after them. */
 	char *info = CMD("BF.INFO", "shapes");
@@ -151,14 +151,19 @@ static void test_verbs_reply_in_redisbloom_shapes(void **state)
 	free(info);
 	expect(CMD("SHMF.LIST"), "*2\r\n$4\r\nmain\r\n$6\r\nshapes\r\n");
 	char *si = CMD("SHMF.INFO", "shapes");
-	assert_non_null(strstr(si, "*28\r\n$4\r\nname\r\n$6\r\nshapes\r\n$4\r\ntype\r\n$5\r\nbloom\r\n"));
+	/* 14 fields, and a growing filter's 4. */
+	assert_non_null(strstr(si, "*36\r\n$4\r\nname\r\n$6\r\nshapes\r\n$4\r\ntype\r\n$5\r\nbloom\r\n"));
+	assert_non_null(strstr(si, "$9\r\nexpansion\r\n:2\r\n$11\r\nlayer_count\r\n:1\r\n"));
 	assert_non_null(strstr(si, "$5\r\nitems\r\n:3\r\n"));
 	assert_non_null(strstr(si, "$4\r\nmode\r\n$4\r\n0640\r\n"));
 	free(si);
 	expect(CMD("BF.RESERVE", "shared", "0.01", "100", "NONSCALING", "MODE", "0660"), "+OK\r\n");
 	si = CMD("SHMF.INFO", "shared");
 	assert_non_null(strstr(si, "$4\r\nmode\r\n$4\r\n0660\r\n"));
+	assert_non_null(strstr(si, "$10\r\nnonscaling\r\n:1\r\n"));
 	free(si);
+	/* A NONSCALING filter has no expansion rate: nil, as in RedisBloom. */
+	expect(CMD("BF.INFO", "shared", "EXPANSION"), "*1\r\n$-1\r\n");
 	expect(CMD("SHMF.DROP", "shared"), "+OK\r\n");
 	expect(CMD("SHMF.DROP", "shapes"), "+OK\r\n");
 	expect(CMD("BF.EXISTS", "shapes", "k1"), ":0\r\n"); /* a missing filter: 0, as in RedisBloom */
@@ -199,7 +204,7 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 				     "+Max iterations\r\n:20\r\n$16\r\nFingerprint bits\r\n:16\r\n"));
 	free(info);
 	char *si = CMD("SHMF.INFO", "cf");
-	assert_non_null(strstr(si, "*40\r\n$4\r\nname\r\n$2\r\ncf\r\n$4\r\ntype\r\n$6\r\ncuckoo\r\n"));
+	assert_non_null(strstr(si, "*48\r\n$4\r\nname\r\n$2\r\ncf\r\n$4\r\ntype\r\n$6\r\ncuckoo\r\n"));
 	assert_non_null(strstr(si, "$5\r\nitems\r\n:7\r\n"));
 	assert_non_null(strstr(si,
 			       "$7\r\nbuckets\r\n:296\r\n$11\r\nbucket_size\r\n:4\r\n$16\r\nfingerprint_bits\r\n:16\r\n"
@@ -265,7 +270,7 @@ static void test_bad_cf_requests_change_nothing(void **state)
 	int files = count_files();
 	struct {
 		int argc;
-		const char *argv[7];
+		const char *argv[8];
 		const char *want;
 	} cases[] = {
 		{ 2, { "CF.RESERVE", "x" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
@@ -346,7 +351,25 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		  { "CF.RESERVE", "x", "1", "MAXITERATIONS", "5", "BUCKETSIZE", "300" },
 		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
 		{ 5, { "CF.RESERVE", "x", "ten", "MAXITERATIONS", "0" }, "-ERR Bad capacity\r\n" },
-		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "2" }, "-ERR EXPANSION is not supported" },
+		/* EXPANSION: RedisBloom's texts, checked after BUCKETSIZE and
+		 * before the capacity's range; shmd's past its limit. */
+		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "two" }, "-ERR Couldn't parse EXPANSION\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "EXPANSION", "-1" },
+		  "-ERR EXPANSION parameter needs to be a non-negative integer\r\n" },
+		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "40000" }, "-ERR EXPANSION 40000 is above shmd's limit" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "EXPANSION", "2", "WINDOW", "1h" },
+		  "-ERR EXPANSION cannot be combined with WINDOW" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "EXPANSION", "-1", "BUCKETSIZE", "0" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "1", "EXPANSION", "-1" },
+		  "-ERR EXPANSION parameter needs to be a non-negative integer\r\n" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "3", "EXPANSION", "40000" },
+		  "-ERR BUCKETSIZE 3 is not supported: " },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "0.00001" }, "-ERR filter 'x': error rate 1e-05 is below" },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "2" }, "-ERR bad ERROR '2'" },
 		{ 4, { "CF.RESERVE", "x", "100", "COLOR" }, "-ERR option 'COLOR' needs a value, or is unknown" },
@@ -382,7 +405,7 @@ static void test_bad_requests_change_nothing(void **state)
 	longname[64] = '\0';
 	struct {
 		int argc;
-		const char *argv[6];
+		const char *argv[8];
 		const char *want;
 	} cases[] = {
 		{ 1, { "BF.ADD" }, "-ERR wrong number of arguments for 'bf.add' command" },
@@ -420,7 +443,32 @@ static void test_bad_requests_change_nothing(void **state)
 		{ 4, { "BF.RESERVE", "..", "0.01", "100" }, "-ERR invalid filter name '..'" },
 		{ 4, { "BF.RESERVE", "../escape", "0.01", "100" }, "-ERR invalid filter name '../escape'" },
 		{ 3, { "BF.ADD", "../main", "a" }, "-ERR invalid filter name '../main'" },
-		{ 6, { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "2" }, "-ERR EXPANSION is not supported" },
+		{ 5, { "BF.RESERVE", "x", "0.01", "100", "EXPANSION" }, "-ERR no expansion\r\n" },
+		{ 6,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "0" },
+		  "-ERR expansion should be greater or equal to 1\r\n" },
+		{ 6,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "-2" },
+		  "-ERR expansion should be greater or equal to 1\r\n" },
+		{ 6, { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "2x" }, "-ERR bad expansion\r\n" },
+		{ 6,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "99999999999999999999" },
+		  "-ERR bad expansion\r\n" },
+		{ 6,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "32769" },
+		  "-ERR expansion 32769 is above shmd's limit" },
+		{ 7,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "2", "NONSCALING" },
+		  "-ERR Nonscaling filters cannot expand\r\n" },
+		{ 8,
+		  { "BF.RESERVE", "x", "0.01", "100", "EXPANSION", "2", "WINDOW", "1h" },
+		  "-ERR EXPANSION cannot be combined with WINDOW" },
+		{ 7,
+		  { "BF.RESERVE", "x", "0.01", "100", "NONSCALING", "WINDOW", "1h" },
+		  "-ERR NONSCALING cannot be combined with WINDOW" },
+		{ 6, { "BF.RESERVE", "x", "0.01", "100", "FIXED", "NONSCALING" }, "-ERR FIXED cannot be combined" },
+		{ 6, { "BF.INSERT", "x", "EXPANSION", "0", "ITEMS", "a" }, "-ERR Bad argument received\r\n" },
+		{ 6, { "BF.INSERT", "x", "EXPANSION", "y", "ITEMS", "a" }, "-ERR Bad expansion\r\n" },
 		{ 6, { "BF.RESERVE", "x", "0.01", "100", "MODE", "0666" }, "-ERR bad MODE '0666'" },
 		{ 6, { "BF.RESERVE", "x", "0.01", "100", "MODE", "rw" }, "-ERR bad MODE 'rw'" },
 		{ 5, { "BF.RESERVE", "x", "0.01", "100", "COLOR" }, "-ERR unknown option 'COLOR'" },

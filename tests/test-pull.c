@@ -47,17 +47,6 @@ struct node {
 
 static struct node src, dst;
 
-static char *slurp(const char *path)
-{
-	static char buf[16384];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 /* Start shmd on runtime directory n->root (made here), with a TCP
  * listener on a free loopback port when @p tcp; retried when another
  * process takes the port first. */
@@ -94,9 +83,9 @@ static void node_start(struct node *n, const char *what, int tcp)
 		}
 		if (rc == 0)
 			break;
-		if (rc == -ECHILD && strstr(slurp(n->log), "in use") != NULL)
+		if (rc == -ECHILD && strstr(daemon_read_file(n->log), "in use") != NULL)
 			continue;
-		fail_msg("shmd %s did not start: %s", what, slurp(n->log));
+		fail_msg("shmd %s did not start: %s", what, daemon_read_file(n->log));
 	}
 	n->c = redisConnectUnix(n->sock);
 	assert_true(n->c != NULL && n->c->err == 0);
@@ -110,7 +99,7 @@ static void node_stop(struct node *n)
 	if (n->pid > 0) {
 		int st = daemon_stop(n->pid, SIGTERM);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fail_msg("shmd exited with status %d; its log: %s", st, slurp(n->log));
+			fail_msg("shmd exited with status %d; its log: %s", st, daemon_read_file(n->log));
 	}
 	n->pid = 0;
 	daemon_rundir_remove(n->root);
@@ -226,7 +215,7 @@ static int shmctl(char **out, const char *args)
 	snprintf(outf, sizeof(outf), "%s/shmctl.out", dst.root);
 	snprintf(cmd, sizeof(cmd), "%s --socket %s %s >%s 2>&1", shmctl_path, dst.sock, args, outf);
 	int st = system(cmd);
-	*out = slurp(outf);
+	*out = daemon_read_file(outf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
@@ -393,7 +382,7 @@ static void test_merge(void **state)
 {
 	(void)state;
 	char *out, args[512], path[256], cpath[256];
-	ok(ASK(&src, "BF.RESERVE", "m", "0.01", "100000"));
+	ok(ASK(&src, "BF.RESERVE", "m", "0.01", "100000", "FIXED"));
 	ok(ASK(&src, "CF.RESERVE", "mc", "1000"));
 	add_keys(&src, "m", 0, "x", 0, NKEYS / 4);
 	snprintf(args, sizeof(args), "pull m --from 127.0.0.1:%d --password %s", src.port, PASSWORD);

@@ -44,7 +44,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +56,7 @@
 #include "daemon-process.h"
 #include "fixture.h"
 #include "rundir.h"
+#include "users.h"
 
 #define INSTANCE "rl"
 static const char *shmd_path;
@@ -69,72 +69,25 @@ static char g_client[32], g_admin[32], g_team[32], g_other[32];
 static char u_writer[32], u_admin[32], u_team[32], u_out[32];
 static const char *shmctl_path;
 static gid_t gid_client, gid_other;
-static int users_made, tcp_port;
+static int tcp_port;
 static pid_t daemon_pid;
 
 /* ---- Users, the configuration and the daemon ---------------------------- */
 
-static int run(const char *cmd)
-{
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static void remove_users(void)
-{
-	char cmd[512];
-	if (!users_made)
-		return;
-	snprintf(cmd, sizeof(cmd),
-		 "userdel %s 2>/dev/null; userdel %s 2>/dev/null; userdel %s 2>/dev/null; userdel %s 2>/dev/null; "
-		 "groupdel %s 2>/dev/null; groupdel %s 2>/dev/null; groupdel %s 2>/dev/null; groupdel %s 2>/dev/null",
-		 u_writer, u_admin, u_team, u_out, g_client, g_admin, g_team, g_other);
-	(void)!system(cmd);
-	users_made = 0;
-}
-
-static void on_signal(int sig)
-{
-	remove_users();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static gid_t gid_of(const char *name)
-{
-	struct group *g = getgrnam(name);
-	return g ? g->gr_gid : (gid_t)-1;
-}
-
+/* The groups, then the users, as the comment on their names says. */
 static int make_users(void)
 {
-	char cmd[1024];
-	unsigned tag = (unsigned)getpid();
-	snprintf(g_client, sizeof(g_client), "shmrc%u", tag);
-	snprintf(g_admin, sizeof(g_admin), "shmra%u", tag);
-	snprintf(g_team, sizeof(g_team), "shmrt%u", tag);
-	snprintf(g_other, sizeof(g_other), "shmro%u", tag);
-	snprintf(u_writer, sizeof(u_writer), "shmrw%u", tag);
-	snprintf(u_admin, sizeof(u_admin), "shmrA%u", tag);
-	snprintf(u_team, sizeof(u_team), "shmrT%u", tag);
-	snprintf(u_out, sizeof(u_out), "shmrO%u", tag);
-	users_made = 1;
-	atexit(remove_users);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGABRT, on_signal);
-	snprintf(cmd, sizeof(cmd),
-		 "groupadd %s && groupadd %s && groupadd %s && groupadd %s && "
-		 "useradd -M -N -s /usr/sbin/nologin -G %s %s && "
-		 "useradd -M -N -s /usr/sbin/nologin -G %s,%s %s && "
-		 "useradd -M -N -s /usr/sbin/nologin -G %s,%s %s && useradd -M -N -s /usr/sbin/nologin %s",
-		 g_client, g_admin, g_team, g_other, g_client, u_writer, g_client, g_admin, u_admin, g_client, g_team,
-		 u_team, u_out);
-	if (run(cmd) != 0)
+	if (users_make_group("shmrc", g_client, sizeof(g_client), &gid_client) < 0 ||
+	    users_make_group("shmra", g_admin, sizeof(g_admin), NULL) < 0 ||
+	    users_make_group("shmrt", g_team, sizeof(g_team), NULL) < 0 ||
+	    users_make_group("shmro", g_other, sizeof(g_other), &gid_other) < 0)
 		return -1;
-	gid_client = gid_of(g_client);
-	gid_other = gid_of(g_other);
-	return gid_client != (gid_t)-1 && gid_other != (gid_t)-1 ? 0 : -1;
+	if (users_make_user("shmrw", u_writer, sizeof(u_writer), NULL, g_client, NULL) < 0 ||
+	    users_make_user("shmrA", u_admin, sizeof(u_admin), NULL, g_client, g_admin, NULL) < 0 ||
+	    users_make_user("shmrT", u_team, sizeof(u_team), NULL, g_client, g_team, NULL) < 0 ||
+	    users_make_user("shmrO", u_out, sizeof(u_out), NULL, NULL) < 0)
+		return -1;
+	return 0;
 }
 
 /* The configuration: the instance's group @p group, [roles] with
@@ -230,31 +183,9 @@ static int expect_as(const char *const *auth, int nauth, int argc, const char *c
 		  (const char *[]){ __VA_ARGS__ }, prefix, contains)
 #define WORDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-/* Run @p fn in a child with the identity of user @p name (uid, gid, its
- * supplementary groups); @return the child's exit status (the number of
- * checks that failed), 128 + a signal. */
-static int as_user(const char *name, int (*fn)(void))
-{
-	struct passwd *pw = getpwnam(name);
-	assert_non_null(pw);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (initgroups(name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-			_exit(100);
-		if (setuid(0) == 0) /* really no way back */
-			_exit(101);
-		int failed = fn();
-		_exit(failed > 99 ? 99 : failed);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static void assert_as(const char *user, int (*fn)(void), const char *what)
 {
-	int rc = as_user(user, fn);
+	int rc = users_run_as(user, fn);
 	if (rc != 0)
 		fail_msg("%s as %s: %d check(s) failed (above)", what, user, rc);
 }
@@ -278,18 +209,6 @@ static int instance_files(uint64_t *bytes)
 	}
 	closedir(d);
 	return n;
-}
-
-static void data_path(const char *name, char *buf, size_t len)
-{
-	shmf_t *f;
-	assert_int_equal(shmf_open(INSTANCE, name, SHMF_RDONLY, &f), 0);
-	shmf_info_t info;
-	assert_int_equal(shmf_info(f, &info), 0);
-	shmf_close(f);
-	char fname[128];
-	shmf_data_filename(name, info.generation, fname, sizeof(fname));
-	snprintf(buf, len, "%s/%s", idir, fname);
 }
 
 /* The data files of every live generation of filter @p name (the
@@ -349,7 +268,7 @@ static int teardown(void **state)
 	(void)state;
 	stop_shmd();
 	int rc = daemon_rundir_remove(root);
-	remove_users();
+	users_remove();
 	return rc;
 }
 
@@ -616,15 +535,9 @@ static void test_chmod(void **state)
 	assert_int_equal(n, 2); /* created, and rotated once by the admin */
 	for (int i = 0; i < n; i++)
 		assert_int_equal(mode_of(gens[i], NULL), 0640);
-	struct passwd *pw = getpwnam(u_writer);
-	assert_non_null(pw);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (initgroups(u_writer, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-			_exit(100);
+	pid_t pid = users_fork_as(u_writer);
+	if (pid == 0)
 		_exit(chmod_reader());
-	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(st));
@@ -641,7 +554,7 @@ static void test_chmod(void **state)
 	const char *rot[] = { "SHMF.ROTATE", "win" };
 	request(rot, 2, NULL, 0, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
-	data_path("win", gen0, sizeof(gen0));
+	fixture_client_data_path(INSTANCE, "win", gen0, sizeof(gen0));
 	assert_int_equal(mode_of(gen0, NULL), 0660);
 	/* Bad modes change nothing. */
 	const char *bad[] = { "SHMF.CHMOD", "win", "0666" };
@@ -735,7 +648,7 @@ static void test_restart_group(void **state)
 	char ctl[200], data[256];
 	gid_t g;
 	snprintf(ctl, sizeof(ctl), "%s/control", idir);
-	data_path("ro", data, sizeof(data));
+	fixture_client_data_path(INSTANCE, "ro", data, sizeof(data));
 	stop_shmd();
 	/* Wrong modes too, as an operator's chmod might leave them. */
 	assert_int_equal(chmod(idir, 0700), 0);

@@ -57,6 +57,9 @@ generations = 3
 type = cuckoo
 capacity = 1000
 window = 10m
+[filter gbf]
+capacity = 100
+expansion = 2
 CONF
 "$SHMD" -f -c "$BASE/shmd.conf" 2>"$BASE/shmd.log" &
 PID=$!
@@ -64,6 +67,8 @@ for _ in $(seq 200); do [ -S "$ROOT/default.sock" ] && break; sleep 0.05; done
 for f in bf cf wbf wcf; do "$SHMCTL" add -q "$f" a b c || fail "add to $f"; done
 for f in wbf wcf; do "$SHMCTL" rotate "$f" >/dev/null || fail "rotate $f"; done
 "$SHMCTL" add -q wbf d || fail "add to wbf after the rotation"
+# gbf grows: 700 keys fill its layers of 100, 200 and 400; a fourth takes the rest.
+seq 1 1000 | sed 's/^/g-/' | "$SHMCTL" add -q gbf - || fail "add to gbf"
 
 for f in bf cf wbf wcf; do
 	json_ok "info --json ($f)" "
@@ -84,15 +89,23 @@ assert d['window_generations'] == 3 and d['live_generations'] == 2, d
 json_ok "info --json of a windowed cuckoo filter" "
 assert d['type'] == 'cuckoo' and len(d['generations']) == 2 and d['max_kicks'] > 0, d
 " -- --json info wcf
+json_ok "info --json of a growing filter: layers an array of objects, the current one first" "
+l = d['layers']
+assert isinstance(l, list) and d['layer_count'] == 4 and d['expansion'] == 2, d
+assert all(set(x) == {'layer', 'generation', 'capacity', 'items', 'bytes', 'state'} for x in l), l
+assert [x['capacity'] for x in l if x['state'] != 'standby'] == [800, 400, 200, 100], l
+assert [x['state'] for x in l][:4] == ['current', 'full', 'full', 'full'], l
+assert d['capacity_total'] == 1500 and d['capacity'] == 100, d
+" -- info gbf --json
 json_ok "list --json: every filter, each an object" "
-assert sorted(f['name'] for f in d) == ['bf', 'cf', 'wbf', 'wcf'], d
+assert sorted(f['name'] for f in d) == ['bf', 'cf', 'gbf', 'wbf', 'wcf'], d
 assert all(isinstance(f['items'], int) for f in d), d
 " -- list --json
 json_ok "replication --json without a fleet: an empty array" "assert d == [], d" -- replication --json
 
 # inspect --json of each shape's snapshot, its path (a quote, a backslash
 # and a space in it) escaped and read back whole.
-for f in bf cf wbf wcf; do
+for f in bf cf wbf wcf gbf; do
 	"$SHMCTL" snapshot "$f" "$ROOT/$f.snap" >/dev/null || fail "snapshot $f"
 	json_ok "inspect --json ($f)" "
 assert d['name'] == '$f' and d['checksum'] == 'ok', d

@@ -86,6 +86,17 @@ expect 0 '^default$' '' -- list
 expect 0 '^clicks$' '' -- list
 [ "$("$SHMCTL" list | wc -l)" -eq 2 ] || fail "list shows $("$SHMCTL" list | wc -l) filters after refused creates, want 2"
 expect 0 '^mode +0660$' '' -- info clicks
+seq 1 400 | sed 's/^/grow-/' >"$ROOT/seq400"
+# growing and NONSCALING filters; shmctl's are fixed unless asked
+expect 0 "^created filter 'grows': bloom, capacity 100, error rate 0.01, [0-9]+ bytes, mode 0640, grows by 2$" '' -- create grows --capacity 100 --fpr 0.01 --expansion 2
+STDIN=$ROOT/seq400 expect 0 '^400 keys added, [0-9]+ new$' '' -- add grows -
+expect 0 '^layer_count +3$' '' -- info grows
+expect 0 "^created filter 'refuses': bloom, capacity 10, error rate 0.01, [0-9]+ bytes, mode 0640, nonscaling$" '' -- create refuses --capacity 10 --fpr 0.01 --nonscaling
+expect 2 '' "create: --nonscaling applies to --type bloom only" -- create other --type cuckoo --capacity 10 --fpr 0.01 --nonscaling
+expect 2 '' "create: --nonscaling and --expansion" -- create other --capacity 10 --fpr 0.01 --nonscaling --expansion 2
+expect 2 '' "expansion should be greater or equal to 1|bad expansion" -- create other --capacity 10 --fpr 0.01 --expansion -1
+expect 0 '^OK$' '' -- drop grows
+expect 0 '^OK$' '' -- drop refuses
 
 # add and check with arguments
 expect 0 '^3 keys added, 3 new$' '' -- add clicks alpha beta gamma

@@ -195,7 +195,7 @@ static void test_bucket_sizes(void **state)
 	} edits[] = {
 		{ SHMF_SNAP_VERSION, 3, "inconsistent" }, { SHMF_SNAP_VERSION, 16, "inconsistent" },
 		{ SHMF_SNAP_VERSION, 0, "inconsistent" }, { SHMF_SNAP_VERSION, 4, "inconsistent" },
-		{ SHMF_SNAP_VERSION, 1, "inconsistent" }, { 2, 2, "bytes 204-207 set" },
+		{ SHMF_SNAP_VERSION, 1, "inconsistent" }, { 2, 2, "bytes 200-211) set" },
 	};
 	file_path("edited.snap", other, sizeof(other));
 	for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
@@ -212,7 +212,7 @@ static void test_bucket_sizes(void **state)
 			fail_msg("bucket size %u in a version %u file: %d, '%s'", edits[e].bucket_size,
 				 edits[e].version, rc, err);
 	}
-	/* A version 2 file of a filter of buckets of 4 (bytes 204-207 zero, as
+	/* A version 2 file of a filter of buckets of 4 (bytes 208-211 zero, as
 	 * written then) restores as buckets of 4 with every key. */
 	file_path("b4", path, sizeof(path));
 	free(orig);
@@ -345,15 +345,17 @@ static void test_damaged(void **state)
 		uint64_t value;
 		const char *what;
 	} fields[] = {
-		{ 8, 4, 4, "version" },           { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
+		{ 8, 4, SHMF_SNAP_VERSION + 1, "version" }, { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
 		{ 16, 4, 2, "type cuckoo" },      { 20, 4, 33, "k" },               { 20, 4, 3, "k other" },
 		{ 24, 8, 1ull << 62, "capacity absurd" }, { 24, 8, 0, "capacity 0" }, { 32, 8, 0, "fpr 0" },
 		{ 40, 8, 1ull << 60, "nblocks absurd" }, { 40, 8, 1, "nblocks small" }, { 48, 8, 5, "nbuckets" },
 		{ 56, 4, 9, "max_kicks on Bloom" }, { 60, 4, 0, "nsections 0" },   { 60, 4, 17, "nsections 17" },
 		{ 60, 4, 2, "nsections 2" },      { 88, 8, 60, "window without gens" }, { 96, 4, 3, "gens without window" },
 		{ 100, 4, 100, "chunk_bytes" },   { 104, 8, 4096, "section_bytes" }, { 112, 8, 1ull << 50, "file_bytes" },
-		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 210, 1, 1, "reserved" },
-		{ 200, 4, 2, "unknown flag" },    { 8, 4, 0, "version 0" },         { 204, 4, 4, "bucket size on Bloom" },
+		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 214, 1, 1, "reserved" },
+		{ 200, 4, 8, "unknown flag" },    { 8, 4, 0, "version 0" },         { 208, 4, 4, "bucket size on Bloom" },
+		{ 200, 4, 2, "layered without expansion" }, { 204, 4, 2, "expansion without layered" },
+		{ 200, 4, 6, "layered and nonscaling" },
 	};
 	// clang-format on
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {

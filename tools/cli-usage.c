@@ -17,7 +17,8 @@ static const struct help {
 } helps[] = {
 	{ "create",
 	  "FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
-	  "              [--mode OCTAL] [--window DURATION [--generations N]] [--replicate] [-q]",
+	  "              [--mode OCTAL] [--window DURATION [--generations N]] [--expansion N | --nonscaling]\n"
+	  "              [--replicate] [-q]",
 	  "create a filter (Bloom unless --type cuckoo)",
 	  "  --capacity N        keys the filter is sized for\n"
 	  "  --fpr P             false-positive rate at capacity, strictly between 0 and 1\n"
@@ -29,12 +30,16 @@ static const struct help {
 	  "  --mode OCTAL        data file mode: 0640 (the group may check, default) or 0660 (may add)\n"
 	  "  --window D          a time window: adds go to a generation D long (60s, 10m, 1h, 1d)\n"
 	  "  --generations N     live generations of the window (1 to 16, default 2)\n"
+	  "  --expansion N       grow: past its capacity a new layer N times larger is added (Bloom 1 to\n"
+	  "                      32768; cuckoo rounded up to a power of 2; 0 or absent: the filter is fixed)\n"
+	  "  --nonscaling        Bloom: refuse new keys past the capacity (default: accept them, the\n"
+	  "                      false-positive rate rising)\n"
 	  "  --replicate         keep it in step with the fleet (needs [replication] in shmd's configuration)\n"
 	  "  -q                  print nothing\n"
 	  "Prints what it created: type, capacity, error rate and bytes." },
 	{ "list", "[--json]", "list the filters", "  --json   every filter's info, as a JSON array\n" },
 	{ "info", "FILTER [--json]", "describe a filter",
-	  "Shape, items, fill, data file, mode and (windowed) its generations.\n"
+	  "Shape, items, fill, data file, mode and (windowed) its generations or (growing) its layers.\n"
 	  "  --json   as one JSON object\n" },
 	{ "add", "[-q] FILTER KEY... | [-q] FILTER - < FILE", "add keys",
 	  "Adds each KEY, or with -, each line of stdin (blank lines skipped, a trailing CR removed).\n"

@@ -49,14 +49,23 @@ static void print_text(const struct snap_file *sf)
 		printf("window          %" PRIu64 " s x %u generations\n", h->window_secs, h->window_gens);
 	else
 		printf("window          none\n");
+	if (h->flags & SHMF_SNAP_F_LAYERED)
+		printf("grows           by %u a layer, %u layers (generations below, the newest first)\n", h->expansion,
+		       h->nsections);
+	else
+		printf("grows           no%s\n", h->flags & SHMF_SNAP_F_NONSCALING ? " (nonscaling)" : "");
 	printf("replicated      %s\n", h->flags & SHMF_SNAP_F_REPLICATED ? "yes" : "no");
 	printf("stream_cursor   %" PRIu64 "-%" PRIu64 "%s\n", h->cursor_ms, h->cursor_seq,
 	       h->cursor_ms || h->cursor_seq ? "" : " (none)");
 	printf("file_bytes      %" PRIu64 "\n", h->file_bytes);
-	for (unsigned i = 0; i < h->nsections; i++)
-		printf("generation      %" PRIu64 ": created %s, items %" PRIu64 ", deletes %" PRIu64 "\n",
+	for (unsigned i = 0; i < h->nsections; i++) {
+		printf("generation      %" PRIu64 ": created %s, items %" PRIu64 ", deletes %" PRIu64,
 		       sf->sec[i].generation, when(sf->sec[i].created_epoch, a, sizeof(a)), sf->sec[i].items,
 		       sf->sec[i].deletes);
+		if (h->flags & SHMF_SNAP_F_LAYERED)
+			printf(", layer %u of %" PRIu64 " bytes", sf->sec[i].layer, sf->lay.bytes[i]);
+		putchar('\n');
+	}
 }
 
 static void print_json(const struct snap_file *sf, const char *verdict)
@@ -104,6 +113,10 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 	json_number_text(&j, rate);
 	json_key(&j, "replicated");
 	json_bool(&j, (h->flags & SHMF_SNAP_F_REPLICATED) != 0);
+	json_key(&j, "expansion");
+	json_uint(&j, (h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion : 0);
+	json_key(&j, "nonscaling");
+	json_bool(&j, (h->flags & SHMF_SNAP_F_NONSCALING) != 0);
 	snprintf(cursor, sizeof(cursor), "%" PRIu64 "-%" PRIu64, h->cursor_ms, h->cursor_seq);
 	json_key(&j, "stream_cursor");
 	json_str(&j, cursor);
@@ -119,6 +132,10 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 		json_uint(&j, sf->sec[i].items);
 		json_key(&j, "deletes");
 		json_uint(&j, sf->sec[i].deletes);
+		json_key(&j, "layer");
+		json_uint(&j, sf->sec[i].layer);
+		json_key(&j, "bytes");
+		json_uint(&j, sf->lay.bytes[i]);
 		json_close(&j, '}');
 	}
 	json_close(&j, ']');

@@ -66,6 +66,46 @@ static void json_generations(struct json *j, const char *text)
 	json_close(j, ']');
 }
 
+/* "layers": "L:GEN:CAPACITY:ITEMS:BYTES:STATE ..." (current first) as an
+ * array of objects; text that does not read so stays a string. */
+static void json_layers(struct json *j, const char *text)
+{
+	unsigned long long l, g, cap, items, bytes;
+	char state[16];
+	int used;
+	const char *fmt = "%llu:%llu:%llu:%llu:%llu:%15[a-z]%n";
+	for (const char *q = text; *q;) {
+		if (sscanf(q, fmt, &l, &g, &cap, &items, &bytes, state, &used) != 6) {
+			json_str(j, text);
+			return;
+		}
+		q += used;
+		while (*q == ' ')
+			q++;
+	}
+	json_open(j, '[');
+	for (const char *p = text; *p && sscanf(p, fmt, &l, &g, &cap, &items, &bytes, state, &used) == 6;) {
+		json_open(j, '{');
+		json_key(j, "layer");
+		json_uint(j, l);
+		json_key(j, "generation");
+		json_uint(j, g);
+		json_key(j, "capacity");
+		json_uint(j, cap);
+		json_key(j, "items");
+		json_uint(j, items);
+		json_key(j, "bytes");
+		json_uint(j, bytes);
+		json_key(j, "state");
+		json_str(j, state);
+		json_close(j, '}');
+		p += used;
+		while (*p == ' ')
+			p++;
+	}
+	json_close(j, ']');
+}
+
 /* A SHMF.INFO reply (field, value, ...) as one JSON object. */
 static void info_json(struct json *j, const redisReply *r)
 {
@@ -81,6 +121,8 @@ static void info_json(struct json *j, const redisReply *r)
 			json_number_text(j, v->str);
 		else if (!strcmp(f->str, "generations"))
 			json_generations(j, v->str);
+		else if (!strcmp(f->str, "layers"))
+			json_layers(j, v->str);
 		else
 			json_str(j, v->str);
 	}
@@ -166,8 +208,8 @@ static int verb_list(int argc, char **argv, int json)
 /* ---- create ------------------------------------------------------------ */
 
 struct create_args {
-	const char *name, *capacity, *fpr, *mode, *type, *kicks, *bucket, *window, *gens;
-	int replicate, quiet;
+	const char *name, *capacity, *fpr, *mode, *type, *kicks, *bucket, *window, *gens, *expansion;
+	int replicate, quiet, nonscaling;
 };
 
 /* The options of create that take a value, and where each goes. */
@@ -185,6 +227,7 @@ static const char **create_slot(struct create_args *a, const char *opt)
 		{ "--bucket-size", offsetof(struct create_args, bucket) },
 		{ "--window", offsetof(struct create_args, window) },
 		{ "--generations", offsetof(struct create_args, gens) },
+		{ "--expansion", offsetof(struct create_args, expansion) },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		if (!strcmp(opt, rows[i].opt))
@@ -199,6 +242,8 @@ static void create_parse(int argc, char **argv, struct create_args *a)
 		const char **slot = create_slot(a, argv[i]);
 		if (!strcmp(argv[i], "--replicate")) {
 			a->replicate = 1;
+		} else if (!strcmp(argv[i], "--nonscaling")) {
+			a->nonscaling = 1;
 		} else if (!strcmp(argv[i], "-q")) {
 			a->quiet = 1;
 		} else if (slot != NULL) {
@@ -226,6 +271,11 @@ static void create_parse(int argc, char **argv, struct create_args *a)
 		cli_usage_error("create", "--max-kicks applies to --type cuckoo only");
 	if (a->bucket != NULL && strcmp(a->type, "cuckoo") != 0)
 		cli_usage_error("create", "--bucket-size applies to --type cuckoo only");
+	if (a->nonscaling && strcmp(a->type, "bloom") != 0)
+		cli_usage_error("create", "--nonscaling applies to --type bloom only (a cuckoo filter that does not "
+					  "grow answers 'filter is full')");
+	if (a->nonscaling && a->expansion != NULL && strcmp(a->expansion, "0") != 0)
+		cli_usage_error("create", "--nonscaling and --expansion: a NONSCALING filter does not grow");
 }
 
 /* The BF.RESERVE or CF.RESERVE request of @p a into @p req. @return its length. */
@@ -255,6 +305,18 @@ static int create_request(const struct create_args *a, const char **req)
 		}
 	if (a->replicate)
 		req[n++] = "REPLICATE";
+	/* shmctl's filters are fixed unless asked (as configured ones): one
+	 * layer, sized for the whole lifetime. */
+	int grows = a->expansion != NULL && strcmp(a->expansion, "0") != 0;
+	if (grows) {
+		req[n++] = "EXPANSION";
+		req[n++] = a->expansion;
+	} else if (cuckoo) {
+		req[n++] = "EXPANSION";
+		req[n++] = "0";
+	} else {
+		req[n++] = a->nonscaling ? "NONSCALING" : "FIXED";
+	}
 	return n;
 }
 
@@ -285,8 +347,12 @@ static void describe_filter(const char *filter, char *out, size_t len)
 			  info_field(r, "type", t, sizeof(t)), info_field(r, "capacity", c, sizeof(c)), rate,
 			  info_field(r, "bytes", b, sizeof(b)), info_field(r, "mode", m, sizeof(m)));
 	if (info_field(r, "window_secs", w, sizeof(w))[0] != '\0' && at > 0 && (size_t)at < len)
-		snprintf(out + at, len - (size_t)at, ", window %s s x %s generations", w,
-			 info_field(r, "window_generations", g, sizeof(g)));
+		at += snprintf(out + at, len - (size_t)at, ", window %s s x %s generations", w,
+			       info_field(r, "window_generations", g, sizeof(g)));
+	if (info_field(r, "expansion", w, sizeof(w))[0] != '\0' && at > 0 && (size_t)at < len)
+		at += snprintf(out + at, len - (size_t)at, ", grows by %s", w);
+	if (info_field(r, "nonscaling", w, sizeof(w))[0] != '\0' && at > 0 && (size_t)at < len)
+		snprintf(out + at, len - (size_t)at, ", nonscaling");
 	freeReplyObject(r);
 }
 

@@ -354,7 +354,67 @@ def script(p):
             ("EXPIRE", 1), ("EXPIRE", 4), ("TTL", 0), ("PTTL", 2), ("PERSIST", 0), ("TIME", 1), ("MULTI", 1),
             ("EXEC", 1), ("DISCARD", 1), ("WATCH", 0), ("BF.CARD", 0), ("BF.INFO", 3), ("CF.INFO", 2),
             ("BF.SCANDUMP", 0), ("BF.LOADCHUNK", 2), ("FLUSHALL", 2)]],
+        # --- Growing filters: EXPANSION, NONSCALING and their refusals.
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "0"), E("ERR expansion should be greater or equal to 1")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "-2"), E("ERR expansion should be greater or equal to 1")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "x"), E("ERR bad expansion")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION"), E("ERR no expansion")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "NONSCALING", "EXPANSION", "2"),
+         E("ERR Nonscaling filters cannot expand")),
+        (("BF.INSERT", p + "gx", "EXPANSION", "0", "ITEMS", "a"), E("ERR Bad argument received")),
+        (("BF.INSERT", p + "gx", "EXPANSION", "y", "ITEMS", "a"), E("ERR Bad expansion")),
+        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "-1"),
+         E("ERR EXPANSION parameter needs to be a non-negative integer")),
+        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "y"), E("ERR Couldn't parse EXPANSION")),
+        (("EXISTS", p + "gx"), 0),
+        (("BF.RESERVE", p + "g4", "0.01", "100", "EXPANSION", "4"), OK),
+        (("BF.INFO", p + "g4", "EXPANSION"), [4]),
+        (("BF.RESERVE", p + "ns", "0.01", "50", "NONSCALING"), OK),
+        (("BF.INFO", p + "ns", "EXPANSION"), [None]),
+        (("CF.RESERVE", p + "c3", "100", "EXPANSION", "3"), OK),
+        (("CF.RESERVE", p + "c0", "100", "EXPANSION", "0"), OK),
     ]
+
+
+def growth_checks(conn, proto, p):
+    """Filters that grow as RedisBloom's do: a layer expansion times the last
+    once the current one holds its capacity, BF.INFO and CF.INFO summing the
+    layers; NONSCALING refusing past its capacity; CF EXPANSION 0 full."""
+    keys = [f"g{i}" for i in range(1000)]
+    conn.cmd("BF.RESERVE", p + "g2", "0.01", "100")  # RedisBloom's default expansion, 2
+    conn.cmd("BF.MADD", p + "g2", *keys)
+    # 100 + 200 + 400 hold 700 keys; the fourth layer (800) the rest.
+    info = {k: conn.cmd("BF.INFO", p + "g2", k)[0] for k in ("CAPACITY", "FILTERS", "ITEMS", "EXPANSION")}
+    want = {"CAPACITY": 1500, "FILTERS": 4, "ITEMS": conn.cmd("BF.CARD", p + "g2"), "EXPANSION": 2}
+    C.check(proto, info == want, f"BF.INFO of a filter of 100 keys grown by 2 to 1,000: {info}")
+    got = conn.cmd("BF.MEXISTS", p + "g2", *keys)
+    C.check(proto, got == [want_for(proto, B1)] * 1000, "every key of the grown filter found")
+    conn.cmd("BF.MADD", p + "g4", *keys[:600])  # 100 + 400 + 1600
+    C.check(proto, conn.cmd("BF.INFO", p + "g4", "FILTERS") == [3] and
+            conn.cmd("BF.INFO", p + "g4", "CAPACITY") == [2100], "BF.INFO of a filter grown by 4")
+    # NONSCALING: BF.MADD stops at the first refusal, RedisBloom's error in its place.
+    got = conn.cmd("BF.MADD", p + "ns", *keys[:60])
+    C.check(proto, isinstance(got, list) and 50 <= len(got) <= 60 and isinstance(got[-1], Err) and
+            got[-1] == "ERR non scaling filter is full", f"BF.MADD past a NONSCALING filter's capacity: {got[-3:]}")
+    C.check(proto, conn.cmd("BF.CARD", p + "ns") == 50, "a NONSCALING filter holds its capacity")
+    got = conn.cmd("BF.ADD", p + "ns", "brand-new")
+    C.check(proto, isinstance(got, Err) and got == "ERR non scaling filter is full", f"BF.ADD past it: {got!r}")
+    # Cuckoo: 100 keys a layer (expansion 1), RedisBloom's CF.INFO fields summed.
+    conn.cmd("CF.RESERVE", p + "cg", "100")
+    got = conn.cmd("CF.INSERT", p + "cg", "ITEMS", *keys[:500])
+    C.check(proto, got == [1] * 500, "CF.INSERT of 500 keys into a cuckoo filter of 100 that grows")
+    ci = conn.cmd("CF.INFO", p + "cg")
+    ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
+    C.check(proto, ci["Number of filters"] >= 5 and ci["Number of items inserted"] == 500 and
+            ci["Expansion rate"] == 1, f"CF.INFO of the grown cuckoo filter: {ci}")
+    C.check(proto, conn.cmd("CF.MEXISTS", p + "cg", *keys[:500]) == [want_for(proto, B1)] * 500,
+            "every key of the grown cuckoo filter found")
+    ci = conn.cmd("CF.INFO", p + "c3")
+    ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
+    C.check(proto, ci["Expansion rate"] == 4, f"CF EXPANSION 3 kept as 4, RedisBloom's power of 2: {ci}")
+    got = conn.cmd("CF.INSERT", p + "c0", "ITEMS", *keys)
+    C.check(proto, -1 in got and conn.cmd("CF.ADD", p + "c0", "one-more") == "ERR Filter is full",
+            "CF EXPANSION 0: full for good")
 
 
 def info_checks(conn, proto, p):
@@ -457,6 +517,7 @@ def raw_suite(port, proto):
     for args, want in script(p):
         run(conn, proto, args, want)
     info_checks(conn, proto, p)
+    growth_checks(conn, proto, p)
     command_checks(conn, proto)
     bad_input_leaves_all(conn, proto, p)
     scan_all(conn, proto, p)

@@ -84,10 +84,11 @@ c.check(bf.insert("py-bf2", ["x", "y"], capacity=200, error=0.001, noScale=True)
 c.check(bf.insert("py-bf2", ["y", "z"], noCreate=True) == [0, 1], "bf().insert NOCREATE")
 raises(redis.exceptions.ResponseError, "not found", lambda: bf.insert("py-none", ["x"], noCreate=True),
        "bf().insert NOCREATE of a missing filter")
-raises(redis.exceptions.ResponseError, "EXPANSION is not supported",
-       lambda: bf.insert("py-none", ["x"], expansion=2), "bf().insert EXPANSION")
+c.check(bf.insert("py-grow", ["x"], expansion=4) == [1], "bf().insert EXPANSION creates a growing filter")
+c.check(bf.info("py-grow").expansionRate == 4, "bf().info of a filter growing by 4")
+# NONSCALING (noScale): no expansion rate, nil as RedisBloom answers it.
 info = bf.info("py-bf")
-c.check((info.capacity, info.filterNum, info.insertedNum, info.expansionRate) == (1000, 1, 3, 2),
+c.check((info.capacity, info.filterNum, info.insertedNum, info.expansionRate) == (1000, 1, 3, None),
         f"bf().info: {vars(info)}")
 c.check(bf.info("py-bf2").capacity == 200, "bf().info of the inserted filter")
 c.check(cf.create("py-cf", 1000, bucket_size=4, max_iterations=50) is True, "cf().create")
@@ -104,15 +105,27 @@ ci = cf.info("py-cf")
 c.check((ci.insertedNum, ci.deletedNum, ci.bucketSize, ci.maxIteration) == (5, 1, 4, 50), f"cf().info: {vars(ci)}")
 raises(redis.exceptions.ResponseError, "WRONGTYPE", lambda: bf.add("py-cf", "x"), "bf().add on a cuckoo filter")
 
-# --- A pipeline: 2,000 commands in one round trip, in order. ---------------
+# --- A pipeline: 2,000 commands in one round trip, in order, into a filter
+# of 100 keys that grows (100, 200, 400, 800: four layers hold them). -------
+c.check(bf.create("py-pipe", 0.001, 100, expansion=2) is True, "bf().create with expansion")
 p = r.pipeline(transaction=False)
 for i in range(1000):
-    p.execute_command("BF.ADD", "py-bf", f"pipe-{i}")
-    p.execute_command("BF.EXISTS", "py-bf", f"pipe-{i}")
+    p.execute_command("BF.ADD", "py-pipe", f"pipe-{i}")
+    p.execute_command("BF.EXISTS", "py-pipe", f"pipe-{i}")
 res = p.execute()
 c.check(len(res) == 2000 and all(x == 1 for x in res[1::2]), "pipeline: every key found right after its add")
 c.check(sum(res[0::2]) >= 990, f"pipeline: {sum(res[0::2])} of 1000 fresh keys reported new")
-c.check(r.execute_command("BF.CARD", "py-bf") == 3 + sum(res[0::2]), "BF.CARD after the pipeline")
+c.check(r.execute_command("BF.CARD", "py-pipe") == sum(res[0::2]), "BF.CARD after the pipeline")
+# A NONSCALING filter of 1000 keys holding 3 takes 997 new ones more (keys
+# it answers 0 for, false positives, do not count), then refuses.
+p = r.pipeline(transaction=False)
+for i in range(1100):
+    p.execute_command("BF.ADD", "py-bf", f"pipe-{i}")
+res = p.execute(raise_on_error=False)
+refused = [x for x in res if isinstance(x, redis.exceptions.ResponseError)]
+c.check(len(refused) >= 1 and all("non scaling filter is full" in str(x) for x in refused),
+        f"pipeline into a NONSCALING filter: {len(refused)} refused")
+c.check(r.execute_command("BF.CARD", "py-bf") == 1000, "a NONSCALING filter holds exactly its capacity")
 
 # --- The connection verbs redis-py wraps. ----------------------------------
 c.check(r.client_getname() == "redis-py-test", "client_name= sent CLIENT SETNAME")
@@ -120,7 +133,7 @@ c.check(r.client_setname("renamed") is True and r.client_getname() == "renamed",
 c.check(isinstance(r.client_id(), int) and r.client_id() > 0, "client_id")
 c.check(r.echo("hi") == b"hi", "echo")
 c.check(r.info()["redis_version"] == "7.0.0", "info()['redis_version']")
-c.check(r.info("keyspace")["db0"]["keys"] == 8, f"info('keyspace'): {r.info('keyspace')}")
+c.check(r.info("keyspace")["db0"]["keys"] == 10, f"info('keyspace'): {r.info('keyspace')}")
 cmds = r.command()
 c.check(r.command_count() == len(cmds) >= 36, "COMMAND COUNT and COMMAND agree")
 c.check(cmds["bf.add"]["arity"] == 3 and cmds["bf.mexists"]["arity"] == -3 and cmds["bf.add"]["first_key_pos"] == 1,
