@@ -136,8 +136,21 @@ static void test_bucket_sizes(void **state)
 		fixture_cuckoo(&fx, name, 20000, sizes[i].fpr, sizes[i].b);
 		shmf_t *f = fixture_open(name, SHMF_RDWR);
 		add_keys(f, 1, 15000);
-		for (uint64_t k = 0; k < 100; k++) /* a second copy of some, and some deleted */
-			assert_int_equal(shmf_add(f, key, fixture_key(key, 1, k)), 1);
+		/* A second copy of some, and some deleted. In buckets of 1 a key's
+		 * two copies take both its buckets, and a second copy whose part
+		 * of the bucket graph already holds as many fingerprints as
+		 * buckets has nowhere to go: SHMF_E_FULL, nothing changed (0.6%
+		 * of such adds at this load, every one of them a part with more
+		 * fingerprints than buckets; 30 to 70% of runs met one). */
+		unsigned full = 0;
+		for (uint64_t k = 0; k < 100; k++) {
+			int r = shmf_add(f, key, fixture_key(key, 1, k));
+			if (r == SHMF_E_FULL && sizes[i].b == 1)
+				full++;
+			else
+				assert_int_equal(r, 1);
+		}
+		assert_true(full <= 5);
 		for (uint64_t k = 100; k < 200; k++)
 			assert_int_equal(shmf_del(f, key, fixture_key(key, 1, k)), 1);
 		shmf_info_t before;
