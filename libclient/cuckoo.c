@@ -58,8 +58,9 @@ double shmf_cuckoo_load(uint32_t slots)
 	 * (bench-cuckoo-fill --load, docs/design.md section 5): buckets of 1
 	 * reach 50% in large tables, but standard cuckoo hashing fails in small
 	 * ones well before (2% of tables of 1,000 keys at 45%, none at 30%);
-	 * buckets of 2 at 84% left 1 table in 200 of 1,024 keys (a filter
-	 * created on the fly) short with RedisBloom's 20 kicks, none at 80%. */
+	 * buckets of 2 at 84% left 22 tables in 4,000 of 1,024 keys (a
+	 * filter created on the fly) short with RedisBloom's 20 kicks, none at
+	 * 80%. */
 	switch (slots) {
 	case 1: return 0.30;
 	case 2: return 0.80;
