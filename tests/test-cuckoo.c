@@ -502,6 +502,48 @@ static void test_layouts(void **state)
 	}
 }
 
+/*
+ * Relocation paths longer than the 1,024 moves kept on the stack (RedisBloom
+ * allows MAXITERATIONS up to 65,535: such paths are kept on the heap): a
+ * table with max_kicks 20,000 filled until an add answers SHMF_E_FULL, which
+ * takes the walks to their bound; it holds at least what max_kicks 500 does,
+ * keeps every key, and its refused add changes nothing.
+ */
+static void test_long_paths(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	t.g.max_kicks = 20000;
+	uint64_t n = 0;
+	int r;
+	for (;; n++) {
+		struct shmf_cuckoo_key k = key(&t, 23, n);
+		if ((r = shmf_cuckoo_add(&t.g, &k)) != 0)
+			break;
+	}
+	assert_int_equal(r, SHMF_E_FULL);
+	printf("max_kicks 20000: full at %llu of %llu slots (load %.4f), %llu moves\n", (unsigned long long)n,
+	       (unsigned long long)slots(&t), (double)n / (double)slots(&t), (unsigned long long)t.g.meta->moves);
+	assert_true(n >= slots(&t) * 96 / 100);
+	size_t bytes = t.len - sizeof(struct shmf_cuckoo_meta);
+	char *before = malloc(bytes);
+	memcpy(before, t.g.buckets, bytes);
+	struct shmf_cuckoo_key k = key(&t, 23, n);
+	assert_int_equal(shmf_cuckoo_add(&t.g, &k), SHMF_E_FULL);
+	assert_memory_equal(before, t.g.buckets, bytes);
+	free(before);
+	for (uint64_t i = 0; i < n; i++) {
+		k = key(&t, 23, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost on a long relocation path", (unsigned long long)i);
+	}
+	/* A bound past RedisBloom's is refused, not walked. */
+	t.g.max_kicks = SHMF_CUCKOO_KICKS_LIMIT + 1;
+	assert_int_equal(shmf_cuckoo_add(&t.g, &k), SHMF_E_INVAL);
+	table_close(&t);
+}
+
 /* For each layout, the churn above near its planned load: a table of
  * 40,000 keys, half stable, 45% churning (95% of the capacity). */
 static void test_layouts_churn(void **state)
@@ -886,8 +928,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_copy_while_moving),
 		cmocka_unit_test(test_layouts),
 		cmocka_unit_test(test_layouts_churn),
+		cmocka_unit_test(test_long_paths),
 	};
-	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",       "churn",
-				      "killed", "stopped", "copy",     "layouts", "layouts_churn" };
+	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",        "churn",
+				      "killed", "stopped", "copy",     "layouts", "layouts_churn", "long_paths" };
 	return fixture_run(argc, argv, all, names);
 }
