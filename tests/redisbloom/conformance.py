@@ -409,6 +409,17 @@ def growth_checks(conn, proto, p):
             ci["Expansion rate"] == 1, f"CF.INFO of the grown cuckoo filter: {ci}")
     C.check(proto, conn.cmd("CF.MEXISTS", p + "cg", *keys[:500]) == [want_for(proto, B1)] * 500,
             "every key of the grown cuckoo filter found")
+    # BUCKETSIZE and EXPANSION together: every layer keeps buckets of 2 (100 + 200 + 400 keys).
+    C.check(proto, conn.cmd("CF.RESERVE", p + "cb2", "100", "BUCKETSIZE", "2", "EXPANSION", "2") == OK,
+            "CF.RESERVE with BUCKETSIZE 2 and EXPANSION 2")
+    got = conn.cmd("CF.INSERT", p + "cb2", "ITEMS", *keys[:500])
+    C.check(proto, got == [1] * 500, "CF.INSERT of 500 keys into a growing cuckoo filter of buckets of 2")
+    ci = conn.cmd("CF.INFO", p + "cb2")
+    ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
+    C.check(proto, ci["Number of filters"] >= 3 and ci["Number of items inserted"] == 500 and
+            ci["Bucket size"] == 2 and ci["Expansion rate"] == 2, f"CF.INFO of a grown filter of buckets of 2: {ci}")
+    C.check(proto, conn.cmd("CF.MEXISTS", p + "cb2", *keys[:500]) == [want_for(proto, B1)] * 500,
+            "every key of the grown filter of buckets of 2 found")
     ci = conn.cmd("CF.INFO", p + "c3")
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
     C.check(proto, ci["Expansion rate"] == 4, f"CF EXPANSION 3 kept as 4, RedisBloom's power of 2: {ci}")
