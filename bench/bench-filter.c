@@ -27,6 +27,9 @@
  * RCU read lock, no call): the difference to the API rows is the cost of
  * the handle.
  *
+ * The "cuckoo b=N" rows put cuckoo filters of each bucket size side by
+ * side (run_cuckoo_sizes()).
+ *
  * The "replicated" rows run the same adds and checks on a twin of each
  * filter that replicates (its adds journalled into the handle's ring of
  * <name>.journal, which is drained between runs, untimed: draining is the
@@ -331,7 +334,7 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	}
 	shmf_info_t info;
 	shmf_info(c.rw, &info);
-	uint64_t slots = info.buckets * 4, at70 = slots * 70 / 100, step = (slots * 80 / 100 - at70);
+	uint64_t slots = info.buckets * info.bucket_size, at70 = slots * 70 / 100, step = (slots * 80 / 100 - at70);
 	if (at70 > t->npresent)
 		at70 = t->npresent;
 	/* The first fill, 0% -> 80% load, timed as a whole (relocations
@@ -389,6 +392,79 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	       "  the same, 2 processes at once", c2, c2 / c1);
 	shmf_close(c.rw);
 	registry_drop(reg, name, NULL, 0);
+}
+
+/* ---- Bucket sizes ------------------------------------------------------ */
+
+/*
+ * Cuckoo filters of buckets of 1, 2, 4 and 8 beside each other (same
+ * capacity and keys as Bloom target @p t, error rate 0.07, so that 8-bit
+ * fingerprints serve every size that sizing gives them: buckets of 2 up to
+ * 2^20 buckets, 4 and 8; buckets of 1 always have 16-bit ones): adds of
+ * new keys between 70% and 80% of the capacity (deleted again after each
+ * run), then, filled to the capacity, the check loop and batch checks of
+ * 1024 with the same probes; the sizes alternate run by run.
+ */
+static void run_cuckoo_sizes(struct registry *reg, struct target *t)
+{
+	static const uint32_t sizes[] = { 1, 2, 4, 8 };
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	char err[REGISTRY_ERR_MAX];
+	struct target c[N];
+	shmf_info_t info[N];
+	uint64_t at70 = t->capacity * 70 / 100, step = t->capacity / 10;
+	for (unsigned b = 0; b < N; b++) {
+		char name[32];
+		snprintf(name, sizeof(name), "cb%u-%s", sizes[b], t->label);
+		struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO,
+					    .capacity = t->capacity,
+					    .fpr = 0.07,
+					    .mode = 0640,
+					    .bucket_size = sizes[b] };
+		snprintf(spec.name, sizeof(spec.name), "%s", name);
+		c[b] = *t;
+		if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+		    shmf_open(reg->instance, name, SHMF_RDWR, &c[b].rw) < 0) {
+			fprintf(stderr, "cuckoo %s: %s\n", name, err);
+			exit(1);
+		}
+		timed_adds(c[b].rw, t->present, 0, at70);
+		shmf_info(c[b].rw, &info[b]);
+	}
+	double add[N][RUNS], check[N][RUNS], many[N][RUNS];
+	for (int r = 0; r < RUNS; r++) {
+		char *fresh = make_keys(step, 700 + (uint64_t)r);
+		for (unsigned b = 0; b < N; b++) {
+			add[b][r] = timed_adds(c[b].rw, fresh, 0, step);
+			for (uint64_t i = 0; i < step; i++)
+				shmf_del(c[b].rw, fresh + i * KEY_LEN, KEY_LEN);
+		}
+		free(fresh);
+	}
+	for (unsigned b = 0; b < N; b++)
+		timed_adds(c[b].rw, t->present, at70, t->npresent);
+	for (int r = 0; r < RUNS; r++)
+		for (unsigned b = 0; b < N; b++) {
+			check[b][r] = bench_check(&c[b]);
+			many[b][r] = bench_check_many(&c[b], 1024);
+		}
+	for (unsigned b = 0; b < N; b++) {
+		char what[64];
+		double ch = median(check[b], RUNS);
+		snprintf(what, sizeof(what), "cuckoo b=%u (%u-bit), check", sizes[b], info[b].fingerprint_bits);
+		printf("%-8s %-34s %7.1f ns  (%.1f MiB, %.2fx b=4)\n", t->label, what, ch,
+		       (double)info[b].bytes / 1048576.0, ch / median(check[2], RUNS));
+		snprintf(what, sizeof(what), "cuckoo b=%u, check_many 1024", sizes[b]);
+		printf("%-8s %-34s %7.1f ns/key\n", t->label, what, median(many[b], RUNS));
+		snprintf(what, sizeof(what), "cuckoo b=%u, add 70%% -> 80%%", sizes[b]);
+		printf("%-8s %-34s %7.1f ns\n", t->label, what, median(add[b], RUNS));
+	}
+	for (unsigned b = 0; b < N; b++) {
+		char name[32];
+		snprintf(name, sizeof(name), "cb%u-%s", sizes[b], t->label);
+		shmf_close(c[b].rw);
+		registry_drop(reg, name, NULL, 0);
+	}
 }
 
 /* ---- Replicated rows --------------------------------------------------- */
@@ -565,7 +641,7 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 	}
 	shmf_info_t info;
 	shmf_info(p.rw, &info);
-	uint64_t at70 = info.buckets * 4 * 70 / 100, step = info.buckets * 4 / 10;
+	uint64_t at70 = info.buckets * info.bucket_size * 70 / 100, step = info.buckets * info.bucket_size / 10;
 	if (at70 > t->npresent)
 		at70 = t->npresent;
 	if (step > 1000000)
@@ -658,6 +734,7 @@ static void run_speed(struct registry *reg, uint64_t big)
 		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
 		       check / fl);
 		run_cuckoo(reg, &t[i]);
+		run_cuckoo_sizes(reg, &t[i]);
 		run_replicated_bloom(reg, &t[i]);
 		run_replicated_cuckoo(reg, &t[i]);
 	}
@@ -808,7 +885,7 @@ static int run_snapshot_wait(const char *root, double gib)
 	}
 	shmf_info_t info;
 	shmf_info(f, &info);
-	uint64_t n = info.buckets * 4 * 70 / 100;
+	uint64_t n = info.buckets * info.bucket_size * 70 / 100;
 	double t0 = now_ns();
 	enum { B = 1024 };
 	uint64_t kb[B][2];

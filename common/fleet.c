@@ -48,15 +48,23 @@ uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed)
 {
 	/* Fixed-width little-endian fields, so that hosts of any byte order
 	 * and any struct padding agree. */
-	const uint64_t f[] = { s->type,        s->k,           s->capacity,    s->fpr_bits, s->nblocks,
-			       s->nbuckets,    s->window_secs, s->window_gens, seed,        s->expansion,
-			       s->flags & SHMF_SLOT_NONSCALING };
-	unsigned char buf[sizeof(f)];
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-		put_le64(buf + 8 * i, f[i]);
+	uint64_t f[12] = { s->type, s->k, s->capacity, s->fpr_bits, s->nblocks, s->nbuckets, s->window_secs,
+			   s->window_gens, seed };
+	size_t n = 9;
 	/* How a filter grows is part of its shape; a fixed filter's shape is
 	 * the one it had before filters grew (nodes of both agree on it). */
-	size_t n = s->expansion == 0 && !(s->flags & SHMF_SLOT_NONSCALING) ? 9 : 11;
+	if (s->expansion != 0 || (s->flags & SHMF_SLOT_NONSCALING)) {
+		f[n++] = s->expansion;
+		f[n++] = s->flags & SHMF_SLOT_NONSCALING;
+	}
+	/* The bucket size only where it is not 4 (nor 0, Bloom): a filter of
+	 * buckets of 4 keeps the shape it had before bucket sizes, so nodes
+	 * upgraded one by one go on applying each other's entries. */
+	if (s->bucket_size != 0 && s->bucket_size != 4)
+		f[n++] = s->bucket_size;
+	unsigned char buf[sizeof(f)];
+	for (size_t i = 0; i < n; i++)
+		put_le64(buf + 8 * i, f[i]);
 	return XXH3_64bits(buf, 8 * n);
 }
 

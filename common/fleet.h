@@ -47,8 +47,9 @@ uint64_t fleet_seed(const char *secret, const char *name);
 /**
  * The shape fingerprint of the filter in slot copy @p s hashing with
  * @p seed: XXH3 over type, k, capacity, fpr_bits, nblocks, nbuckets,
- * window_secs, window_gens and the seed, each as 8 little-endian bytes.
- * Two nodes apply each other's entries only when theirs are equal.
+ * window_secs, window_gens, the seed and (cuckoo, when it is not 4) the
+ * bucket size, each as 8 little-endian bytes. Two nodes apply each
+ * other's entries only when theirs are equal.
  */
 uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed);
 

@@ -42,9 +42,11 @@
 /* Versions: 1 the first; 2 the stream cursor and flags of a replicated
  * filter (bytes 184-203, reserved and zero in version 1, so that a version
  * 1 file reads as cursor 0-0, not replicated); 3 growing and NONSCALING
- * filters: the flags LAYERED and NONSCALING, the expansion (bytes 204-207)
- * and each section's layer (section bytes 32-35), reserved and zero
- * before, so that older files read as fixed filters. Readers accept all. */
+ * filters (the flags LAYERED and NONSCALING, the expansion at bytes
+ * 204-207 and each section's layer at section bytes 32-35) and the cuckoo
+ * bucket size (bytes 208-211), reserved and zero before: older files read
+ * as fixed filters of one layer, their cuckoo buckets of 4 fingerprints.
+ * Readers accept all three. */
 #define SHMF_SNAP_VERSION     3u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
@@ -77,7 +79,8 @@ struct shmf_snap_header {
 	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
 	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
 	uint32_t expansion;      /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
-	uint8_t reserved[40];    /* 208: zero */
+	uint32_t bucket_size;    /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
+	uint8_t reserved[36];    /* 212: zero */
 	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
@@ -152,6 +155,7 @@ _Static_assert(offsetof(struct shmf_snap_header, name) == 120, "name offset");
 _Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offset");
 _Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
 _Static_assert(offsetof(struct shmf_snap_header, expansion) == 204, "expansion offset");
+_Static_assert(offsetof(struct shmf_snap_header, bucket_size) == 208, "bucket size offset");
 _Static_assert(offsetof(struct shmf_snap_section, layer) == 32, "section layer offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");

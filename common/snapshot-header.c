@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuckoo.h"
 #include "segment-format.h"
 #include "snapshot.h"
 
@@ -20,6 +21,7 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 	h->nblocks = g->nblocks;
 	h->nbuckets = g->nbuckets;
 	h->max_kicks = g->max_kicks;
+	h->bucket_size = g->bucket_size;
 	h->seed = seed;
 	h->created_epoch = created_epoch;
 	h->snapshot_epoch = snapshot_epoch;
@@ -37,7 +39,12 @@ void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g
 {
 	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
 				     .max_kicks = h->max_kicks,
+				     .bucket_size = h->bucket_size,
 				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
+	/* Before version 3 every cuckoo bucket held 4 fingerprints (and the
+	 * field was reserved, zero). */
+	if (h->version < 3 && h->type == SHMF_TYPE_CUCKOO)
+		g->bucket_size = SHMF_CUCKOO_SLOTS_DEFAULT;
 }
 
 void snapshot_spec(const struct shmf_snap_header *h, struct filter_spec *spec)

@@ -140,16 +140,16 @@ int snapshot_layout(const struct shmf_snap_header *h, struct snap_layout *l, str
 	uint64_t at = SHMF_SNAP_PAYLOAD_OFF, chunks = 0;
 	for (unsigned i = 0; i < h->nsections; i++) {
 		struct shmf_geometry gi;
+		snapshot_geometry(h, &gi);
 		if (h->flags & SHMF_SNAP_F_LAYERED) {
-			/* Section i is layer nsections - 1 - i, sized by its place. */
+			/* Section i is layer nsections - 1 - i, sized by its place
+			 * (with the first layer's bucket size). */
 			struct shmf_layer lay;
-			int rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, h->expansion,
-						     h->nsections - 1 - i, &lay);
+			int rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, gi.bucket_size,
+						     h->expansion, h->nsections - 1 - i, &lay);
 			if (rc < 0)
 				return rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT;
 			gi = lay.g;
-		} else {
-			snapshot_geometry(h, &gi);
 		}
 		if (g != NULL)
 			g[i] = gi;
@@ -584,11 +584,13 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->version < 2 && (h->cursor_ms | h->cursor_seq | h->flags) != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: version 1 header has bytes 184-203 set (reserved there)",
 			      p);
-	/* Versions 1 and 2 had bytes 204-207 reserved, and no growing filter. */
-	if (h->version < 3 && (h->expansion != 0 || (h->flags & ~SHMF_SNAP_F_REPLICATED)))
+	/* Versions 1 and 2 had bytes 204-211 reserved (zero: every cuckoo
+	 * bucket held 4 fingerprints), and no growing filter. */
+	if (h->version < 3 && (h->expansion != 0 || h->bucket_size != 0 || (h->flags & ~SHMF_SNAP_F_REPLICATED)))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: version %u header has version 3's flags or expansion (bytes 200-207) set", p,
-			      h->version);
+			      "%s: version %u header has version 3's flags, expansion or bucket size (bytes 200-211) "
+			      "set",
+			      p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
 	if ((h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion == 0 || h->expansion > SHMF_EXPANSION_MAX || h->window_gens != 0 ||
@@ -614,18 +616,21 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	if (h->chunk_bytes < 4096 || h->chunk_bytes > (1u << 30) || h->chunk_bytes % SHMF_BLOCK_BYTES != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: chunk size %u at byte 100 is out of range", p,
 			      h->chunk_bytes);
-	if (shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: shape (k %u, %" PRIu64 " blocks, %" PRIu64 " buckets at bytes 20, 40, 48) is inconsistent",
-			      p, h->k, h->nblocks, h->nbuckets);
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g);
+	if (shmf_geometry_check(g.type, g.k, g.bucket_size, g.nblocks, g.nbuckets) < 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: shape (k %u, bucket size %u, %" PRIu64 " blocks, %" PRIu64
+			      " buckets at bytes 20, 208, 40, 48) is inconsistent",
+			      p, h->k, g.bucket_size, h->nblocks, h->nbuckets);
 	int rc;
 	if (h->flags & SHMF_SNAP_F_LAYERED) {
 		/* A growing filter's first layer: as shmf_geometry_layer() makes it. */
 		struct shmf_layer l0;
-		rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, h->expansion, 0, &l0);
-		if (rc == 0 && (l0.g.k != g.k || l0.g.nblocks != g.nblocks || l0.g.nbuckets != g.nbuckets))
+		rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, g.bucket_size, h->expansion, 0,
+					 &l0);
+		if (rc == 0 && (l0.g.k != g.k || l0.g.nblocks != g.nblocks || l0.g.nbuckets != g.nbuckets ||
+				l0.g.bucket_size != g.bucket_size))
 			rc = SHMF_E_FORMAT;
 	} else {
 		rc = shmf_geometry_sized(&g, h->capacity, fpr);

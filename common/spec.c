@@ -2,6 +2,7 @@
  * spec.c - a filter's parameters from text (see spec.h).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,49 @@ int spec_parse_kicks(const char *text, uint32_t *out)
 		return SHMF_E_INVAL;
 	*out = (uint32_t)v;
 	return 0;
+}
+
+int spec_parse_bucket_size(const char *text, uint32_t *out)
+{
+	uint64_t v;
+	if (spec_parse_capacity(text, &v) < 0 || v > SHMF_CUCKOO_SLOTS_MAX || !shmf_cuckoo_layout_ok((uint32_t)v, 8))
+		return SHMF_E_INVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* The error rate at capacity of the sizing's table of @p slots with
+ * @p bits-bit fingerprints. */
+static double reachable(uint64_t capacity, uint32_t slots, uint32_t bits)
+{
+	struct shmf_cuckoo_params p;
+	if (shmf_cuckoo_size(capacity, 0.999999, slots, 1, &p) < 0)
+		return 1.0;
+	return shmf_cuckoo_fpr(capacity, p.nbuckets, bits, slots);
+}
+
+/* @p x rounded up to 3 significant digits: a rate printed with %g that
+ * is not below @p x. */
+static double up3(double x)
+{
+	double unit = pow(10.0, floor(log10(x)) - 2.0);
+	return ceil(x / unit) * unit;
+}
+
+void spec_bucket_fpr_why(uint64_t capacity, uint32_t bucket_size, double fpr, char *msg, size_t len)
+{
+	if (!shmf_cuckoo_layout_ok(bucket_size, 16))
+		snprintf(msg, len,
+			 "a bucket of %u fingerprints holds only 8-bit ones (%u x 8 bits fill the 64-bit word a "
+			 "lookup reads at once), which reach an error rate of %.3g at capacity, not %g: ask for "
+			 "%g or more, or a bucket size of 1, 2 or 4",
+			 bucket_size, bucket_size, reachable(capacity, bucket_size, 8), fpr,
+			 up3(reachable(capacity, bucket_size, 8)));
+	else
+		snprintf(msg, len,
+			 "error rate %g is below what buckets of %u with 16-bit fingerprints reach (%.3g at "
+			 "capacity); use a smaller bucket size or a Bloom filter",
+			 fpr, bucket_size, reachable(capacity, bucket_size, 16));
 }
 
 int spec_parse_capacity(const char *text, uint64_t *out)

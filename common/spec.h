@@ -21,6 +21,7 @@ struct filter_spec {
 	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
 	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
+	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4, 8), 0 for the default (4) */
 	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0 for the default (1 s) */
 	uint64_t window_secs; /* time window: seconds per generation, 0: none */
 	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
@@ -43,6 +44,24 @@ int spec_parse_type(const char *text, int *out);
 
 /** A relocation bound: decimal, 1..SHMF_CUCKOO_KICKS_LIMIT. */
 int spec_parse_kicks(const char *text, uint32_t *out);
+
+/* The cuckoo bucket sizes there are, and why only those, for messages. */
+#define SPEC_BUCKET_SIZES_LIST "1, 2, 4 or 8"
+#define SPEC_BUCKET_SIZES_WHY                                                                                 \
+	"(a bucket is one word that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints " \
+	"fit it only at 8 bits, 4 at 16 bits)"
+#define SPEC_BUCKET_SIZES SPEC_BUCKET_SIZES_LIST " " SPEC_BUCKET_SIZES_WHY
+
+/** A cuckoo bucket size: decimal, 1, 2, 4 or 8 (SPEC_BUCKET_SIZES). */
+int spec_parse_bucket_size(const char *text, uint32_t *out);
+
+/**
+ * Why a cuckoo filter of @p capacity keys with buckets of @p bucket_size
+ * (1, 2, 4 or 8) cannot reach error rate @p fpr, in @p msg: which
+ * fingerprints fit its bucket word, the rate they reach, and what would
+ * (a larger rate, a smaller bucket, a Bloom filter).
+ */
+void spec_bucket_fpr_why(uint64_t capacity, uint32_t bucket_size, double fpr, char *msg, size_t len);
 
 /** The name of SHMF_TYPE_* @p type: "bloom" or "cuckoo". */
 const char *spec_type_name(int type);

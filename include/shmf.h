@@ -183,7 +183,7 @@ typedef struct {
 					   cuckoo: fraction of slots in use (load) */
 	double fpr_estimate;          /**< expected false-positive rate now, from items */
 	uint64_t generation;          /**< generation this handle has mapped */
-	uint64_t buckets;             /**< cuckoo: buckets of 4 slots; Bloom: 0 */
+	uint64_t buckets;             /**< cuckoo: buckets of bucket_size slots; Bloom: 0 */
 	uint32_t fingerprint_bits;    /**< cuckoo: 8 or 16; Bloom: 0 */
 	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
@@ -193,6 +193,9 @@ typedef struct {
 	uint32_t live_generations;    /**< generations checked now (1 unless windowed); the
 					   fields above describe the newest, where adds go */
 	uint64_t items_live;          /**< items summed over the live generations */
+	uint32_t bucket_size;         /**< cuckoo: fingerprints per bucket, 1, 2, 4 or 8 (RedisBloom's
+					   BUCKETSIZE); Bloom: 0 */
+	uint32_t reserved;            /**< zero */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */
@@ -302,8 +305,9 @@ SHMF_API int shmf_del(shmf_t *f, const void *key, size_t len);
 
 /**
  * Cuckoo only: how many copies of the key's fingerprint its two buckets
- * hold (0 to 8; more than the adds of this key when other keys share its
- * fingerprint and buckets, at the filter's false-positive rate).
+ * hold (0 to twice the bucket size, 16 at most; more than the adds of
+ * this key when other keys share its fingerprint and buckets, at the
+ * filter's false-positive rate).
  *
  * @return the count, or SHMF_E_TYPE (a Bloom filter), SHMF_E_INVAL, or an
  *         error from remapping.

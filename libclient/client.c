@@ -149,11 +149,17 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 			.nbuckets = pt->data.hdr.nbuckets,
 			.seed = pt->data.hdr.seed,
 			.fp_bits = pt->data.hdr.k,
+			.slots = pt->data.hdr.bucket_size,
 			.max_kicks = pt->data.hdr.max_kicks,
 			.meta = (struct shmf_cuckoo_meta *)pt->data.blocks,
 			.lock = &pt->lock,
 			.cow = (struct shmf_cuckoo_cow *)((char *)pt->data.base + SHMF_DATA_COW_OFF),
 		};
+		/* The header was checked (shmf_geometry_check): this cannot fail. */
+		if ((r = shmf_cuckoo_geom_layout(&pt->cuckoo)) < 0) {
+			shmf_data_map_close(&pt->data);
+			return r;
+		}
 	} else {
 		pt->bloom = (struct shmf_bloom_geom){ pt->data.blocks, pt->data.hdr.nblocks, pt->data.hdr.seed,
 						      pt->data.hdr.k };
@@ -889,7 +895,7 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 {
 	const struct shmf_cuckoo_geom *g = &p->cuckoo;
 	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
-	const size_t width = g->fp_bits / 2; /* bytes per bucket: 4 slots */
+	const size_t width = g->lanes.bytes;
 	size_t present = 0;
 	for (size_t i = 0; i < n + CUCKOO_AHEAD; i++) {
 		/* Test key i - AHEAD before key i takes its ring slot. */
@@ -1108,9 +1114,10 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->fpr_estimate = shmf_bloom_fpr(out->items, g->nblocks, g->k);
 	} else {
 		const struct shmf_cuckoo_geom *g = &p->cuckoo;
-		uint64_t slots = g->nbuckets * SHMF_CUCKOO_SLOTS;
+		uint64_t slots = g->nbuckets * g->slots;
 		out->bits = slots * g->fp_bits;
 		out->buckets = g->nbuckets;
+		out->bucket_size = g->slots;
 		out->fingerprint_bits = g->fp_bits;
 		out->max_kicks = g->max_kicks;
 		out->relocations = atomic_load_explicit(&g->meta->moves, memory_order_relaxed);
@@ -1120,7 +1127,7 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		uint64_t items = out->items > slots * 2 ? 0 : out->items;
 		out->items = items;
 		out->fill_ratio = (double)items / (double)slots;
-		out->fpr_estimate = shmf_cuckoo_fpr(items, g->nbuckets, g->fp_bits);
+		out->fpr_estimate = shmf_cuckoo_fpr(items, g->nbuckets, g->fp_bits, g->slots);
 	}
 	if (out->items_live > out->items && end == 1)
 		out->items_live = out->items;
@@ -1159,6 +1166,7 @@ int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
 			.nbuckets = p->data.hdr.nbuckets,
 			.nblocks = p->data.hdr.nblocks,
 			.max_kicks = p->data.hdr.max_kicks,
+			.bucket_size = p->data.hdr.bucket_size,
 		};
 		memcpy(&out[i].fpr, &p->data.hdr.fpr_bits, sizeof(double));
 	}

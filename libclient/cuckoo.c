@@ -39,48 +39,97 @@ unsigned shmf_cuckoo_read_tries = READ_TRIES;
 
 /* ---- Sizing ------------------------------------------------------------ */
 
-double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits)
+int shmf_cuckoo_geom_layout(struct shmf_cuckoo_geom *g)
 {
-	if (nbuckets == 0 || fp_bits == 0)
-		return 1.0;
-	double load = (double)items / (double)(nbuckets * SHMF_CUCKOO_SLOTS);
-	if (load > 1.0)
-		load = 1.0;
-	double values = ldexp(1.0, (int)fp_bits) - 1.0;
-	return -expm1(2.0 * SHMF_CUCKOO_SLOTS * load * log1p(-1.0 / values));
-}
-
-int shmf_cuckoo_buckets(uint64_t capacity, int headroom, uint64_t *out)
-{
-	if (capacity == 0)
-		return SHMF_E_INVAL;
-	double buckets = ceil((double)capacity / (SHMF_CUCKOO_SLOTS * SHMF_CUCKOO_LOAD));
-	if (headroom)
-		buckets += ceil(sqrt((double)capacity));
-	if (buckets * 8 > (double)SHMF_DATA_MAX_BYTES)
-		return SHMF_E_TOOBIG;
-	*out = (uint64_t)buckets;
+	if (!shmf_cuckoo_layout_ok(g->slots, g->fp_bits) || g->nbuckets == 0 ||
+	    (shmf_cuckoo_even_buckets(g->slots) && g->nbuckets % 2 != 0))
+		return SHMF_E_FORMAT;
+	g->alt_odd = shmf_cuckoo_even_buckets(g->slots);
+	g->layout = SHMF_CUCKOO_LAYOUT(g->slots, g->fp_bits);
+	g->lanes = shmf_cuckoo_lanes_of(g->slots, g->fp_bits);
 	return 0;
 }
 
-int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out)
+double shmf_cuckoo_load(uint32_t slots)
 {
-	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
+	/* The usual loads for 2 candidate buckets (Fan et al., "Cuckoo Filter:
+	 * Practically Better Than Bloom", 2014: 50%, 84%, 95%, 98% for buckets
+	 * of 1, 2, 4, 8), less a margin where this table needs one
+	 * (bench-cuckoo-fill --load, docs/design.md section 5): buckets of 1
+	 * reach 50% in large tables, but standard cuckoo hashing fails in small
+	 * ones well before (2% of tables of 1,000 keys at 45%, none at 30%);
+	 * buckets of 2 at 84% left 22 tables in 4,000 of 1,024 keys (a
+	 * filter created on the fly) short with RedisBloom's 20 kicks, none at
+	 * 80%. */
+	switch (slots) {
+	case 1: return 0.30;
+	case 2: return 0.80;
+	case 8: return 0.97;
+	default: return 0.95;
+	}
+}
+
+/* Whether 8-bit fingerprints let a table of @p nbuckets buckets of
+ * @p slots reach its planned load. Partial-key cuckoo hashing gives a
+ * fingerprint only 255 other buckets to move to, and a bucket's
+ * fingerprints fewer choices the fewer slots it has: buckets of 1 with
+ * 8-bit fingerprints fill at 39% (22,000 buckets) down to 10-20% (a
+ * million), and buckets of 2 dip below 84% from about a million buckets
+ * (83.9% at 12 million, 74% at 60 million) where 16-bit ones reach 88%.
+ * Buckets of 4 and 8 keep their loads with 8 bits (94.5% and 99.2% at 26
+ * and 13 million buckets). */
+static int fp8_holds(uint32_t slots, uint64_t nbuckets)
+{
+	return slots >= 4 || (slots == 2 && nbuckets <= (UINT64_C(1) << 20));
+}
+
+double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits, uint32_t slots)
+{
+	if (nbuckets == 0 || fp_bits == 0 || slots == 0)
+		return 1.0;
+	double load = (double)items / ((double)nbuckets * slots);
+	if (load > 1.0)
+		load = 1.0;
+	double values = ldexp(1.0, (int)fp_bits) - 1.0;
+	return -expm1(2.0 * slots * load * log1p(-1.0 / values));
+}
+
+int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, int headroom, uint64_t *out)
+{
+	if (capacity == 0 || !shmf_cuckoo_layout_ok(slots, 8))
+		return SHMF_E_INVAL;
+	double buckets = ceil((double)capacity / (slots * shmf_cuckoo_load(slots)));
+	if (headroom)
+		buckets += ceil(sqrt((double)capacity));
+	/* The widest bucket word any size may get, before it is chosen. */
+	if (buckets * 8 > (double)SHMF_DATA_MAX_BYTES)
+		return SHMF_E_TOOBIG;
+	uint64_t nb = (uint64_t)buckets;
+	if (shmf_cuckoo_even_buckets(slots))
+		nb += nb % 2;
+	*out = nb;
+	return 0;
+}
+
+int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out)
+{
+	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0) || !shmf_cuckoo_layout_ok(slots, 8))
 		return SHMF_E_INVAL;
 	uint64_t nb;
-	int r = shmf_cuckoo_buckets(capacity, headroom, &nb);
+	int r = shmf_cuckoo_buckets(capacity, slots, headroom, &nb);
 	if (r < 0)
 		return r;
 	uint32_t bits;
-	if (shmf_cuckoo_fpr(capacity, nb, 8) <= fpr)
+	if (fp8_holds(slots, nb) && shmf_cuckoo_fpr(capacity, nb, 8, slots) <= fpr)
 		bits = 8;
-	else if (shmf_cuckoo_fpr(capacity, nb, 16) <= fpr)
+	else if (shmf_cuckoo_layout_ok(slots, 16) && shmf_cuckoo_fpr(capacity, nb, 16, slots) <= fpr)
 		bits = 16;
 	else
 		return SHMF_E_INVAL;
 	out->fp_bits = bits;
+	out->slots = slots;
 	out->nbuckets = nb;
-	out->table_bytes = shmf_cuckoo_table_bytes(nb, bits);
+	out->table_bytes = shmf_cuckoo_table_bytes(nb, bits, slots);
 	return 0;
 }
 
@@ -101,40 +150,59 @@ static inline uint32_t slot_value(uint64_t bucket, unsigned lane, uint32_t w)
 	return (uint32_t)((bucket >> (lane * w)) & ((UINT64_C(1) << w) - 1));
 }
 
-/* seq_cst CAS: on failure *expect holds the word seen. */
-static inline int bucket_cas(const struct shmf_cuckoo_geom *g, uint64_t i, uint64_t *expect, uint64_t desired)
+/* seq_cst CAS of the bucket word, whatever its width: on failure *expect
+ * holds the word seen. */
+SHMF_CUCKOO_INLINE int bucket_cas(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L, uint64_t i,
+				  uint64_t *expect, uint64_t desired)
 {
-	if (g->fp_bits == 16)
+	int ok;
+	if (L.bytes == 8)
 		return atomic_compare_exchange_strong((_Atomic uint64_t *)g->buckets + i, expect, desired);
-	uint32_t e = (uint32_t)*expect;
-	int ok = atomic_compare_exchange_strong((_Atomic uint32_t *)g->buckets + i, &e, (uint32_t)desired);
-	*expect = e;
+	if (L.bytes == 4) {
+		uint32_t e = (uint32_t)*expect;
+		ok = atomic_compare_exchange_strong((_Atomic uint32_t *)g->buckets + i, &e, (uint32_t)desired);
+		*expect = e;
+	} else if (L.bytes == 2) {
+		uint16_t e = (uint16_t)*expect;
+		ok = atomic_compare_exchange_strong((_Atomic uint16_t *)g->buckets + i, &e, (uint16_t)desired);
+		*expect = e;
+	} else {
+		uint8_t e = (uint8_t)*expect;
+		ok = atomic_compare_exchange_strong((_Atomic uint8_t *)g->buckets + i, &e, (uint8_t)desired);
+		*expect = e;
+	}
 	return ok;
 }
 
 /* Put @p fp in a free slot of bucket @p i. @return 1 placed, 0 full. */
-static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
+SHMF_CUCKOO_INLINE int place_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L, uint64_t i, uint32_t fp)
 {
-	uint64_t b = shmf_cuckoo_bucket_load(g, i);
+	uint64_t b = shmf_cuckoo_word_load(g, L, i, memory_order_relaxed);
 	for (;;) {
-		uint64_t empty = shmf_cuckoo_lanes_equal(b, 0, g->fp_bits);
+		uint64_t empty = shmf_cuckoo_lanes_equal(L, b, 0);
 		if (empty == 0)
 			return 0;
-		unsigned lane = lane_of(empty, g->fp_bits);
-		if (bucket_cas(g, i, &b, b | ((uint64_t)fp << (lane * g->fp_bits))))
+		unsigned lane = lane_of(empty, L.w);
+		if (bucket_cas(g, L, i, &b, b | ((uint64_t)fp << (lane * L.w))))
 			return 1;
 	}
+}
+
+static int place(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
+{
+	return place_as(g, g->lanes, i, fp);
 }
 
 /* Clear one slot of bucket @p i that holds @p fp. @return 1 or 0. */
 static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 {
-	uint64_t b = shmf_cuckoo_bucket_load(g, i);
+	struct shmf_cuckoo_lanes L = g->lanes;
+	uint64_t b = shmf_cuckoo_word_load(g, L, i, memory_order_relaxed);
 	for (;;) {
-		uint64_t m = shmf_cuckoo_lanes_equal(b, fp, g->fp_bits);
+		uint64_t m = shmf_cuckoo_lanes_equal(L, b, fp);
 		if (m == 0)
 			return 0;
-		if (bucket_cas(g, i, &b, b & ~lane_mask(lane_of(m, g->fp_bits), g->fp_bits)))
+		if (bucket_cas(g, L, i, &b, b & ~lane_mask(lane_of(m, L.w), L.w)))
 			return 1;
 	}
 }
@@ -142,14 +210,21 @@ static int unplace(const struct shmf_cuckoo_geom *g, uint64_t i, uint32_t fp)
 /* Place in the emptier of the two buckets (the power of two choices: at
  * 75% load this halves how often both are full and an insert needs the
  * relocation lock, compared with trying i1 first). */
+SHMF_CUCKOO_INLINE int place_balanced_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+					 const struct shmf_cuckoo_key *k)
+{
+	uint64_t b1 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_relaxed);
+	uint64_t b2 = shmf_cuckoo_word_load(g, L, k->i2, memory_order_relaxed);
+	unsigned e1 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b1, 0));
+	unsigned e2 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b2, 0));
+	if (e2 > e1)
+		return place_as(g, L, k->i2, k->fp) || place_as(g, L, k->i1, k->fp);
+	return place_as(g, L, k->i1, k->fp) || place_as(g, L, k->i2, k->fp);
+}
+
 static int place_balanced(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	uint32_t w = g->fp_bits;
-	unsigned e1 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, k->i1), 0, w), w);
-	unsigned e2 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, k->i2), 0, w), w);
-	if (e2 > e1)
-		return place(g, k->i2, k->fp) || place(g, k->i1, k->fp);
-	return place(g, k->i1, k->fp) || place(g, k->i2, k->fp);
+	return place_balanced_as(g, g->lanes, k);
 }
 
 /* ---- The writer lock --------------------------------------------------- */
@@ -417,30 +492,24 @@ int shmf_cuckoo_lock_held(const struct shmf_cuckoo_meta *m)
  */
 static int count_stable(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned *n)
 {
-	uint32_t w = g->fp_bits;
 	_Atomic uint64_t *s1 = shmf_cuckoo_stripe(g, k->i1), *s2 = shmf_cuckoo_stripe(g, k->i2);
 	/* acquire: pairs with the releases that open and close windows. */
 	uint64_t v1 = atomic_load_explicit(s1, memory_order_acquire);
 	uint64_t v2 = atomic_load_explicit(s2, memory_order_acquire);
 	/* acquire, each: the three loads happen in this order, and one that
 	 * sees a move's clear sees its copy (the CASes are seq_cst). */
-	_Atomic uint64_t *b64 = (_Atomic uint64_t *)g->buckets;
-	_Atomic uint32_t *b32 = (_Atomic uint32_t *)g->buckets;
-#define LOAD(i)                                                          \
-	(w == 16 ? atomic_load_explicit(b64 + (i), memory_order_acquire) \
-		 : (uint64_t)atomic_load_explicit(b32 + (i), memory_order_acquire))
-	uint64_t a = LOAD(k->i1);
+	struct shmf_cuckoo_lanes L = g->lanes;
+	uint64_t a = shmf_cuckoo_word_load(g, L, k->i1, memory_order_acquire);
 	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t b = k->i2 != k->i1 ? LOAD(k->i2) : 0;
+	uint64_t b = k->i2 != k->i1 ? shmf_cuckoo_word_load(g, L, k->i2, memory_order_acquire) : 0;
 	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t a2 = LOAD(k->i1);
-#undef LOAD
+	uint64_t a2 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_acquire);
 	atomic_thread_fence(memory_order_acquire);
 	int valid = atomic_load_explicit(s1, memory_order_relaxed) == v1 &&
 		    atomic_load_explicit(s2, memory_order_relaxed) == v2;
-	unsigned nb = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b, k->fp, w), w);
-	unsigned n1 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(a, k->fp, w), w) + nb;
-	unsigned n2 = shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(a2, k->fp, w), w) + nb;
+	unsigned nb = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b, k->fp));
+	unsigned n1 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, a, k->fp)) + nb;
+	unsigned n2 = shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, a2, k->fp)) + nb;
 	*n = n1 > n2 ? n1 : n2;
 	return valid;
 }
@@ -603,7 +672,7 @@ static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 				unplace(g, m->to, m->fp);
 				break;
 			}
-			if (bucket_cas(g, m->from, &b, b & ~lane_mask(m->lane, w))) {
+			if (bucket_cas(g, g->lanes, m->from, &b, b & ~lane_mask(m->lane, w))) {
 				moved = 1;
 				break;
 			}
@@ -619,36 +688,36 @@ static inline uint64_t next_random(uint64_t *state)
 	return shmf_mix64(*state);
 }
 
-/* Find a chain of moves that frees a slot in i1 or i2 (a random walk of at
- * most max_kicks buckets, nothing changed while looking), then carry it
- * out from its far end. @return 1 placed, 0 no path, -1 path spoilt by a
- * concurrent writer (try again). */
-static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, uint64_t *rng,
+/* Find a chain of moves from bucket @p b (i1 or i2) that frees a slot
+ * there (a random walk of at most max_kicks buckets, nothing changed while
+ * looking), then carry it out from its far end. @return 1 placed, 0 no
+ * path, -1 path spoilt by a concurrent writer (try again). */
+static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, uint64_t b, uint64_t *rng,
 			   struct kick *path)
 {
-	uint32_t w = g->fp_bits;
-	uint64_t b = (next_random(rng) & 1) ? k->i2 : k->i1;
+	uint32_t w = g->fp_bits, slots = g->slots;
 	unsigned len = 0;
 
 	for (;;) {
 		if (len == g->max_kicks)
 			return 0;
 		uint64_t word = shmf_cuckoo_bucket_load(g, b);
-		if (shmf_cuckoo_lanes_equal(word, 0, w) != 0)
+		if (shmf_cuckoo_lanes_equal(g->lanes, word, 0) != 0)
 			break; /* a slot came free here meanwhile */
 		/* Look one step ahead: a fingerprint whose other bucket has room
-		 * ends the path here (at 70% load one of the four nearly always
-		 * does); else a random one moves on. */
-		unsigned first = (unsigned)(next_random(rng) % SHMF_CUCKOO_SLOTS), lane = first;
-		uint64_t to[SHMF_CUCKOO_SLOTS];
-		for (unsigned j = 0; j < SHMF_CUCKOO_SLOTS; j++) {
+		 * ends the path here (at 70% load one of a bucket of four nearly
+		 * always does); else a random one moves on. slots is a power of
+		 * two. */
+		unsigned first = (unsigned)(next_random(rng) & (slots - 1)), lane = first;
+		uint64_t to[SHMF_CUCKOO_SLOTS_MAX] = { 0 };
+		for (unsigned j = 0; j < slots; j++) {
 			to[j] = shmf_cuckoo_alt(g, b, slot_value(word, j, w));
-			__builtin_prefetch((const char *)g->buckets + to[j] * (w / 2));
+			__builtin_prefetch((const char *)g->buckets + to[j] * g->lanes.bytes);
 		}
 		int room = 0;
-		for (unsigned j = 0; j < SHMF_CUCKOO_SLOTS && !room; j++) {
-			lane = (first + j) % SHMF_CUCKOO_SLOTS;
-			room = shmf_cuckoo_lanes_equal(shmf_cuckoo_bucket_load(g, to[lane]), 0, w) != 0;
+		for (unsigned j = 0; j < slots && !room; j++) {
+			lane = (first + j) & (slots - 1);
+			room = shmf_cuckoo_lanes_equal(g->lanes, shmf_cuckoo_bucket_load(g, to[lane]), 0) != 0;
 		}
 		if (!room)
 			lane = first;
@@ -665,26 +734,54 @@ static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_c
 
 static int add_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	struct kick path[SHMF_CUCKOO_KICKS_LIMIT];
+	/* A path of max_kicks moves: on the stack up to KICKS_STACK (24 KiB),
+	 * on the heap for the longer bounds RedisBloom allows. */
+	struct kick stack[SHMF_CUCKOO_KICKS_STACK], *path = stack;
 	uint64_t rng = k->i1 ^ ((uint64_t)k->fp << 40);
+	int r = SHMF_E_FULL;
 
 	if (g->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return SHMF_E_INVAL;
+	if (g->max_kicks > SHMF_CUCKOO_KICKS_STACK && (path = malloc(g->max_kicks * sizeof(*path))) == NULL)
+		return -ENOMEM;
+	/* A walk from one of the key's buckets, and if it finds no path, one
+	 * from the other: with buckets of 1 the walk has no choice to make, and
+	 * a chain that runs into a cycle from one bucket may end in a free
+	 * slot from the other (what the classic insertion finds when the key
+	 * it placed is kicked back out). */
 	for (int t = 0; t < PATH_TRIES; t++) {
-		if (place_balanced(g, k))
-			return 0;
-		int r = relocate_locked(g, k, &rng, path);
-		if (r >= 0)
-			return r == 1 ? 0 : SHMF_E_FULL;
+		if (place_balanced(g, k)) {
+			r = 0;
+			break;
+		}
+		uint64_t first = (next_random(&rng) & 1) ? k->i2 : k->i1;
+		int moved = relocate_locked(g, k, first, &rng, path);
+		if (moved == 0 && k->i2 != k->i1)
+			moved = relocate_locked(g, k, first == k->i1 ? k->i2 : k->i1, &rng, path);
+		if (moved >= 0) {
+			r = moved == 1 ? 0 : SHMF_E_FULL;
+			break;
+		}
 	}
-	return SHMF_E_FULL;
+	if (path != stack)
+		free(path);
+	return r;
 }
 
 /* ---- Writes ------------------------------------------------------------ */
 
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	if (place_balanced(g, k))
+	/* The lock-free add, on a path of its own for buckets of 4 (lanes
+	 * folded into the code, as in shmf_cuckoo_count_try). */
+	int placed;
+	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 16), k);
+	else if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 8), k);
+	else
+		placed = place_balanced(g, k);
+	if (placed)
 		return 0;
 	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
@@ -746,6 +843,22 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 struct pre_image {
 	uint64_t bucket, word;
 };
+
+/* Store bucket word @p word, @p width bytes wide, at @p at as the table
+ * holds it (in the host's byte order). */
+static void put_word(char *at, uint64_t word, uint32_t width)
+{
+	uint64_t w64 = word;
+	uint32_t w32 = (uint32_t)word;
+	uint16_t w16 = (uint16_t)word;
+	uint8_t w8 = (uint8_t)word;
+	switch (width) {
+	case 8: memcpy(at, &w64, 8); break;
+	case 4: memcpy(at, &w32, 4); break;
+	case 2: memcpy(at, &w16, 2); break;
+	default: memcpy(at, &w8, 1); break;
+	}
+}
 
 /* In chunks, never moved once written: a drain that copied a growing array
  * would keep lock holders waiting for room while it did. */
@@ -809,7 +922,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 {
 	static _Atomic uint32_t sessions;
 	const uint64_t meta_bytes = sizeof(struct shmf_cuckoo_meta);
-	uint64_t width = g->fp_bits / 2; /* bytes per bucket: 4 slots */
+	uint64_t width = g->lanes.bytes;
 	if (g->cow == NULL || bytes < meta_bytes + g->nbuckets * width)
 		return SHMF_E_INVAL;
 	struct shmf_cuckoo_cow *c = g->cow;
@@ -869,12 +982,7 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 	 * it: the log is in time order, so the earliest entry is put last. */
 	for (uint64_t i = log.n; r == 0 && i-- > 0;) {
 		const struct pre_image *p = pre_image_at(&log, i);
-		if (width == 8)
-			memcpy(out + p->bucket * 8, &p->word, 8);
-		else {
-			uint32_t w32 = (uint32_t)p->word;
-			memcpy(out + p->bucket * 4, &w32, 4);
-		}
+		put_word(out + p->bucket * width, p->word, (uint32_t)width);
 	}
 	for (uint64_t i = 0; i < (log.n + CHUNK_ENTRIES - 1) / CHUNK_ENTRIES; i++)
 		free(log.chunk[i]);

@@ -2,14 +2,20 @@
  * cuckoo.h - the cuckoo filter: sizing, where a key lives, and the
  * concurrent operations on its buckets.
  *
- * A bucket is 4 fingerprint slots packed in one word that is read and
- * compare-and-swapped whole: 8-bit fingerprints in a 32-bit word, 16-bit
- * ones in a 64-bit word (12-bit fingerprints would need the same 64-bit
- * word as 16-bit ones, at 16 times the false-positive rate, so sizing
- * never picks them). Slot value 0 means empty. A key has two candidate
- * buckets (partial-key cuckoo hashing): i1 from its hash, i2 = alt(i1, fp)
- * where alt is an involution that needs only the bucket and the
- * fingerprint, so a fingerprint can be moved without its key.
+ * A bucket is b fingerprint slots (b, the bucket size, is 1, 2, 4 or 8)
+ * packed in one word that is read and compare-and-swapped whole: b * f
+ * bits for f-bit fingerprints (8 or 16), a word of 8, 16, 32 or 64 bits.
+ * So only the sizes whose bucket fits one 64-bit word exist: 1, 2, 4 and 8
+ * with 8-bit fingerprints, 1, 2 and 4 with 16-bit ones. A bucket of more
+ * slots, or of a size that is no power of two, would span two words: a
+ * lookup could no longer read it in one atomic load, nor a move CAS it,
+ * and the lock-free reads and adds below rest on both. (12-bit
+ * fingerprints would need the same words as 16-bit ones, at 16 times the
+ * false-positive rate, so sizing never picks them.) Slot value 0 means
+ * empty. A key has two candidate buckets (partial-key cuckoo hashing): i1
+ * from its hash, i2 = alt(i1, fp) where alt is an involution that needs
+ * only the bucket and the fingerprint, so a fingerprint can be moved
+ * without its key.
  *
  * Concurrency (see docs/design.md): lookups never write and take no lock;
  * placing a fingerprint in a free slot or clearing one is one CAS on the
@@ -32,11 +38,18 @@
 
 #include "hash.h"
 
-#define SHMF_CUCKOO_SLOTS       4u    /* fingerprints per bucket */
-#define SHMF_CUCKOO_STRIPES     1024u /* version counters, bucket i uses i % STRIPES */
-#define SHMF_CUCKOO_MAX_KICKS   500u  /* default bound on one insert's relocation path */
-#define SHMF_CUCKOO_KICKS_LIMIT 1024u /* largest configurable bound (the path lives on the stack) */
-#define SHMF_CUCKOO_LOAD        0.95  /* sizing: load at capacity */
+#define SHMF_CUCKOO_SLOTS_DEFAULT 4u     /* bucket size when none is asked for */
+#define SHMF_CUCKOO_SLOTS_MAX     8u     /* the most slots one 64-bit word holds (8-bit fingerprints) */
+#define SHMF_CUCKOO_STRIPES       1024u  /* version counters, bucket i uses i % STRIPES */
+#define SHMF_CUCKOO_MAX_KICKS     500u   /* default bound on one insert's relocation path */
+#define SHMF_CUCKOO_KICKS_LIMIT   65535u /* largest configurable bound: RedisBloom's MAXITERATIONS limit */
+#define SHMF_CUCKOO_KICKS_STACK   1024u  /* paths up to this long live on the stack, longer ones on the heap */
+
+/* Bucket words of 1 and 2 bytes are shared across processes like the
+ * others: only lock-free atomics work there. */
+_Static_assert(ATOMIC_CHAR_LOCK_FREE == 2 && ATOMIC_SHORT_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 &&
+		       ATOMIC_LLONG_LOCK_FREE == 2,
+	       "bucket words of 1, 2, 4 and 8 bytes are lock-free atomics");
 
 /* Longest and default wait for the writer lock, in milliseconds; the data
  * header's lock_timeout_ms (0: the default) chooses per filter. */
@@ -85,18 +98,29 @@ _Static_assert(offsetof(struct shmf_cuckoo_lockword, list_next) - offsetof(struc
 _Static_assert(offsetof(struct shmf_cuckoo_meta, lock) == 16, "lock in the meta block's first line");
 _Static_assert(sizeof(struct shmf_cuckoo_meta) == 8256, "meta block size: part of the snapshot format");
 
-/* Payload of a cuckoo data segment: the meta block, then the table
- * rounded up to whole 64-byte blocks. */
-static inline uint64_t shmf_cuckoo_table_bytes(uint64_t nbuckets, uint32_t fp_bits)
+/* Whether buckets of @p slots fingerprints of @p fp_bits bits are one
+ * word this library reads and CASes whole: fp_bits 8 or 16, slots a power
+ * of two up to SHMF_CUCKOO_SLOTS_MAX, and slots * fp_bits at most 64. */
+static inline int shmf_cuckoo_layout_ok(uint32_t slots, uint32_t fp_bits)
 {
-	return (nbuckets * (SHMF_CUCKOO_SLOTS * fp_bits / 8) + 63) & ~UINT64_C(63);
+	return (fp_bits == 8 || fp_bits == 16) && slots != 0 && slots <= SHMF_CUCKOO_SLOTS_MAX &&
+	       (slots & (slots - 1)) == 0 && slots * fp_bits <= 64;
+}
+
+/* Payload of a cuckoo data segment: the meta block, then the table
+ * (nbuckets words of slots * fp_bits bits) rounded up to whole 64-byte
+ * blocks. */
+static inline uint64_t shmf_cuckoo_table_bytes(uint64_t nbuckets, uint32_t fp_bits, uint32_t slots)
+{
+	return (nbuckets * (slots * fp_bits / 8) + 63) & ~UINT64_C(63);
 }
 
 /* What shmf_cuckoo_size() chose. */
 struct shmf_cuckoo_params {
 	uint32_t fp_bits; /* 8 or 16 */
+	uint32_t slots;   /* fingerprints per bucket, as asked */
 	uint64_t nbuckets;
-	uint64_t table_bytes; /* nbuckets * bucket size, rounded up to 64 */
+	uint64_t table_bytes; /* nbuckets * bucket bytes, rounded up to 64 */
 };
 
 /*
@@ -145,24 +169,77 @@ struct shmf_cuckoo_lock {
  * default (SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT). */
 void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms);
 
-/* A mapped cuckoo table. */
+/* Functions the hot paths specialise by layout: inlined, so that the
+ * lanes of a constant layout fold into immediates. */
+#define SHMF_CUCKOO_INLINE static inline __attribute__((always_inline))
+
+/* What the lane arithmetic needs of a bucket layout (slots fingerprints of
+ * w bits in a word of bytes bytes). */
+struct shmf_cuckoo_lanes {
+	uint32_t w;     /* fingerprint bits, the lane width: 8 or 16 */
+	uint32_t bytes; /* slots * w / 8: 1, 2, 4 or 8, the width of a bucket word */
+	uint32_t shift; /* (slots - 1) * w: the top lane, where a lane count collects */
+	uint32_t slots; /* lanes in a word */
+	uint64_t ones;  /* bit 0 of every lane */
+};
+
+/* The lanes of buckets of @p slots @p w-bit fingerprints; folded to a
+ * constant where both are constants. */
+SHMF_CUCKOO_INLINE struct shmf_cuckoo_lanes shmf_cuckoo_lanes_of(uint32_t slots, uint32_t w)
+{
+	struct shmf_cuckoo_lanes L = { w, slots * w / 8, (slots - 1) * w, slots, 0 };
+	for (uint32_t j = 0; j < slots; j++)
+		L.ones |= UINT64_C(1) << (j * w);
+	return L;
+}
+
+/* A layout's number, for the one comparison that picks a specialised path. */
+#define SHMF_CUCKOO_LAYOUT(slots, w) ((uint32_t)(slots) << 8 | (uint32_t)(w))
+
+/* A mapped cuckoo table. Whoever fills one in calls
+ * shmf_cuckoo_geom_layout() before using it. */
 struct shmf_cuckoo_geom {
-	void *buckets; /* nbuckets words of 4 * fp_bits bits */
+	void *buckets; /* nbuckets words of slots * fp_bits bits */
 	uint64_t nbuckets;
 	uint64_t seed;
 	uint32_t fp_bits; /* 8 or 16 */
+	uint32_t slots;   /* fingerprints per bucket: 1, 2, 4 or 8 (shmf_cuckoo_layout_ok) */
 	uint32_t max_kicks;
+	/* Derived from fp_bits and slots by shmf_cuckoo_geom_layout(): */
+	uint32_t layout;                /* SHMF_CUCKOO_LAYOUT(slots, fp_bits) */
+	struct shmf_cuckoo_lanes lanes; /* for the paths that read the layout from here */
+	uint64_t alt_odd;               /* 1 where shmf_cuckoo_alt() makes H odd (slots other than 4, n even), else 0 */
 	struct shmf_cuckoo_meta *meta;
 	struct shmf_cuckoo_lock *lock; /* this process's side of the relocation lock */
 	struct shmf_cuckoo_cow *cow;   /* the snapshot log in the data header page; NULL where
 					  nothing copies the table while writers run */
 };
 
+/* Whether a table of @p slots fingerprints a bucket needs an even number
+ * of buckets (shmf_cuckoo_alt(): every size but 4). */
+static inline int shmf_cuckoo_even_buckets(uint32_t slots)
+{
+	return slots != 4;
+}
+
 /**
- * Size a cuckoo filter for @p capacity keys at false-positive rate @p fpr:
- * buckets for capacity at load SHMF_CUCKOO_LOAD plus a headroom of
- * sqrt(capacity) buckets, and the smallest fingerprint (8 or 16 bits)
- * whose shmf_cuckoo_fpr() there is at most @p fpr.
+ * Fill in the derived fields of @p g from its fp_bits, slots and nbuckets.
+ * @return 0, or SHMF_E_FORMAT (not a layout shmf_cuckoo_layout_ok()
+ *         allows, or an odd number of buckets where it must be even).
+ */
+int shmf_cuckoo_geom_layout(struct shmf_cuckoo_geom *g);
+
+/** The load at capacity that sizing plans for, by bucket size: the loads
+ * a cuckoo filter reaches before inserts start to fail, less a margin
+ * (docs/design.md section 5). */
+double shmf_cuckoo_load(uint32_t slots);
+
+/**
+ * Size a cuckoo filter of buckets of @p slots fingerprints for @p capacity
+ * keys at false-positive rate @p fpr: buckets for capacity at load
+ * shmf_cuckoo_load(slots) plus a headroom of sqrt(capacity) buckets, and
+ * the smallest fingerprint (8 or 16 bits) whose shmf_cuckoo_fpr() there is
+ * at most @p fpr and whose bucket fits one word (shmf_cuckoo_layout_ok).
  *
  * The headroom is what makes a small filter hold its capacity: the load at
  * which a table fills varies by about sqrt(n) keys, so without it 1 table
@@ -175,22 +252,25 @@ struct shmf_cuckoo_geom {
  *
  * @p headroom 0 gives the shape without it, which filters created before
  * it was added (snapshot files among them) have.
- * @return 0, SHMF_E_INVAL (capacity 0, fpr not in (0,1), or an fpr below
- *         what 16-bit fingerprints reach, 1.2e-4: use a Bloom filter), or
- *         SHMF_E_TOOBIG.
+ * @return 0, SHMF_E_INVAL (capacity 0, fpr not in (0,1), a bucket size
+ *         other than 1, 2, 4 or 8, or an fpr below what the fingerprints
+ *         that fit reach: about 1.2e-4 for 16-bit ones in buckets of 4,
+ *         and 8-bit ones only in buckets of 8, about 6%), or SHMF_E_TOOBIG.
  */
-int shmf_cuckoo_size(uint64_t capacity, double fpr, int headroom, struct shmf_cuckoo_params *out);
+int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out);
 
-/** The buckets shmf_cuckoo_size() gives @p capacity keys (with or
- * without the headroom), whatever the fingerprint: a growing filter's
- * layers keep their first layer's fingerprint size.
- * @return 0, SHMF_E_INVAL (capacity 0) or SHMF_E_TOOBIG. */
-int shmf_cuckoo_buckets(uint64_t capacity, int headroom, uint64_t *out);
+/** The buckets shmf_cuckoo_size() gives @p capacity keys in buckets of
+ * @p slots (with or without the headroom), whatever the fingerprint: a
+ * growing filter's layers keep their first layer's fingerprint and bucket
+ * sizes.
+ * @return 0, SHMF_E_INVAL (capacity 0, a bucket size other than 1, 2, 4
+ *         or 8) or SHMF_E_TOOBIG. */
+int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, int headroom, uint64_t *out);
 
-/** The false-positive bound at load @p items / (4 * nbuckets): the chance
- * that one of the 2 * 4 * load occupied candidate slots holds the probe's
- * fingerprint. */
-double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits);
+/** The false-positive bound at load @p items / (slots * nbuckets): the
+ * chance that one of the 2 * slots * load occupied candidate slots holds
+ * the probe's fingerprint (about 2 * slots / 2^fp_bits when full). */
+double shmf_cuckoo_fpr(uint64_t items, uint64_t nbuckets, uint32_t fp_bits, uint32_t slots);
 
 /* Where a key lives. */
 struct shmf_cuckoo_key {
@@ -202,8 +282,11 @@ static inline uint64_t shmf_cuckoo_alt(const struct shmf_cuckoo_geom *g, uint64_
 {
 	/* (H(fp) - i) mod n: an involution for any n, so alt(alt(i)) = i.
 	 * H spreads the fingerprint with one odd multiply and maps it to
-	 * [0, n) by fast range. */
-	uint64_t hf = shmf_block_index((uint64_t)fp * UINT64_C(0x9e3779b97f4a7c15), g->nbuckets);
+	 * [0, n) by fast range. Buckets other than 4 have an even n and an
+	 * odd H (alt_odd): then 2i = H mod n has no solution, and no key has
+	 * its two buckets the same one, which a bucket of 1 could not bear
+	 * (buckets of 4 keep the function older filters and snapshots have). */
+	uint64_t hf = shmf_block_index((uint64_t)fp * UINT64_C(0x9e3779b97f4a7c15), g->nbuckets) | g->alt_odd;
 	return hf >= i ? hf - i : hf + g->nbuckets - i;
 }
 
@@ -218,37 +301,45 @@ static inline struct shmf_cuckoo_key shmf_cuckoo_locate(const struct shmf_cuckoo
 	return k;
 }
 
-/* Slot width w = fp_bits: the lanes of a bucket word. */
-static inline uint64_t shmf_cuckoo_lane_ones(uint32_t w)
-{
-	return w == 16 ? UINT64_C(0x0001000100010001) : UINT64_C(0x01010101);
-}
+/* The lanes of a bucket word are fp_bits wide, slots of them. */
 
 /* The high bit of each lane of @p bucket that holds @p fp, exactly (no
  * borrow between lanes: each lane's sum stays inside it). */
-static inline uint64_t shmf_cuckoo_lanes_equal(uint64_t bucket, uint32_t fp, uint32_t w)
+SHMF_CUCKOO_INLINE uint64_t shmf_cuckoo_lanes_equal(struct shmf_cuckoo_lanes L, uint64_t bucket, uint32_t fp)
 {
-	uint64_t ones = shmf_cuckoo_lane_ones(w), high = ones << (w - 1), low = high - ones;
-	uint64_t x = bucket ^ (fp * ones);
+	uint64_t high = L.ones << (L.w - 1), low = high - L.ones;
+	uint64_t x = bucket ^ (fp * L.ones);
 	return ~(((x & low) + low) | x) & high;
 }
 
 /* How many lanes a shmf_cuckoo_lanes_equal() mask marks: one multiply
  * sums the lane flags into the top lane (no popcount instruction needed,
- * which baseline x86-64 lacks). */
-static inline unsigned shmf_cuckoo_lanes_count(uint64_t mask, uint32_t w)
+ * which baseline x86-64 lacks); at most 8, so its low byte holds it. */
+SHMF_CUCKOO_INLINE unsigned shmf_cuckoo_lanes_count(struct shmf_cuckoo_lanes L, uint64_t mask)
 {
-	uint64_t flags = mask >> (w - 1); /* 1 at the bottom of each marked lane */
-	return (unsigned)((flags * shmf_cuckoo_lane_ones(w)) >> (3 * w)) & ((1u << w) - 1);
+	uint64_t flags = mask >> (L.w - 1); /* 1 at the bottom of each marked lane */
+	return (unsigned)((flags * L.ones) >> L.shift) & 0xffu;
+}
+
+/* Bucket word @p i, read whole, with memory order @p mo (a constant where
+ * this is inlined): one atomic load of its width. */
+SHMF_CUCKOO_INLINE uint64_t shmf_cuckoo_word_load(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						  uint64_t i, memory_order mo)
+{
+	if (L.bytes == 8)
+		return atomic_load_explicit((_Atomic uint64_t *)g->buckets + i, mo);
+	if (L.bytes == 4)
+		return atomic_load_explicit((_Atomic uint32_t *)g->buckets + i, mo);
+	if (L.bytes == 2)
+		return atomic_load_explicit((_Atomic uint16_t *)g->buckets + i, mo);
+	return atomic_load_explicit((_Atomic uint8_t *)g->buckets + i, mo);
 }
 
 /* relaxed: a bucket word is read whole; ordering against moves comes from
  * the version fences around the reads. */
 static inline uint64_t shmf_cuckoo_bucket_load(const struct shmf_cuckoo_geom *g, uint64_t i)
 {
-	if (g->fp_bits == 16)
-		return atomic_load_explicit((_Atomic uint64_t *)g->buckets + i, memory_order_relaxed);
-	return atomic_load_explicit((_Atomic uint32_t *)g->buckets + i, memory_order_relaxed);
+	return shmf_cuckoo_word_load(g, g->lanes, i, memory_order_relaxed);
 }
 
 #ifdef SHMF_TEST_HOOKS
@@ -307,29 +398,48 @@ static inline int shmf_cuckoo_read_valid(const struct shmf_cuckoo_geom *g, const
 }
 
 /* Copies of the key's fingerprint in its two buckets (a bucket counted
- * once when both are the same), read now: consistent only between
- * read_begin and read_valid, or under the lock. */
+ * once when both are the same), read now with layout @p L: consistent
+ * only between read_begin and read_valid, or under the lock. */
+SHMF_CUCKOO_INLINE unsigned shmf_cuckoo_copies_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						  const struct shmf_cuckoo_key *k)
+{
+	uint64_t b1 = shmf_cuckoo_word_load(g, L, k->i1, memory_order_relaxed);
+	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
+	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_word_load(g, L, k->i2, memory_order_relaxed) : 0;
+	return shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b1, k->fp)) +
+	       shmf_cuckoo_lanes_count(L, shmf_cuckoo_lanes_equal(L, b2, k->fp));
+}
+
 static inline unsigned shmf_cuckoo_copies(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	uint64_t b1 = shmf_cuckoo_bucket_load(g, k->i1);
-	SHMF_TEST_HOOK(shmf_cuckoo_read_hook);
-	uint64_t b2 = k->i2 != k->i1 ? shmf_cuckoo_bucket_load(g, k->i2) : 0;
-	return shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b1, k->fp, g->fp_bits), g->fp_bits) +
-	       shmf_cuckoo_lanes_count(shmf_cuckoo_lanes_equal(b2, k->fp, g->fp_bits), g->fp_bits);
+	return shmf_cuckoo_copies_as(g, g->lanes, k);
+}
+
+SHMF_CUCKOO_INLINE int shmf_cuckoo_count_try_as(const struct shmf_cuckoo_geom *g, struct shmf_cuckoo_lanes L,
+						const struct shmf_cuckoo_key *k)
+{
+	struct shmf_cuckoo_seen seen;
+	if (!shmf_cuckoo_read_begin(g, k, &seen))
+		return -1;
+	unsigned n = shmf_cuckoo_copies_as(g, L, k);
+	return shmf_cuckoo_read_valid(g, k, &seen) ? (int)n : -1;
 }
 
 /*
  * One try at a consistent count. @return the copies of the fingerprint in
  * the key's two buckets, or -1 if a move was in progress or ran meanwhile.
- * Inline: it is the whole lookup of a check.
+ * Inline: it is the whole lookup of a check. Buckets of 4, the default,
+ * take paths of their own on which every lane constant is folded into the
+ * code (no slower than when 4 was the only size); the other sizes read
+ * them from the geometry.
  */
 static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	struct shmf_cuckoo_seen seen;
-	if (!shmf_cuckoo_read_begin(g, k, &seen))
-		return -1;
-	unsigned n = shmf_cuckoo_copies(g, k);
-	return shmf_cuckoo_read_valid(g, k, &seen) ? (int)n : -1;
+	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
+		return shmf_cuckoo_count_try_as(g, shmf_cuckoo_lanes_of(4, 16), k);
+	if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
+		return shmf_cuckoo_count_try_as(g, shmf_cuckoo_lanes_of(4, 8), k);
+	return shmf_cuckoo_count_try_as(g, g->lanes, k);
 }
 
 /**
@@ -340,7 +450,7 @@ static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const 
  * that one move in progress cannot fool (a mover that is stopped or died
  * with its window open leaves exactly that), backing off while moves keep
  * racing it.
- * @return the count (0..8).
+ * @return the count (0 to 2 * slots).
  */
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 

@@ -8,8 +8,8 @@
 #include "cuckoo.h"
 #include "geometry.h"
 
-static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, int headroom,
-			 struct shmf_geometry *out)
+static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			 int headroom, struct shmf_geometry *out)
 {
 	struct shmf_geometry g = { .type = (uint32_t)type };
 	int r;
@@ -17,7 +17,7 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 	switch (type) {
 	case SHMF_TYPE_BLOOM: {
 		struct shmf_bloom_params p;
-		if (max_kicks != 0)
+		if (max_kicks != 0 || bucket_size != 0)
 			return SHMF_E_INVAL;
 		if ((r = shmf_bloom_size(capacity, fpr, &p)) < 0)
 			return r;
@@ -29,9 +29,11 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 		struct shmf_cuckoo_params p;
 		if (max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 			return SHMF_E_INVAL;
-		if ((r = shmf_cuckoo_size(capacity, fpr, headroom, &p)) < 0)
+		if ((r = shmf_cuckoo_size(capacity, fpr, bucket_size ? bucket_size : SHMF_CUCKOO_SLOTS_DEFAULT,
+					  headroom, &p)) < 0)
 			return r;
 		g.k = p.fp_bits;
+		g.bucket_size = p.slots;
 		g.nbuckets = p.nbuckets;
 		g.max_kicks = max_kicks ? max_kicks : SHMF_CUCKOO_MAX_KICKS;
 		g.nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES;
@@ -53,6 +55,7 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 static struct cached_size {
 	int type;
 	uint32_t max_kicks;
+	uint32_t bucket_size;
 	uint64_t capacity;
 	uint64_t fpr_bits;
 	struct shmf_geometry g;
@@ -60,24 +63,25 @@ static struct cached_size {
 static unsigned cache_used, cache_next;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int sized_cached(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out)
+static int sized_cached(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			struct shmf_geometry *out)
 {
 	uint64_t bits;
 	memcpy(&bits, &fpr, sizeof(bits));
 	pthread_mutex_lock(&cache_lock);
 	for (unsigned i = 0; i < cache_used; i++)
 		if (cache[i].type == type && cache[i].capacity == capacity && cache[i].fpr_bits == bits &&
-		    cache[i].max_kicks == max_kicks) {
+		    cache[i].max_kicks == max_kicks && cache[i].bucket_size == bucket_size) {
 			*out = cache[i].g;
 			pthread_mutex_unlock(&cache_lock);
 			return 0;
 		}
 	pthread_mutex_unlock(&cache_lock);
-	int r = geometry_size(type, capacity, fpr, max_kicks, 1, out);
+	int r = geometry_size(type, capacity, fpr, max_kicks, bucket_size, 1, out);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&cache_lock);
-	cache[cache_next] = (struct cached_size){ type, max_kicks, capacity, bits, *out };
+	cache[cache_next] = (struct cached_size){ type, max_kicks, bucket_size, capacity, bits, *out };
 	cache_next = (cache_next + 1) % CACHE_SLOTS;
 	if (cache_used < CACHE_SLOTS)
 		cache_used++;
@@ -85,13 +89,14 @@ static int sized_cached(int type, uint64_t capacity, double fpr, uint32_t max_ki
 	return 0;
 }
 
-int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out)
+int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+		       struct shmf_geometry *out)
 {
-	return sized_cached(type, capacity, fpr, max_kicks, out);
+	return sized_cached(type, capacity, fpr, max_kicks, bucket_size, out);
 }
 
-int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t expansion, unsigned i,
-			struct shmf_layer *out)
+int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			uint32_t expansion, unsigned i, struct shmf_layer *out)
 {
 	struct shmf_layer l = { .capacity = capacity, .fpr = fpr };
 	int r;
@@ -101,7 +106,7 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 	if (type != SHMF_TYPE_BLOOM && type != SHMF_TYPE_CUCKOO)
 		return SHMF_E_TYPE;
 	if (expansion == 0)
-		return (r = sized_cached(type, capacity, fpr, max_kicks, &l.g)) < 0 ? r : (*out = l, 0);
+		return (r = sized_cached(type, capacity, fpr, max_kicks, bucket_size, &l.g)) < 0 ? r : (*out = l, 0);
 	for (unsigned j = 0; j < i; j++) {
 		if (l.capacity > UINT64_MAX / expansion)
 			return SHMF_E_TOOBIG;
@@ -111,23 +116,26 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 		/* RedisBloom's: the first layer is tightened too, so that the
 		 * rates of every layer sum to less than the declared one. */
 		l.fpr = fpr * pow(SHMF_LAYER_TIGHTENING, (double)(i + 1));
-		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, &l.g)) < 0)
+		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, bucket_size, &l.g)) < 0)
 			return r;
 		*out = l;
 		return 0;
 	}
 	/* Cuckoo: layer 0 as any cuckoo filter; the others its fingerprint
-	 * size, and buckets for their own capacity. */
+	 * and bucket sizes (a layer's rate is layer 0's, and a handle reads
+	 * every layer with the one layout), and buckets for their own
+	 * capacity. */
 	struct shmf_geometry base;
-	if ((r = sized_cached(type, capacity, fpr, max_kicks, &base)) < 0)
+	if ((r = sized_cached(type, capacity, fpr, max_kicks, bucket_size, &base)) < 0)
 		return r;
 	l.g = base;
 	if (i > 0) {
 		uint64_t nb;
-		if ((r = shmf_cuckoo_buckets(l.capacity, 1, &nb)) < 0)
+		if ((r = shmf_cuckoo_buckets(l.capacity, base.bucket_size, 1, &nb)) < 0)
 			return r;
 		l.g.nbuckets = nb;
-		l.g.nblocks = (sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nb, base.k)) /
+		l.g.nblocks = (sizeof(struct shmf_cuckoo_meta) +
+			       shmf_cuckoo_table_bytes(nb, base.k, base.bucket_size)) /
 			      SHMF_BLOCK_BYTES;
 		if (l.g.nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 			return SHMF_E_TOOBIG;
@@ -140,34 +148,40 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 static int same_shape(const struct shmf_geometry *a, const struct shmf_geometry *b)
 {
 	return a->type == b->type && a->k == b->k && a->nblocks == b->nblocks && a->nbuckets == b->nbuckets &&
-	       a->max_kicks == b->max_kicks;
+	       a->max_kicks == b->max_kicks && a->bucket_size == b->bucket_size;
 }
 
 int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr)
 {
 	struct shmf_geometry want;
-	int r = geometry_size((int)g->type, capacity, fpr, g->max_kicks, 1, &want);
+	int r = geometry_size((int)g->type, capacity, fpr, g->max_kicks, g->bucket_size, 1, &want);
 	if (r == 0 && same_shape(g, &want))
 		return 0;
 	/* Also when the headroom made the current sizing too big: the older
 	 * one may still fit. */
-	if (g->type == SHMF_TYPE_CUCKOO && geometry_size((int)g->type, capacity, fpr, g->max_kicks, 0, &want) == 0 &&
+	if (g->type == SHMF_TYPE_CUCKOO &&
+	    geometry_size((int)g->type, capacity, fpr, g->max_kicks, g->bucket_size, 0, &want) == 0 &&
 	    same_shape(g, &want))
 		return 0;
 	return r < 0 ? r : SHMF_E_FORMAT;
 }
 
-int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets)
+int shmf_geometry_check(uint32_t type, uint32_t k, uint32_t bucket_size, uint64_t nblocks, uint64_t nbuckets)
 {
 	if (nblocks == 0 || nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 		return SHMF_E_FORMAT;
 	switch (type) {
-	case SHMF_TYPE_BLOOM: return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 ? 0 : SHMF_E_FORMAT;
+	case SHMF_TYPE_BLOOM: return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 && bucket_size == 0 ? 0 : SHMF_E_FORMAT;
 	case SHMF_TYPE_CUCKOO:
-		if ((k != 8 && k != 16) || nbuckets == 0 || nbuckets > SHMF_DATA_MAX_BYTES / 8)
+		/* The bucket size decides the width of every word a client
+		 * reads and CASes: one it does not know is refused here, before
+		 * any index is computed from it. */
+		if (!shmf_cuckoo_layout_ok(bucket_size, k) || nbuckets == 0 ||
+		    nbuckets > SHMF_DATA_MAX_BYTES / (bucket_size * k / 8) ||
+		    (shmf_cuckoo_even_buckets(bucket_size) && nbuckets % 2 != 0))
 			return SHMF_E_FORMAT;
 		if (nblocks * SHMF_BLOCK_BYTES !=
-		    sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k))
+		    sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k, bucket_size))
 			return SHMF_E_FORMAT;
 		return 0;
 	default: return SHMF_E_FORMAT;

@@ -10,28 +10,32 @@
 
 /* The fields a slot and a data header carry about a filter's shape. */
 struct shmf_geometry {
-	uint32_t type;       /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;          /* Bloom: bits per key; cuckoo: fingerprint bits */
-	uint64_t nblocks;    /* 64-byte payload blocks */
-	uint64_t nbuckets;   /* cuckoo: buckets; Bloom: 0 */
-	uint32_t max_kicks;  /* cuckoo: relocation bound; Bloom: 0 */
-	uint64_t data_bytes; /* the whole data segment */
+	uint32_t type;        /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;           /* Bloom: bits per key; cuckoo: fingerprint bits */
+	uint64_t nblocks;     /* 64-byte payload blocks */
+	uint64_t nbuckets;    /* cuckoo: buckets; Bloom: 0 */
+	uint32_t max_kicks;   /* cuckoo: relocation bound; Bloom: 0 */
+	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4 or 8); Bloom: 0 */
+	uint64_t data_bytes;  /* the whole data segment */
 };
 
 /**
- * Size a filter of @p type for @p capacity keys at @p fpr (@p max_kicks:
- * cuckoo only, 0 for the default).
+ * Size a filter of @p type for @p capacity keys at @p fpr (@p max_kicks
+ * and @p bucket_size: cuckoo only, 0 for the defaults, 500 and 4).
  * @return 0, SHMF_E_TYPE (unknown type), SHMF_E_INVAL (capacity 0, fpr
- *         out of (0,1) or not reachable by the type, max_kicks above
- *         SHMF_CUCKOO_KICKS_LIMIT or given for Bloom), SHMF_E_TOOBIG.
+ *         out of (0,1) or not reachable by the type and bucket size, a
+ *         bucket size other than 1, 2, 4 or 8, max_kicks above
+ *         SHMF_CUCKOO_KICKS_LIMIT, either given for Bloom), SHMF_E_TOOBIG.
  */
-int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, struct shmf_geometry *out);
+int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+		       struct shmf_geometry *out);
 
 /**
  * Whether @p g, a shape read from a file, is the one shmf_geometry_size()
- * gives for @p capacity at @p fpr, or (cuckoo only) the one it gave before
- * cuckoo sizing had its headroom (shmf_cuckoo_size()). The type, k,
- * buckets, blocks and max_kicks are compared; data_bytes is not.
+ * gives for @p capacity at @p fpr with its own bucket size, or (cuckoo
+ * only) the one it gave before cuckoo sizing had its headroom
+ * (shmf_cuckoo_size()). The type, k, bucket size, buckets, blocks and
+ * max_kicks are compared; data_bytes is not.
  * @return 0, SHMF_E_FORMAT (another shape), or the sizing's error.
  */
 int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr);
@@ -42,9 +46,9 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
  * chain of layers. Layer i holds capacity * e^i keys; a Bloom layer i is
  * sized for fpr * 0.5^(i+1) (RedisBloom's tightening: layer 0 gets half
  * the declared rate, and the sum over every layer stays below it), a
- * cuckoo layer keeps layer 0's fingerprint size (its rate is layer 0's:
- * RedisBloom's cuckoo layers do not tighten either). A filter that does
- * not grow (expansion 0) is layer 0 alone, sized for fpr itself.
+ * cuckoo layer keeps layer 0's fingerprint and bucket sizes (its rate is
+ * layer 0's: RedisBloom's cuckoo layers do not tighten either). A filter
+ * that does not grow (expansion 0) is layer 0 alone, sized for fpr itself.
  */
 #define SHMF_EXPANSION_MAX    32768u /* largest expansion a filter may have */
 #define SHMF_LAYER_TIGHTENING 0.5    /* each Bloom layer's error rate against the one before */
@@ -58,20 +62,22 @@ struct shmf_layer {
 
 /**
  * Layer @p i of a filter of @p type created for @p capacity keys at
- * @p fpr (@p max_kicks as shmf_geometry_size() takes it) that grows by
- * @p expansion (0: does not grow; then only layer 0 exists). A pure
- * function of its arguments, the one that shmd (creating a layer), the
- * snapshot reader and libshmf (validating each layer's data header) call;
- * results are cached per process, since a Bloom sizing takes milliseconds.
+ * @p fpr (@p max_kicks and @p bucket_size as shmf_geometry_size() takes
+ * them) that grows by @p expansion (0: does not grow; then only layer 0
+ * exists). A pure function of its arguments, the one that shmd (creating
+ * a layer), the snapshot reader and libshmf (validating each layer's data
+ * header) call; results are cached per process, since a Bloom sizing
+ * takes milliseconds.
  * @return 0, SHMF_E_INVAL (i past the last layer, bad expansion, or the
  *         sizing's refusal), SHMF_E_TOOBIG (the layer's capacity or size
  *         is past what the format allows), SHMF_E_TYPE.
  */
-int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t expansion, unsigned i,
-			struct shmf_layer *out);
+int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
+			uint32_t expansion, unsigned i, struct shmf_layer *out);
 
-/** Type, k, blocks and buckets agree with each other and the size limit
- * (max_kicks and data_bytes are not looked at). @return 0 or SHMF_E_FORMAT. */
-int shmf_geometry_check(uint32_t type, uint32_t k, uint64_t nblocks, uint64_t nbuckets);
+/** Type, k, bucket size, blocks and buckets agree with each other and the
+ * size limit (max_kicks and data_bytes are not looked at). @return 0 or
+ * SHMF_E_FORMAT. */
+int shmf_geometry_check(uint32_t type, uint32_t k, uint32_t bucket_size, uint64_t nblocks, uint64_t nbuckets);
 
 #endif

@@ -12,17 +12,18 @@
 
 /* One layer (or generation) of a filter, as the handle maps it. */
 struct shmf_layer_status {
-	uint64_t generation; /* its data file's */
-	unsigned layer;      /* a growing filter's layer number, 0 the oldest; else 0 */
-	int standby;         /* 1: the standby, made ahead and not yet current */
-	uint64_t capacity;   /* keys it holds before it is full */
-	double fpr;          /* the error rate it is sized for */
-	uint64_t items;      /* its item counters summed (Bloom: new keys; cuckoo: copies) */
-	uint64_t deletes;    /* cuckoo: copies deleted */
-	uint64_t bytes;      /* its data file */
-	uint64_t state;      /* SHMF_LAYER_* */
-	uint32_t k;          /* Bloom: bits per key; cuckoo: fingerprint bits */
-	uint32_t max_kicks;  /* cuckoo */
+	uint64_t generation;  /* its data file's */
+	unsigned layer;       /* a growing filter's layer number, 0 the oldest; else 0 */
+	int standby;          /* 1: the standby, made ahead and not yet current */
+	uint64_t capacity;    /* keys it holds before it is full */
+	double fpr;           /* the error rate it is sized for */
+	uint64_t items;       /* its item counters summed (Bloom: new keys; cuckoo: copies) */
+	uint64_t deletes;     /* cuckoo: copies deleted */
+	uint64_t bytes;       /* its data file */
+	uint64_t state;       /* SHMF_LAYER_* */
+	uint32_t k;           /* Bloom: bits per key; cuckoo: fingerprint bits */
+	uint32_t max_kicks;   /* cuckoo */
+	uint32_t bucket_size; /* cuckoo: fingerprints per bucket, every layer's the first's */
 	uint64_t nblocks, nbuckets;
 };
 

@@ -36,10 +36,12 @@
  * futex word in the meta block instead of a lock on the data file (a
  * writer of format 5 would not exclude one of format 6), with its timeout
  * in the data header and the snapshot log in the header page; 7: growing
- * filters: the slot's expansion and its flags LAYERED, STANDBY and
- * NONSCALING, and a layer state word in every data header page (a client
+ * filters (the slot's expansion and its flags LAYERED, STANDBY and
+ * NONSCALING, and a layer state word in every data header page: a client
  * of format 6 would neither see a filter's newer layers nor stop at a
- * NONSCALING filter's capacity). */
+ * NONSCALING filter's capacity) and the cuckoo bucket size (1, 2, 4 or 8
+ * fingerprints a bucket word) in the slot and the data header (a client of
+ * format 6 would read buckets of another size as buckets of 4). */
 #define SHMF_FORMAT_VERSION 7u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
@@ -135,7 +137,8 @@ struct shmf_slot {
 	uint64_t cursor_seq;                    /* as its Redis id <ms>-<seq>; clients never use them */
 	uint32_t expansion;                     /* shmd writes; LAYERED: each layer's capacity is the one
 						   before times this (1..SHMF_EXPANSION_MAX); else 0 */
-	uint32_t expansion_pad;                 /* zero */
+	uint32_t bucket_size;                   /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
+						   4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
 	uint8_t pad[512 - 440];
 };
 
@@ -159,6 +162,8 @@ struct shmf_data_header {
 	uint32_t max_kicks;       /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
 	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0: the default
 				     (1 s); Bloom: 0 */
+	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket, as the slot says; Bloom: 0 */
+	uint32_t bucket_pad;      /* zero */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -281,6 +286,7 @@ _Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) == SHMF_DATA_BLOC
 _Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
+_Static_assert(offsetof(struct shmf_slot, bucket_size) == 436, "slot bucket size offset");
 _Static_assert(sizeof(struct shmf_journal_header) == 192, "journal header is three cache lines");
 _Static_assert(sizeof(struct shmf_journal_header) <= SHMF_JOURNAL_HDR_BYTES, "journal header fits its page");
 _Static_assert(offsetof(struct shmf_journal_header, name) == 64, "journal name offset");

@@ -63,6 +63,8 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_cuckoo_cow, copied), offsetof(struct shmf_cuckoo_cow, head),
 		offsetof(struct shmf_cuckoo_cow, tail),
 		offsetof(struct shmf_cuckoo_cow, entry), SHMF_CUCKOO_COW_ENTRIES,
+		offsetof(struct shmf_slot, bucket_size), offsetof(struct shmf_data_header, bucket_size),
+		SHMF_CUCKOO_SLOTS_MAX,
 		SHMF_DATA_STATE_OFF, sizeof(struct shmf_layer_state), offsetof(struct shmf_slot, expansion),
 		SHMF_LAYER_OPENED, SHMF_LAYER_FULL, SHMF_LAYER_NEAR,
 	};
@@ -247,10 +249,10 @@ int shmf_slot_check(const struct shmf_slot *s)
 	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
 	if (gen == 0)
 		return SHMF_E_NOTFOUND;
-	if (shmf_geometry_check(s->type, s->k, s->nblocks, s->nbuckets) < 0 ||
+	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
-	    (s->flags & ~SHMF_SLOT_FLAGS) != 0 || s->expansion_pad != 0)
+	    (s->flags & ~SHMF_SLOT_FLAGS) != 0)
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		/* A growing filter: no window, no NONSCALING, up to
@@ -284,20 +286,24 @@ int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *ou
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		double fpr;
 		memcpy(&fpr, &s->fpr_bits, sizeof(fpr));
-		int r = shmf_geometry_layer((int)s->type, s->capacity, fpr, 0, s->expansion, s->nlive - 1 - j, out);
+		int r = shmf_geometry_layer((int)s->type, s->capacity, fpr, 0, s->bucket_size, s->expansion,
+					    s->nlive - 1 - j, out);
 		if (r < 0)
 			return SHMF_E_FORMAT;
 		/* Layer 0's shape is the slot's. */
-		if (j == s->nlive - 1 &&
-		    (out->g.k != s->k || out->g.nblocks != s->nblocks || out->g.nbuckets != s->nbuckets))
+		if (j == s->nlive - 1 && (out->g.k != s->k || out->g.nblocks != s->nblocks ||
+					  out->g.nbuckets != s->nbuckets || out->g.bucket_size != s->bucket_size))
 			return SHMF_E_FORMAT;
 		return 0;
 	}
 	out->capacity = s->capacity;
 	memcpy(&out->fpr, &s->fpr_bits, sizeof(out->fpr));
-	out->g = (struct shmf_geometry){
-		.type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets, .data_bytes = s->data_bytes
-	};
+	out->g = (struct shmf_geometry){ .type = s->type,
+					 .k = s->k,
+					 .nblocks = s->nblocks,
+					 .nbuckets = s->nbuckets,
+					 .bucket_size = s->bucket_size,
+					 .data_bytes = s->data_bytes };
 	return 0;
 }
 
@@ -334,7 +340,8 @@ static int header_check_layer(const struct shmf_data_header *h, const struct shm
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != g->k || h->nblocks != g->nblocks ||
-	    h->nbuckets != g->nbuckets || shmf_geometry_check(h->type, h->k, h->nblocks, h->nbuckets) < 0 ||
+	    h->nbuckets != g->nbuckets || h->bucket_size != g->bucket_size || h->bucket_pad != 0 ||
+	    shmf_geometry_check(h->type, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
 	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT ||
 						   h->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX
 					 : h->max_kicks != 0 || h->lock_timeout_ms != 0) ||

@@ -78,7 +78,7 @@ void cmd_shmf_info(struct verb_call *c)
 	int grows = fi.expansion != 0;
 	struct reply *out = c->out;
 	/* the field_* calls below */
-	reply_map(out, 14 + (cuckoo ? 5 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) + (fi.nonscaling ? 1 : 0));
+	reply_map(out, 14 + (cuckoo ? 6 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) + (fi.nonscaling ? 1 : 0));
 	field_str(out, "name", fi.info.name);
 	field_str(out, "type", spec_type_name(fi.info.type));
 	field_int(out, "capacity", (long long)fi.info.capacity);
@@ -95,6 +95,7 @@ void cmd_shmf_info(struct verb_call *c)
 	field_int(out, "huge_pages", fi.huge_pages);
 	if (cuckoo) {
 		field_int(out, "buckets", (long long)fi.info.buckets);
+		field_int(out, "bucket_size", fi.info.bucket_size);
 		field_int(out, "fingerprint_bits", fi.info.fingerprint_bits);
 		field_int(out, "max_kicks", fi.info.max_kicks);
 		field_int(out, "relocations", (long long)fi.info.relocations);

@@ -1,9 +1,14 @@
 /*
  * commands-cuckoo.c - the CF.* verbs, RedisBloom's names, reply shapes,
  * defaults and error texts (the adds create a missing filter from
- * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED, the capped add a cuckoo filter makes atomic
- * (see commands.h). Buckets hold 4 fingerprints: BUCKETSIZE other than 4 is refused. Filters grow as
- * RedisBloom's do (EXPANSION, rounded up to a power of 2; default [defaults]' cuckoo_expansion, 1; 0 never).
+ * [defaults], the reads of a missing one answer 0), and SHMF.ADDCAPPED,
+ * the capped add a cuckoo filter makes atomic (see commands.h). CF.RESERVE
+ * checks MAXITERATIONS, BUCKETSIZE, EXPANSION and the capacity as
+ * RedisBloom does, in its order and with its texts, then refuses the
+ * bucket sizes whose bucket is not one word (cuckoo.h: 1, 2, 4 and 8 are).
+ * Filters grow as RedisBloom's do (EXPANSION, rounded up to a power of 2;
+ * default [defaults]' cuckoo_expansion, 1; 0 never), every layer with the
+ * first one's bucket and fingerprint sizes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,23 +21,48 @@
 #include "errors.h"
 #include "spec.h"
 
-/* One CF.RESERVE option with its value @p val: BUCKETSIZE 4,
- * MAXITERATIONS n, ERROR rate, MODE octal. 0, or SHMF_E_INVAL after
- * replying. */
-static int cf_option(struct verb_call *c, const char *opt, const char *val, struct filter_spec *spec)
+/* RedisBloom's ranges for CF.RESERVE's numbers. */
+#define RB_CF_BUCKETSIZE_MAX 255
+#define RB_CF_MAXITER_MAX    65535
+_Static_assert(RB_CF_MAXITER_MAX == SHMF_CUCKOO_KICKS_LIMIT,
+	       "every MAXITERATIONS RedisBloom takes is a relocation bound");
+
+/* An integer as RedisBloom reads one (RedisModule_StringToLongLong, that
+ * is Redis' string2ll: an optional minus, then digits with no leading
+ * zero, nothing else, within a long long). 0 or SHMF_E_INVAL. */
+static int rb_integer(const char *text, long long *out)
+{
+	const char *d = text + (text[0] == '-');
+	if (d[0] < '0' || d[0] > '9' || (d[0] == '0' && (d[1] != '\0' || d != text)))
+		return SHMF_E_INVAL;
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return SHMF_E_INVAL;
+	*out = v;
+	return 0;
+}
+
+/* CF.RESERVE's BUCKETSIZE and MAXITERATIONS as given: RedisBloom finds the
+ * first of each wherever it is, and checks them after the capacity is
+ * read, MAXITERATIONS first. NULL: not given. */
+struct cf_numbers {
+	const char *bucketsize, *maxiterations;
+};
+
+/* One CF.RESERVE option with its value @p val: BUCKETSIZE b, MAXITERATIONS
+ * n (noted, checked by cf_checks()), ERROR rate, MODE octal. 0, or
+ * SHMF_E_INVAL after replying. */
+static int cf_option(struct verb_call *c, const char *opt, const char *val, struct filter_spec *spec,
+		     struct cf_numbers *nums)
 {
 	if (!strcasecmp(opt, "BUCKETSIZE")) {
-		if (strcmp(val, "4") != 0) {
-			reply_error(c->out, "ERR BUCKETSIZE '%.*s' is not supported: buckets hold 4 fingerprints", 40,
-				    val);
-			return SHMF_E_INVAL;
-		}
+		if (nums->bucketsize == NULL)
+			nums->bucketsize = val;
 	} else if (!strcasecmp(opt, "MAXITERATIONS")) {
-		if (spec_parse_kicks(val, &spec->max_kicks) < 0) {
-			reply_error(c->out, "ERR bad MAXITERATIONS '%.*s': an integer from 1 to %u", 40, val,
-				    SHMF_CUCKOO_KICKS_LIMIT);
-			return SHMF_E_INVAL;
-		}
+		if (nums->maxiterations == NULL)
+			nums->maxiterations = val;
 	} else if (!strcasecmp(opt, "ERROR")) {
 		if (spec_parse_fpr(val, &spec->fpr) < 0) {
 			reply_error(c->out, "ERR bad ERROR '%.*s': must be a number in (0, 1)", 40, val);
@@ -46,44 +76,94 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 		}
 	} else {
 		reply_error(c->out,
-			    "ERR unknown option '%.*s' (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
+			    "ERR unknown option '%.*s' (BUCKETSIZE b, MAXITERATIONS n, EXPANSION e, ERROR rate, MODE octal, WINDOW d, GENERATIONS n, REPLICATE)",
 			    40, opt);
 		return SHMF_E_INVAL;
 	}
 	return 0;
 }
 
-/* CF.RESERVE's EXPANSION value: 0 to SHMF_EXPANSION_MAX, rounded up to
- * a power of 2 as RedisBloom keeps it. 0, or SHMF_E_INVAL after replying
- * with RedisBloom's error (shmd's past its limit). */
-static int cf_expansion(struct verb_call *c, const char *text, uint32_t *out)
+/*
+ * RedisBloom's checks of CF.RESERVE's numbers, in its order: MAXITERATIONS
+ * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), EXPANSION
+ * (an integer, 0 or more), then the capacity (at least twice the bucket
+ * size: the one asked for, else [defaults]' cuckoo_bucket_size,
+ * RedisBloom's default 2); then shmd's own: the bucket sizes that are one
+ * word, and its limit on EXPANSION. @p capacity is the capacity argument,
+ * an integer already; @p expansion the EXPANSION value, NULL if not given
+ * (spec->expansion is set only if it was: rounded up to a power of 2, as
+ * RedisBloom keeps it). 0, or SHMF_E_INVAL after replying.
+ */
+static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const char *expansion, long long capacity,
+		     struct filter_spec *spec)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0') {
-		reply_rb_error(c->out, RB_CF_BAD_EXPANSION);
+	long long v;
+	if (nums->maxiterations != NULL) {
+		if (rb_integer(nums->maxiterations, &v) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_MAXITER);
+			return SHMF_E_INVAL;
+		}
+		if (v < 1 || v > RB_CF_MAXITER_MAX) {
+			reply_rb_error(c->out, RB_CF_MAXITER_RANGE);
+			return SHMF_E_INVAL;
+		}
+		spec->max_kicks = (uint32_t)v;
+	}
+	long long bucket = cmd_defaults(c)->cuckoo_bucket_size;
+	if (nums->bucketsize != NULL) {
+		if (rb_integer(nums->bucketsize, &bucket) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_BUCKETSIZE);
+			return SHMF_E_INVAL;
+		}
+		if (bucket < 1 || bucket > RB_CF_BUCKETSIZE_MAX) {
+			reply_rb_error(c->out, RB_CF_BUCKETSIZE_RANGE);
+			return SHMF_E_INVAL;
+		}
+	}
+	long long e = 0;
+	if (expansion != NULL) {
+		if (rb_integer(expansion, &e) < 0) {
+			reply_rb_error(c->out, RB_CF_BAD_EXPANSION);
+			return SHMF_E_INVAL;
+		}
+		if (e < 0) {
+			reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
+			return SHMF_E_INVAL;
+		}
+	}
+	if (capacity < 2 * bucket) {
+		reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 		return SHMF_E_INVAL;
 	}
-	if (v < 0) {
-		reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
-		return SHMF_E_INVAL;
+	spec->capacity = (uint64_t)capacity;
+	if (nums->bucketsize != NULL) {
+		if (!shmf_cuckoo_layout_ok((uint32_t)bucket, 8)) {
+			reply_error(c->out,
+				    "ERR BUCKETSIZE %lld is not supported: a bucket holds " SPEC_BUCKET_SIZES_LIST
+				    " fingerprints here " SPEC_BUCKET_SIZES_WHY,
+				    bucket);
+			return SHMF_E_INVAL;
+		}
+		spec->bucket_size = (uint32_t)bucket;
+	} /* else shmd's default, 4 */
+	if (expansion != NULL) {
+		if (e > SHMF_EXPANSION_MAX) {
+			reply_error(c->out,
+				    "ERR EXPANSION %lld is above shmd's limit of %u (each layer that many times the last)",
+				    e, SHMF_EXPANSION_MAX);
+			return SHMF_E_INVAL;
+		}
+		spec->expansion = cmd_cuckoo_expansion((uint32_t)e);
 	}
-	if (v > SHMF_EXPANSION_MAX) {
-		reply_error(c->out,
-			    "ERR EXPANSION %lld is above shmd's limit of %u (each layer that many times the last)", v,
-			    SHMF_EXPANSION_MAX);
-		return SHMF_E_INVAL;
-	}
-	*out = cmd_cuckoo_expansion((uint32_t)v);
 	return 0;
 }
 
-/* CF.RESERVE's options from argv[3]: the window's and cf_option()'s. 0, or
- * SHMF_E_INVAL after replying. */
-static int cf_options(struct verb_call *c, struct filter_spec *spec)
+/* CF.RESERVE's options from argv[3]: the window's and cf_option()'s, then
+ * cf_checks(). 0, or SHMF_E_INVAL after replying. */
+static int cf_options(struct verb_call *c, long long capacity, struct filter_spec *spec)
 {
 	const struct request *req = c->req;
+	struct cf_numbers nums = { 0 };
 	const char *expansion = NULL;
 	for (int i = 3; i < req->argc; i++) {
 		int w = cmd_window_option(c, &i, spec);
@@ -97,46 +177,54 @@ static int cf_options(struct verb_call *c, struct filter_spec *spec)
 			continue;
 		}
 		if (!strcasecmp(opt, "EXPANSION") && i + 1 < req->argc) {
-			expansion = req->argv[++i];
+			/* The first, as RedisBloom finds it. */
+			if (expansion == NULL)
+				expansion = req->argv[i + 1];
+			i++;
 			continue;
 		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
-				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE 4, MAXITERATIONS n, ERROR rate, MODE octal, REPLICATE)",
+				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE b, MAXITERATIONS n, EXPANSION e, ERROR rate, MODE octal, REPLICATE)",
 				    40, opt);
 			return SHMF_E_INVAL;
 		}
-		if (cf_option(c, opt, req->argv[++i], spec) < 0)
+		if (cf_option(c, opt, req->argv[++i], spec, &nums) < 0)
 			return SHMF_E_INVAL;
 	}
-	if (cmd_window_complete(c, spec) < 0)
+	spec->expansion = cmd_cuckoo_expansion(cmd_defaults(c)->cuckoo_expansion);
+	if (cf_checks(c, &nums, expansion, capacity, spec) < 0 || cmd_window_complete(c, spec) < 0)
 		return SHMF_E_INVAL;
 	/* A windowed filter rotates instead of growing. */
-	spec->expansion = spec->window_secs ? 0 : cmd_cuckoo_expansion(cmd_defaults(c)->cuckoo_expansion);
-	if (expansion != NULL && cf_expansion(c, expansion, &spec->expansion) < 0)
-		return SHMF_E_INVAL;
-	if (expansion != NULL && spec->expansion != 0 && spec->window_secs != 0) {
-		reply_error(c->out, "ERR EXPANSION cannot be combined with WINDOW: a windowed filter does not grow, "
-				    "its generations rotate (EXPANSION 0 is what it does)");
-		return SHMF_E_INVAL;
+	if (spec->window_secs != 0) {
+		if (expansion != NULL && spec->expansion != 0) {
+			reply_error(c->out, "ERR EXPANSION cannot be combined with WINDOW: a windowed filter does not "
+					    "grow, its generations rotate (EXPANSION 0 is what it does)");
+			return SHMF_E_INVAL;
+		}
+		spec->expansion = 0;
 	}
 	return 0;
 }
 
-/* CF.RESERVE key capacity [BUCKETSIZE 4] [MAXITERATIONS n] [ERROR rate]
- * [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE] */
+/* CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [EXPANSION e]
+ * [ERROR rate] [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE]:
+ * without BUCKETSIZE and MAXITERATIONS, shmd's defaults (4 and 500;
+ * RedisBloom's are 2 and 20, which filters created on the fly get from
+ * [defaults]); without EXPANSION, [defaults]' cuckoo_expansion. */
 void cmd_cf_reserve(struct verb_call *c)
 {
 	struct filter_spec spec;
+	long long capacity;
 	if (cmd_name_ok(c) < 0)
 		return;
 	spec_defaults(&spec, c->req->argv[1]);
 	spec.type = SHMF_TYPE_CUCKOO;
-	if (spec_parse_capacity(c->req->argv[2], &spec.capacity) < 0) {
-		reply_error(c->out, "ERR bad capacity '%.*s': must be a positive integer", 40, c->req->argv[2]);
+	if (rb_integer(c->req->argv[2], &capacity) < 0) {
+		reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 		return;
 	}
-	if (cf_options(c, &spec) == 0 && cmd_create(c, &spec) >= 0)
+	if (cf_options(c, capacity, &spec) == 0 && cmd_create(c, &spec) >= 0)
 		reply_status(c->out, "OK");
 }
 
@@ -229,14 +317,18 @@ static void insert(struct verb_call *c, int nx)
 		} else if (!strcasecmp(req->argv[i], "ITEMS")) {
 			items = i + 1;
 		} else if (!strcasecmp(req->argv[i], "CAPACITY") && i + 1 < req->argc) {
-			if (spec_parse_capacity(req->argv[++i], &spec.capacity) < 0) {
+			/* As RedisBloom: an integer, at least twice the bucket size
+			 * of the filter it would create ([defaults]). */
+			long long cap;
+			if (rb_integer(req->argv[++i], &cap) < 0) {
 				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 				return;
 			}
-			if (spec.capacity < 2 * (uint64_t)cmd_defaults(c)->cuckoo_bucket_size) {
+			if (cap < 2 * (long long)cmd_defaults(c)->cuckoo_bucket_size) {
 				reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 				return;
 			}
+			spec.capacity = (uint64_t)cap;
 		} else {
 			reply_rb_error(c->out, RB_UNKNOWN_ARGUMENT);
 			return;
@@ -259,9 +351,10 @@ void cmd_cf_insertnx(struct verb_call *c)
 }
 
 /* CF.INFO key: RedisBloom's eight fields in its order (names as simple
- * strings, values integers; a map in RESP3), then shmd's own. Buckets
- * here hold 4 fingerprints. As RedisBloom's, the size, items and deletes
- * are summed over the layers, and the buckets are the first layer's. */
+ * strings, values integers; a map in RESP3), then shmd's own. As
+ * RedisBloom's, the size, items and deletes are summed over the layers,
+ * and the buckets are the first layer's; every layer has its bucket size.
+ */
 void cmd_cf_info(struct verb_call *c)
 {
 	char err[REGISTRY_ERR_MAX];
@@ -287,7 +380,7 @@ void cmd_cf_info(struct verb_call *c)
 		{ "Number of filters", (long long)fi.nlayers },
 		{ "Number of items inserted", (long long)info.items },
 		{ "Number of items deleted", (long long)(fi.expansion ? fi.deletes_total : info.deletes) },
-		{ "Bucket size", 4 },
+		{ "Bucket size", info.bucket_size },
 		{ "Expansion rate", fi.expansion },
 		{ "Max iterations", info.max_kicks },
 	};

@@ -100,6 +100,7 @@ void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec)
 	if (type == SHMF_TYPE_CUCKOO) {
 		spec->capacity = d->cuckoo_capacity;
 		spec->max_kicks = d->cuckoo_max_iterations;
+		spec->bucket_size = d->cuckoo_bucket_size;
 		spec->expansion = cmd_cuckoo_expansion(d->cuckoo_expansion);
 	} else {
 		spec->capacity = d->bloom_capacity;

@@ -42,7 +42,7 @@ struct parse_state {
 	size_t errlen;
 	int failed;
 	const char *origin;
-	char msg[192]; /* what bad() was told, before its place is added */
+	char msg[384]; /* what bad() was told, before its place is added */
 };
 
 /* The first error of the text, "ORIGIN: [section] what was wrong" in
@@ -284,6 +284,9 @@ static int filter_key(struct parse_state *ps, const char *name, const char *valu
 		if (spec_parse_kicks(value, &f->max_kicks) < 0)
 			return bad(ps, "max_kicks '%s': must be an integer from 1 to %u", value,
 				   SHMF_CUCKOO_KICKS_LIMIT);
+	} else if (!strcmp(name, "bucket_size")) {
+		if (spec_parse_bucket_size(value, &f->bucket_size) < 0)
+			return bad(ps, "bucket_size '%s': fingerprints per bucket, " SPEC_BUCKET_SIZES, value);
 	} else if (!strcmp(name, "lock_timeout_ms")) {
 		uint64_t ms;
 		if (spec_parse_capacity(value, &ms) < 0 || ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
@@ -599,7 +602,7 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 		return errmsg(err, errlen, -ENOMEM, "%s: cannot parse (out of memory)", origin);
 	if ((rc = repl_complete(c, origin, err, errlen)) < 0)
 		return rc;
-	char msg[192];
+	char msg[384];
 	if (roles_config_complete(&c->roles, c->gid, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: %s", origin, msg);
 	if (defaults_check(&c->defaults, msg, sizeof(msg)) < 0)
@@ -615,6 +618,17 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 				      f->name);
 		if (f->window_secs != 0 && f->window_gens == 0)
 			f->window_gens = 2;
+		if (f->bucket_size != 0 && f->type != SHMF_TYPE_CUCKOO)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "%s: [filter %s] bucket_size applies to type = cuckoo only", origin, f->name);
+		struct shmf_geometry g;
+		if (f->bucket_size != 0 && shmf_geometry_size(f->type, f->capacity, f->fpr, f->max_kicks,
+							      f->bucket_size, &g) == SHMF_E_INVAL) {
+			char why[320];
+			spec_bucket_fpr_why(f->capacity, f->bucket_size, f->fpr, why, sizeof(why));
+			return errmsg(err, errlen, SHMF_E_INVAL, "%s: [filter %s] bucket_size %u: %s", origin, f->name,
+				      f->bucket_size, why);
+		}
 		if (f->expansion != 0 && f->window_secs != 0)
 			return errmsg(err, errlen, SHMF_E_INVAL,
 				      "%s: [filter %s] expansion with a window: a windowed filter does not grow (its "

@@ -11,11 +11,12 @@
 #include "cuckoo.h"
 #include "defaults.h"
 #include "errmsg.h"
+#include "geometry.h"
 #include "spec.h"
 
 const struct filter_defaults filter_defaults_builtin = FILTER_DEFAULTS_INIT;
 
-enum dkind { D_BOOL, D_COUNT, D_RATE, D_MODE };
+enum dkind { D_BOOL, D_COUNT, D_RATE, D_MODE, D_BUCKET };
 
 static const struct defaults_key {
 	const char *name;
@@ -32,7 +33,7 @@ static const struct defaults_key {
 	{ "bloom_expansion", D_COUNT, DFIELD(bloom_expansion), 1, 32768, "an integer from 1 to 32768" },
 	{ "cuckoo_capacity", D_COUNT, DFIELD(cuckoo_capacity), 2, UINT64_C(1) << 40,
 	  "keys, at least twice the bucket size" },
-	{ "cuckoo_bucket_size", D_COUNT, DFIELD(cuckoo_bucket_size), 1, 255, "an integer from 1 to 255" },
+	{ "cuckoo_bucket_size", D_BUCKET, DFIELD(cuckoo_bucket_size), 1, SHMF_CUCKOO_SLOTS_MAX, SPEC_BUCKET_SIZES },
 	{ "cuckoo_max_iterations", D_COUNT, DFIELD(cuckoo_max_iterations), 1, SHMF_CUCKOO_KICKS_LIMIT,
 	  "an integer from 1 to the relocation limit" },
 	{ "cuckoo_expansion", D_COUNT, DFIELD(cuckoo_expansion), 0, 32768, "an integer from 0 (never grow) to 32768" },
@@ -58,6 +59,7 @@ static int parse_value(const struct defaults_key *k, const char *value, void *fi
 		return 0;
 	case D_RATE: return spec_parse_fpr(value, (double *)field);
 	case D_MODE: return spec_parse_mode(value, 02, (mode_t *)field);
+	case D_BUCKET: return spec_parse_bucket_size(value, (uint32_t *)field);
 	case D_COUNT:
 		if (!(value[0] == '0' && value[1] == '\0') && spec_parse_capacity(value, &n) < 0)
 			return SHMF_E_INVAL;
@@ -94,5 +96,19 @@ int defaults_check(const struct filter_defaults *d, char *msg, size_t len)
 		return errmsg(msg, len, SHMF_E_INVAL,
 			      "cuckoo_capacity %llu is below twice cuckoo_bucket_size %u (RedisBloom's rule)",
 			      (unsigned long long)d->cuckoo_capacity, d->cuckoo_bucket_size);
+	/* A filter created on the fly gets the error rate of spec_defaults()
+	 * (1%): a bucket size that cannot reach it would fail every add that
+	 * creates one. */
+	struct filter_spec spec;
+	struct shmf_geometry g;
+	spec_defaults(&spec, "defaults");
+	if (shmf_geometry_size(SHMF_TYPE_CUCKOO, d->cuckoo_capacity, spec.fpr, 0, d->cuckoo_bucket_size, &g) ==
+	    SHMF_E_INVAL) {
+		char why[320];
+		spec_bucket_fpr_why(d->cuckoo_capacity, d->cuckoo_bucket_size, spec.fpr, why, sizeof(why));
+		return errmsg(msg, len, SHMF_E_INVAL,
+			      "cuckoo_bucket_size %u: cuckoo filters created on the fly have error rate %g, and %s",
+			      d->cuckoo_bucket_size, spec.fpr, why);
+	}
 	return 0;
 }

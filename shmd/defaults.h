@@ -16,10 +16,14 @@
  *   mode = 0640                  ; data file mode of a filter created on the fly
  *   flushall = no                ; FLUSHALL / FLUSHDB drop every filter (off: refused)
  *
- * The expansions are what the filters created on the fly (and by
- * BF.RESERVE, BF.INSERT, CF.RESERVE without EXPANSION) grow by; the cuckoo
- * one is rounded up to a power of 2, as RedisBloom keeps it, and 0 never
- * grows. The bucket size is what CF.INSERT's capacity check uses.
+ * cuckoo_bucket_size is the bucket size of a cuckoo filter created on the
+ * fly: 1, 2, 4 or 8 (cuckoo.h says why no other), one whose buckets can
+ * reach those filters' 1% error rate (not 8: that needs 8-bit
+ * fingerprints); CF.INSERT's capacity check uses it too. The expansions
+ * are what the filters created on the fly (and by BF.RESERVE, BF.INSERT,
+ * CF.RESERVE without EXPANSION) grow by; the cuckoo one is rounded up to a
+ * power of 2, as RedisBloom keeps it, and 0 never grows. A growing cuckoo
+ * filter's layers keep its first layer's bucket size.
  */
 #ifndef SHMD_DEFAULTS_H
 #define SHMD_DEFAULTS_H

@@ -1,7 +1,8 @@
 /*
  * errors.c - the table of RedisBloom's and Redis' error texts (errors.h).
  * RedisBloom's come from its module (rebloom.c, 2.4 and later, with the
- * ERR prefix its later versions give every reply); Redis' from Redis 7.
+ * ERR prefix its later versions give every reply; CF.RESERVE's ranges as
+ * 2.4.9 and 2.6.12 check them); Redis' from Redis 7.
  */
 #include "errors.h"
 
@@ -17,6 +18,10 @@ static const char *const texts[RB_ERROR_COUNT] = {
 	[RB_FILTER_FULL] = "ERR Filter is full",
 	[RB_CF_BAD_CAPACITY] = "ERR Bad capacity",
 	[RB_CF_CAPACITY_SMALL] = "ERR Capacity must be at least (BucketSize * 2)",
+	[RB_CF_BAD_BUCKETSIZE] = "ERR Couldn't parse BUCKETSIZE",
+	[RB_CF_BUCKETSIZE_RANGE] = "ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+	[RB_CF_BAD_MAXITER] = "ERR Couldn't parse MAXITERATIONS",
+	[RB_CF_MAXITER_RANGE] = "ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
 	[RB_INSERT_BAD_RATE] = "ERR Bad error rate",
 	[RB_INSERT_BAD_CAPACITY] = "ERR Bad capacity",
 	[RB_INSERT_BAD_ARGUMENT] = "ERR Bad argument received",

@@ -24,6 +24,10 @@ enum rb_error {
 	RB_FILTER_FULL,          /* CF.ADD / CF.ADDNX on a full cuckoo filter */
 	RB_CF_BAD_CAPACITY,      /* CF.RESERVE, CF.INSERT: not an integer */
 	RB_CF_CAPACITY_SMALL,    /* CF.RESERVE, CF.INSERT: below twice the bucket size */
+	RB_CF_BAD_BUCKETSIZE,    /* CF.RESERVE BUCKETSIZE: not an integer */
+	RB_CF_BUCKETSIZE_RANGE,  /* CF.RESERVE BUCKETSIZE: outside 1..255 */
+	RB_CF_BAD_MAXITER,       /* CF.RESERVE MAXITERATIONS: not an integer */
+	RB_CF_MAXITER_RANGE,     /* CF.RESERVE MAXITERATIONS: outside 1..65535 */
 	RB_INSERT_BAD_RATE,      /* BF.INSERT ERROR: not a number */
 	RB_INSERT_BAD_CAPACITY,  /* BF.INSERT CAPACITY: not an integer */
 	RB_INSERT_BAD_ARGUMENT,  /* BF.INSERT: a value out of range */

@@ -46,7 +46,7 @@ static int generation_empty(struct registry *r, const struct shmf_slot *copy, ui
 	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
 		/* The relocation state before the table counts moves, not keys. */
 		w = (const uint64_t *)((const char *)dm.blocks + sizeof(struct shmf_cuckoo_meta));
-		words = shmf_cuckoo_table_bytes(dm.hdr.nbuckets, dm.hdr.k) / 8;
+		words = shmf_cuckoo_table_bytes(dm.hdr.nbuckets, dm.hdr.k, dm.hdr.bucket_size) / 8;
 	}
 	int empty = 1;
 	for (uint64_t i = 0; i < words && empty; i++)
@@ -86,13 +86,14 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 		return errmsg(err, errlen, rc, "filter '%s': cannot map its newest generation: %s", name,
 			      shmf_strerror(rc));
 	uint64_t seed = dm.hdr.seed;
-	uint32_t kicks = dm.hdr.max_kicks;
+	uint32_t kicks = dm.hdr.max_kicks, bucket_size = dm.hdr.bucket_size; /* both kept */
 	shmf_data_map_close(&dm);
 	/* A growing filter keeps growing: its new first layer. */
 	struct filter_spec want = spec, first;
 	want.capacity = capacity;
 	want.fpr = fpr;
 	want.max_kicks = kicks;
+	want.bucket_size = bucket_size;
 	if ((rc = registry_layer_spec(&want, 0, &first, &g)) < 0 || g.data_bytes > r->max_bytes)
 		return errmsg(err, errlen, rc < 0 ? rc : SHMF_E_TOOBIG,
 			      "filter '%s': capacity %" PRIu64 " at error rate %g %s", name, capacity, fpr,

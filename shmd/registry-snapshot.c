@@ -32,16 +32,21 @@
 
 struct shmf_cuckoo_geom registry_cuckoo_geom(const struct shmf_data_map *dm, struct shmf_cuckoo_lock *lock)
 {
-	return (struct shmf_cuckoo_geom){
+	struct shmf_cuckoo_geom g = {
 		.buckets = (char *)dm->blocks + sizeof(struct shmf_cuckoo_meta),
 		.nbuckets = dm->hdr.nbuckets,
 		.seed = dm->hdr.seed,
 		.fp_bits = dm->hdr.k,
+		.slots = dm->hdr.bucket_size,
 		.max_kicks = dm->hdr.max_kicks,
 		.meta = (struct shmf_cuckoo_meta *)dm->blocks,
 		.lock = lock,
 		.cow = (struct shmf_cuckoo_cow *)((char *)dm->base + SHMF_DATA_COW_OFF),
 	};
+	/* The mapping checked the header's shape (shmf_geometry_check): its
+	 * layout exists. */
+	(void)shmf_cuckoo_geom_layout(&g);
+	return g;
 }
 
 void registry_ring_release(struct ring_maps *m)
@@ -133,7 +138,8 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 				   .k = dh->k,
 				   .nblocks = dh->nblocks,
 				   .nbuckets = dh->nbuckets,
-				   .max_kicks = dh->max_kicks };
+				   .max_kicks = dh->max_kicks,
+				   .bucket_size = dh->bucket_size };
 	if (spec.expansion != 0) {
 		spec.capacity = copy->capacity;
 		memcpy(&spec.fpr, &copy->fpr_bits, sizeof(spec.fpr));
@@ -244,17 +250,22 @@ int registry_snapshot(struct registry *r, const char *name, const char *path, co
 	return rc;
 }
 
-/* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)" */
-static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint64_t nblocks,
-			   uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens)
+/* "bloom 1000000 keys (k 7, 19440 blocks, window 10m x 2)",
+ * "cuckoo 1000 keys (16-bit fingerprints, 296 buckets of 4)" */
+static void describe_shape(char *buf, size_t len, uint32_t type, uint64_t capacity, uint32_t k, uint32_t bucket_size,
+			   uint64_t nblocks, uint64_t nbuckets, uint64_t window_secs, uint32_t window_gens,
+			   uint32_t expansion)
 {
 	int at = snprintf(buf, len, "%s %" PRIu64 " keys (", spec_type_name((int)type), capacity);
 	if (type == SHMF_TYPE_CUCKOO)
-		at += snprintf(buf + at, len - (size_t)at, "%u-bit fingerprints, %" PRIu64 " buckets", k, nbuckets);
+		at += snprintf(buf + at, len - (size_t)at, "%u-bit fingerprints, %" PRIu64 " buckets of %u", k,
+			       nbuckets, bucket_size);
 	else
 		at += snprintf(buf + at, len - (size_t)at, "k %u, %" PRIu64 " blocks", k, nblocks);
 	if (window_gens)
 		at += snprintf(buf + at, len - (size_t)at, ", window %" PRIu64 "s x %u", window_secs, window_gens);
+	if (expansion)
+		at += snprintf(buf + at, len - (size_t)at, ", growing by %u", expansion);
 	snprintf(buf + at, len - (size_t)at, ")");
 }
 
@@ -265,16 +276,18 @@ int registry_swap_shape(struct registry *r, const char *name, const struct shmf_
 	if (slot < 0)
 		return 0; /* the swap says "not found" */
 	const struct shmf_slot *s = &r->ctl.slots[slot];
+	struct shmf_geometry g;
+	snapshot_geometry(h, &g); /* the file's bucket size: 4 before version 3 */
 	uint32_t expansion = (h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion : 0;
 	if (s->type == h->type && s->capacity == h->capacity && s->k == h->k && s->nblocks == h->nblocks &&
-	    s->nbuckets == h->nbuckets && s->window_secs == h->window_secs && s->window_gens == h->window_gens &&
-	    ((s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0) == expansion)
+	    s->nbuckets == h->nbuckets && s->bucket_size == g.bucket_size && s->window_secs == h->window_secs &&
+	    s->window_gens == h->window_gens && ((s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0) == expansion)
 		return 0;
 	char from[160], to[160];
-	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->nblocks, s->nbuckets, s->window_secs,
-		       s->window_gens);
-	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, h->nblocks, h->nbuckets, h->window_secs,
-		       h->window_gens);
+	describe_shape(from, sizeof(from), s->type, s->capacity, s->k, s->bucket_size, s->nblocks, s->nbuckets,
+		       s->window_secs, s->window_gens, (s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0);
+	describe_shape(to, sizeof(to), h->type, h->capacity, h->k, g.bucket_size, h->nblocks, h->nbuckets,
+		       h->window_secs, h->window_gens, expansion);
 	return errmsg(err, errlen, SHMF_E_INVAL,
 		      "swap would change %s from %s to %s; add --reshape (SHMF.SWAP %s FILE RESHAPE) if that is meant",
 		      s->name, from, to, s->name);
@@ -321,6 +334,7 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	/* The stored shape, which the header check held against the sizing:
 	 * a filter sized by an older rule keeps its shape. */
 	snapshot_geometry(h, &ld->g);
+	ld->spec.bucket_size = ld->g.bucket_size;
 	struct snap_layout lay;
 	if ((rc = snapshot_layout(h, &lay, ld->gs)) < 0)
 		return errmsg(err, errlen, rc, "filter '%s': the layers of the snapshot cannot be sized", name);
@@ -417,7 +431,8 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 				  .fpr_bits = ld->hdr.fpr_bits,
 				  .nblocks = ld->gs[i].nblocks,
 				  .nbuckets = ld->gs[i].nbuckets,
-				  .data_bytes = ld->gs[i].data_bytes };
+				  .data_bytes = ld->gs[i].data_bytes,
+				  .bucket_size = ld->gs[i].bucket_size };
 	atomic_store_explicit(&copy.generation, ld->ring.gen[i], memory_order_relaxed);
 	snprintf(copy.name, sizeof(copy.name), "%s", ld->name);
 	struct shmf_data_map dm = { .fd = -1 };

@@ -351,6 +351,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	h.nblocks = p->nblocks;
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
+	h.bucket_size = p->bucket_size;
 	h.lock_timeout_ms = spec->type == SHMF_TYPE_CUCKOO ? spec->lock_timeout_ms : 0;
 	h.seed = seed;
 	h.generation = gen;
@@ -389,6 +390,7 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	memcpy(&s->fpr_bits, &spec->fpr, sizeof(double));
 	s->nblocks = p->nblocks;
 	s->nbuckets = p->nbuckets;
+	s->bucket_size = p->bucket_size;
 	s->data_bytes = p->data_bytes;
 	s->created_epoch = ring->created[ring->n - 1];
 	memset(s->name, 0, sizeof(s->name));
@@ -402,7 +404,6 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	memcpy(s->live_created, ring->created, ring->n * sizeof(s->live_created[0]));
 	/* How it grows (the replication flag is not publication's to change). */
 	s->expansion = spec->expansion;
-	s->expansion_pad = 0;
 	s->flags = (s->flags & SHMF_SLOT_REPLICATED) | (spec->expansion ? SHMF_SLOT_LAYERED : 0) |
 		   (spec->nonscaling ? SHMF_SLOT_NONSCALING : 0) | (ring->standby ? SHMF_SLOT_STANDBY : 0);
 	/* release: the data segment and the fields above are complete before
@@ -492,6 +493,13 @@ static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u",
 			      spec->name, spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
+	if (spec->bucket_size != 0 && spec->type != SHMF_TYPE_CUCKOO)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': bucket size applies to cuckoo filters only",
+			      spec->name);
+	if (spec->bucket_size != 0 && !shmf_cuckoo_layout_ok(spec->bucket_size, 8))
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': bucket size %u is not supported: " SPEC_BUCKET_SIZES, spec->name,
+			      spec->bucket_size);
 	if (spec->expansion > SHMF_EXPANSION_MAX)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': expansion %u is above the limit of %u",
 			      spec->name, spec->expansion, SHMF_EXPANSION_MAX);
@@ -512,7 +520,8 @@ static int spec_size(const struct registry *r, const struct filter_spec *spec, s
 {
 	/* A growing filter's first layer; a fixed filter's one shape. */
 	struct shmf_layer l;
-	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->expansion, 0, &l);
+	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				     spec->expansion, 0, &l);
 	if (rc == 0)
 		*p = l.g;
 	if (rc == SHMF_E_TOOBIG || (rc == 0 && p->data_bytes > r->max_bytes))
@@ -520,11 +529,12 @@ static int spec_size(const struct registry *r, const struct filter_spec *spec, s
 			      "filter '%s': capacity %" PRIu64
 			      " at error rate %g needs more memory than this host has (%" PRIu64 " MiB)",
 			      spec->name, spec->capacity, spec->fpr, r->max_bytes >> 20);
-	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO)
-		return errmsg(
-			err, errlen, rc,
-			"filter '%s': error rate %g is below what a cuckoo filter with 16-bit fingerprints reaches (about 1.2e-4); use a Bloom filter",
-			spec->name, spec->fpr);
+	if (rc < 0 && spec->type == SHMF_TYPE_CUCKOO) {
+		char why[320];
+		spec_bucket_fpr_why(spec->capacity, spec->bucket_size ? spec->bucket_size : SHMF_CUCKOO_SLOTS_DEFAULT,
+				    spec->fpr, why, sizeof(why));
+		return errmsg(err, errlen, rc, "filter '%s': %s", spec->name, why);
+	}
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': error rate %g cannot be reached by a blocked Bloom filter",
 			      spec->name, spec->fpr);
@@ -702,8 +712,9 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 		out->deletes_total += l->deletes;
 		items += l->items;
 		bytes += l->bytes;
-		none *= 1.0 - (out->info.type == SHMF_TYPE_CUCKOO ? shmf_cuckoo_fpr(l->items, l->nbuckets, l->k)
-								  : shmf_bloom_fpr(l->items, l->nblocks, l->k));
+		none *= 1.0 - (out->info.type == SHMF_TYPE_CUCKOO
+				       ? shmf_cuckoo_fpr(l->items, l->nbuckets, l->k, l->bucket_size)
+				       : shmf_bloom_fpr(l->items, l->nblocks, l->k));
 	}
 	out->fpr_total = 1.0 - none;
 	if (out->expansion == 0) {
@@ -768,7 +779,8 @@ void registry_unlink_ring(struct registry *r, const char *name, const struct liv
 int registry_layer_spec(const struct filter_spec *spec, unsigned i, struct filter_spec *out, struct shmf_geometry *g)
 {
 	struct shmf_layer l;
-	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->expansion, i, &l);
+	int rc = shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				     spec->expansion, i, &l);
 	if (rc < 0)
 		return rc;
 	*out = *spec;
@@ -787,6 +799,7 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 	memcpy(&spec->fpr, &s->fpr_bits, sizeof(double));
 	spec->window_secs = s->window_secs;
 	spec->window_gens = s->window_gens;
+	spec->bucket_size = s->bucket_size;
 	spec->expansion = (s->flags & SHMF_SLOT_LAYERED) ? s->expansion : 0;
 	spec->nonscaling = (s->flags & SHMF_SLOT_NONSCALING) != 0;
 	spec->mode = 0640;
@@ -803,9 +816,12 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 		spec->lock_timeout_ms = h.lock_timeout_ms;
 	if (fd >= 0)
 		close(fd);
-	*g = (struct shmf_geometry){
-		.type = s->type, .k = s->k, .nblocks = s->nblocks, .nbuckets = s->nbuckets, .data_bytes = s->data_bytes
-	};
+	*g = (struct shmf_geometry){ .type = s->type,
+				     .k = s->k,
+				     .nblocks = s->nblocks,
+				     .nbuckets = s->nbuckets,
+				     .bucket_size = s->bucket_size,
+				     .data_bytes = s->data_bytes };
 }
 
 int registry_slot_copy(struct registry *r, const char *name, struct shmf_slot *copy, char *err, size_t errlen)

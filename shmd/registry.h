@@ -20,7 +20,7 @@
 #include "snapshot.h"
 #include "spec.h"
 
-#define REGISTRY_ERR_MAX 256
+#define REGISTRY_ERR_MAX 512
 
 /* A snapshot of one filter, for LIST and INFO. */
 struct filter_info {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuckoo.h"
 #include "errmsg.h"
 #include "log.h"
 #include "perms.h"
@@ -61,6 +62,7 @@ static const struct shape_row {
 	{ "capacity", S_U64, offsetof(struct filter_spec, capacity), offsetof(shmf_info_t, capacity) },
 	{ "fpr", S_FPR, offsetof(struct filter_spec, fpr), offsetof(shmf_info_t, fpr_target) },
 	{ "max_kicks", S_U32, offsetof(struct filter_spec, max_kicks), offsetof(shmf_info_t, max_kicks) },
+	{ "bucket_size", S_U32, offsetof(struct filter_spec, bucket_size), offsetof(shmf_info_t, bucket_size) },
 	{ "window", S_U64, offsetof(struct filter_spec, window_secs), offsetof(shmf_info_t, window_secs) },
 	{ "generations", S_U32, offsetof(struct filter_spec, window_gens), offsetof(shmf_info_t, window_generations) },
 };
@@ -93,13 +95,18 @@ static void shape_text(const struct shape_row *r, const void *base, size_t off, 
 	}
 }
 
-/* Every shape field where configured filter @p f differs from the live one
+/* Every shape field where configured filter @p cf differs from the live one
  * in @p slot: one line each. max_kicks 0 means the default, which any
- * value satisfies; a Bloom filter has none. */
-static void compare_shape(struct registry *reg, int slot, const struct filter_spec *f, struct reload_report *rep)
+ * value satisfies; bucket_size 0 means 4, the default; a Bloom filter has
+ * neither. */
+static void compare_shape(struct registry *reg, int slot, const struct filter_spec *cf, struct reload_report *rep)
 {
 	struct filter_info fi;
 	char err[REGISTRY_ERR_MAX];
+	struct filter_spec want_spec = *cf;
+	const struct filter_spec *f = &want_spec;
+	if (want_spec.type == SHMF_TYPE_CUCKOO && want_spec.bucket_size == 0)
+		want_spec.bucket_size = SHMF_CUCKOO_SLOTS_DEFAULT;
 	if (registry_info(reg, slot, &fi, err, sizeof(err)) < 0) {
 		say(rep, LOG_WARNING, "filter '%s': cannot compare with its configuration: %s", f->name, err);
 		return;
@@ -109,6 +116,8 @@ static void compare_shape(struct registry *reg, int slot, const struct filter_sp
 		char want[64], have[64];
 		if (r->spec_off == offsetof(struct filter_spec, max_kicks) &&
 		    (f->max_kicks == 0 || f->type != SHMF_TYPE_CUCKOO))
+			continue;
+		if (r->spec_off == offsetof(struct filter_spec, bucket_size) && f->type != SHMF_TYPE_CUCKOO)
 			continue;
 		shape_text(r, f, r->spec_off, want, sizeof(want));
 		shape_text(r, &fi.info, r->info_off, have, sizeof(have));

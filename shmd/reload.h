@@ -15,8 +15,8 @@
  *   kept in the configuration for the permissions pass (one call point in
  *   reload_apply_settings());
  * - refused, one log line each, the filter kept as it is: a change of an
- *   existing filter's shape (type, capacity, fpr, max_kicks, window,
- *   generations) or of replicate. A reload never rebuilds or drops a
+ *   existing filter's shape (type, capacity, fpr, max_kicks, bucket_size,
+ *   window, generations) or of replicate. A reload never rebuilds or drops a
  *   filter; a section removed from the file leaves its filter live;
  * - needing a restart (logged): the instance name, huge_pages,
  *   mount_tmpfs, the rest of [tcp] and all of [replication].

@@ -417,7 +417,8 @@ int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 	 * (the layers it grows later are the instance's, counted for the
 	 * next filter a writer creates). */
 	struct shmf_layer l;
-	if (shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->expansion, 0, &l) < 0)
+	if (shmf_geometry_layer(spec->type, spec->capacity, spec->fpr, spec->max_kicks, spec->bucket_size,
+				spec->expansion, 0, &l) < 0)
 		return 1; /* registry_create() says what is wrong with it */
 	const struct shmf_geometry g = l.g;
 	uint64_t gens = spec->window_gens ? spec->window_gens : 1;

@@ -114,6 +114,28 @@ int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capa
 	return slot;
 }
 
+int fixture_cuckoo(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size)
+{
+	return fixture_cuckoo_growing(fx, name, capacity, fpr, bucket_size, 0);
+}
+
+int fixture_cuckoo_growing(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size,
+			   uint32_t expansion)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO,
+				    .capacity = capacity,
+				    .fpr = fpr,
+				    .mode = 0640,
+				    .bucket_size = bucket_size,
+				    .expansion = expansion };
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
+	if (slot < 0)
+		fail_msg("registry_create %s: %s", name, err);
+	return slot;
+}
+
 void fixture_rotate(struct fixture *fx, const char *name)
 {
 	char err[REGISTRY_ERR_MAX];

@@ -92,6 +92,14 @@ int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t cap
 int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
 		   uint32_t gens);
 
+/** Create a cuckoo filter of buckets of @p bucket_size fingerprints (0: the default, 4); fails the test on error.
+ * Returns the slot. */
+int fixture_cuckoo(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size);
+
+/** The same, growing by @p expansion (0: fixed); fails the test on error. Returns the slot. */
+int fixture_cuckoo_growing(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size,
+			   uint32_t expansion);
+
 /** Rotate windowed filter @p name (a new newest generation); fails the test with the registry's message. */
 void fixture_rotate(struct fixture *fx, const char *name);
 

@@ -81,6 +81,7 @@ static void test_full_file(void **state)
 			    "type = cuckoo\n"
 			    "capacity = 1000\n"
 			    "max_kicks = 800\n"
+			    "bucket_size = 2\n"
 			    "lock_timeout_ms = 250\n"
 			    "snapshot_every = 1d\n"
 			    "snapshot_dir = /srv/snaps\n"
@@ -129,6 +130,8 @@ static void test_full_file(void **state)
 	assert_int_equal(c.filters[2].type, SHMF_TYPE_CUCKOO);
 	assert_int_equal(c.filters[2].capacity, 1000);
 	assert_int_equal(c.filters[2].max_kicks, 800);
+	assert_int_equal(c.filters[2].bucket_size, 2);
+	assert_int_equal(c.filters[1].bucket_size, 0); /* the default: 4 */
 	assert_int_equal(c.filters[2].lock_timeout_ms, 250);
 	assert_int_equal(c.filters[1].lock_timeout_ms, 0); /* the default: 1 s */
 	assert_string_equal(c.filters[3].name, "empty");   /* an empty section declares a default filter */
@@ -161,8 +164,28 @@ static void test_bad_values_are_named(void **state)
 		{ "[filter x]\ncapacity = 10\n[filter x]\nfpr = 0.1\n", "cfg: [filter x] filter 'x' declared twice" },
 		{ "[filter x]\ntype = quotient\n", "cfg: [filter x] type 'quotient': expected bloom or cuckoo" },
 		{ "[filter x]\ntype = cuckoo\nmax_kicks = 0\n",
-		  "cfg: [filter x] max_kicks '0': must be an integer from 1 to 1024" },
-		{ "[filter x]\ntype = cuckoo\nmax_kicks = 5000\n", "cfg: [filter x] max_kicks '5000'" },
+		  "cfg: [filter x] max_kicks '0': must be an integer from 1 to 65535" },
+		{ "[filter x]\ntype = cuckoo\nmax_kicks = 65536\n", "cfg: [filter x] max_kicks '65536'" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = 3\n",
+		  "cfg: [filter x] bucket_size '3': fingerprints per bucket, 1, 2, 4 or 8 (a bucket is one word that a "
+		  "lookup reads in one atomic load" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = 0\n", "cfg: [filter x] bucket_size '0': fingerprints" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = 16\n", "cfg: [filter x] bucket_size '16': fingerprints" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = 256\n", "cfg: [filter x] bucket_size '256': fingerprints" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = -4\n", "cfg: [filter x] bucket_size '-4': fingerprints" },
+		{ "[filter x]\ntype = bloom\nbucket_size = 4\n",
+		  "cfg: [filter x] bucket_size applies to type = cuckoo only" },
+		{ "[filter x]\ntype = cuckoo\nbucket_size = 8\nfpr = 0.01\n",
+		  "cfg: [filter x] bucket_size 8: a bucket of 8 fingerprints holds only 8-bit ones (8 x 8 bits fill the "
+		  "64-bit word a lookup reads at once), which reach an error rate of 0.0587 at capacity, not 0.01: ask "
+		  "for 0.0588 or more, or a bucket size of 1, 2 or 4" },
+		{ "[defaults]\ncuckoo_bucket_size = 3\n",
+		  "cfg: [defaults] cuckoo_bucket_size '3': 1, 2, 4 or 8 (a bucket is one word" },
+		{ "[defaults]\ncuckoo_bucket_size = 255\n", "cfg: [defaults] cuckoo_bucket_size '255'" },
+		{ "[defaults]\ncuckoo_bucket_size = 8\n",
+		  "cfg: [defaults] cuckoo_bucket_size 8: cuckoo filters created on the fly have error rate 0.01, and a "
+		  "bucket of 8 fingerprints holds only 8-bit ones" },
+		{ "[defaults]\ncuckoo_max_iterations = 65536\n", "cfg: [defaults] cuckoo_max_iterations '65536'" },
 		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 0\n",
 		  "cfg: [filter x] lock_timeout_ms '0': must be an integer from 1 to 3600000" },
 		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 3600001\n",
@@ -210,7 +233,7 @@ static void test_bad_values_are_named(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;
-		char err[256] = "";
+		char err[512] = "";
 		int rc = config_parse(&c, cases[i].text, "cfg", err, sizeof(err));
 		if (rc != SHMF_E_INVAL)
 			fail_msg("case %zu (%s): returned %d, want SHMF_E_INVAL", i, cases[i].text, rc);

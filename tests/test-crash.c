@@ -257,7 +257,7 @@ static uint64_t cuckoo_prefilled(const char *name, uint64_t capacity, unsigned p
 	shmf_t *f = fixture_open(name, SHMF_RDWR);
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
-	uint64_t n = info.buckets * SHMF_CUCKOO_SLOTS * percent / 100;
+	uint64_t n = info.buckets * info.bucket_size * percent / 100;
 	char key[32];
 	for (uint64_t i = 0; i < n; i++)
 		assert_int_equal(shmf_add(f, key, fixture_key(key, 8, i)), 1);

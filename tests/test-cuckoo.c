@@ -42,10 +42,11 @@ struct table {
 	struct shmf_cuckoo_geom g;
 };
 
-static void table_open(struct table *t, uint64_t capacity, double fpr)
+/* A table of buckets of @p slots for @p capacity keys at @p fpr. */
+static void table_open_b(struct table *t, uint64_t capacity, double fpr, uint32_t slots)
 {
 	struct shmf_cuckoo_params p;
-	assert_int_equal(shmf_cuckoo_size(capacity, fpr, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(capacity, fpr, slots, 1, &p), 0);
 	snprintf(t->path, sizeof(t->path), "/dev/shm/shmf-test-cuckoo.%d", (int)getpid());
 	int fd = t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
@@ -58,12 +59,20 @@ static void table_open(struct table *t, uint64_t capacity, double fpr)
 		.nbuckets = p.nbuckets,
 		.seed = 0x5eed,
 		.fp_bits = p.fp_bits,
+		.slots = p.slots,
 		.max_kicks = SHMF_CUCKOO_MAX_KICKS,
 		.meta = t->base,
 		.lock = &t->lock,
 		.cow = fixture_shared_map(sizeof(struct shmf_cuckoo_cow)),
 	};
+	assert_int_equal(shmf_cuckoo_geom_layout(&t->g), 0);
 	shmf_cuckoo_lock_init(&t->lock, 0);
+}
+
+/* A table of buckets of 4, the default. */
+static void table_open(struct table *t, uint64_t capacity, double fpr)
+{
+	table_open_b(t, capacity, fpr, SHMF_CUCKOO_SLOTS_DEFAULT);
 }
 
 static void table_close(struct table *t)
@@ -89,47 +98,49 @@ static struct shmf_cuckoo_key key(const struct table *t, unsigned family, uint64
 
 static uint64_t slots(const struct table *t)
 {
-	return t->g.nbuckets * SHMF_CUCKOO_SLOTS;
+	return t->g.nbuckets * t->g.slots;
 }
 
 static void test_sizing(void **state)
 {
 	(void)state;
 	struct shmf_cuckoo_params p;
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 4, 1, &p), 0);
 	assert_int_equal(p.fp_bits, 8);
 	assert_int_equal(p.nbuckets, 263158 + 1000); /* ceil(1e6 / (4 * 0.95)) + sqrt(1e6) */
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.05, 4, 0, &p), 0);
 	assert_int_equal(p.nbuckets, 263158); /* without the headroom */
-	assert_int_equal(shmf_cuckoo_size(1000000, 0.01, 1, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000000, 0.01, 4, 1, &p), 0);
 	assert_int_equal(p.fp_bits, 16);
-	assert_true(shmf_cuckoo_fpr(1000000, p.nbuckets, 16) <= 0.01);
-	assert_int_equal(shmf_cuckoo_size(1000000, 1e-5, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(0, 0.01, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(1000, 0.0, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(1000, 1.0, 1, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_cuckoo_size(UINT64_C(1) << 62, 0.01, 1, &p), SHMF_E_TOOBIG);
+	assert_true(shmf_cuckoo_fpr(1000000, p.nbuckets, 16, 4) <= 0.01);
+	assert_int_equal(shmf_cuckoo_size(1000000, 1e-5, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(0, 0.01, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 0.0, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(1000, 1.0, 4, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_cuckoo_size(UINT64_C(1) << 62, 0.01, 4, 1, &p), SHMF_E_TOOBIG);
 
 	/* A shape from before the headroom is still recognised, also where the
 	 * headroom would take the same capacity past the size limit. */
 	uint64_t cap = (uint64_t)((double)((UINT64_C(1) << 43) - 10000) * 3.8);
-	assert_int_equal(shmf_cuckoo_size(cap, 0.01, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(cap, 0.01, 4, 0, &p), 0);
 	struct shmf_geometry g = { .type = SHMF_TYPE_CUCKOO,
 				   .k = p.fp_bits,
 				   .nbuckets = p.nbuckets,
 				   .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
-				   .max_kicks = SHMF_CUCKOO_MAX_KICKS },
+				   .max_kicks = SHMF_CUCKOO_MAX_KICKS,
+				   .bucket_size = 4 },
 			     now;
-	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 0.01, 0, &now), SHMF_E_TOOBIG);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 0.01, 0, 0, &now), SHMF_E_TOOBIG);
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), 0);
 	g.nbuckets--; /* and a shape no sizing gives is not */
 	assert_int_equal(shmf_geometry_sized(&g, cap, 0.01), SHMF_E_TOOBIG);
-	assert_int_equal(shmf_cuckoo_size(1000, 0.01, 0, &p), 0);
+	assert_int_equal(shmf_cuckoo_size(1000, 0.01, 4, 0, &p), 0);
 	g = (struct shmf_geometry){ .type = SHMF_TYPE_CUCKOO,
 				    .k = p.fp_bits,
 				    .nbuckets = p.nbuckets + 1,
 				    .nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES,
-				    .max_kicks = SHMF_CUCKOO_MAX_KICKS };
+				    .max_kicks = SHMF_CUCKOO_MAX_KICKS,
+				    .bucket_size = 4 };
 	assert_int_equal(shmf_geometry_sized(&g, 1000, 0.01), SHMF_E_FORMAT);
 }
 
@@ -158,7 +169,7 @@ static void fill_and_measure(uint64_t capacity, double fpr)
 		struct shmf_cuckoo_key k = key(&t, 2, i);
 		fp += shmf_cuckoo_count(&t.g, &k) > 0;
 	}
-	double measured = (double)fp / (double)probes, bound = shmf_cuckoo_fpr(n, t.g.nbuckets, t.g.fp_bits);
+	double measured = (double)fp / (double)probes, bound = shmf_cuckoo_fpr(n, t.g.nbuckets, t.g.fp_bits, t.g.slots);
 	printf("%u-bit fingerprints, %llu buckets, load 0.95, %llu moves: FPR %g (%llu of %llu), bound %g\n",
 	       t.g.fp_bits, (unsigned long long)t.g.nbuckets, (unsigned long long)t.g.meta->moves, measured,
 	       (unsigned long long)fp, (unsigned long long)probes, bound);
@@ -303,21 +314,19 @@ static void stall_reads(void)
 }
 
 /*
- * 4 writers add and delete keys of their own, keeping the table above 90%
- * load so relocations run all the time, while 2 readers check a set of
- * keys that is never deleted: a reader that finds one absent fails.
+ * 4 writers add and delete keys of their own (@p churn each, @p rounds
+ * rounds of deleting half and adding it back), keeping the table near its
+ * load so relocations run all the time, while 2 readers check @p stable
+ * keys that are never deleted: a reader that finds one absent fails.
+ * @return the relocations made meanwhile.
  */
-static void test_no_false_negatives_under_churn(void **state)
+static uint64_t churn_and_check(struct table *t, uint64_t stable, uint64_t churn, int rounds)
 {
-	(void)state;
-	struct table t;
-	table_open(&t, 200000, 0.01);
-	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 4; /* per writer: ~94% in all */
 	for (uint64_t i = 0; i < stable; i++) {
-		struct shmf_cuckoo_key k = key(&t, 8, i);
-		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
+		struct shmf_cuckoo_key k = key(t, 8, i);
+		assert_int_equal(shmf_cuckoo_add(&t->g, &k), 0);
 	}
-	uint64_t moves_before = atomic_load(&t.g.meta->moves);
+	uint64_t moves_before = atomic_load(&t->g.meta->moves);
 	struct shared {
 		_Atomic int writers_done;
 		_Atomic uint64_t sweeps;
@@ -332,19 +341,19 @@ static void test_no_false_negatives_under_churn(void **state)
 			/* Writer: fill its share, then rounds of delete-half/re-add. */
 			unsigned family = 100 + (unsigned)p;
 			for (uint64_t i = 0; i < churn; i++) {
-				struct shmf_cuckoo_key k = key(&t, family, i);
-				if (shmf_cuckoo_add(&t.g, &k) != 0)
+				struct shmf_cuckoo_key k = key(t, family, i);
+				if (shmf_cuckoo_add(&t->g, &k) != 0)
 					_exit(2);
 			}
-			for (int round = 0; round < 300; round++) {
+			for (int round = 0; round < rounds; round++) {
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
-					struct shmf_cuckoo_key k = key(&t, family, i);
-					if (shmf_cuckoo_del(&t.g, &k) != 1)
+					struct shmf_cuckoo_key k = key(t, family, i);
+					if (shmf_cuckoo_del(&t->g, &k) != 1)
 						_exit(3);
 				}
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
-					struct shmf_cuckoo_key k = key(&t, family, i);
-					if (shmf_cuckoo_add(&t.g, &k) != 0)
+					struct shmf_cuckoo_key k = key(t, family, i);
+					if (shmf_cuckoo_add(&t->g, &k) != 0)
 						_exit(4);
 				}
 			}
@@ -358,8 +367,8 @@ static void test_no_false_negatives_under_churn(void **state)
 			shmf_cuckoo_read_tries = 0;
 		while (!atomic_load(&sh->writers_done)) {
 			for (uint64_t i = 0; i < stable; i++) {
-				struct shmf_cuckoo_key k = key(&t, 8, i);
-				if (shmf_cuckoo_count(&t.g, &k) < 1)
+				struct shmf_cuckoo_key k = key(t, 8, i);
+				if (shmf_cuckoo_count(&t->g, &k) < 1)
 					_exit(5);
 			}
 			atomic_fetch_add(&sh->sweeps, 1);
@@ -375,17 +384,179 @@ static void test_no_false_negatives_under_churn(void **state)
 			fail_msg("%s %d: status %d (2-4: a writer's add or delete failed, 5: a reader saw a false negative)",
 				 p < 4 ? "writer" : "reader", p, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
-	uint64_t moves = atomic_load(&t.g.meta->moves) - moves_before;
-	printf("%llu relocations while the readers made %llu sweeps of %llu keys\n", (unsigned long long)moves,
-	       (unsigned long long)atomic_load(&sh->sweeps), (unsigned long long)stable);
-	assert_true(moves > 1000);
+	uint64_t moves = atomic_load(&t->g.meta->moves) - moves_before;
+	printf("buckets of %u, %u-bit fingerprints: %llu relocations while the readers made %llu sweeps of %llu keys\n",
+	       t->g.slots, t->g.fp_bits, (unsigned long long)moves, (unsigned long long)atomic_load(&sh->sweeps),
+	       (unsigned long long)stable);
 	assert_true(atomic_load(&sh->sweeps) >= 2);
 	munmap(sh, sizeof(*sh));
 	for (uint64_t i = 0; i < stable; i++) {
-		struct shmf_cuckoo_key k = key(&t, 8, i);
-		assert_true(shmf_cuckoo_count(&t.g, &k) >= 1);
+		struct shmf_cuckoo_key k = key(t, 8, i);
+		assert_true(shmf_cuckoo_count(&t->g, &k) >= 1);
 	}
+	return moves;
+}
+
+static void test_no_false_negatives_under_churn(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 200000, 0.01);
+	/* Half the slots stable, 44% churning: about 94% of the slots. */
+	assert_true(churn_and_check(&t, slots(&t) / 2, slots(&t) * 44 / 100 / 4, 300) > 1000);
 	table_close(&t);
+}
+
+/* Each layout there is: a bucket size with a fingerprint width sizing
+ * gives it, and an error rate that asks for that width. */
+static const struct layout {
+	uint32_t slots, bits;
+	double fpr;
+} layouts[] = {
+	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 }, { 4, 8, 0.05 }, { 4, 16, 0.01 }, { 8, 8, 0.1 },
+};
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
+
+/*
+ * For each layout, a table sized for 200,000 keys: filled to its capacity
+ * (every add stored, no relocation path missing), every key found, and the
+ * false-positive rate over 1,000,000 keys never added at most the declared
+ * rate (and within 0.5-1.5x of the bound where that expects enough false
+ * positives to tell); then deletes and counts: each even key deleted once,
+ * every odd one still there, copies of one key counted up to the two
+ * buckets' slots, capped adds.
+ */
+static void test_layouts(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 200000, probes = 1000000;
+	for (size_t l = 0; l < NLAYOUTS; l++) {
+		const struct layout *ly = &layouts[l];
+		struct table t;
+		table_open_b(&t, capacity, ly->fpr, ly->slots);
+		assert_int_equal(t.g.slots, ly->slots);
+		assert_int_equal(t.g.fp_bits, ly->bits);
+		for (uint64_t i = 0; i < capacity; i++) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			int r = shmf_cuckoo_add(&t.g, &k);
+			if (r != 0)
+				fail_msg("buckets of %u, %u-bit: add %llu of %llu: %s", ly->slots, ly->bits,
+					 (unsigned long long)i, (unsigned long long)capacity, shmf_strerror(r));
+		}
+		for (uint64_t i = 0; i < capacity; i++) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			if (shmf_cuckoo_count(&t.g, &k) < 1)
+				fail_msg("buckets of %u, %u-bit: key %llu lost", ly->slots, ly->bits,
+					 (unsigned long long)i);
+		}
+		uint64_t fp = 0;
+		for (uint64_t i = 0; i < probes; i++) {
+			struct shmf_cuckoo_key k = key(&t, 21, i);
+			fp += shmf_cuckoo_count(&t.g, &k) > 0;
+		}
+		double measured = (double)fp / (double)probes;
+		double bound = shmf_cuckoo_fpr(capacity, t.g.nbuckets, t.g.fp_bits, t.g.slots);
+		printf("buckets of %u, %u-bit fingerprints, %llu buckets (load %.3f), %llu moves: FPR %g (%llu of "
+		       "%llu), bound %g, declared %g\n",
+		       ly->slots, ly->bits, (unsigned long long)t.g.nbuckets, (double)capacity / (double)slots(&t),
+		       (unsigned long long)t.g.meta->moves, measured, (unsigned long long)fp,
+		       (unsigned long long)probes, bound, ly->fpr);
+		assert_true(measured <= ly->fpr);
+		if (bound * (double)probes >= 1000) {
+			assert_true(measured <= 1.5 * bound);
+			assert_true(measured >= 0.5 * bound);
+		}
+
+		/* Deletes: each even key once; the odd ones stay. */
+		uint64_t still = 0;
+		for (uint64_t i = 0; i < capacity; i += 2) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			assert_int_equal(shmf_cuckoo_del(&t.g, &k), 1);
+			still += shmf_cuckoo_count(&t.g, &k) > 0;
+		}
+		assert_true((double)still <= 3.0 * bound * (double)capacity + 10);
+		for (uint64_t i = 1; i < capacity; i += 2) {
+			struct shmf_cuckoo_key k = key(&t, 20, i);
+			if (shmf_cuckoo_count(&t.g, &k) < 1)
+				fail_msg("buckets of %u: odd key %llu lost by deleting the even ones", ly->slots,
+					 (unsigned long long)i);
+		}
+		/* Copies: as many as the key's two buckets hold (3 at most here),
+		 * counted; a delete takes one; capped adds stop at the cap. */
+		struct shmf_cuckoo_key d = key(&t, 22, 1);
+		int copies = 2 * (int)ly->slots < 3 ? 2 * (int)ly->slots : 3;
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), 0);
+		for (int c = 1; c <= copies; c++) {
+			assert_int_equal(shmf_cuckoo_add(&t.g, &d), 0);
+			assert_int_equal(shmf_cuckoo_count(&t.g, &d), c);
+		}
+		assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), copies - 1);
+		assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, (unsigned)copies), copies - 1);
+		assert_int_equal(shmf_cuckoo_add_capped(&t.g, &d, (unsigned)copies), copies);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &d), copies);
+		for (int c = 0; c < copies; c++)
+			assert_int_equal(shmf_cuckoo_del(&t.g, &d), 1);
+		assert_int_equal(shmf_cuckoo_del(&t.g, &d), 0);
+		table_close(&t);
+	}
+}
+
+/*
+ * Relocation paths longer than the 1,024 moves kept on the stack (RedisBloom
+ * allows MAXITERATIONS up to 65,535: such paths are kept on the heap): a
+ * table with max_kicks 20,000 filled until an add answers SHMF_E_FULL, which
+ * takes the walks to their bound; it holds at least what max_kicks 500 does,
+ * keeps every key, and its refused add changes nothing.
+ */
+static void test_long_paths(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	t.g.max_kicks = 20000;
+	uint64_t n = 0;
+	int r;
+	for (;; n++) {
+		struct shmf_cuckoo_key k = key(&t, 23, n);
+		if ((r = shmf_cuckoo_add(&t.g, &k)) != 0)
+			break;
+	}
+	assert_int_equal(r, SHMF_E_FULL);
+	printf("max_kicks 20000: full at %llu of %llu slots (load %.4f), %llu moves\n", (unsigned long long)n,
+	       (unsigned long long)slots(&t), (double)n / (double)slots(&t), (unsigned long long)t.g.meta->moves);
+	assert_true(n >= slots(&t) * 96 / 100);
+	size_t bytes = t.len - sizeof(struct shmf_cuckoo_meta);
+	char *before = malloc(bytes);
+	memcpy(before, t.g.buckets, bytes);
+	struct shmf_cuckoo_key k = key(&t, 23, n);
+	assert_int_equal(shmf_cuckoo_add(&t.g, &k), SHMF_E_FULL);
+	assert_memory_equal(before, t.g.buckets, bytes);
+	free(before);
+	for (uint64_t i = 0; i < n; i++) {
+		k = key(&t, 23, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost on a long relocation path", (unsigned long long)i);
+	}
+	/* A bound past RedisBloom's is refused, not walked. */
+	t.g.max_kicks = SHMF_CUCKOO_KICKS_LIMIT + 1;
+	assert_int_equal(shmf_cuckoo_add(&t.g, &k), SHMF_E_INVAL);
+	table_close(&t);
+}
+
+/* For each layout, the churn above near its planned load: a table of
+ * 40,000 keys, half stable, 45% churning (95% of the capacity). */
+static void test_layouts_churn(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 40000;
+	for (size_t l = 0; l < NLAYOUTS; l++) {
+		struct table t;
+		table_open_b(&t, capacity, layouts[l].fpr, layouts[l].slots);
+		assert_int_equal(t.g.fp_bits, layouts[l].bits);
+		assert_true(churn_and_check(&t, capacity / 2, capacity * 45 / 100 / 4, 100) > 100);
+		table_close(&t);
+	}
 }
 
 static void die_mid_move(void)
@@ -755,8 +926,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lock_holder_killed),
 		cmocka_unit_test(test_lock_holder_stopped),
 		cmocka_unit_test(test_copy_while_moving),
+		cmocka_unit_test(test_layouts),
+		cmocka_unit_test(test_layouts_churn),
+		cmocka_unit_test(test_long_paths),
 	};
-	const char *const names[] = { "sizing", "small",  "load_fpr", "full", "delete",
-				      "churn",  "killed", "stopped",  "copy" };
+	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",        "churn",
+				      "killed", "stopped", "copy",     "layouts", "layouts_churn", "long_paths" };
 	return fixture_run(argc, argv, all, names);
 }

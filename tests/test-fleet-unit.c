@@ -77,6 +77,25 @@ static void test_shape(void **state)
 	t = s;
 	t.window_gens = 4;
 	assert_true(fleet_shape(&t, 42) != base);
+	/* A cuckoo filter's bucket size: buckets of 4 hash as they did before
+	 * the field existed (a fleet upgraded node by node still agrees), every
+	 * other size differs from them and from each other. */
+	t = s;
+	t.type = SHMF_TYPE_CUCKOO;
+	t.bucket_size = 4;
+	uint64_t four = fleet_shape(&t, 42);
+	t.bucket_size = 0;
+	assert_true(fleet_shape(&t, 42) == four);
+	uint64_t seen[4] = { four };
+	for (uint32_t b = 1, n = 1; b <= 8; b *= 2) {
+		if (b == 4)
+			continue;
+		t.bucket_size = b;
+		seen[n] = fleet_shape(&t, 42);
+		for (uint32_t j = 0; j < n; j++)
+			assert_true(seen[n] != seen[j]);
+		n++;
+	}
 	t = s;
 	t.created_epoch = 12345;
 	t.cursor_ms = 99;

@@ -6,7 +6,8 @@
  * layer, the measured FPR of a filter grown through 8 layers within 10%
  * of its declared rate (the layers' rates sum to 0.99%; one filter's
  * small first layers vary from filter to filter); NONSCALING refusals; cuckoo layers (counts, deletes, full without
- * a standby, EXPANSION 0); the layer limit; capped adds exact across a
+ * a standby, EXPANSION 0), and those of buckets of 2 (every layer the first
+ * one's bucket size, through a snapshot too); the layer limit; capped adds exact across a
  * layer switch from 8 processes; the one-layer view is the plain one; bad
  * specs refused.
  */
@@ -26,11 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuckoo.h"
 #include "fixture.h"
 #include "grow.h"
 #include "hash.h"
 #include "journal.h"
 #include "layers.h"
+#include "rundir.h"
+#include "snapshot.h"
 
 static struct fixture fx;
 
@@ -142,7 +146,7 @@ static void test_bloom_layers(void **state)
 	double fpr = 0.01;
 	for (int i = 0; i < n; i++) {
 		struct shmf_layer want;
-		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, B, fpr, 0, 2, st[i].layer, &want), 0);
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, B, fpr, 0, 0, 2, st[i].layer, &want), 0);
 		assert_int_equal(st[i].capacity, want.capacity);
 		assert_int_equal(st[i].k, want.g.k);
 		assert_int_equal(st[i].nblocks, want.g.nblocks);
@@ -269,6 +273,177 @@ static void test_cuckoo_layers(void **state)
 	assert_int_equal(r, SHMF_E_FULL);
 	assert_int_equal(slot_of(slot)->nlive, 1);
 	assert_false(slot_of(slot)->flags & SHMF_SLOT_LAYERED);
+	shmf_close(w);
+}
+
+/* Every layer of a growing cuckoo filter of buckets of 2 as the layer
+ * function makes it: buckets of 2 and layer 0's fingerprint width, an even
+ * number of buckets (the bucket function's H is odd for every size but 4),
+ * the capacity its place gives. */
+static void assert_bucket_layers(shmf_t *f, uint64_t capacity, uint32_t fp_bits, int min_layers)
+{
+	struct shmf_layer_status st[SHMF_LAYERS_MAX];
+	int n = shmf_layers(f, st, SHMF_LAYERS_MAX);
+	assert_true(n >= min_layers);
+	for (int i = 0; i < n; i++) {
+		struct shmf_layer want;
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, capacity, 0.01, 0, 2, 2, st[i].layer, &want), 0);
+		assert_int_equal(st[i].bucket_size, 2);
+		assert_int_equal(st[i].k, fp_bits);
+		assert_int_equal(st[i].capacity, capacity << st[i].layer);
+		assert_int_equal(st[i].nbuckets, want.g.nbuckets);
+		assert_int_equal(st[i].nblocks, want.g.nblocks);
+		assert_int_equal(st[i].nbuckets % 2, 0);
+	}
+}
+
+/* A growing cuckoo filter of buckets of 2 (RedisBloom's BUCKETSIZE 2,
+ * what CF.ADD creates on the fly) grows through at least 3 layers, each
+ * with the first one's bucket size and fingerprint width: every key found
+ * from a writer and from a reader opened after the growth (which checks
+ * each layer's header against the layer function, bucket size included),
+ * counts and deletes over the layers, the measured false-positive rate
+ * within what the layers' rates sum to; a layer whose header says another
+ * bucket size is refused. */
+static void test_cuckoo_bucket_layers(void **state)
+{
+	(void)state;
+	enum { B = 1000, N = 12000 };
+	int slot = fixture_cuckoo_growing(&fx, "cb2", B, 0.01, 2, 2);
+	assert_true(slot_of(slot)->flags & SHMF_SLOT_LAYERED);
+	assert_int_equal(slot_of(slot)->bucket_size, 2);
+	assert_int_equal(slot_of(slot)->expansion, 2);
+	uint32_t fp_bits = slot_of(slot)->k;
+	shmf_t *w = fixture_open("cb2", SHMF_RDWR);
+	add_ticking(slot, w, 1, 0, N, 50);
+	assert_true(slot_of(slot)->nlive >= 3);
+	assert_int_equal(slot_of(slot)->bucket_size, 2);
+	assert_int_equal(found(w, 1, 0, N), N);
+	assert_bucket_layers(w, B, fp_bits, 3);
+
+	shmf_t *r = fixture_open("cb2", SHMF_RDONLY);
+	assert_int_equal(found(r, 1, 0, N), N);
+	assert_bucket_layers(r, B, fp_bits, 3);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(r, &info), 0);
+	assert_int_equal(info.bucket_size, 2);
+	assert_int_equal(info.fingerprint_bits, fp_bits);
+	assert_true(info.live_generations >= 3);
+
+	/* Counts and deletes over every layer. */
+	char key[32];
+	size_t len = fixture_key(key, 1, 7);
+	assert_int_equal(shmf_count(r, key, len), 1);
+	assert_int_equal(shmf_add(w, key, len), 1);
+	assert_int_equal(shmf_count(r, key, len), 2);
+	assert_int_equal(shmf_del(w, key, len), 1);
+	assert_int_equal(shmf_del(w, key, len), 1);
+	assert_int_equal(shmf_count(r, key, len), 0);
+	assert_int_equal(shmf_add(w, key, len), 1);
+
+	/* Absent keys: each layer answers for at most its own bound. */
+	struct shmf_layer_status st[SHMF_LAYERS_MAX];
+	int n = shmf_layers(r, st, SHMF_LAYERS_MAX);
+	double bound = 0;
+	for (int i = 0; i < n; i++)
+		bound += shmf_cuckoo_fpr(st[i].capacity, st[i].nbuckets, st[i].k, st[i].bucket_size);
+	uint64_t fp = found(r, 9, 0, 200000);
+	print_message("%d layers of buckets of 2, %d-bit fingerprints: %llu false positives in 200,000 absent keys "
+		      "(bound %.5f%%)\n",
+		      n, (int)fp_bits, (unsigned long long)fp, bound * 100);
+	assert_true((double)fp <= 1.5 * bound * 200000 + 10);
+	shmf_close(r);
+
+	/* The second layer's header edited to buckets of 4: a new handle
+	 * refuses the filter; put back, it opens again. */
+	char fname[128], path[512];
+	uint64_t gen = slot_of(slot)->live[slot_of(slot)->nlive - 2];
+	assert_int_equal(shmf_data_filename("cb2", gen, fname, sizeof(fname)), 0);
+	fixture_path(&fx, fname, path, sizeof(path));
+	FILE *hf = fopen(path, "r+b");
+	assert_non_null(hf);
+	uint32_t four = 4, two = 2;
+	long at = (long)offsetof(struct shmf_data_header, bucket_size);
+	assert_int_equal(fseek(hf, at, SEEK_SET), 0);
+	assert_int_equal(fwrite(&four, sizeof(four), 1, hf), 1);
+	fflush(hf);
+	shmf_t *bad = NULL;
+	assert_int_equal(shmf_open(FIXTURE_INSTANCE, "cb2", SHMF_RDONLY, &bad), SHMF_E_FORMAT);
+	assert_null(bad);
+	assert_int_equal(fseek(hf, at, SEEK_SET), 0);
+	assert_int_equal(fwrite(&two, sizeof(two), 1, hf), 1);
+	fclose(hf);
+	r = fixture_open("cb2", SHMF_RDONLY);
+	assert_int_equal(found(r, 1, 0, N), N);
+	shmf_close(r);
+	shmf_close(w);
+}
+
+/* A snapshot of that filter (version 3: LAYERED, its expansion, bucket
+ * size 2, one section a layer) restores under another name with the same
+ * layers, every key and count, and goes on growing with buckets of 2. */
+static void test_cuckoo_bucket_snapshot(void **state)
+{
+	(void)state;
+	enum { B = 1000, N = 9000 };
+	int slot = fixture_cuckoo_growing(&fx, "cs2", B, 0.01, 2, 2);
+	uint32_t fp_bits = slot_of(slot)->k;
+	shmf_t *w = fixture_open("cs2", SHMF_RDWR);
+	add_ticking(slot, w, 1, 0, N, 50);
+	char key[32];
+	for (uint64_t i = 0; i < 50; i++) /* second copies in older layers */
+		assert_int_equal(shmf_add(w, key, fixture_key(key, 1, i)), 1);
+	struct shmf_layer_status before[SHMF_LAYERS_MAX];
+	int nb = shmf_layers(w, before, SHMF_LAYERS_MAX);
+	unsigned layers = 0;
+	for (int i = 0; i < nb; i++)
+		layers += !(before[i].standby && !(before[i].state & SHMF_LAYER_OPENED));
+	assert_true(layers >= 3);
+
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	snprintf(path, sizeof(path), "%s/cs2.snap", fx.files);
+	assert_int_equal(registry_snapshot(&fx.reg, "cs2", path, NULL, err, sizeof(err)), 0);
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
+	assert_int_equal(sf.hdr.version, 3);
+	assert_true(sf.hdr.flags & SHMF_SNAP_F_LAYERED);
+	assert_int_equal(sf.hdr.expansion, 2);
+	assert_int_equal(sf.hdr.bucket_size, 2);
+	assert_int_equal(sf.hdr.k, fp_bits);
+	assert_int_equal(sf.hdr.nsections, layers);
+	snapshot_close(&sf);
+
+	assert_true(fixture_replace(&fx, "cs2-copy", path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	int copy = registry_find(&fx.reg, "cs2-copy");
+	assert_true(copy >= 0);
+	assert_true(slot_of(copy)->flags & SHMF_SLOT_LAYERED);
+	assert_int_equal(slot_of(copy)->bucket_size, 2);
+	assert_int_equal(slot_of(copy)->expansion, 2);
+	assert_int_equal(slot_of(copy)->nlive, layers);
+	shmf_t *c = fixture_open("cs2-copy", SHMF_RDWR);
+	assert_bucket_layers(c, B, fp_bits, (int)layers);
+	struct shmf_layer_status after[SHMF_LAYERS_MAX];
+	assert_int_equal(shmf_layers(c, after, SHMF_LAYERS_MAX), (int)layers);
+	for (unsigned i = 0, j = 0; i < (unsigned)nb; i++) {
+		if (before[i].standby && !(before[i].state & SHMF_LAYER_OPENED))
+			continue;
+		assert_int_equal(after[j].layer, before[i].layer);
+		assert_int_equal(after[j].nbuckets, before[i].nbuckets);
+		assert_int_equal(after[j].items, before[i].items);
+		j++;
+	}
+	assert_int_equal(found(c, 1, 0, N), N);
+	for (uint64_t i = 0; i < N; i += 97) {
+		size_t len = fixture_key(key, 1, i);
+		assert_int_equal(shmf_count(c, key, len), shmf_count(w, key, len));
+	}
+	/* It goes on growing, its new layers of buckets of 2. */
+	add_ticking(copy, c, 2, 0, 4 * N, 100);
+	assert_true(slot_of(copy)->nlive > layers);
+	assert_int_equal(found(c, 1, 0, N) + found(c, 2, 0, 4 * N), 5 * N);
+	assert_bucket_layers(c, B, fp_bits, (int)layers + 1);
+	shmf_close(c);
 	shmf_close(w);
 }
 
@@ -437,10 +612,10 @@ static void test_bad_specs(void **state)
 	assert_int_equal(registry_find(&fx.reg, "bad"), SHMF_E_NOTFOUND);
 	/* The layer function's limits. */
 	struct shmf_layer l;
-	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 1, &l), SHMF_E_INVAL);
-	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 2, SHMF_LAYERS_MAX, &l), SHMF_E_INVAL);
-	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, UINT64_MAX / 2, 0.01, 0, 4, 2, &l), SHMF_E_TOOBIG);
-	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 1000, 0.01, 0, 4, 3, &l), 0);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 0, 1, &l), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 2, SHMF_LAYERS_MAX, &l), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, UINT64_MAX / 2, 0.01, 0, 0, 4, 2, &l), SHMF_E_TOOBIG);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 1000, 0.01, 0, 0, 4, 3, &l), 0);
 	assert_int_equal(l.capacity, 64000);
 	assert_int_equal(l.g.k, 16); /* layer 0's fingerprint */
 }
@@ -448,12 +623,20 @@ static void test_bad_specs(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
-		fixture_unit_test(test_bloom_layers, fx),  fixture_unit_test(test_nonscaling, fx),
-		fixture_unit_test(test_cuckoo_layers, fx), fixture_unit_test(test_layer_limit, fx),
-		fixture_unit_test(test_one_layer, fx),     fixture_unit_test(test_capped_across_layers, fx),
-		fixture_unit_test(test_bad_specs, fx),     fixture_unit_test(test_applied_by_hash, fx),
+		fixture_unit_test(test_bloom_layers, fx),
+		fixture_unit_test(test_nonscaling, fx),
+		fixture_unit_test(test_cuckoo_layers, fx),
+		fixture_unit_test(test_layer_limit, fx),
+		fixture_unit_test(test_one_layer, fx),
+		fixture_unit_test(test_capped_across_layers, fx),
+		fixture_unit_test(test_bad_specs, fx),
+		fixture_unit_test(test_applied_by_hash, fx),
+		fixture_unit_test(test_cuckoo_bucket_layers, fx),
+		fixture_unit_test(test_cuckoo_bucket_snapshot, fx),
 	};
-	const char *const names[] = { "bloom_layers", "nonscaling", "cuckoo_layers", "layer_limit",
-				      "one_layer",    "capped",     "bad_specs",     "applied" };
+	const char *const names[] = {
+		"bloom_layers", "nonscaling", "cuckoo_layers", "layer_limit",          "one_layer",
+		"capped",       "bad_specs",  "applied",       "cuckoo_bucket_layers", "cuckoo_bucket_snapshot"
+	};
 	return fixture_run(argc, argv, all, names);
 }

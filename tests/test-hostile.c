@@ -116,7 +116,7 @@ static void use(shmf_t *f, int rdwr)
 		k[i] = (shmf_key_t){ kb[i], fixture_key(kb[i], 0x77, i) };
 	for (unsigned i = 0; i < 8; i++) {
 		result(shmf_check(f, k[i].ptr, k[i].len), 1, "check");
-		result(shmf_count(f, k[i].ptr, k[i].len), 8 * SHMF_WINDOW_MAX, "count");
+		result(shmf_count(f, k[i].ptr, k[i].len), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_WINDOW_MAX, "count");
 		if (!rdwr) {
 			if (shmf_add(f, k[i].ptr, k[i].len) != SHMF_E_READONLY)
 				fail_here("%s: add on a read-only handle", current);
@@ -124,7 +124,8 @@ static void use(shmf_t *f, int rdwr)
 		}
 		result(shmf_add(f, k[i].ptr, k[i].len), 1, "add");
 		result(shmf_add_unique(f, k[i].ptr, k[i].len), 1, "add_unique");
-		result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 8 * SHMF_WINDOW_MAX, "add_capped");
+		result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_WINDOW_MAX,
+		       "add_capped");
 		for (int d = 0; d < 3; d++)
 			result(shmf_del(f, k[i].ptr, k[i].len), 1, "del");
 	}
@@ -182,7 +183,8 @@ static const struct field slot_fields[] = {
 	F(shmf_slot, nbuckets),   FA(shmf_slot, name, 0),    FA(shmf_slot, name, 2),    FA(shmf_slot, name, 63),
 	F(shmf_slot, window_secs), F(shmf_slot, window_gens), F(shmf_slot, nlive),      FA(shmf_slot, live, 0),
 	FA(shmf_slot, live, 1),   FA(shmf_slot, live, 2),    FA(shmf_slot, live, 3),    FA(shmf_slot, live, 15),
-	FA(shmf_slot, live_created, 0), FA(shmf_slot, live_created, 2),
+	FA(shmf_slot, live_created, 0), FA(shmf_slot, live_created, 2), F(shmf_slot, bucket_size),
+	F(shmf_slot, expansion),
 };
 
 static const struct field data_fields[] = {
@@ -192,6 +194,7 @@ static const struct field data_fields[] = {
 	F(shmf_data_header, capacity), F(shmf_data_header, fpr_bits),   F(shmf_data_header, blocks_offset),
 	F(shmf_data_header, counters_offset), F(shmf_data_header, nbuckets), F(shmf_data_header, max_kicks),
 	F(shmf_data_header, lock_timeout_ms), FA(shmf_data_header, name, 0),   FA(shmf_data_header, name, 63),
+	F(shmf_data_header, bucket_size), F(shmf_data_header, bucket_pad),
 };
 // clang-format on
 
@@ -277,9 +280,12 @@ static void data_file(const char *name, uint64_t gen, char *path, size_t len)
  * relocation lock. */
 #define LOCK_TIMEOUT_MS 10
 
-/* The three shapes: Bloom, cuckoo, and a windowed cuckoo filter with
- * three live generations. */
-static const char *const filters[] = { "hb", "hc", "hw" };
+/* The shapes: Bloom, cuckoo, a windowed cuckoo filter with three live
+ * generations, and cuckoo filters of the other bucket sizes (each a word
+ * of another width: 2 bytes for buckets of 1 with 16-bit fingerprints and
+ * of 2 with 8-bit ones, 8 for buckets of 8). */
+static const char *const filters[] = { "hb", "hc", "hw", "hc1", "hc2", "hc8" };
+#define NFILTERS ((int)(sizeof(filters) / sizeof(filters[0])))
 
 static void make_filters(void)
 {
@@ -288,8 +294,11 @@ static void make_filters(void)
 	fixture_window(&fx, "hw", SHMF_TYPE_CUCKOO, 10000, 0.01, 3600, 3);
 	fixture_rotate(&fx, "hw");
 	fixture_rotate(&fx, "hw");
+	fixture_cuckoo(&fx, "hc1", 10000, 0.01, 1);
+	fixture_cuckoo(&fx, "hc2", 10000, 0.05, 2);
+	fixture_cuckoo(&fx, "hc8", 10000, 0.1, 8);
 	/* Some keys in each, so that answers have something to find. */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		shmf_t *f = fixture_open(filters[i], SHMF_RDWR);
 		char key[32];
 		for (uint64_t k = 0; k < 5000; k++)
@@ -299,7 +308,7 @@ static void make_filters(void)
 	/* A lock word the scribbling leaves held costs every locked call its
 	 * timeout: LOCK_TIMEOUT_MS here, so that the tests stay short (handles
 	 * opened from now on copy it from the data headers). */
-	for (int i = 1; i < 3; i++) {
+	for (int i = 1; i < NFILTERS; i++) {
 		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot copy;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
@@ -320,7 +329,7 @@ static void test_fields(void **state)
 	fixture_path(&fx, SHMF_CTL_FILE, ctl, sizeof(ctl));
 	struct tally t = { 0 };
 	scribble_fields("control header", ctl, 0, ctl_fields, sizeof(ctl_fields) / sizeof(ctl_fields[0]), "hc", &t);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		int slot = registry_find(&fx.reg, filters[i]);
 		assert_true(slot >= 0);
 		size_t base = sizeof(struct shmf_ctl_header) + (size_t)slot * sizeof(struct shmf_slot);
@@ -421,7 +430,7 @@ static void scribble_payload(struct mapped *m, unsigned n)
 static void absurd_counters(void)
 {
 	alarm(60);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		shmf_t *f = fixture_open(filters[i], SHMF_RDWR);
 		int slot = registry_find(&fx.reg, filters[i]);
 		char path[512];
@@ -514,7 +523,7 @@ static void test_payload(void **state)
 	make_filters();
 	absurd_counters();
 	unsigned rounds = long_mode ? 3000 : 300;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		shmf_t *ro = fixture_open(filters[i], SHMF_RDONLY), *rw = fixture_open(filters[i], SHMF_RDWR);
 		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot copy;
@@ -583,7 +592,7 @@ static void test_racing(void **state)
 	make_filters();
 	char ctl[512], path[512];
 	fixture_path(&fx, SHMF_CTL_FILE, ctl, sizeof(ctl));
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot saved;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &saved), 0);
@@ -668,9 +677,11 @@ static void test_daemon(void **state)
 		{ offsetof(struct shmf_slot, live[1]), 8, UINT64_MAX, "live[1] all ones" },
 		{ offsetof(struct shmf_slot, k), 4, 1000, "k 1000" },
 		{ offsetof(struct shmf_slot, nblocks), 8, UINT64_C(1) << 60, "nblocks 2^60" },
+		{ offsetof(struct shmf_slot, bucket_size), 4, 3, "bucket_size 3" },
+		{ offsetof(struct shmf_slot, bucket_size), 4, 16, "bucket_size 16" },
 	};
 	unsigned refused = 0, tries = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NFILTERS; i++) {
 		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot *s = &fx.reg.ctl.slots[slot], saved;
 		memcpy(&saved, s, sizeof(saved));

@@ -184,6 +184,15 @@ checks=$((checks + 1))
 tail -n +"$((lines + 1))" "$LOG" | grep -q "shmd\[notice\]\|shmd\[info\]" &&
 	fail "log_level warning still logs notice or info lines: $(tail -n +"$((lines + 1))" "$LOG" | head -3)"
 
+# A changed bucket size is a change of shape: refused, said, the filter kept as it is.
+sed -i 's/^capacity = 2000$/capacity = 2000\nbucket_size = 2/' "$CONF"
+checks=$((checks + 1))
+"$SHMCTL" -i rl reload >"$ROOT/out" 2>"$ROOT/err" || fail "shmctl reload exited $?: $(cat "$ROOT/err")"
+grep -q "filter 'b': bucket_size 2 in the configuration, 4 live: refused" "$ROOT/out" ||
+	fail "shmctl reload does not refuse the bucket size change: $(cat "$ROOT/out")"
+check "the refused filter keeps its buckets of 4" bash -c "'$SHMCTL' -i rl info b | grep -Eq '^bucket_size +4$'"
+cp "$ROOT/good.conf" "$CONF"
+
 # SIGTERM: socket and pidfile removed; remove_on_exit (applied live) removes the instance.
 kill "$PID"
 check "SIGTERM stops shmd" wait_for gone "$PID"

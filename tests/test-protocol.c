@@ -204,9 +204,11 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 				     "+Max iterations\r\n:20\r\n$16\r\nFingerprint bits\r\n:16\r\n"));
 	free(info);
 	char *si = CMD("SHMF.INFO", "cf");
-	assert_non_null(strstr(si, "*46\r\n$4\r\nname\r\n$2\r\ncf\r\n$4\r\ntype\r\n$6\r\ncuckoo\r\n"));
+	assert_non_null(strstr(si, "*48\r\n$4\r\nname\r\n$2\r\ncf\r\n$4\r\ntype\r\n$6\r\ncuckoo\r\n"));
 	assert_non_null(strstr(si, "$5\r\nitems\r\n:7\r\n"));
-	assert_non_null(strstr(si, "$16\r\nfingerprint_bits\r\n:16\r\n$9\r\nmax_kicks\r\n:20\r\n"));
+	assert_non_null(strstr(si,
+			       "$7\r\nbuckets\r\n:296\r\n$11\r\nbucket_size\r\n:4\r\n$16\r\nfingerprint_bits\r\n:16\r\n"
+			       "$9\r\nmax_kicks\r\n:20\r\n"));
 	assert_non_null(strstr(si, "$7\r\ndeletes\r\n:1\r\n"));
 	free(si);
 	/* Each family of verbs refuses the other type, in Redis' words. */
@@ -219,7 +221,45 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 	expect(CMD("SHMF.ADDCAPPED", "main", "x", "1"), WRONGTYPE);
 	expect(CMD("CF.INSERT", "main", "ITEMS", "x"), WRONGTYPE);
 	expect(CMD("SHMF.DROP", "cf"), "+OK\r\n");
+	/* Created on the fly: RedisBloom's bucket size 2 and 20 iterations,
+	 * from [defaults]. */
+	info = CMD("CF.INFO", "cf2");
+	assert_non_null(strstr(info, "+Bucket size\r\n:2\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:20\r\n"));
+	free(info);
 	expect(CMD("SHMF.DROP", "cf2"), "+OK\r\n");
+	/* Every bucket size that is one word, each answering for its keys;
+	 * MAXITERATIONS up to RedisBloom's 65535. */
+	static const struct {
+		const char *size, *error, *want;
+	} sizes[] = {
+		{ "1", "0.01",
+		  "+Bucket size\r\n:1\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:65535\r\n"
+		  "$16\r\nFingerprint bits\r\n:16\r\n" },
+		{ "2", "0.05",
+		  "+Bucket size\r\n:2\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:65535\r\n"
+		  "$16\r\nFingerprint bits\r\n:8\r\n" },
+		{ "4", "0.05",
+		  "+Bucket size\r\n:4\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:65535\r\n"
+		  "$16\r\nFingerprint bits\r\n:8\r\n" },
+		{ "8", "0.07",
+		  "+Bucket size\r\n:8\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:65535\r\n"
+		  "$16\r\nFingerprint bits\r\n:8\r\n" },
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const char *argv[] = { "CF.RESERVE",    "cfb",   "1000",  "bucketsize",  sizes[i].size,
+				       "MAXITERATIONS", "65535", "ERROR", sizes[i].error };
+		expect(cmd(9, argv), "+OK\r\n");
+		expect(CMD("CF.ADD", "cfb", "k1"), ":1\r\n");
+		expect(CMD("CF.ADD", "cfb", "k1"), ":1\r\n");
+		expect(CMD("CF.COUNT", "cfb", "k1"), ":2\r\n");
+		expect(CMD("CF.DEL", "cfb", "k1"), ":1\r\n");
+		expect(CMD("CF.EXISTS", "cfb", "k1"), ":1\r\n");
+		info = CMD("CF.INFO", "cfb");
+		if (strstr(info, sizes[i].want) == NULL)
+			fail_msg("BUCKETSIZE %s: CF.INFO\n%s", sizes[i].size, info);
+		free(info);
+		expect(CMD("SHMF.DROP", "cfb"), "+OK\r\n");
+	}
 }
 
 static void test_bad_cf_requests_change_nothing(void **state)
@@ -234,15 +274,88 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		const char *want;
 	} cases[] = {
 		{ 2, { "CF.RESERVE", "x" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
+		{ 1, { "CF.RESERVE" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
 		{ 2, { "CF.ADD", "cfm" }, "-ERR wrong number of arguments for 'cf.add' command" },
 		{ 3, { "CF.INSERT", "cfm", "ITEMS" }, "-ERR wrong number of arguments for 'cf.insert' command" },
 		{ 3, { "CF.INFO", "cfm", "x" }, "-ERR wrong number of arguments for 'cf.info' command" },
 		{ 3, { "SHMF.ADDCAPPED", "cfm", "x" }, "-ERR wrong number of arguments for 'shmf.addcapped' command" },
-		{ 3, { "CF.RESERVE", "x", "0" }, "-ERR bad capacity '0'" },
-		{ 3, { "CF.RESERVE", "x", "ten" }, "-ERR bad capacity 'ten'" },
-		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "2" }, "-ERR BUCKETSIZE '2' is not supported" },
-		{ 5, { "CF.RESERVE", "x", "100", "MAXITERATIONS", "0" }, "-ERR bad MAXITERATIONS '0'" },
-		{ 5, { "CF.RESERVE", "x", "100", "MAXITERATIONS", "99999" }, "-ERR bad MAXITERATIONS '99999'" },
+		/* The capacity: RedisBloom's "Bad capacity" for what is no integer
+		 * (as Redis reads one: no sign but minus, no leading zero), and
+		 * its range rule, at least twice the bucket size (RedisBloom's 2
+		 * unless BUCKETSIZE says). */
+		{ 3, { "CF.RESERVE", "x", "ten" }, "-ERR Bad capacity\r\n" },
+		{ 3, { "CF.RESERVE", "x", "99999999999999999999" }, "-ERR Bad capacity\r\n" },
+		{ 3, { "CF.RESERVE", "x", "+100" }, "-ERR Bad capacity\r\n" },
+		{ 3, { "CF.RESERVE", "x", "0100" }, "-ERR Bad capacity\r\n" },
+		{ 3, { "CF.RESERVE", "x", "0" }, "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		{ 3,
+		  { "CF.RESERVE", "x", "1000000000000000" },
+		  "-ERR filter 'x': capacity 1000000000000000 at error rate 0.01 needs more memory than this host has" },
+		{ 3, { "CF.RESERVE", "x", "-5" }, "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		{ 3, { "CF.RESERVE", "x", "3" }, "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "7", "BUCKETSIZE", "4" },
+		  "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "15", "BUCKETSIZE", "8" },
+		  "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "1", "BUCKETSIZE", "1" },
+		  "-ERR Capacity must be at least (BucketSize * 2)\r\n" },
+		/* BUCKETSIZE: RedisBloom's texts outside 1..255, shmd's for the
+		 * sizes inside whose bucket is not one word. */
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "0" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "-1" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "1000", "BUCKETSIZE", "256" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "99999999999999999999" },
+		  "-ERR Couldn't parse BUCKETSIZE\r\n" },
+		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "two" }, "-ERR Couldn't parse BUCKETSIZE\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "3" },
+		  "-ERR BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here (a bucket is one word "
+		  "that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints fit it only at 8 "
+		  "bits, 4 at 16 bits)\r\n" },
+		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "16" }, "-ERR BUCKETSIZE 16 is not supported: " },
+		{ 5, { "CF.RESERVE", "x", "1000", "BUCKETSIZE", "255" }, "-ERR BUCKETSIZE 255 is not supported: " },
+		/* 8 fingerprints of 16 bits, which the default 1% (or less) needs,
+		 * are not one word. */
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "8" },
+		  "-ERR filter 'x': a bucket of 8 fingerprints holds only 8-bit ones (8 x 8 bits fill the 64-bit word a "
+		  "lookup reads at once), which reach an error rate of " },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "8", "ERROR", "0.001" },
+		  "-ERR filter 'x': a bucket of 8 fingerprints holds only 8-bit ones" },
+		/* MAXITERATIONS: RedisBloom's texts, and its order (checked before
+		 * BUCKETSIZE and the capacity's range). */
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "MAXITERATIONS", "0" },
+		  "-ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "MAXITERATIONS", "-20" },
+		  "-ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "MAXITERATIONS", "65536" },
+		  "-ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "MAXITERATIONS", "99999999999999999999" },
+		  "-ERR Couldn't parse MAXITERATIONS\r\n" },
+		{ 7,
+		  { "CF.RESERVE", "x", "1", "BUCKETSIZE", "0", "MAXITERATIONS", "0" },
+		  "-ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.\r\n" },
+		{ 7,
+		  { "CF.RESERVE", "x", "1", "MAXITERATIONS", "5", "BUCKETSIZE", "300" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5, { "CF.RESERVE", "x", "ten", "MAXITERATIONS", "0" }, "-ERR Bad capacity\r\n" },
+		/* EXPANSION: RedisBloom's texts, checked after BUCKETSIZE and
+		 * before the capacity's range; shmd's past its limit. */
 		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "two" }, "-ERR Couldn't parse EXPANSION\r\n" },
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "EXPANSION", "-1" },
@@ -251,11 +364,21 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 7,
 		  { "CF.RESERVE", "x", "100", "EXPANSION", "2", "WINDOW", "1h" },
 		  "-ERR EXPANSION cannot be combined with WINDOW" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "EXPANSION", "-1", "BUCKETSIZE", "0" },
+		  "-ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.\r\n" },
+		{ 5,
+		  { "CF.RESERVE", "x", "1", "EXPANSION", "-1" },
+		  "-ERR EXPANSION parameter needs to be a non-negative integer\r\n" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "3", "EXPANSION", "40000" },
+		  "-ERR BUCKETSIZE 3 is not supported: " },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "0.00001" }, "-ERR filter 'x': error rate 1e-05 is below" },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "2" }, "-ERR bad ERROR '2'" },
 		{ 4, { "CF.RESERVE", "x", "100", "COLOR" }, "-ERR option 'COLOR' needs a value, or is unknown" },
 		{ 5, { "CF.RESERVE", "x", "100", "COLOR", "red" }, "-ERR unknown option 'COLOR'" },
-		{ 5, { "CF.INSERT", "x", "CAPACITY", "0", "ITEMS" }, "-ERR Bad capacity" },
+		{ 5, { "CF.INSERT", "x", "CAPACITY", "ten", "ITEMS" }, "-ERR Bad capacity" },
+		{ 5, { "CF.INSERT", "x", "CAPACITY", "0", "ITEMS" }, "-ERR Capacity must be at least (BucketSize * 2)" },
 		{ 5, { "CF.INSERT", "x", "CAPACITY", "3", "ITEMS" }, "-ERR Capacity must be at least (BucketSize * 2)" },
 		{ 4, { "CF.INSERT", "x", "NOCREATE", "k" }, "-ERR Unknown argument received" },
 		{ 5,

@@ -255,7 +255,10 @@ static void file_path(const char *name, char *buf, size_t len)
 
 /* ---- Round trips --------------------------------------------------------- */
 
-static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t keys, int window)
+/* @p window: a windowed filter; @p bucket: a cuckoo filter of that bucket
+ * size (the other arguments as they are) at error rate @p fpr. */
+static void roundtrip_in(const char *name, int type, uint64_t capacity, uint64_t keys, int window, uint32_t bucket,
+			 double fpr)
 {
 	struct session s;
 	struct dump *d = calloc(1, sizeof(*d));
@@ -268,6 +271,8 @@ static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t ke
 		fixture_rotate(&fx, name);
 		add_keys(name, 11, keys);
 		fixture_rotate(&fx, name);
+	} else if (bucket != 0) {
+		fixture_cuckoo(&fx, name, capacity, fpr, bucket);
 	} else {
 		fixture_filter(&fx, name, type, capacity, 0.01);
 	}
@@ -287,6 +292,13 @@ static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t ke
 	assert_int_equal(scandump_loads(), 0);
 	for (unsigned fam = 10; fam <= 13; fam++)
 		assert_same_answers(name, copy, fam, 2 * keys, type == SHMF_TYPE_CUCKOO);
+	if (bucket != 0) {
+		shmf_t *f = fixture_open(copy, SHMF_RDONLY);
+		shmf_info_t info;
+		assert_int_equal(shmf_info(f, &info), 0);
+		assert_int_equal(info.bucket_size, bucket);
+		shmf_close(f);
+	}
 	assert_int_equal(count_present(copy, 12, keys), keys);
 	if (window) {
 		assert_int_equal(count_present(copy, 10, keys), keys);
@@ -300,6 +312,21 @@ static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t ke
 	dump_free(d);
 	free(d);
 	session_free(&s);
+}
+
+static void roundtrip(const char *name, int type, uint64_t capacity, uint64_t keys, int window)
+{
+	roundtrip_in(name, type, capacity, keys, window, 0, 0.01);
+}
+
+/* Cuckoo filters of every bucket size, dumped and loaded. */
+static void test_bucket_sizes(void **state)
+{
+	(void)state;
+	roundtrip_in("cb1", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 1, 0.01);
+	roundtrip_in("cb2", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 2, 0.05);
+	roundtrip_in("cb4", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 4, 0.05);
+	roundtrip_in("cb8", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 8, 0.1);
 }
 
 static void test_roundtrip(void **state)
@@ -1047,8 +1074,9 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_cuckoo_moved, fx), fixture_unit_test(test_bad_chunks, fx),
 		fixture_unit_test(test_abandoned, fx),    fixture_unit_test(test_cursor, fx),
 		fixture_unit_test(test_merge, fx),        fixture_unit_test(test_replicated_load, fx),
+		fixture_unit_test(test_bucket_sizes, fx),
 	};
-	static const char *const names[] = { "roundtrip", "concurrent", "cuckoo_moved", "bad_chunks",
-					     "abandoned", "cursor",     "merge",        "replicated_load" };
+	static const char *const names[] = { "roundtrip", "concurrent", "cuckoo_moved",    "bad_chunks",  "abandoned",
+					     "cursor",    "merge",      "replicated_load", "bucket_sizes" };
 	return fixture_run(argc, argv, tests, names);
 }

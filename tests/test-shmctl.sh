@@ -77,8 +77,11 @@ expect 2 '' "bad MODE '0666'" -- create other --capacity 10 --fpr 0.1 --mode 066
 expect 2 '' "create: missing --fpr P" -- create other --capacity 10
 expect 2 '' "unknown --type 'quotient' \(bloom or cuckoo\)" -- create other --type quotient --capacity 10 --fpr 0.1
 expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --max-kicks 9
-expect 2 '' "below what a cuckoo filter with 16-bit fingerprints reaches" -- create other --type cuckoo --capacity 10 --fpr 0.00001
-expect 2 '' "bad MAXITERATIONS '0'" -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
+expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach" -- create other --type cuckoo --capacity 10 --fpr 0.00001
+expect 2 '' "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive." -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
+expect 2 '' "bucket-size applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --bucket-size 2
+expect 2 '' "BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
+expect 2 '' "a bucket of 8 fingerprints holds only 8-bit ones" -- create other --type cuckoo --capacity 100 --fpr 0.01 --bucket-size 8
 expect 0 '^default$' '' -- list
 expect 0 '^clicks$' '' -- list
 [ "$("$SHMCTL" list | wc -l)" -eq 2 ] || fail "list shows $("$SHMCTL" list | wc -l) filters after refused creates, want 2"
@@ -141,6 +144,7 @@ expect 0 "^items +$ITEMS\$" '' -- info clicks
 # cuckoo filters: create, add (copies), check, count, del, capped add, info
 expect 0 "^created filter 'push': cuckoo, capacity 1000" '' -- create push --type cuckoo --capacity 1000 --fpr 0.01 --max-kicks 300
 expect 0 '^fingerprint_bits +16$' '' -- info push
+expect 0 '^bucket_size +4$' '' -- info push
 expect 0 '^max_kicks +300$' '' -- info push
 expect 0 '^type +cuckoo$' '' -- info push
 expect 0 '^3 keys added$' '' -- add push dev-1 dev-1 dev-2
@@ -171,6 +175,15 @@ seq 1 200 | sed 's/^/tiny-/' >"$ROOT/tkeys"
 STDIN=$ROOT/tkeys expect 2 '' "add: filter 'tiny' is full: [0-9]+ of 200 keys added" -- add tiny -
 expect 0 '^OK$' '' -- drop tiny
 expect 0 '^OK$' '' -- drop push
+# the bucket sizes: each one word (buckets of 8 only with 8-bit fingerprints)
+for b in 1 2 8; do
+	expect 0 "^created filter 'b$b': cuckoo" '' -- create "b$b" --type cuckoo --capacity 1000 --fpr 0.07 --bucket-size "$b"
+	expect 0 "^bucket_size +$b\$" '' -- info "b$b"
+	expect 0 '^2 keys added$' '' -- add "b$b" k1 k1
+	expect 0 '^2	k1$' '' -- count "b$b" k1
+	expect 0 '"bucket_size": '"$b"', ' '' -- info "b$b" --json
+	expect 0 '^OK$' '' -- drop "b$b"
+done
 
 # drop
 expect 0 '^OK$' '' -- drop clicks

@@ -107,6 +107,156 @@ static void test_roundtrip(void **state)
 	roundtrip_type(SHMF_TYPE_CUCKOO, "rtc", "rtc-copy");
 }
 
+/* ---- Bucket sizes ------------------------------------------------------- */
+
+static void *read_file(const char *path, size_t *len);
+static void write_file(const char *path, const void *buf, size_t len);
+static void reseal(void *buf);
+
+/*
+ * A cuckoo filter of each bucket size, with copies and deletes, through a
+ * snapshot file and a restore under another name: the file (version 3)
+ * says the bucket size, and the copy has it, with every key, count, item
+ * and delete. A swap between two sizes is a change of shape. Files of
+ * version 2 (every cuckoo bucket of 4 then) read as buckets of 4; a bucket
+ * size edited into a file, checksum resealed, is refused.
+ */
+static void test_bucket_sizes(void **state)
+{
+	(void)state;
+	static const struct {
+		uint32_t b;
+		double fpr;
+	} sizes[] = { { 1, 0.01 }, { 2, 0.05 }, { 4, 0.05 }, { 8, 0.1 } };
+	char path[512], other[512], err[SNAPSHOT_ERR_MAX], key[32];
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char name[32], copy[32];
+		snprintf(name, sizeof(name), "b%u", sizes[i].b);
+		snprintf(copy, sizeof(copy), "b%u-copy", sizes[i].b);
+		fixture_cuckoo(&fx, name, 20000, sizes[i].fpr, sizes[i].b);
+		shmf_t *f = fixture_open(name, SHMF_RDWR);
+		add_keys(f, 1, 15000);
+		/* A second copy of some, and some deleted. In buckets of 1 a key's
+		 * two copies take both its buckets, and a second copy whose part
+		 * of the bucket graph already holds as many fingerprints as
+		 * buckets has nowhere to go: SHMF_E_FULL, nothing changed (0.6%
+		 * of such adds at this load, every one of them a part with more
+		 * fingerprints than buckets; 30 to 70% of runs met one). */
+		unsigned full = 0;
+		for (uint64_t k = 0; k < 100; k++) {
+			int r = shmf_add(f, key, fixture_key(key, 1, k));
+			if (r == SHMF_E_FULL && sizes[i].b == 1)
+				full++;
+			else
+				assert_int_equal(r, 1);
+		}
+		assert_true(full <= 5);
+		for (uint64_t k = 100; k < 200; k++)
+			assert_int_equal(shmf_del(f, key, fixture_key(key, 1, k)), 1);
+		shmf_info_t before;
+		assert_int_equal(shmf_info(f, &before), 0);
+		assert_int_equal(before.bucket_size, sizes[i].b);
+		file_path(name, path, sizeof(path));
+		assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
+		struct snap_file sf;
+		assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+		assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
+		assert_int_equal(sf.hdr.bucket_size, sizes[i].b);
+		snapshot_close(&sf);
+
+		if (fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) < 0)
+			fail_msg("restore %s: %s", copy, err);
+		shmf_t *c = fixture_open(copy, SHMF_RDONLY);
+		shmf_info_t after;
+		assert_int_equal(shmf_info(c, &after), 0);
+		assert_int_equal(after.bucket_size, sizes[i].b);
+		assert_int_equal(after.k, before.k);
+		assert_int_equal(after.buckets, before.buckets);
+		assert_int_equal(after.items, before.items);
+		assert_int_equal(after.deletes, before.deletes);
+		for (uint64_t k = 0; k < 15000; k++) {
+			size_t len = fixture_key(key, 1, k);
+			if (shmf_count(c, key, len) != shmf_count(f, key, len))
+				fail_msg("%s: key %llu counted %d, %d in the original", copy, (unsigned long long)k,
+					 shmf_count(c, key, len), shmf_count(f, key, len));
+			if (k >= 200)
+				assert_int_equal(shmf_check(c, key, len), 1);
+		}
+		shmf_close(c);
+		shmf_close(f);
+	}
+
+	/* A swap between bucket sizes changes the shape: refused without
+	 * --reshape, naming both. */
+	file_path("b2", path, sizeof(path));
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(registry_swap_shape(&fx.reg, "b1", &sf.hdr, err, sizeof(err)), SHMF_E_INVAL);
+	if (strstr(err, "buckets of 1") == NULL || strstr(err, "buckets of 2") == NULL)
+		fail_msg("swap shape message: %s", err);
+	assert_int_equal(registry_swap_shape(&fx.reg, "b2", &sf.hdr, err, sizeof(err)), 0);
+	snapshot_close(&sf);
+
+	/* A bucket size edited in, the header checksum made good again: a size
+	 * that is no word, or another word than the stored table's, refused;
+	 * so is one in a file of version 2, where the bytes were reserved. */
+	size_t len;
+	uint8_t *orig = read_file(path, &len), *buf = malloc(len);
+	static const struct {
+		uint32_t version, bucket_size;
+		const char *what;
+	} edits[] = {
+		{ SHMF_SNAP_VERSION, 3, "inconsistent" }, { SHMF_SNAP_VERSION, 16, "inconsistent" },
+		{ SHMF_SNAP_VERSION, 0, "inconsistent" }, { SHMF_SNAP_VERSION, 4, "inconsistent" },
+		{ SHMF_SNAP_VERSION, 1, "inconsistent" }, { 2, 2, "bytes 200-211) set" },
+	};
+	file_path("edited.snap", other, sizeof(other));
+	for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+		memcpy(buf, orig, len);
+		struct shmf_snap_header *h = (struct shmf_snap_header *)buf;
+		h->version = edits[e].version;
+		h->bucket_size = edits[e].bucket_size;
+		reseal(buf);
+		write_file(other, buf, len);
+		int rc = snapshot_open(&sf, other, err, sizeof(err));
+		if (rc == 0)
+			snapshot_close(&sf);
+		if (rc != SHMF_E_FORMAT || strstr(err, edits[e].what) == NULL)
+			fail_msg("bucket size %u in a version %u file: %d, '%s'", edits[e].bucket_size,
+				 edits[e].version, rc, err);
+	}
+	/* A version 2 file of a filter of buckets of 4 (bytes 208-211 zero, as
+	 * written then) restores as buckets of 4 with every key. */
+	file_path("b4", path, sizeof(path));
+	free(orig);
+	orig = read_file(path, &len);
+	struct shmf_snap_header *h = (struct shmf_snap_header *)orig;
+	h->version = 2;
+	h->bucket_size = 0;
+	reseal(orig);
+	/* The trailer's checksum covers the header too: header, section
+	 * headers, chunk table. */
+	uint64_t table = SHMF_SNAP_PAYLOAD_OFF + h->nsections * h->section_bytes;
+	XXH3_state_t *st = XXH3_createState();
+	XXH3_64bits_reset(st);
+	XXH3_64bits_update(st, orig, sizeof(*h) + h->nsections * sizeof(struct shmf_snap_section));
+	XXH3_64bits_update(st, orig + table, len - SHMF_SNAP_TRAILER - table);
+	uint64_t sum = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	memcpy(orig + len - SHMF_SNAP_TRAILER, &sum, sizeof(sum));
+	write_file(other, orig, len);
+	if (fixture_replace(&fx, "b4-v2", other, REGISTRY_RESTORE, err, sizeof(err)) < 0)
+		fail_msg("version 2 file: %s", err);
+	shmf_t *c = fixture_open("b4-v2", SHMF_RDONLY);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(c, &info), 0);
+	assert_int_equal(info.bucket_size, 4);
+	assert_int_equal(count_present(c, 1, 15000) >= 14800, 1);
+	shmf_close(c);
+	free(buf);
+	free(orig);
+}
+
 /* ---- Damaged files ----------------------------------------------------- */
 
 static void *read_file(const char *path, size_t *len)
@@ -208,15 +358,15 @@ static void test_damaged(void **state)
 		uint64_t value;
 		const char *what;
 	} fields[] = {
-		{ 8, 4, SHMF_SNAP_VERSION + 1, "version" },           { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
+		{ 8, 4, SHMF_SNAP_VERSION + 1, "version" }, { 12, 4, 128, "header_size" },    { 16, 4, 3, "type" },
 		{ 16, 4, 2, "type cuckoo" },      { 20, 4, 33, "k" },               { 20, 4, 3, "k other" },
 		{ 24, 8, 1ull << 62, "capacity absurd" }, { 24, 8, 0, "capacity 0" }, { 32, 8, 0, "fpr 0" },
 		{ 40, 8, 1ull << 60, "nblocks absurd" }, { 40, 8, 1, "nblocks small" }, { 48, 8, 5, "nbuckets" },
 		{ 56, 4, 9, "max_kicks on Bloom" }, { 60, 4, 0, "nsections 0" },   { 60, 4, 17, "nsections 17" },
 		{ 60, 4, 2, "nsections 2" },      { 88, 8, 60, "window without gens" }, { 96, 4, 3, "gens without window" },
 		{ 100, 4, 100, "chunk_bytes" },   { 104, 8, 4096, "section_bytes" }, { 112, 8, 1ull << 50, "file_bytes" },
-		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 210, 1, 1, "reserved" },
-		{ 200, 4, 8, "unknown flag" },    { 8, 4, 0, "version 0" },
+		{ 120, 1, '/', "name" },          { 120, 1, 0, "empty name" },      { 214, 1, 1, "reserved" },
+		{ 200, 4, 8, "unknown flag" },    { 8, 4, 0, "version 0" },         { 208, 4, 4, "bucket size on Bloom" },
 		{ 200, 4, 2, "layered without expansion" }, { 204, 4, 2, "expansion without layered" },
 		{ 200, 4, 6, "layered and nonscaling" },
 	};
@@ -608,6 +758,7 @@ static void test_older_sizing(void **state)
 	shmf_info_t info;
 	assert_int_equal(shmf_info(f, &info), 0);
 	assert_int_equal(info.buckets, 264);
+	assert_int_equal(info.bucket_size, 4); /* a version 1 file: buckets of 4 */
 	assert_int_equal(info.capacity, 1000);
 	assert_int_equal(info.items, 900);
 	for (int i = 0; i < 900; i++) {
@@ -628,7 +779,7 @@ static void test_older_sizing(void **state)
 	uint8_t *buf = read_file(path, &len);
 	struct shmf_snap_header *h = (struct shmf_snap_header *)buf;
 	h->nbuckets = 272;
-	h->nblocks = (sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(272, 16)) / SHMF_BLOCK_BYTES;
+	h->nblocks = (sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(272, 16, 4)) / SHMF_BLOCK_BYTES;
 	reseal(buf);
 	char edited[512];
 	file_path("edited.snap", edited, sizeof(edited));
@@ -646,11 +797,11 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_roundtrip, fx),       fixture_unit_test(test_damaged, fx),
 		fixture_unit_test(test_concurrent, fx),      fixture_unit_test(test_killed_writer, fx),
 		fixture_unit_test(test_swap_under_load, fx), fixture_unit_test(test_older_sizing, fx),
-		fixture_unit_test(test_metadata_bits, fx),
+		fixture_unit_test(test_metadata_bits, fx),   fixture_unit_test(test_bucket_sizes, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
-	static const char *const names[] = { "roundtrip",       "damaged",      "concurrent",   "killed_writer",
-					     "swap_under_load", "older_sizing", "metadata_bits" };
+	static const char *const names[] = { "roundtrip",       "damaged",      "concurrent",    "killed_writer",
+					     "swap_under_load", "older_sizing", "metadata_bits", "bucket_sizes" };
 	return fixture_run(argc, argv, tests, names);
 }

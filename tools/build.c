@@ -81,9 +81,10 @@ static void progress_show(struct progress *p, uint64_t keys, int final)
 		fputc('\n', stderr);
 }
 
-static int table_init(struct table *t, int type, uint64_t capacity, double fpr, uint32_t max_kicks)
+static int table_init(struct table *t, const struct filter_spec *s)
 {
-	int rc = shmf_geometry_size(type, capacity, fpr, max_kicks, &t->g);
+	int type = s->type;
+	int rc = shmf_geometry_size(type, s->capacity, s->fpr, s->max_kicks, s->bucket_size, &t->g);
 	if (rc < 0)
 		return rc;
 	size_t len = (size_t)(t->g.nblocks * SHMF_BLOCK_BYTES);
@@ -107,10 +108,13 @@ static int table_init(struct table *t, int type, uint64_t capacity, double fpr, 
 			.nbuckets = t->g.nbuckets,
 			.seed = t->seed,
 			.fp_bits = t->g.k,
+			.slots = t->g.bucket_size,
 			.max_kicks = t->g.max_kicks,
 			.meta = t->payload,
 			.lock = &t->lock,
 		};
+		if ((rc = shmf_cuckoo_geom_layout(&t->cuckoo)) < 0)
+			return rc;
 	}
 	(void)madvise(t->payload, len, MADV_HUGEPAGE);
 	return 0;
@@ -197,7 +201,7 @@ out:
 
 /* What shmctl build was asked for. */
 struct build_args {
-	struct filter_spec spec; /* type, capacity, fpr, max_kicks and name */
+	struct filter_spec spec; /* type, capacity, fpr, max_kicks, bucket_size and name */
 	const char *from, *out;
 };
 
@@ -233,6 +237,10 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 			       ? build_usage("--max-kicks '%s': not an integer from 1 to %u", arg,
 					     SHMF_CUCKOO_KICKS_LIMIT)
 			       : 0;
+	case 'b':
+		return spec_parse_bucket_size(arg, &s->bucket_size) < 0
+			       ? build_usage("--bucket-size '%s': not one of " SPEC_BUCKET_SIZES, arg)
+			       : 0;
 	case 'f': a->from = arg; return 0;
 	case 'o': a->out = arg; return 0;
 	case 'n': *name = arg; return 0;
@@ -245,10 +253,15 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 static int build_parse(int argc, char **argv, struct build_args *a)
 {
 	static const struct option opts[] = {
-		{ "type", required_argument, NULL, 't' },   { "capacity", required_argument, NULL, 'c' },
-		{ "fpr", required_argument, NULL, 'p' },    { "from", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' }, { "max-kicks", required_argument, NULL, 'k' },
-		{ "name", required_argument, NULL, 'n' },   { NULL, 0, NULL, 0 },
+		{ "type", required_argument, NULL, 't' },
+		{ "capacity", required_argument, NULL, 'c' },
+		{ "fpr", required_argument, NULL, 'p' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "max-kicks", required_argument, NULL, 'k' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "bucket-size", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *name = "built";
 	int opt, rc;
@@ -271,6 +284,8 @@ static int build_parse(int argc, char **argv, struct build_args *a)
 		return build_usage("--name '%s': not a valid filter name", name);
 	if (a->spec.max_kicks != 0 && a->spec.type != SHMF_TYPE_CUCKOO)
 		return build_usage("--max-kicks applies to cuckoo filters only");
+	if (a->spec.bucket_size != 0 && a->spec.type != SHMF_TYPE_CUCKOO)
+		return build_usage("--bucket-size applies to cuckoo filters only");
 	snprintf(a->spec.name, sizeof(a->spec.name), "%s", name);
 	return 0;
 }
@@ -328,9 +343,13 @@ int shmctl_build(int argc, char **argv)
 		return rc;
 	const struct filter_spec *s = &a.spec;
 	struct table t = { 0 };
-	if ((rc = table_init(&t, s->type, s->capacity, s->fpr, s->max_kicks)) < 0) {
+	if ((rc = table_init(&t, s)) < 0) {
+		char why[320] = "";
+		if (rc == SHMF_E_INVAL && s->type == SHMF_TYPE_CUCKOO)
+			spec_bucket_fpr_why(s->capacity, s->bucket_size ? s->bucket_size : SHMF_CUCKOO_SLOTS_DEFAULT,
+					    s->fpr, why, sizeof(why));
 		fprintf(stderr, "shmctl: build: capacity %" PRIu64 " at error rate %g: %s\n", s->capacity, s->fpr,
-			shmf_strerror(rc));
+			why[0] ? why : shmf_strerror(rc));
 		return 2;
 	}
 	double secs;

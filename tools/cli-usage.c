@@ -16,13 +16,17 @@ static const struct help {
 	const char *text;     /* the rest: options, output, exit status */
 } helps[] = {
 	{ "create",
-	  "FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--mode OCTAL]\n"
-	  "              [--window DURATION [--generations N]] [--expansion N | --nonscaling] [--replicate] [-q]",
+	  "FILTER --capacity N --fpr P [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
+	  "              [--mode OCTAL] [--window DURATION [--generations N]] [--expansion N | --nonscaling]\n"
+	  "              [--replicate] [-q]",
 	  "create a filter (Bloom unless --type cuckoo)",
 	  "  --capacity N        keys the filter is sized for\n"
 	  "  --fpr P             false-positive rate at capacity, strictly between 0 and 1\n"
 	  "  --type T            bloom (default) or cuckoo (delete, count, capped adds)\n"
-	  "  --max-kicks N       cuckoo only: bound on one insert's relocations (1 to 1024)\n"
+	  "  --max-kicks N       cuckoo only: bound on one insert's relocations (1 to 65535, default 500)\n"
+	  "  --bucket-size B     cuckoo only: fingerprints per bucket, 1, 2, 4 (default) or 8; a bucket is\n"
+	  "                      one word a lookup reads at once, so 8 only with 8-bit fingerprints (--fpr 0.06\n"
+	  "                      or more), and no other size\n"
 	  "  --mode OCTAL        data file mode: 0640 (the group may check, default) or 0660 (may add)\n"
 	  "  --window D          a time window: adds go to a generation D long (60s, 10m, 1h, 1d)\n"
 	  "  --generations N     live generations of the window (1 to 16, default 2)\n"
@@ -73,9 +77,12 @@ static const struct help {
 	  "'shmctl swap FILTER FILE --reshape'.\n" },
 	{ "inspect", "FILE [--json]", "a snapshot's header and checksum verdict (offline)",
 	  "Exit status 2 and where, if the file is damaged.\n" },
-	{ "build", "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--name NAME]",
+	{ "build",
+	  "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
+	  "              [--name NAME]",
 	  "train a filter from a key list into a snapshot file (offline)",
-	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host.\n" },
+	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host.\n"
+	  "  --max-kicks N, --bucket-size B   cuckoo only, as for create\n" },
 	{ "replication", "[--json] [FILTER]", "fleet: state, cursor, lag, counters and nodes", "" },
 	{ "pull", "FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]",
 	  "copy a live filter from a peer shmd's TCP listener", "With the peer's stream cursor.\n" },

@@ -36,8 +36,12 @@ static void print_text(const struct snap_file *sf)
 	printf("error_rate      %.17g\n", fpr);
 	printf("%-15s %u\n", h->type == SHMF_TYPE_CUCKOO ? "fingerprint" : "k", h->k);
 	printf("blocks          %" PRIu64 " (%" PRIu64 " bytes per generation)\n", h->nblocks, h->section_bytes);
-	if (h->type == SHMF_TYPE_CUCKOO)
-		printf("buckets         %" PRIu64 "\nmax_kicks       %u\n", h->nbuckets, h->max_kicks);
+	if (h->type == SHMF_TYPE_CUCKOO) {
+		struct shmf_geometry g;
+		snapshot_geometry(h, &g); /* before version 3: 4 */
+		printf("buckets         %" PRIu64 "\nbucket_size     %u\nmax_kicks       %u\n", h->nbuckets,
+		       g.bucket_size, h->max_kicks);
+	}
 	printf("seed            0x%016" PRIx64 "\n", h->seed);
 	printf("created         %s\nsnapshot_taken  %s\n", when(h->created_epoch, a, sizeof(a)),
 	       when(h->snapshot_epoch, b, sizeof(b)));
@@ -71,6 +75,8 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 	char cursor[48];
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
+	struct shmf_geometry g;
+	snapshot_geometry(h, &g); /* the bucket size: before version 3, 4 (Bloom: 0) */
 	json_open(&j, '{');
 	json_key(&j, "file");
 	json_str(&j, sf->path);
@@ -84,11 +90,17 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 		const char *key;
 		uint64_t v;
 	} nums[] = {
-		{ "capacity", h->capacity },       { "k", h->k },
-		{ "blocks", h->nblocks },          { "buckets", h->nbuckets },
-		{ "max_kicks", h->max_kicks },     { "seed", h->seed },
-		{ "created", h->created_epoch },   { "snapshot_taken", h->snapshot_epoch },
-		{ "window_secs", h->window_secs }, { "window_generations", h->window_gens },
+		{ "capacity", h->capacity },
+		{ "k", h->k },
+		{ "blocks", h->nblocks },
+		{ "buckets", h->nbuckets },
+		{ "bucket_size", g.bucket_size },
+		{ "max_kicks", h->max_kicks },
+		{ "seed", h->seed },
+		{ "created", h->created_epoch },
+		{ "snapshot_taken", h->snapshot_epoch },
+		{ "window_secs", h->window_secs },
+		{ "window_generations", h->window_gens },
 		{ "file_bytes", h->file_bytes },
 	};
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {

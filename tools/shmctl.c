@@ -208,7 +208,7 @@ static int verb_list(int argc, char **argv, int json)
 /* ---- create ------------------------------------------------------------ */
 
 struct create_args {
-	const char *name, *capacity, *fpr, *mode, *type, *kicks, *window, *gens, *expansion;
+	const char *name, *capacity, *fpr, *mode, *type, *kicks, *bucket, *window, *gens, *expansion;
 	int replicate, quiet, nonscaling;
 };
 
@@ -224,6 +224,7 @@ static const char **create_slot(struct create_args *a, const char *opt)
 		{ "--mode", offsetof(struct create_args, mode) },
 		{ "--type", offsetof(struct create_args, type) },
 		{ "--max-kicks", offsetof(struct create_args, kicks) },
+		{ "--bucket-size", offsetof(struct create_args, bucket) },
 		{ "--window", offsetof(struct create_args, window) },
 		{ "--generations", offsetof(struct create_args, gens) },
 		{ "--expansion", offsetof(struct create_args, expansion) },
@@ -268,6 +269,8 @@ static void create_parse(int argc, char **argv, struct create_args *a)
 		cli_usage_error("create", "unknown --type '%s' (bloom or cuckoo)", a->type);
 	if (a->kicks != NULL && strcmp(a->type, "cuckoo") != 0)
 		cli_usage_error("create", "--max-kicks applies to --type cuckoo only");
+	if (a->bucket != NULL && strcmp(a->type, "cuckoo") != 0)
+		cli_usage_error("create", "--bucket-size applies to --type cuckoo only");
 	if (a->nonscaling && strcmp(a->type, "bloom") != 0)
 		cli_usage_error("create", "--nonscaling applies to --type bloom only (a cuckoo filter that does not "
 					  "grow answers 'filter is full')");
@@ -290,9 +293,11 @@ static int create_request(const struct create_args *a, const char **req)
 		req[n++] = a->fpr;
 		req[n++] = a->capacity;
 	}
-	const char *opts[][2] = {
-		{ "MAXITERATIONS", a->kicks }, { "MODE", a->mode }, { "WINDOW", a->window }, { "GENERATIONS", a->gens }
-	};
+	const char *opts[][2] = { { "MAXITERATIONS", a->kicks },
+				  { "BUCKETSIZE", a->bucket },
+				  { "MODE", a->mode },
+				  { "WINDOW", a->window },
+				  { "GENERATIONS", a->gens } };
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (opts[i][1] != NULL) {
 			req[n++] = opts[i][0];

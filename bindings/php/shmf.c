@@ -330,6 +330,7 @@ PHP_METHOD(Shmf_Filter, info)
 	add_u64(return_value, "generation", in.generation);
 	if (in.type == SHMF_TYPE_CUCKOO) {
 		add_u64(return_value, "buckets", in.buckets);
+		add_assoc_long(return_value, "bucket_size", in.bucket_size);
 		add_assoc_long(return_value, "fingerprint_bits", in.fingerprint_bits);
 		add_assoc_long(return_value, "max_kicks", in.max_kicks);
 		add_u64(return_value, "relocations", in.relocations);

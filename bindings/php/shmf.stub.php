@@ -66,7 +66,7 @@ final class Filter
     /**
      * name, type ("bloom" or "cuckoo"), k, capacity, fpr_target, bits, bytes,
      * items, fill_ratio, fpr_estimate, generation, writable; cuckoo filters
-     * add buckets, fingerprint_bits, max_kicks, relocations and deletes.
+     * add buckets, bucket_size, fingerprint_bits, max_kicks, relocations and deletes.
      */
     public function info(): array {}
 

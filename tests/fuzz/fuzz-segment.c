@@ -5,7 +5,7 @@
  * within bounds, never crash, never read or write outside what it mapped.
  *
  * Input: byte 0 flags, then the control header (64 bytes), slot 0 (512),
- * a data header (168) and the payload of the data files (the rest, from
+ * a data header (176) and the payload of the data files (the rest, from
  * the payload offset); what is missing is zero. The flags repair what a
  * random mutation would almost never get right, so that mutations reach
  * the checks behind it:
@@ -13,9 +13,10 @@
  *   0x02 data header constants (magic, version, layout, sizes, offsets),
  *        and a cuckoo relocation lock timeout of 1 or 2 ms (Bloom: 0): the
  *        payload's lock word is any bytes, and a held one costs every
- *        locked call its timeout
- *   0x04 data header agrees with the slot (type, k, blocks, buckets,
- *        name, and each file's generation)
+ *        locked call its timeout (without 0x02, a cuckoo header's valid
+ *        timeout is made 1 or 2 ms too)
+ *   0x04 data header agrees with the slot (type, k, bucket size, blocks,
+ *        buckets, name, and each file's generation)
  *   0x08 the slot's data_bytes agrees with its nblocks
  *   0x10 each data file is data_bytes long (else payload offset + payload)
  *   0x20 open read-write (else read-only)
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "cuckoo.h"
 #include "geometry.h"
 #include "rundir.h"
 #include "segment.h"
@@ -127,11 +129,11 @@ static void use(shmf_t *f, const uint8_t *keys, size_t klen, int rdwr)
 		k[i] = (shmf_key_t){ keys + (klen ? i % klen : 0), klen ? (klen - i % klen) : 0 };
 	for (unsigned i = 0; i < 8; i++) {
 		result(shmf_check(f, k[i].ptr, k[i].len), 1, "check");
-		result(shmf_count(f, k[i].ptr, k[i].len), 8 * 16, "count");
+		result(shmf_count(f, k[i].ptr, k[i].len), 16 * 16, "count");
 		if (rdwr) {
 			result(shmf_add(f, k[i].ptr, k[i].len), 1, "add");
 			result(shmf_add_unique(f, k[i].ptr, k[i].len), 1, "add_unique");
-			result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 8 * 16, "add_capped");
+			result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 16 * 16, "add_capped");
 			result(shmf_del(f, k[i].ptr, k[i].len), 1, "del");
 		} else if (shmf_add(f, k[i].ptr, k[i].len) != SHMF_E_READONLY) {
 			fuzz_fail("add through a read-only handle did not say SHMF_E_READONLY");
@@ -142,6 +144,14 @@ static void use(shmf_t *f, const uint8_t *keys, size_t klen, int rdwr)
 		result(shmf_add_many(f, k, 8, out), 8, "add_many");
 	shmf_info_t info;
 	result(shmf_info(f, &info), 0, "info");
+	/* The bucket size sets the width of every word the calls above loaded
+	 * and CASed: an opened cuckoo filter has one that is a word. */
+	if (info.type == SHMF_TYPE_CUCKOO &&
+	    !((info.bucket_size == 1 || info.bucket_size == 2 || info.bucket_size == 4 || info.bucket_size == 8) &&
+	      (info.fingerprint_bits == 8 || info.fingerprint_bits == 16) &&
+	      info.bucket_size * info.fingerprint_bits <= 64 && (info.bucket_size == 4 || info.buckets % 2 == 0)))
+		fuzz_fail("opened a cuckoo filter of buckets of %u %u-bit fingerprints (%llu buckets)",
+			  info.bucket_size, info.fingerprint_bits, (unsigned long long)info.buckets);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -203,10 +213,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dh.k = slot.k;
 		dh.nblocks = slot.nblocks;
 		dh.nbuckets = slot.nbuckets;
+		dh.bucket_size = slot.bucket_size; /* which the client must still check: a word of its width */
 		memcpy(dh.name, slot.name, sizeof(dh.name));
 	}
 	if (flags & 0x02) /* after 0x04, which may set the type */
 		dh.lock_timeout_ms = dh.type == SHMF_TYPE_CUCKOO ? 1 + dh.lock_timeout_ms % 2 : 0;
+	/* A valid timeout is valid at any length, but a held lock word (the
+	 * payload is any bytes) costs every locked call all of it: one of 0
+	 * (the default, 1 s) or more than 2 ms made an input of a few locked
+	 * calls a libFuzzer timeout. Out-of-range values stay, for the check. */
+	else if (dh.type == SHMF_TYPE_CUCKOO && (dh.lock_timeout_ms == 0 || dh.lock_timeout_ms > 2) &&
+		 dh.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
+		dh.lock_timeout_ms = 1 + dh.lock_timeout_ms % 2;
 
 	/* The validators on their own: they must not read past what they get. */
 	int ctl_ok = shmf_ctl_header_check(&ch, SHMF_CTL_BYTES) == 0;

@@ -52,7 +52,7 @@ static void *slurp(const char *path, size_t *len)
 static struct registry reg;
 static char root[64];
 
-static void filter(const char *name, int type, uint64_t capacity, double fpr, uint32_t gens)
+static void filter_b(const char *name, int type, uint64_t capacity, double fpr, uint32_t gens, uint32_t bucket)
 {
 	char err[REGISTRY_ERR_MAX], key[32];
 	struct filter_spec spec = { .type = type,
@@ -60,7 +60,8 @@ static void filter(const char *name, int type, uint64_t capacity, double fpr, ui
 				    .fpr = fpr,
 				    .mode = 0640,
 				    .window_secs = gens ? 60 : 0,
-				    .window_gens = gens };
+				    .window_gens = gens,
+				    .bucket_size = bucket };
 	snprintf(spec.name, sizeof(spec.name), "%s", name);
 	if (registry_create(&reg, &spec, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -113,6 +114,11 @@ static void filter(const char *name, int type, uint64_t capacity, double fpr, ui
 	free(data);
 }
 
+static void filter(const char *name, int type, uint64_t capacity, double fpr, uint32_t gens)
+{
+	filter_b(name, type, capacity, fpr, gens, 0);
+}
+
 static const char *const requests[][2] = {
 	{ "ping", "*1\r\n$4\r\nPING\r\n" },
 	{ "add", "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$5\r\nhello\r\n" },
@@ -162,6 +168,11 @@ int main(int argc, char **argv)
 	filter("cuckoo8", SHMF_TYPE_CUCKOO, 200, 0.05, 0);
 	filter("window", SHMF_TYPE_BLOOM, 100, 0.01, 3);
 	filter("cwindow", SHMF_TYPE_CUCKOO, 100, 0.01, 2);
+	/* The other bucket sizes: words of 2 bytes (buckets of 1, 16-bit
+	 * fingerprints; of 2, 8-bit) and of 8 (buckets of 8). */
+	filter_b("cuckoo-b1", SHMF_TYPE_CUCKOO, 200, 0.01, 0, 1);
+	filter_b("cuckoo-b2", SHMF_TYPE_CUCKOO, 200, 0.05, 0, 2);
+	filter_b("cuckoo-b8", SHMF_TYPE_CUCKOO, 200, 0.1, 0, 8);
 	registry_close(&reg, 1);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);

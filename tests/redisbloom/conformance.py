@@ -255,6 +255,33 @@ def script(p):
         (("CF.INSERT", p + "cf3", "COLOR", "ITEMS", "x"), E("ERR Unknown argument received")),
         (("CF.RESERVE", cf, "1000"), E("ERR item exists")),
         (("CF.COMPACT", cf), OK),
+        # --- CF.RESERVE: BUCKETSIZE 1 to 255 and MAXITERATIONS 1 to 65535 as RedisBloom reads them, its
+        # texts; of those sizes a bucket of 1, 2, 4 or 8 fingerprints (one atomic word), refused otherwise.
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "0"),
+         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "-1"),
+         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "256"),
+         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "x"), E("ERR Couldn't parse BUCKETSIZE")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "3"), E("ERR BUCKETSIZE 3 is not supported: ")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "16"), E("ERR BUCKETSIZE 16 is not supported: ")),
+        (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "0"),
+         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "-5"),
+         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "65536"),
+         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+        (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "99999999999999999999"),
+         E("ERR Couldn't parse MAXITERATIONS")),
+        (("CF.RESERVE", p + "cfr", "abc"), E("ERR Bad capacity")),
+        (("CF.RESERVE", p + "cfr", "7", "BUCKETSIZE", "4"), E("ERR Capacity must be at least (BucketSize * 2)")),
+        (("CF.RESERVE", p + "cfr", "0"), E("ERR Capacity must be at least (BucketSize * 2)")),
+        (("EXISTS", p + "cfr"), 0),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "2", "MAXITERATIONS", "65535"), OK),
+        (("CF.ADD", p + "cfr", "a"), B1),
+        (("CF.EXISTS", p + "cfr", "a"), B1),
+        (("DEL", p + "cfr"), 1),
         # --- WRONGTYPE, Redis' text.
         (("BF.ADD", cf, "x"), E("WRONGTYPE Operation against a key holding the wrong kind of value")),
         (("CF.ADD", bf, "x"), E("WRONGTYPE Operation against a key holding the wrong kind of value")),
@@ -382,6 +409,17 @@ def growth_checks(conn, proto, p):
             ci["Expansion rate"] == 1, f"CF.INFO of the grown cuckoo filter: {ci}")
     C.check(proto, conn.cmd("CF.MEXISTS", p + "cg", *keys[:500]) == [want_for(proto, B1)] * 500,
             "every key of the grown cuckoo filter found")
+    # BUCKETSIZE and EXPANSION together: every layer keeps buckets of 2 (100 + 200 + 400 keys).
+    C.check(proto, conn.cmd("CF.RESERVE", p + "cb2", "100", "BUCKETSIZE", "2", "EXPANSION", "2") == OK,
+            "CF.RESERVE with BUCKETSIZE 2 and EXPANSION 2")
+    got = conn.cmd("CF.INSERT", p + "cb2", "ITEMS", *keys[:500])
+    C.check(proto, got == [1] * 500, "CF.INSERT of 500 keys into a growing cuckoo filter of buckets of 2")
+    ci = conn.cmd("CF.INFO", p + "cb2")
+    ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
+    C.check(proto, ci["Number of filters"] >= 3 and ci["Number of items inserted"] == 500 and
+            ci["Bucket size"] == 2 and ci["Expansion rate"] == 2, f"CF.INFO of a grown filter of buckets of 2: {ci}")
+    C.check(proto, conn.cmd("CF.MEXISTS", p + "cb2", *keys[:500]) == [want_for(proto, B1)] * 500,
+            "every key of the grown filter of buckets of 2 found")
     ci = conn.cmd("CF.INFO", p + "c3")
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
     C.check(proto, ci["Expansion rate"] == 4, f"CF EXPANSION 3 kept as 4, RedisBloom's power of 2: {ci}")
@@ -409,8 +447,14 @@ def info_checks(conn, proto, p):
     C.check(proto, keys[:8] == ["Size", "Number of buckets", "Number of filters", "Number of items inserted",
                                 "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"],
             f"CF.INFO fields: {keys}")
-    C.check(proto, vals[2] == 1 and vals[3] == 4 and vals[4] == 1 and vals[6] == 1 and vals[7] == 20,
-            f"CF.INFO values (auto-created: 20 iterations, expansion 1): {vals}")
+    C.check(proto, vals[2] == 1 and vals[3] == 4 and vals[4] == 1 and vals[5] == 2 and vals[6] == 1
+            and vals[7] == 20, f"CF.INFO values (auto-created: buckets of 2, 20 iterations, expansion 1): {vals}")
+    for size, rate in [("1", "0.01"), ("2", "0.01"), ("4", "0.01"), ("8", "0.07")]:
+        run(conn, proto, ("CF.RESERVE", p + "cfb" + size, "1000", "BUCKETSIZE", size, "ERROR", rate), OK)
+        got = conn.cmd("CF.INFO", p + "cfb" + size)
+        got = got if isinstance(got, dict) else dict(zip(got[0::2], got[1::2]))
+        C.check(proto, got.get("Bucket size") == int(size), f"CF.INFO Bucket size {size}: {got}")
+        run(conn, proto, ("DEL", p + "cfb" + size), 1)
 
 
 def command_checks(conn, proto):
@@ -510,7 +554,14 @@ def redis_py_suite(port):
     ok(bf.exists("py-none", "a") == 0, "bf().exists of a missing filter: 0")
     ok(bf.mexists("py-none", "a", "b") == [0, 0], "bf().mexists of a missing filter")
     ok(cf.add("py-cf", "a") == 1 and cf.count("py-cf", "a") == 1, "cf().add creates the filter")
-    ok(cf.info("py-cf").bucketSize == 4 and cf.info("py-cf").maxIteration == 20, "cf().info")
+    ok(cf.info("py-cf").bucketSize == 2 and cf.info("py-cf").maxIteration == 20, "cf().info")
+    try:
+        cf.create("py-cf8", 1000, bucket_size=8)
+        ok(False, "cf().create of buckets of 8 at 1% refused")
+    except redis.exceptions.ResponseError as e:
+        ok("holds only 8-bit ones" in str(e), f"cf().create of buckets of 8 at 1% refused: {e}")
+    ok(cf.create("py-cf1", 1000, bucket_size=1, max_iterations=100) is True
+       and cf.info("py-cf1").bucketSize == 1 and r.delete("py-cf1") == 1, "cf().create with bucket_size=1")
     ok(cf.exists("py-none", "a") == 0 and cf.count("py-none", "a") == 0, "cf() reads of a missing filter")
     # redis-py's default pipeline is a MULTI/EXEC transaction.
     p = r.pipeline()
