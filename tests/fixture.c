@@ -79,18 +79,12 @@ int fixture_filter(struct fixture *fx, const char *name, int type, uint64_t capa
 	return fixture_window(fx, name, type, capacity, fpr, 0, 0);
 }
 
-int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
-		    int nonscaling)
+/* Create the filter @p spec describes with @p name, or abort saying why. */
+static int create_or_abort(struct fixture *fx, struct filter_spec *spec, const char *name)
 {
 	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = type,
-				    .capacity = capacity,
-				    .fpr = fpr,
-				    .mode = 0640,
-				    .expansion = expansion,
-				    .nonscaling = nonscaling };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
+	snprintf(spec->name, sizeof(spec->name), "%s", name);
+	int slot = registry_create(&fx->reg, spec, err, sizeof(err));
 	if (slot < 0) {
 		fprintf(stderr, "registry_create %s: %s\n", name, err);
 		abort();
@@ -98,20 +92,25 @@ int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t cap
 	return slot;
 }
 
+int fixture_growing(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint32_t expansion,
+		    int nonscaling)
+{
+	struct filter_spec spec = { .type = type,
+				    .capacity = capacity,
+				    .fpr = fpr,
+				    .mode = 0640,
+				    .expansion = expansion,
+				    .nonscaling = nonscaling };
+	return create_or_abort(fx, &spec, name);
+}
+
 int fixture_window(struct fixture *fx, const char *name, int type, uint64_t capacity, double fpr, uint64_t secs,
 		   uint32_t gens)
 {
-	char err[REGISTRY_ERR_MAX];
 	struct filter_spec spec = {
 		.type = type, .capacity = capacity, .fpr = fpr, .mode = 0640, .window_secs = secs, .window_gens = gens
 	};
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	int slot = registry_create(&fx->reg, &spec, err, sizeof(err));
-	if (slot < 0) {
-		fprintf(stderr, "registry_create %s: %s\n", name, err);
-		abort();
-	}
-	return slot;
+	return create_or_abort(fx, &spec, name);
 }
 
 int fixture_cuckoo(struct fixture *fx, const char *name, uint64_t capacity, double fpr, uint32_t bucket_size)

@@ -580,6 +580,8 @@ static void test_lock_holder_killed(void **state)
 	(void)state;
 	struct table t;
 	table_open(&t, 20000, 0.01);
+	/* Long, so that "at once" below cannot be confused with a noisy machine. */
+	t.lock.timeout_ms = 10000;
 	uint64_t n = fill_until_full_buckets(&t, 9);
 
 	/* 1. A process holding the lock is killed: the kernel marks the lock
@@ -603,7 +605,7 @@ static void test_lock_holder_killed(void **state)
 	assert_false(shmf_cuckoo_lock_held(t.g.meta)); /* the kernel cleared the holder */
 	uint64_t t0 = now_ms();
 	assert_int_equal(shmf_cuckoo_lock(&t.g), 0);
-	assert_true(now_ms() - t0 < 100); /* at once, not after the timeout */
+	assert_true(now_ms() - t0 < 5000); /* at once, not after the 10 s timeout */
 	assert_true(shmf_cuckoo_lock_held(t.g.meta));
 	shmf_cuckoo_unlock(&t.g);
 	assert_false(shmf_cuckoo_lock_held(t.g.meta));
@@ -907,7 +909,7 @@ static void test_copy_while_moving(void **state)
 	       copies, cancelled, (unsigned long long)(atomic_load(&t.g.meta->moves) - moves0),
 	       (unsigned long long)most, (double)worst_ns / 1e6);
 	assert_true(most > 100);
-	if (worst_ns > 200 * 1000000u)
+	if (worst_ns > 2000 * 1000000u)
 		fail_msg("an add waited %.1f ms for a stopped copier (the log wait is 5 ms)", (double)worst_ns / 1e6);
 	free(img);
 	munmap((void *)stop, sizeof(*stop));

@@ -498,12 +498,20 @@ static void lock_word(const char *name, struct shmf_cuckoo_meta *meta, shmf_t *r
 		uint32_t word = held[v] ? held[v] : (uint32_t)syscall(SYS_gettid);
 		atomic_store(&meta->lock.word, word);
 		snprintf(current, sizeof(current), "filter %s: lock word %#x", name, word);
+		/* Checks never touch the lock: the quickest of three tries is
+		 * under half the timeout (one try may be descheduled; a check
+		 * that waited on the word would wait the timeout every time). */
 		struct timespec a;
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		assert_int_equal(shmf_check(ro, key, len), 0);
-		assert_int_equal(shmf_count(rw, key, len), 0);
-		if (ms_since(&a) > LOCK_TIMEOUT_MS / 2)
-			fail_msg("%s: checks waited %llu ms", current, (unsigned long long)ms_since(&a));
+		uint64_t quickest = UINT64_MAX;
+		for (int try = 0; try < 3; try++) {
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			assert_int_equal(shmf_check(ro, key, len), 0);
+			assert_int_equal(shmf_count(rw, key, len), 0);
+			if (ms_since(&a) < quickest)
+				quickest = ms_since(&a);
+		}
+		if (quickest * 2 >= LOCK_TIMEOUT_MS)
+			fail_msg("%s: checks waited %llu ms", current, (unsigned long long)quickest);
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		int r = shmf_add_capped(rw, key, len, 1);
 		uint64_t ms = ms_since(&a);
@@ -513,7 +521,7 @@ static void lock_word(const char *name, struct shmf_cuckoo_meta *meta, shmf_t *r
 			assert_int_equal(shmf_del(rw, key, len), 1);
 			continue;
 		}
-		if (r != SHMF_E_BUSY || ms < LOCK_TIMEOUT_MS || ms > 20 * LOCK_TIMEOUT_MS + 200)
+		if (r != SHMF_E_BUSY || ms < LOCK_TIMEOUT_MS || ms > LOCK_TIMEOUT_MS + 2000)
 			fail_msg("%s: capped add answered %d after %llu ms (SHMF_E_BUSY after %u ms expected)", current,
 				 r, (unsigned long long)ms, LOCK_TIMEOUT_MS);
 		assert_int_equal(atomic_load(&meta->lock.word) & FUTEX_TID_MASK, word & FUTEX_TID_MASK);
