@@ -476,7 +476,7 @@ static void test_lock_timeout(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	printf("a capped add waited %.0f ms for a writer stopped mid-move (lock_timeout_ms 150)\n", ms);
-	assert_true(ms >= 150 && ms < 150 + 2000); /* bounded: the timeout, and a noisy machine */
+	assert_true(ms >= 150 && ms < 150 + 2000);  /* bounded: the timeout, and a noisy machine */
 	assert_int_equal(shmf_check(f, "k", 1), 0); /* checks do not wait */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
