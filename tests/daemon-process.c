@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -72,6 +73,19 @@ int daemon_log_count(const char *log, const char *text)
 		n += strstr(line, text) != NULL;
 	if (fp != NULL)
 		fclose(fp);
+	return n;
+}
+
+int daemon_count_snapshots(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	size_t len = strlen(name);
+	int n = 0;
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += !strncmp(e->d_name, name, len) && e->d_name[len] == '.' && strstr(e->d_name, ".snap") != NULL;
+	if (d != NULL)
+		closedir(d);
 	return n;
 }
 

@@ -31,6 +31,10 @@ int daemon_write_conf(const char *path, const char *fmt, ...) __attribute__((for
 /** @return how many lines of the daemon's log @p log contain @p text (0 when there is no log). */
 int daemon_log_count(const char *log, const char *text);
 
+/** @return how many snapshot files of filter @p name (NAME.*.snap) directory @p dir holds (0 when it cannot be read).
+ */
+int daemon_count_snapshots(const char *dir, const char *name);
+
 /**
  * Copy the last @p lines lines of the daemon's log @p log to stderr, so that
  * a failed test shows what shmd said. @return 0, or -1 if that failed.

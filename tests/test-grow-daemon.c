@@ -144,19 +144,6 @@ static uint64_t assert_all_keys(const char *name, const uint64_t *upto, uint64_t
 	return n;
 }
 
-static int count_snapshots(const char *name)
-{
-	DIR *d = opendir(snaps);
-	int n = 0;
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL)
-		n += !strncmp(e->d_name, name, strlen(name)) && e->d_name[strlen(name)] == '.' &&
-		     strstr(e->d_name, ".snap") != NULL;
-	if (d != NULL)
-		closedir(d);
-	return n;
-}
-
 static void test_growth(void **state)
 {
 	(void)state;
@@ -269,7 +256,7 @@ static void test_growth(void **state)
 	/* A reboot: the runtime directory gone, the filter restored from its
 	 * newest periodic snapshot (taken after the adds stopped), layers and all. */
 	time_t t0 = time(NULL);
-	while (count_snapshots("gf") < 2 || time(NULL) < t0 + 3)
+	while (daemon_count_snapshots(snaps, "gf") < 2 || time(NULL) < t0 + 3)
 		usleep(100000);
 	stop_shmd(SIGKILL);
 	char cmd[256];

@@ -113,19 +113,6 @@ static void kill_shmd(pid_t pid)
 	daemon_stop(pid, SIGKILL);
 }
 
-static int count_snapshots(const char *name)
-{
-	DIR *d = opendir(snaps);
-	int n = 0;
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL)
-		n += !strncmp(e->d_name, name, strlen(name)) && e->d_name[strlen(name)] == '.' &&
-		     strstr(e->d_name, ".snap") != NULL;
-	if (d != NULL)
-		closedir(d);
-	return n;
-}
-
 static int log_has(const char *text)
 {
 	return daemon_log_count(logpath, text) > 0;
@@ -161,9 +148,9 @@ static void test_restart(void **state)
 	memcpy(upto, (void *)b->progress, sizeof(upto));
 	time_t t0 = time(NULL);
 	/* Two snapshots of each after the adds stopped (1 s apart; keep 2). */
-	while (count_snapshots("rb") < 2 || time(NULL) < t0 + 3)
+	while (daemon_count_snapshots(snaps, "rb") < 2 || time(NULL) < t0 + 3)
 		usleep(100000);
-	assert_true(count_snapshots("rb") <= 2); /* snapshot_keep = 2 pruned the rest */
+	assert_true(daemon_count_snapshots(snaps, "rb") <= 2); /* snapshot_keep = 2 pruned the rest */
 	kill_shmd(d);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s/rs %s/rs.sock %s/rs.pid", root, root, root);
