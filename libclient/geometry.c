@@ -113,9 +113,10 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 		l.capacity *= expansion;
 	}
 	if (type == SHMF_TYPE_BLOOM) {
-		/* RedisBloom's: the first layer is tightened too, so that the
-		 * rates of every layer sum to less than the declared one. */
-		l.fpr = fpr * pow(SHMF_LAYER_TIGHTENING, (double)(i + 1));
+		/* The first layer is tightened too, so that the rates of every
+		 * layer sum to less than the declared one, with a margin for
+		 * what one filter's realised rate varies by (geometry.h). */
+		l.fpr = fpr * SHMF_LAYER_MARGIN * pow(SHMF_LAYER_TIGHTENING, (double)(i + 1));
 		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, bucket_size, &l.g)) < 0)
 			return r;
 		*out = l;

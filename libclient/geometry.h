@@ -44,14 +44,17 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
  * Growing filters (docs/design.md, "Layers"): a filter created for
  * capacity keys at error rate fpr that grows by an expansion e >= 1 is a
  * chain of layers. Layer i holds capacity * e^i keys; a Bloom layer i is
- * sized for fpr * 0.5^(i+1) (RedisBloom's tightening: layer 0 gets half
- * the declared rate, and the sum over every layer stays below it), a
+ * sized for fpr * 0.9 * 0.5^(i+1) (RedisBloom's tightening ratio 0.5
+ * between layers; layer 0 at 0.45 of the declared rate, so that the rates
+ * of every layer sum to at most 0.9 of it, and one filter's realised rate,
+ * which varies by a few percent around that sum, stays within it), a
  * cuckoo layer keeps layer 0's fingerprint and bucket sizes (its rate is
  * layer 0's: RedisBloom's cuckoo layers do not tighten either). A filter
  * that does not grow (expansion 0) is layer 0 alone, sized for fpr itself.
  */
 #define SHMF_EXPANSION_MAX    32768u /* largest expansion a filter may have */
 #define SHMF_LAYER_TIGHTENING 0.5    /* each Bloom layer's error rate against the one before */
+#define SHMF_LAYER_MARGIN     0.9    /* what the Bloom layers' rates sum to at most, of the declared rate */
 
 /* What one layer of a filter is. */
 struct shmf_layer {

@@ -3,9 +3,10 @@
  * made, the grow tick (grow_filter()) called by hand: layers published
  * one by one and checked against the layer function, a standby looked at
  * only once opened, every key found across layers, "new" over every
- * layer, the measured FPR of a filter grown through 8 layers within 10%
- * of its declared rate (the layers' rates sum to 0.99%; one filter's
- * small first layers vary from filter to filter); NONSCALING refusals; cuckoo layers (counts, deletes, full without
+ * layer, the measured FPR of a filter grown through 8 layers within its
+ * declared rate (the layers' rates sum to 0.89%; one filter's small first
+ * layers vary from filter to filter by a few percent); NONSCALING
+ * refusals; cuckoo layers (counts, deletes, full without
  * a standby, EXPANSION 0), and those of buckets of 2 (every layer the first
  * one's bucket size, through a snapshot too); the layer limit; capped adds exact across a
  * layer switch from 8 processes; the one-layer view is the plain one; bad
@@ -164,18 +165,18 @@ static void test_bloom_layers(void **state)
 		assert_int_equal(st[i].capacity, want.capacity);
 		assert_int_equal(st[i].k, want.g.k);
 		assert_int_equal(st[i].nblocks, want.g.nblocks);
-		assert_true(fabs(st[i].fpr - 0.01 * pow(0.5, st[i].layer + 1)) < 1e-15);
+		assert_true(fabs(st[i].fpr - 0.01 * 0.9 * pow(0.5, st[i].layer + 1)) < 1e-15);
 		assert_int_equal(st[i].capacity, (uint64_t)B << st[i].layer);
 	}
 	assert_int_equal(st[0].layer, 7);
 	assert_int_equal(found(r, 1, 0, n1) + found(r, 2, 0, N), n1 + N);
 	/* Absent keys: the rate of the whole filter within the declared one
-	 * (the layers' rates sum to less than it: 0.99% for 7 full layers),
-	 * give or take what one filter's small first layers vary by (10%). */
+	 * (the layers' rates sum to 0.89% for 7 full layers; one filter's
+	 * small first layers vary by a few percent around that). */
 	uint64_t fp = found(r, 9, 0, 1000000);
 	print_message("8 layers, %llu keys: %llu false positives in 1,000,000 absent keys (%.4f%%, declared 1%%)\n",
 		      (unsigned long long)(n1 + N), (unsigned long long)fp, (double)fp / 1e4);
-	assert_true(fp <= 11000);
+	assert_true(fp <= 10000);
 	shmf_close(w);
 	shmf_close(r);
 }
@@ -489,8 +490,8 @@ static void test_one_layer(void **state)
 	struct shmf_layer_status st[SHMF_LAYERS_MAX];
 	assert_int_equal(shmf_layers(w, st, SHMF_LAYERS_MAX), 1);
 	assert_int_equal(slot_of(slot)->nlive, 1);
-	/* Its first layer is sized at half the declared rate (RedisBloom's). */
-	assert_true(fabs(st[0].fpr - 0.005) < 1e-15);
+	/* Its first layer is sized at 0.45 of the declared rate (geometry.h). */
+	assert_true(fabs(st[0].fpr - 0.0045) < 1e-15);
 	shmf_close(w);
 }
 
