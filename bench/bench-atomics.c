@@ -1,7 +1,8 @@
 /*
  * bench-atomics.c - what the locked instructions of a capped add cost on
- * this machine, alone: the floor under `cuckoo shmf_add_capped` in
- * bench-filter, beside the check it also makes.
+ * this machine, alone, to set beside `cuckoo shmf_add_capped` in
+ * bench-filter (which also makes a check's reads, and the relocations its
+ * repeated copies need: its relocations-an-add column).
  *
  *   bench-atomics [MILLIONS]
  *
@@ -19,24 +20,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define RUNS 5
 
 static _Alignas(64) _Atomic uint32_t lock_word;
 static _Alignas(64) _Atomic uint64_t bucket;
 static _Alignas(64) _Atomic uint64_t counter;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* The lock taken free and let go, as the relocation lock is uncontended. */
 static void lock_unlock(void)
@@ -62,13 +52,12 @@ static double time_op(void (*op)(void), uint64_t n)
 {
 	double v[RUNS];
 	for (int r = 0; r < RUNS; r++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		for (uint64_t i = 0; i < n; i++)
 			op();
-		v[r] = (now_ns() - t0) / (double)n;
+		v[r] = (bench_now_ns() - t0) / (double)n;
 	}
-	qsort(v, RUNS, sizeof(v[0]), cmp_double);
-	return v[RUNS / 2];
+	return bench_median(v, RUNS);
 }
 
 int main(int argc, char **argv)
@@ -84,7 +73,6 @@ int main(int argc, char **argv)
 	printf("%-44s %6.1f ns\n", "lock taken and let go (cas + exchange)", l);
 	printf("%-44s %6.1f ns\n", "bucket compare-and-swap (load + cas)", b);
 	printf("%-44s %6.1f ns\n", "item counter add (fetch_add)", c);
-	printf("%-44s %6.1f ns  (what a capped add makes beyond a check and its reads)\n", "the three together",
-	       l + b + c);
+	printf("%-44s %6.1f ns  (a capped add's lock and store, relocations aside)\n", "the three together", l + b + c);
 	return 0;
 }

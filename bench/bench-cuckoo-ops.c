@@ -21,18 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hash.h"
 #include "registry.h"
 
 #define KEY_LEN 16
 #define RUNS    9
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* @p n random 16-byte keys of family @p salt, in one array. */
 static char *make_keys(uint64_t n, uint64_t salt)
@@ -46,18 +40,6 @@ static char *make_keys(uint64_t n, uint64_t salt)
 	for (uint64_t i = 0; i < 2 * n; i++)
 		w[i] = shmf_mix64(i * 2 + salt * UINT64_C(0x9e3779b97f4a7c15) + 1);
 	return k;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v)
-{
-	qsort(v, RUNS, sizeof(double), cmp_double);
-	return v[RUNS / 2];
 }
 
 int main(int argc, char **argv)
@@ -88,21 +70,21 @@ int main(int argc, char **argv)
 	shmf_info(f, &info);
 	uint64_t at70 = capacity * 70 / 100, step = capacity / 10, at95 = capacity * 95 / 100;
 	char *keys = make_keys(at95, 1), *absent = make_keys(1000000, 2);
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < at70; i++)
 		shmf_add(f, keys + i * KEY_LEN, KEY_LEN);
-	double fill = (now_ns() - t0) / (double)at70;
+	double fill = (bench_now_ns() - t0) / (double)at70;
 
 	double add[RUNS], check[RUNS], many[RUNS];
 	for (int r = 0; r < RUNS; r++) {
 		char *fresh = make_keys(step, 100 + (uint64_t)r);
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		for (uint64_t i = 0; i < step; i++)
 			if (shmf_add(f, fresh + i * KEY_LEN, KEY_LEN) != 1) {
 				fprintf(stderr, "an add failed\n");
 				return 1;
 			}
-		add[r] = (now_ns() - t0) / (double)step;
+		add[r] = (bench_now_ns() - t0) / (double)step;
 		for (uint64_t i = 0; i < step; i++)
 			shmf_del(f, fresh + i * KEY_LEN, KEY_LEN);
 		free(fresh);
@@ -112,13 +94,13 @@ int main(int argc, char **argv)
 	const uint64_t probes = 2000000;
 	volatile int sink = 0;
 	for (int r = 0; r < RUNS; r++) {
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		for (uint64_t i = 0; i < probes; i++) {
 			const char *k = (i & 1) ? absent + (i >> 1) % 1000000 * KEY_LEN
 						: keys + (i >> 1) % at95 * KEY_LEN;
 			sink += shmf_check(f, k, KEY_LEN);
 		}
-		check[r] = (now_ns() - t0) / (double)probes;
+		check[r] = (bench_now_ns() - t0) / (double)probes;
 		shmf_key_t ks[1024];
 		uint8_t out[1024];
 		double spent = 0;
@@ -129,16 +111,16 @@ int main(int argc, char **argv)
 							      : keys + (x >> 1) % at95 * KEY_LEN,
 						      KEY_LEN };
 			}
-			t0 = now_ns();
+			t0 = bench_now_ns();
 			sink += shmf_check_many(f, ks, 1024, out);
-			spent += now_ns() - t0;
+			spent += bench_now_ns() - t0;
 		}
 		many[r] = spent / (double)probes;
 	}
 	printf("cuckoo, %llu keys, fpr %g, %u-bit fingerprints: fill 0-70%% %.1f ns, add 70-80%% %.1f ns, "
 	       "check %.1f ns, check_many 1024 %.1f ns/key\n",
-	       (unsigned long long)capacity, fpr, info.fingerprint_bits, fill, median(add), median(check),
-	       median(many));
+	       (unsigned long long)capacity, fpr, info.fingerprint_bits, fill, bench_median(add, RUNS),
+	       bench_median(check, RUNS), bench_median(many, RUNS));
 	shmf_close(f);
 	free(keys);
 	free(absent);

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "bloom.h"
+#include "clock.h"
 #include "grow.h"
 #include "journal.h"
 #include "registry-internal.h"
@@ -58,25 +59,6 @@
 
 #define KEY_LEN 16
 #define RUNS    7
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return v[n / 2];
-}
 
 /* n random 16-byte keys in one array (read sequentially: only the filter
  * blocks are random accesses). */
@@ -130,10 +112,10 @@ static const char *probe_key(struct target *t, uint64_t i)
 static double bench_check(struct target *t)
 {
 	int hits = 0;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < t->nprobe; i++)
 		hits += shmf_check(t->rw, probe_key(t, i), KEY_LEN);
-	double dt = now_ns() - t0;
+	double dt = bench_now_ns() - t0;
 	sink = hits;
 	return dt / (double)t->nprobe;
 }
@@ -143,13 +125,13 @@ static double bench_floor(struct target *t)
 	const uint64_t seed = t->dm.hdr.seed, nb = t->dm.hdr.nblocks;
 	const uint32_t k = t->dm.hdr.k;
 	int hits = 0;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < t->nprobe; i++) {
 		uint64_t h = shmf_hash(probe_key(t, i), KEY_LEN, seed);
 		const uint64_t *b = t->dm.blocks + shmf_block_index(h, nb) * SHMF_BLOCK_WORDS;
 		hits += shmf_bloom_block_check_key(b, h, k);
 	}
-	double dt = now_ns() - t0;
+	double dt = bench_now_ns() - t0;
 	sink = hits;
 	return dt / (double)t->nprobe;
 }
@@ -164,9 +146,9 @@ static double bench_check_many(struct target *t, size_t batch)
 		size_t n = t->nprobe - i < batch ? (size_t)(t->nprobe - i) : batch;
 		for (size_t j = 0; j < n; j++)
 			ks[j] = (shmf_key_t){ probe_key(t, i + j), KEY_LEN };
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		hits += shmf_check_many(t->rw, ks, n, out);
-		spent += now_ns() - t0;
+		spent += bench_now_ns() - t0;
 	}
 	sink = hits;
 	free(ks);
@@ -179,13 +161,13 @@ static double bench_add(struct target *t, uint64_t salt, int batched)
 {
 	const uint64_t n = t->nprobe / 4;
 	char *keys = make_keys(n, salt);
-	double t0 = now_ns(), dt;
+	double t0 = bench_now_ns(), dt;
 	if (!batched) {
 		int fresh = 0;
 		for (uint64_t i = 0; i < n; i++)
 			fresh += shmf_add(t->rw, keys + i * KEY_LEN, KEY_LEN);
 		sink = fresh;
-		dt = now_ns() - t0;
+		dt = bench_now_ns() - t0;
 	} else {
 		enum { B = 64 };
 		shmf_key_t ks[B];
@@ -194,9 +176,9 @@ static double bench_add(struct target *t, uint64_t salt, int batched)
 			for (unsigned j = 0; j < B && i + j < n; j++)
 				ks[j] = (shmf_key_t){ keys + (i + j) * KEY_LEN, KEY_LEN };
 			uint64_t m = n - i < B ? n - i : B;
-			double a = now_ns();
+			double a = bench_now_ns();
 			sink = shmf_add_many(t->rw, ks, m, NULL);
-			dt += now_ns() - a;
+			dt += bench_now_ns() - a;
 		}
 	}
 	free(keys);
@@ -209,10 +191,10 @@ static double bench_add_present(struct target *t)
 {
 	const uint64_t n = t->nprobe / 4;
 	int fresh = 0;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < n; i++)
 		fresh += shmf_add(t->rw, t->present + (i % t->npresent) * KEY_LEN, KEY_LEN);
-	double dt = now_ns() - t0;
+	double dt = bench_now_ns() - t0;
 	sink = fresh;
 	return dt / (double)n;
 }
@@ -243,10 +225,10 @@ static void setup_target(struct registry *reg, struct target *t, const char *nam
 	t->nprobe = nprobe;
 	t->present = make_keys(capacity, 1);
 	t->absent = make_keys(nprobe / 2 + 1, 2);
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	fill(t);
 	fprintf(stderr, "filled %s (%" PRIu64 " keys, %.1f MiB) in %.2f s\n", name, capacity,
-		(double)copy.data_bytes / 1048576.0, (now_ns() - t0) / 1e9);
+		(double)copy.data_bytes / 1048576.0, (bench_now_ns() - t0) / 1e9);
 }
 
 /* ---- Cuckoo rows ------------------------------------------------------ */
@@ -254,7 +236,7 @@ static void setup_target(struct registry *reg, struct target *t, const char *nam
 /* Add keys [from, to) of @p keys one by one; ns per add. */
 static double timed_adds(shmf_t *f, const char *keys, uint64_t from, uint64_t to)
 {
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = from; i < to; i++) {
 		int r = shmf_add(f, keys + i * KEY_LEN, KEY_LEN);
 		if (r != 1) {
@@ -268,7 +250,7 @@ static double timed_adds(shmf_t *f, const char *keys, uint64_t from, uint64_t to
 			exit(1);
 		}
 	}
-	return (now_ns() - t0) / (double)(to - from);
+	return (bench_now_ns() - t0) / (double)(to - from);
 }
 
 /* @p ncapped capped adds (cap 4) of @p keys' first ncapped / 4 keys, each
@@ -283,12 +265,12 @@ static double timed_capped(shmf_t *f, const char *keys, uint64_t ncapped)
 		perror("calloc");
 		exit(1);
 	}
-	double a = now_ns();
+	double a = bench_now_ns();
 	for (uint64_t i = 0; i < ncapped; i++) {
 		int r = shmf_add_capped(f, keys + (i % nkeys) * KEY_LEN, KEY_LEN, 4);
 		added[i % nkeys] += r >= 0 && r < 4;
 	}
-	double ns = (now_ns() - a) / (double)ncapped;
+	double ns = (bench_now_ns() - a) / (double)ncapped;
 	for (uint64_t i = 0; i < nkeys; i++)
 		for (unsigned c = 0; c < added[i]; c++)
 			shmf_del(f, keys + i * KEY_LEN, KEY_LEN);
@@ -330,7 +312,7 @@ static double capped_in_processes(const char *instance, const char *name, int np
 	}
 	close(fds[0]);
 	close(fds[1]);
-	return got == nproc ? median(v, got) : -1;
+	return got == nproc ? bench_median(v, got) : -1;
 }
 
 /*
@@ -360,7 +342,7 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	/* The first fill, 0% -> 80% load, timed as a whole (relocations
 	 * grow with the load: most of them fall in the last tenth), then
 	 * taken back to 70%. */
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	double fill = (timed_adds(c.rw, t->present, 0, at70) * (double)at70 +
 		       timed_adds(c.rw, t->present, at70, at70 + step) * (double)step) /
 		      (double)(at70 + step);
@@ -375,14 +357,18 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 		free(fresh);
 	}
 	const uint64_t ncapped = 20000;
-	double capped1[RUNS], capped2[RUNS];
+	double capped1[RUNS], capped2[RUNS], moves[RUNS];
 	shmf_info(c.rw, &info);
 	uint64_t items0 = info.items;
 	for (int r = 0; r < RUNS; r++) {
 		/* As in the processes below: a warming pass, then the timed one. */
 		char *keys = make_keys(ncapped * 5 / 4, 400 + (uint64_t)r);
 		timed_capped(c.rw, keys, ncapped / 4 * 5);
+		shmf_info(c.rw, &info);
+		uint64_t moves0 = info.relocations;
 		capped[r] = timed_capped(c.rw, keys, ncapped * 5);
+		shmf_info(c.rw, &info);
+		moves[r] = (double)(info.relocations - moves0) / (double)(ncapped * 5);
 		free(keys);
 		capped1[r] = capped_in_processes(reg->instance, name, 1, ncapped * 5, 500 + 10 * (uint64_t)r);
 		capped2[r] = capped_in_processes(reg->instance, name, 2, ncapped * 5, 600 + 10 * (uint64_t)r);
@@ -392,15 +378,15 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	timed_adds(c.rw, t->present, at70, t->npresent);
 	shmf_info(c.rw, &info);
 	fprintf(stderr, "filled %s (%" PRIu64 " keys, load %.3f, %.1f MiB) in %.2f s\n", name, t->npresent,
-		info.fill_ratio, (double)info.bytes / 1048576.0, (now_ns() - t0) / 1e9);
+		info.fill_ratio, (double)info.bytes / 1048576.0, (bench_now_ns() - t0) / 1e9);
 	for (int r = 0; r < RUNS; r++) {
 		bloom[r] = bench_check(t);
 		check[r] = bench_check(&c);
 		bmany[r] = bench_check_many(t, 1024);
 		many[r] = bench_check_many(&c, 1024);
 	}
-	double b = median(bloom, RUNS), ch = median(check, RUNS), ad = median(add, RUNS);
-	double bm = median(bmany, RUNS), cm = median(many, RUNS);
+	double b = bench_median(bloom, RUNS), ch = bench_median(check, RUNS), ad = bench_median(add, RUNS);
+	double bm = bench_median(bmany, RUNS), cm = bench_median(many, RUNS);
 	printf("%-8s %-34s %7.1f ns  (%.2fx Bloom check %.1f ns, same run)\n", t->label,
 	       "cuckoo shmf_check, loop (95% load)", ch, ch / b, b);
 	printf("%-8s %-34s %7.1f ns/key  (%.2fx Bloom %.1f ns/key, same run)\n", t->label,
@@ -409,8 +395,9 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	       fill / ch);
 	printf("%-8s %-34s %7.1f ns  (%.2fx cuckoo check)\n", t->label, "cuckoo shmf_add, 70% -> 80% load", ad,
 	       ad / ch);
-	double c1 = median(capped1, RUNS), c2 = median(capped2, RUNS);
-	printf("%-8s %-34s %7.1f ns\n", t->label, "cuckoo shmf_add_capped, cap 4 (70%)", median(capped, RUNS));
+	double c1 = bench_median(capped1, RUNS), c2 = bench_median(capped2, RUNS);
+	printf("%-8s %-34s %7.1f ns  (%.2f relocations an add)\n", t->label, "cuckoo shmf_add_capped, cap 4 (70%)",
+	       bench_median(capped, RUNS), bench_median(moves, RUNS));
 	printf("%-8s %-34s %7.1f ns\n", t->label, "  the same, in 1 other process", c1);
 	printf("%-8s %-34s %7.1f ns  (%.2fx 1 process; each process's own adds)\n", t->label,
 	       "  the same, 2 processes at once", c2, c2 / c1);
@@ -474,14 +461,14 @@ static void run_cuckoo_sizes(struct registry *reg, struct target *t)
 		}
 	for (unsigned b = 0; b < N; b++) {
 		char what[64];
-		double ch = median(check[b], RUNS);
+		double ch = bench_median(check[b], RUNS);
 		snprintf(what, sizeof(what), "cuckoo b=%u (%u-bit), check", sizes[b], info[b].fingerprint_bits);
 		printf("%-8s %-34s %7.1f ns  (%.1f MiB, %.2fx b=4)\n", t->label, what, ch,
-		       (double)info[b].bytes / 1048576.0, ch / median(check[2], RUNS));
+		       (double)info[b].bytes / 1048576.0, ch / bench_median(check[2], RUNS));
 		snprintf(what, sizeof(what), "cuckoo b=%u, check_many 1024", sizes[b]);
-		printf("%-8s %-34s %7.1f ns/key\n", t->label, what, median(many[b], RUNS));
+		printf("%-8s %-34s %7.1f ns/key\n", t->label, what, bench_median(many[b], RUNS));
 		snprintf(what, sizeof(what), "cuckoo b=%u, add 70%% -> 80%%", sizes[b]);
-		printf("%-8s %-34s %7.1f ns\n", t->label, what, median(add[b], RUNS));
+		printf("%-8s %-34s %7.1f ns\n", t->label, what, bench_median(add[b], RUNS));
 	}
 	for (unsigned b = 0; b < N; b++) {
 		char name[32];
@@ -581,10 +568,10 @@ static double timed_journalled_adds(shmf_t *f, const char *keys, uint64_t n, str
 	int fresh = 0;
 	for (uint64_t i = 0; i < n; i += DRAIN_EVERY) {
 		uint64_t end = n - i < DRAIN_EVERY ? n : i + DRAIN_EVERY;
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		for (uint64_t k = i; k < end; k++)
 			fresh += shmf_add(f, keys + k * KEY_LEN, KEY_LEN);
-		spent += now_ns() - t0;
+		spent += bench_now_ns() - t0;
 		if (jr != NULL)
 			*journalled += drain(jr);
 	}
@@ -605,7 +592,7 @@ static void run_replicated_bloom(struct registry *reg, struct target *t)
 	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
 	struct shmf_journal_reader *jr;
 	struct target p = *t, r = *t;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	snprintf(spec.name, sizeof(spec.name), "bp-%s", t->label);
 	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
 	    shmf_open(reg->instance, spec.name, SHMF_RDWR, &p.rw) < 0) {
@@ -616,7 +603,7 @@ static void run_replicated_bloom(struct registry *reg, struct target *t)
 	snprintf(spec.name, sizeof(spec.name), "br-%s", t->label);
 	r.rw = make_replicated(reg, &spec, t->present, t->npresent, &jr);
 	fprintf(stderr, "filled bp-%s and br-%s (%" PRIu64 " keys each) in %.2f s\n", t->label, t->label, t->npresent,
-		(now_ns() - t0) / 1e9);
+		(bench_now_ns() - t0) / 1e9);
 	uint64_t n = t->capacity / 8 < 1000000 ? t->capacity / 8 : 1000000, journalled = 0, ignored = 0;
 	double add[RUNS], radd[RUNS], check[RUNS], rcheck[RUNS];
 	for (int i = 0; i < RUNS; i++) {
@@ -628,7 +615,8 @@ static void run_replicated_bloom(struct registry *reg, struct target *t)
 		rcheck[i] = bench_check(&r);
 	}
 	journal_whole(spec.name, jr, r.rw);
-	double a = median(add, RUNS), ra = median(radd, RUNS), c = median(check, RUNS), rc = median(rcheck, RUNS);
+	double a = bench_median(add, RUNS), ra = bench_median(radd, RUNS), c = bench_median(check, RUNS),
+	       rc = bench_median(rcheck, RUNS);
 	printf("%-8s %-34s %7.1f ns  (%.2fx plain add %.1f ns, same run; %" PRIu64 " of %" PRIu64 " adds journalled)\n",
 	       t->label, "replicated: shmf_add of new keys", ra, ra / a, a, journalled, n * RUNS);
 	printf("%-8s %-34s %7.1f ns  (%.2fx plain check %.1f ns, same run)\n", t->label, "replicated: shmf_check, loop",
@@ -654,7 +642,7 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO, .capacity = t->capacity, .fpr = 0.01, .mode = 0640 };
 	struct target p = *t, r = *t;
 	struct shmf_journal_reader *jr;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	snprintf(pname, sizeof(pname), "cp-%s", t->label);
 	snprintf(rname, sizeof(rname), "cr-%s", t->label);
 	snprintf(spec.name, sizeof(spec.name), "%s", pname);
@@ -674,7 +662,7 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 	snprintf(spec.name, sizeof(spec.name), "%s", rname);
 	r.rw = make_replicated(reg, &spec, t->present, at70, &jr);
 	fprintf(stderr, "filled %s and %s to 70%% load (%" PRIu64 " keys each) in %.2f s\n", pname, rname, at70,
-		(now_ns() - t0) / 1e9);
+		(bench_now_ns() - t0) / 1e9);
 	double add[RUNS], radd[RUNS], check[RUNS], rcheck[RUNS];
 	uint64_t journalled = 0;
 	for (int i = 0; i < RUNS; i++) {
@@ -694,7 +682,8 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 		rcheck[i] = bench_check(&r);
 	}
 	journal_whole(rname, jr, r.rw);
-	double a = median(add, RUNS), ra = median(radd, RUNS), c = median(check, RUNS), rc = median(rcheck, RUNS);
+	double a = bench_median(add, RUNS), ra = bench_median(radd, RUNS), c = bench_median(check, RUNS),
+	       rc = bench_median(rcheck, RUNS);
 	printf("%-8s %-34s %7.1f ns  (%.2fx plain cuckoo add %.1f ns, same run; %" PRIu64 " adds a run)\n", t->label,
 	       "replicated: cuckoo shmf_add, 70%", ra, ra / a, a, step);
 	printf("%-8s %-34s %7.1f ns  (%.2fx plain cuckoo check %.1f ns, same run; %" PRIu64 " entries journalled)\n",
@@ -744,17 +733,20 @@ static void run_speed(struct registry *reg, uint64_t big)
 			v[5][r] = bench_add(&t[i], 200 + (uint64_t)r + 10 * (uint64_t)i, 1);
 			v[6][r] = bench_add_present(&t[i]);
 		}
-		double check = median(v[0], RUNS), fl = median(v[1], RUNS);
-		double add = median(v[4], RUNS);
+		double check = bench_median(v[0], RUNS), fl = bench_median(v[1], RUNS);
+		double add = bench_median(v[4], RUNS);
 		printf("%-8s %-34s %7.1f ns\n", t[i].label, "shmf_check, loop", check);
 		printf("%-8s %-34s %7.1f ns\n", t[i].label, "floor: same work inline, no handle", fl);
-		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 64", median(v[2], RUNS));
-		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 1024", median(v[3], RUNS));
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 64",
+		       bench_median(v[2], RUNS));
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_check_many, batches of 1024",
+		       bench_median(v[3], RUNS));
 		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of new keys, loop", add,
 		       add / check);
-		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_add_many, batches of 64", median(v[5], RUNS));
+		printf("%-8s %-34s %7.1f ns/key\n", t[i].label, "shmf_add_many, batches of 64",
+		       bench_median(v[5], RUNS));
 		printf("%-8s %-34s %7.1f ns  (%.2fx check)\n", t[i].label, "shmf_add of present keys, loop",
-		       median(v[6], RUNS), median(v[6], RUNS) / check);
+		       bench_median(v[6], RUNS), bench_median(v[6], RUNS) / check);
 		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
 		       check / fl);
 		run_cuckoo(reg, &t[i]);
@@ -774,20 +766,20 @@ static void run_speed(struct registry *reg, uint64_t big)
 /* Child: a newly started worker. Open, then 100,000 random checks. */
 static int attach_child(const char *instance)
 {
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	shmf_t *f;
 	int r = shmf_open(instance, "attach", SHMF_RDONLY, &f);
 	if (r < 0) {
 		fprintf(stderr, "attach: %s\n", shmf_strerror(r));
 		return 1;
 	}
-	double t1 = now_ns();
+	double t1 = bench_now_ns();
 	int hits = 0;
 	for (uint64_t i = 0; i < 100000; i++) {
 		uint64_t key[2] = { shmf_mix64(i + 12345), i };
 		hits += shmf_check(f, key, sizeof(key));
 	}
-	double t2 = now_ns();
+	double t2 = bench_now_ns();
 	sink = hits;
 	printf("%.3f %.3f\n", (t1 - t0) / 1e6, (t2 - t0) / 1e6);
 	shmf_close(f);
@@ -831,18 +823,18 @@ static void run_attach(const char *self, const char *label, const char *root)
 	struct filter_spec spec = {
 		.name = "attach", .type = SHMF_TYPE_BLOOM, .capacity = 866000000, .fpr = 0.01, .mode = 0640
 	};
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	if (registry_create(&reg, &spec, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		registry_close(&reg, 1);
 		return;
 	}
-	double create_ms = (now_ns() - t0) / 1e6;
+	double create_ms = (bench_now_ns() - t0) / 1e6;
 	double v[RUNS], o[RUNS];
 	for (int r = 0; r < RUNS; r++)
 		v[r] = run_attach_once(self, "bench", &o[r]);
 	printf("%-8s %-34s %7.1f ms  (open alone %.2f ms; daemon created it in %.0f ms; %s)\n", "1 GiB",
-	       "new worker: open + 100k checks", median(v, RUNS), median(o, RUNS), create_ms, label);
+	       "new worker: open + 100k checks", bench_median(v, RUNS), bench_median(o, RUNS), create_ms, label);
 	registry_close(&reg, 1);
 }
 
@@ -866,9 +858,9 @@ static void snapshot_writer(const char *instance, const char *name, struct wait_
 	for (uint64_t i = 0; !atomic_load(&b->stop); i++) {
 		uint64_t key[2] = { (i / 4) * UINT64_C(0x9e3779b97f4a7c15), 77 };
 		int p = atomic_load(&b->phase);
-		double a = now_ns();
+		double a = bench_now_ns();
 		int r = shmf_add_capped(f, key, sizeof(key), 4);
-		uint64_t ns = (uint64_t)(now_ns() - a);
+		uint64_t ns = (uint64_t)(bench_now_ns() - a);
 		if (r < 0) {
 			fprintf(stderr, "capped add: %s\n", shmf_strerror(r));
 			_exit(2);
@@ -910,7 +902,7 @@ static int run_snapshot_wait(const char *root, double gib)
 	shmf_info_t info;
 	shmf_info(f, &info);
 	uint64_t n = info.buckets * info.bucket_size * 70 / 100;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	enum { B = 1024 };
 	uint64_t kb[B][2];
 	shmf_key_t ks[B];
@@ -927,7 +919,7 @@ static int run_snapshot_wait(const char *root, double gib)
 		}
 	}
 	fprintf(stderr, "filled snapwait (%.2f GiB, %" PRIu64 " keys, load 0.70) in %.1f s\n",
-		(double)info.bytes / 1073741824.0, n, (now_ns() - t0) / 1e9);
+		(double)info.bytes / 1073741824.0, n, (bench_now_ns() - t0) / 1e9);
 	shmf_close(f);
 
 	struct wait_board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -940,9 +932,9 @@ static int run_snapshot_wait(const char *root, double gib)
 	usleep(1000000);
 	snprintf(path, sizeof(path), "%s/snapwait.snap", root);
 	atomic_store(&b->phase, 1);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	int rc = registry_snapshot(&reg, "snapwait", path, NULL, err, sizeof(err));
-	double snap_ms = (now_ns() - t0) / 1e6;
+	double snap_ms = (bench_now_ns() - t0) / 1e6;
 	atomic_store(&b->phase, 2);
 	usleep(200000);
 	atomic_store(&b->stop, 1);
@@ -1001,10 +993,10 @@ static double new_adds(struct target *t, uint64_t salt, uint64_t n)
 {
 	char *keys = make_keys(n, salt);
 	int fresh = 0;
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < n; i++)
 		fresh += shmf_add(t->rw, keys + i * KEY_LEN, KEY_LEN);
-	double dt = now_ns() - t0;
+	double dt = bench_now_ns() - t0;
 	sink = fresh;
 	free(keys);
 	return dt / (double)n;
@@ -1062,7 +1054,7 @@ static int run_layers(const char *root, uint64_t base)
 		const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64", "shmf_add of new keys",
 				      "shmf_add of present keys" };
 		for (int o = 0; o < 4; o++) {
-			double a = median(v[0][o], RUNS), b = median(v[1][o], RUNS);
+			double a = bench_median(v[0][o], RUNS), b = bench_median(v[1][o], RUNS);
 			printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", L, n, ops[o], a, b, a / b);
 		}
 		got = shmf_layers(one.rw, st, SHMF_LAYERS_MAX);
@@ -1102,7 +1094,7 @@ static int run_layers(const char *root, uint64_t base)
 	       "ratio");
 	const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64" };
 	for (int o = 0; o < 2; o++) {
-		double a = median(v[0][o], RUNS), b = median(v[1][o], RUNS);
+		double a = bench_median(v[0][o], RUNS), b = bench_median(v[1][o], RUNS);
 		printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", 1, n, ops[o], a, b, a / b);
 	}
 	shmf_close(sb.rw);
@@ -1120,18 +1112,18 @@ static int run_layers(const char *root, uint64_t base)
 	for (unsigned layer = 4; layer <= 12; layer += 2) {
 		struct filter_spec ls;
 		struct shmf_geometry g;
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		if (registry_layer_spec(&made, layer, &ls, &g) < 0)
 			return 1;
-		double sized = now_ns() - t0;
+		double sized = bench_now_ns() - t0;
 		uint64_t gen = reg.ctl.hdr->last_generation + 1;
 		reg.ctl.hdr->last_generation = gen;
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		if (registry_data_create(&reg, &ls, &g, gen, 1, 0, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}
-		double file = now_ns() - t0;
+		double file = bench_now_ns() - t0;
 		struct live_ring one = { .n = 1, .gen = { gen } };
 		registry_unlink_ring(&reg, "made", &one);
 		printf("%-7u %11" PRIu64 " %10.1f %9.2f ms %9.2f ms\n", layer, ls.capacity,

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "registry.h"
 #include "snapshot.h"
 
@@ -36,18 +37,6 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
 }
 
 static void die(const char *what, const char *err)
@@ -141,9 +130,9 @@ int main(int argc, char **argv)
 	}
 	shmf_close(f);
 	printf("%-44s %8.2f GB/s  (%.0f MiB, tmpfs file, median of %d)\n", "snapshot of a Bloom filter",
-	       median(snap, RUNS), (double)info.bytes / 1048576.0, RUNS);
+	       bench_median(snap, RUNS), (double)info.bytes / 1048576.0, RUNS);
 	printf("%-44s %8.2f GB/s  (validated, new generation, published)\n", "restore (swap) of that snapshot",
-	       median(rest, RUNS));
+	       bench_median(rest, RUNS));
 	registry_drop(&reg, "big", NULL, 0);
 	unlink(path);
 
@@ -198,7 +187,7 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "swap: publish until %u client%s use%s it", nck, nck > 1 ? "s" : "",
 			 nck > 1 ? "" : "s");
 		printf("%-44s %8.1f us  (median of %d swaps of the slowest client; median client %.1f us)\n", what,
-		       median(worst, nswaps), nswaps, median(all, nall));
+		       bench_median(worst, nswaps), nswaps, bench_median(all, nall));
 	}
 	munmap(b, sizeof(*b));
 	registry_close(&reg, 1);

@@ -181,9 +181,9 @@ static int mode_add(const struct opts *o)
 	printf("{\"op\": \"%s\", \"count\": %" PRIu64 ", \"positive\": %" PRIu64 ", \"errors\": %" PRIu64
 	       ", \"first_error\": \"%s\", \"failed_checks\": %" PRIu64
 	       ", \"p99_add_us\": %.1f, \"max_add_us\": %.1f, \"max_check_us\": %.1f, \"slow_adds\": %" PRIu64
-	       ", \"slow_checks\": %" PRIu64 ", \"elapsed_s\": %.3f}\n",
+	       ", \"slow_checks\": %" PRIu64 ", \"slow_ms\": %.0f, \"elapsed_s\": %.3f}\n",
 	       o->op, o->count, positive, errors, first_error ? shmf_strerror(first_error) : "", failed_checks,
-	       p99 * 1e6, max * 1e6, max_check * 1e6, slow_adds, slow_checks, elapsed);
+	       p99 * 1e6, max * 1e6, max_check * 1e6, slow_adds, slow_checks, SLOW_S * 1e3, elapsed);
 	free(add_s);
 	shmf_close(f);
 	return 0;
