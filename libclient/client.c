@@ -143,7 +143,9 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 	pt->state = &pt->data.state->bits;
 	pt->step_mask = UINT64_MAX;
 	if (pt->data.hdr.type == SHMF_TYPE_CUCKOO) {
-		shmf_cuckoo_lock_init(&pt->lock, pt->data.hdr.lock_timeout_ms);
+		/* The timeout from the slot, which only shmd writes: a writer
+		 * of the data file cannot make this process wait longer. */
+		shmf_cuckoo_lock_init(&pt->lock, copy->lock_timeout_ms);
 		pt->cuckoo = (struct shmf_cuckoo_geom){
 			.buckets = (char *)pt->data.blocks + sizeof(struct shmf_cuckoo_meta),
 			.nbuckets = pt->data.hdr.nbuckets,

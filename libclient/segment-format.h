@@ -41,8 +41,12 @@
  * of format 6 would neither see a filter's newer layers nor stop at a
  * NONSCALING filter's capacity) and the cuckoo bucket size (1, 2, 4 or 8
  * fingerprints a bucket word) in the slot and the data header (a client of
- * format 6 would read buckets of another size as buckets of 4). */
-#define SHMF_FORMAT_VERSION 7u
+ * format 6 would read buckets of another size as buckets of 4); 8: the
+ * cuckoo relocation lock's timeout is in the slot (which only shmd
+ * writes), no longer in the data header, where any writer could raise it
+ * to an hour and make every locked call of every process, shmd's
+ * included, wait that long. */
+#define SHMF_FORMAT_VERSION 8u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -139,7 +143,10 @@ struct shmf_slot {
 						   before times this (1..SHMF_EXPANSION_MAX); else 0 */
 	uint32_t bucket_size;                   /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
 						   4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
-	uint8_t pad[512 - 440];
+	uint32_t lock_timeout_ms;               /* shmd writes; cuckoo: longest wait for a layer's relocation
+						   lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
+	uint32_t lock_pad;                      /* zero */
+	uint8_t pad[512 - 448];
 };
 
 /* Data segment header. Written by shmd before the generation is
@@ -160,8 +167,8 @@ struct shmf_data_header {
 	uint64_t counters_offset; /* SHMF_DATA_COUNTERS_OFF */
 	uint64_t nbuckets;        /* cuckoo: buckets; Bloom: 0 */
 	uint32_t max_kicks;       /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
-	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0: the default
-				     (1 s); Bloom: 0 */
+	uint32_t reserved;        /* zero; nobody reads it (format 7 kept the lock timeout here,
+				     where every writer could change it: it is in the slot now) */
 	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket, as the slot says; Bloom: 0 */
 	uint32_t bucket_pad;      /* zero */
 	char name[SHMF_NAME_MAX + 1];

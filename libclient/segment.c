@@ -57,7 +57,7 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_journal_ring, tail), offsetof(struct shmf_journal_ring, lost),
 		sizeof(struct shmf_journal_entry), offsetof(struct shmf_journal_entry, op),
 		offsetof(struct shmf_journal_entry, window), SHMF_JOP_MAX, SHMF_JOURNAL_OWNER_CLOSED,
-		offsetof(struct shmf_data_header, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, lock),
+		offsetof(struct shmf_slot, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, lock),
 		sizeof(struct shmf_cuckoo_lockword), offsetof(struct shmf_cuckoo_lockword, list_next),
 		offsetof(struct shmf_cuckoo_meta, version), SHMF_DATA_COW_OFF, sizeof(struct shmf_cuckoo_cow),
 		offsetof(struct shmf_cuckoo_cow, copied), offsetof(struct shmf_cuckoo_cow, head),
@@ -252,7 +252,8 @@ int shmf_slot_check(const struct shmf_slot *s)
 	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
-	    (s->flags & ~SHMF_SLOT_FLAGS) != 0)
+	    (s->flags & ~SHMF_SLOT_FLAGS) != 0 || s->lock_pad != 0 ||
+	    (s->type == SHMF_TYPE_CUCKOO ? s->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX : s->lock_timeout_ms != 0))
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		/* A growing filter: no window, no NONSCALING, up to
@@ -342,9 +343,8 @@ static int header_check_layer(const struct shmf_data_header *h, const struct shm
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != g->k || h->nblocks != g->nblocks ||
 	    h->nbuckets != g->nbuckets || h->bucket_size != g->bucket_size || h->bucket_pad != 0 ||
 	    shmf_geometry_check(h->type, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
-	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT ||
-						   h->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX
-					 : h->max_kicks != 0 || h->lock_timeout_ms != 0) ||
+	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
+					 : h->max_kicks != 0) ||
 	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF || h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
 	    h->generation != gen || memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;

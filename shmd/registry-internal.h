@@ -64,6 +64,7 @@ struct ring_maps {
 			   opened, is left out (a copy has nothing to take from it) */
 	struct shmf_data_map dm[SHMF_WINDOW_MAX];
 	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: a consistent image; NULL until made */
+	uint32_t lock_timeout_ms;    /* cuckoo: the slot's relocation lock timeout (0: the default) */
 };
 
 /* Map every live generation of the filter @p copy describes (a checked

@@ -63,6 +63,7 @@ int registry_ring_take(struct registry *r, const struct shmf_slot *copy, struct 
 {
 	m->n = 0;
 	m->first = 0;
+	m->lock_timeout_ms = copy->lock_timeout_ms;
 	for (unsigned j = 0; j < copy->nlive; j++) {
 		struct shmf_data_map *dm = &m->dm[m->n];
 		dm->fd = -1;
@@ -102,7 +103,7 @@ int registry_ring_copy(struct ring_maps *m, unsigned i, const char *name, char *
 			      strerror(errno));
 	m->copy[i] = dst;
 	struct shmf_cuckoo_lock lock;
-	shmf_cuckoo_lock_init(&lock, dm->hdr.lock_timeout_ms);
+	shmf_cuckoo_lock_init(&lock, m->lock_timeout_ms);
 	struct shmf_cuckoo_geom g = registry_cuckoo_geom(dm, &lock);
 	int rc = shmf_cuckoo_copy(&g, dst, bytes);
 	for (int tries = 1; tries < 10 && rc == -EAGAIN; tries++) {

@@ -352,7 +352,6 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
 	h.bucket_size = p->bucket_size;
-	h.lock_timeout_ms = spec->type == SHMF_TYPE_CUCKOO ? spec->lock_timeout_ms : 0;
 	h.seed = seed;
 	h.generation = gen;
 	h.capacity = spec->capacity;
@@ -391,6 +390,8 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	s->nblocks = p->nblocks;
 	s->nbuckets = p->nbuckets;
 	s->bucket_size = p->bucket_size;
+	s->lock_timeout_ms = spec->type == SHMF_TYPE_CUCKOO ? spec->lock_timeout_ms : 0;
+	s->lock_pad = 0;
 	s->data_bytes = p->data_bytes;
 	s->created_epoch = ring->created[ring->n - 1];
 	memset(s->name, 0, sizeof(s->name));
@@ -808,14 +809,11 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 	if (shmf_data_filename(s->name, s->live[0], fname, sizeof(fname)) == 0 &&
 	    fstatat(r->dir.fd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		spec->mode = st.st_mode & 0777;
-	/* The relocation lock's timeout, as the newest generation has it. */
-	struct shmf_data_header h;
-	int fd = s->type == SHMF_TYPE_CUCKOO ? openat(r->dir.fd, fname, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-	if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	    h.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
-		spec->lock_timeout_ms = h.lock_timeout_ms;
-	if (fd >= 0)
-		close(fd);
+	/* The relocation lock's timeout, as the slot has it (never a data
+	 * file's word: writers can change those). */
+	spec->lock_timeout_ms = s->type == SHMF_TYPE_CUCKOO && s->lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX
+					? s->lock_timeout_ms
+					: 0;
 	*g = (struct shmf_geometry){ .type = s->type,
 				     .k = s->k,
 				     .nblocks = s->nblocks,

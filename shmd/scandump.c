@@ -190,7 +190,7 @@ static int cuckoo_chunk(const struct dump_view *v, const struct shmf_data_map *d
 			uint64_t *dst, size_t len)
 {
 	struct shmf_cuckoo_lock lock;
-	shmf_cuckoo_lock_init(&lock, dm->hdr.lock_timeout_ms);
+	shmf_cuckoo_lock_init(&lock, v->m.lock_timeout_ms);
 	struct shmf_cuckoo_geom g = registry_cuckoo_geom(dm, &lock);
 	int rc = shmf_cuckoo_lock(&g);
 	if (rc < 0)

@@ -216,15 +216,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dh.bucket_size = slot.bucket_size; /* which the client must still check: a word of its width */
 		memcpy(dh.name, slot.name, sizeof(dh.name));
 	}
-	if (flags & 0x02) /* after 0x04, which may set the type */
-		dh.lock_timeout_ms = dh.type == SHMF_TYPE_CUCKOO ? 1 + dh.lock_timeout_ms % 2 : 0;
-	/* A valid timeout is valid at any length, but a held lock word (the
-	 * payload is any bytes) costs every locked call all of it: one of 0
-	 * (the default, 1 s) or more than 2 ms made an input of a few locked
-	 * calls a libFuzzer timeout. Out-of-range values stay, for the check. */
-	else if (dh.type == SHMF_TYPE_CUCKOO && (dh.lock_timeout_ms == 0 || dh.lock_timeout_ms > 2) &&
-		 dh.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
-		dh.lock_timeout_ms = 1 + dh.lock_timeout_ms % 2;
+	/* The lock timeout is the slot's: a valid one is valid at any length,
+	 * but a held lock word (the payload is any bytes) costs every locked
+	 * call all of it: one of 0 (the default, 1 s) or more than 2 ms made
+	 * an input of a few locked calls a libFuzzer timeout. With flag 0x02
+	 * it is made valid; out-of-range values stay, for the check. */
+	if (slot.type == SHMF_TYPE_CUCKOO && ((flags & 0x02) || slot.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX) &&
+	    (slot.lock_timeout_ms == 0 || slot.lock_timeout_ms > 2))
+		slot.lock_timeout_ms = 1 + slot.lock_timeout_ms % 2;
 
 	/* The validators on their own: they must not read past what they get. */
 	int ctl_ok = shmf_ctl_header_check(&ch, SHMF_CTL_BYTES) == 0;
