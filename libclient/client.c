@@ -893,7 +893,7 @@ static int keys_valid(const shmf_key_t *keys, size_t n)
 /* Cuckoo batch check: keys located CUCKOO_AHEAD ahead and both their
  * buckets prefetched, so that many misses are in flight. */
 #define CUCKOO_AHEAD 16
-static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, size_t n, uint8_t *out)
+static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, size_t n, uint8_t *out, int *err)
 {
 	const struct shmf_cuckoo_geom *g = &p->cuckoo;
 	struct shmf_cuckoo_key ring[CUCKOO_AHEAD];
@@ -905,8 +905,8 @@ static size_t cuckoo_check_many(const struct part *p, const shmf_key_t *keys, si
 			size_t j = i - CUCKOO_AHEAD;
 			const struct shmf_cuckoo_key *k = &ring[j % CUCKOO_AHEAD];
 			int r = shmf_cuckoo_count_try(g, k);
-			if (__builtin_expect(r < 0, 0))
-				r = shmf_cuckoo_count(g, k);
+			if (__builtin_expect(r < 0, 0) && (r = shmf_cuckoo_count(g, k)) < 0)
+				*err = r; /* the thread may not wait (cuckoo.h): the batch fails */
 			out[j] = r > 0;
 			present += (size_t)(r > 0);
 		}
@@ -994,7 +994,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	if (v->type == SHMF_TYPE_BLOOM) {
 		present = shmf_bloom_check_batch(&v->p[0].bloom, keys, n, out, SHMF_BLOOM_AUTO);
 	} else {
-		present = cuckoo_check_many(&v->p[0], keys, n, out);
+		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
 	}
 	if (r >= 0 && v->nparts > 1 && present < n)
 		present += check_many_older(v, keys, n, out, &r);

@@ -322,6 +322,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t shmf_cuckoo_now_ns(void)
+{
+	return now_ns();
+}
+
+/* The calling thread's wait deadline (shmf_cuckoo_wait_deadline): read
+ * only where a call would otherwise spin longer or sleep. */
+static _Thread_local uint64_t thread_deadline = SHMF_CUCKOO_NO_DEADLINE;
+
+uint64_t shmf_cuckoo_wait_deadline(uint64_t deadline_ns)
+{
+	uint64_t old = thread_deadline;
+	thread_deadline = deadline_ns;
+	return old;
+}
+
+/* Whether the thread's deadline has passed (never, without one). */
+static int thread_deadline_passed(void)
+{
+	return thread_deadline != SHMF_CUCKOO_NO_DEADLINE && now_ns() >= thread_deadline;
+}
+
 /* Sleep while the word is @p v, until @p deadline (CLOCK_MONOTONIC ns). */
 static void futex_wait_until(_Atomic uint32_t *word, uint32_t v, uint64_t deadline)
 {
@@ -362,9 +384,13 @@ static __attribute__((noinline)) int lock_wait(struct shmf_cuckoo_lockword *lw, 
 				__builtin_ia32_pause();
 			continue;
 		}
-		if (deadline == 0)
+		if (deadline == 0) {
 			deadline = now_ns() + timeout_ns;
-		else if (now_ns() >= deadline)
+			/* The thread's own deadline, if sooner (shmd's loop: now). */
+			if (thread_deadline < deadline)
+				deadline = thread_deadline;
+		}
+		if (now_ns() >= deadline)
 			return SHMF_E_BUSY;
 		/* Announce a sleeper, so that the unlock (or the kernel, when
 		 * the holder dies) wakes one. */
@@ -545,6 +571,10 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 	for (unsigned t = 0; t < STABLE_TRIES; t++) {
 		if (count_stable(g, k, &n))
 			break;
+		/* A thread that may not wait that long (shmd's loop) hands
+		 * the read to one that may. */
+		if (thread_deadline_passed())
+			return SHMF_E_BUSY;
 		backoff(t);
 	}
 	return (int)n;

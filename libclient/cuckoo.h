@@ -450,7 +450,9 @@ static inline int shmf_cuckoo_count_try(const struct shmf_cuckoo_geom *g, const 
  * that one move in progress cannot fool (a mover that is stopped or died
  * with its window open leaves exactly that), backing off while moves keep
  * racing it.
- * @return the count (0 to 2 * slots).
+ * @return the count (0 to 2 * slots), or SHMF_E_BUSY when the calling
+ *         thread's wait deadline (shmf_cuckoo_wait_deadline) passed before
+ *         a read came out consistent.
  */
 int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
@@ -497,6 +499,25 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
  */
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
+
+/* No deadline: a thread waits what each lock's timeout allows. */
+#define SHMF_CUCKOO_NO_DEADLINE UINT64_MAX
+
+/**
+ * Bound every wait of the calling thread (for a relocation lock, or for a
+ * read that moves keep racing) by @p deadline_ns (CLOCK_MONOTONIC
+ * nanoseconds, shmf_cuckoo_now_ns()), on top of each lock's timeout: past
+ * it, a call that would wait answers SHMF_E_BUSY and changes nothing. A
+ * deadline of 0 lets the thread spin briefly and never sleep: shmd's event
+ * loop runs so, and moves a request that would wait to a worker thread.
+ * SHMF_CUCKOO_NO_DEADLINE (every thread's start) removes it. Only the slow
+ * paths read it: a call that does not wait pays nothing.
+ * @return the deadline it replaces.
+ */
+uint64_t shmf_cuckoo_wait_deadline(uint64_t deadline_ns);
+
+/** CLOCK_MONOTONIC now, in nanoseconds. */
+uint64_t shmf_cuckoo_now_ns(void);
 
 /** Whether the writer lock word of @p m names a holder (for tests and
  * diagnostics: a holder that died reads as not holding). */

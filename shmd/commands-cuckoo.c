@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "cuckoo.h"
 #include "errors.h"
+#include "keyjob.h"
 #include "spec.h"
 
 /* RedisBloom's ranges for CF.RESERVE's numbers. */
@@ -287,6 +288,11 @@ static void insert_items(struct verb_call *c, int slot, shmf_t *h, int items, in
 		int rc = nx ? shmf_add_unique(h, key, req->lens[items + i]) : shmf_add(h, key, req->lens[items + i]);
 		if (rc == SHMF_E_FULL) {
 			res[i] = -1;
+		} else if (rc == SHMF_E_BUSY) {
+			/* This item would wait: it and the rest on the file worker. */
+			keyjob_defer(c, nx ? KEYJOB_ADD_UNIQUE : KEYJOB_ADD, 0, items, (size_t)i, res, KEYJOB_INSERT);
+			free(res);
+			return;
 		} else if (rc < 0) {
 			free(res);
 			cmd_lib_error(c, rc);
@@ -426,7 +432,9 @@ void cmd_shmf_addcapped(struct verb_call *c)
 		return;
 	cmd_grow(c, slot);
 	int rc = shmf_add_capped(h, req->argv[2], req->lens[2], (unsigned)cap);
-	if (rc < 0)
+	if (rc == SHMF_E_BUSY)
+		keyjob_defer(c, KEYJOB_CAPPED, (unsigned)cap, 2, 0, NULL, KEYJOB_INT);
+	else if (rc < 0)
 		cmd_lib_error(c, rc);
 	else
 		reply_int(c->out, rc);

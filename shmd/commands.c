@@ -14,6 +14,7 @@
 #include "roles.h"
 #include "errors.h"
 #include "grow.h"
+#include "keyjob.h"
 #include "keyspace.h"
 #include "session.h"
 #include "spec.h"
@@ -66,16 +67,7 @@ shmf_t *cmd_filter(struct verb_call *c, int type)
 
 void cmd_lib_error(struct verb_call *c, int rc)
 {
-	/* RedisBloom's words where it has them: a full cuckoo filter, a
-	 * filter dropped mid-request. */
-	if (rc == SHMF_E_FULL)
-		reply_rb_error(c->out, RB_FILTER_FULL);
-	else if (rc == SHMF_E_NONSCALING)
-		reply_rb_error(c->out, RB_NONSCALING_FULL);
-	else if (rc == SHMF_E_NOTFOUND)
-		reply_rb_error(c->out, RB_NOT_FOUND);
-	else
-		reply_error(c->out, "ERR filter '%s': %s", c->req->argv[1], shmf_strerror(rc));
+	reply_lib_error(c->out, c->req->argv[1], rc);
 }
 
 const struct filter_defaults *cmd_defaults(const struct verb_call *c)
@@ -158,7 +150,16 @@ void cmd_one_key(struct verb_call *c, int slot, int type, int (*op)(shmf_t *, co
 	if (op != shmf_check && op != shmf_count)
 		cmd_grow(c, slot);
 	int rc = op(h, c->req->argv[2], c->req->lens[2]);
-	if (rc < 0)
+	if (rc == SHMF_E_BUSY) {
+		/* It would wait (a cuckoo filter's lock held, its reads raced):
+		 * on the file worker, never on the loop. */
+		enum keyjob_op k = op == shmf_add_unique ? KEYJOB_ADD_UNIQUE
+				   : op == shmf_del      ? KEYJOB_DEL
+				   : op == shmf_check    ? KEYJOB_CHECK
+				   : op == shmf_count    ? KEYJOB_COUNT
+							 : KEYJOB_ADD;
+		keyjob_defer(c, k, 0, 2, 0, NULL, boolean ? KEYJOB_BOOL : KEYJOB_INT);
+	} else if (rc < 0)
 		cmd_lib_error(c, rc);
 	else if (boolean)
 		reply_bool(c->out, rc);
@@ -252,6 +253,13 @@ void cmd_many(struct verb_call *c, int slot, int type, int add, int first)
 			keys[i].len = req->lens[(size_t)first + done + i];
 		}
 		int rc = add ? shmf_add_many(h, keys, m, res + done) : shmf_check_many(h, keys, m, res + done);
+		if (rc == SHMF_E_BUSY && !add) {
+			/* A cuckoo read that would wait: the whole batch again,
+			 * on the file worker (checks change nothing). */
+			free(res);
+			keyjob_defer(c, KEYJOB_CHECK, 0, first, 0, NULL, KEYJOB_BOOLS);
+			return;
+		}
 		if (rc < 0) {
 			/* Adds before the failure stay: a Bloom add cannot be undone.
 			 * The only failures are a filter dropped mid-request and a

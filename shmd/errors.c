@@ -5,6 +5,7 @@
  * 2.4.9 and 2.6.12 check them); Redis' from Redis 7.
  */
 #include "errors.h"
+#include "shmf.h"
 
 static const char *const texts[RB_ERROR_COUNT] = {
 	[RB_NOT_FOUND] = "ERR not found",
@@ -53,4 +54,18 @@ const char *rb_error_text(enum rb_error e)
 void reply_rb_error(struct reply *out, enum rb_error e)
 {
 	reply_error(out, "%s", rb_error_text(e));
+}
+
+void reply_lib_error(struct reply *out, const char *filter, int rc)
+{
+	/* RedisBloom's words where it has them: a full cuckoo filter, a
+	 * filter dropped mid-request. */
+	if (rc == SHMF_E_FULL)
+		reply_rb_error(out, RB_FILTER_FULL);
+	else if (rc == SHMF_E_NONSCALING)
+		reply_rb_error(out, RB_NONSCALING_FULL);
+	else if (rc == SHMF_E_NOTFOUND)
+		reply_rb_error(out, RB_NOT_FOUND);
+	else
+		reply_error(out, "ERR filter '%s': %s", filter, shmf_strerror(rc));
 }

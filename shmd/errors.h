@@ -58,4 +58,9 @@ const char *rb_error_text(enum rb_error e);
 /** Reply with error @p e. */
 void reply_rb_error(struct reply *out, enum rb_error e);
 
+/** Reply with libshmf's error @p rc on filter @p filter: RedisBloom's
+ * words where it has them (full, NONSCALING full, not found), else
+ * "ERR filter 'NAME': " and shmf_strerror(). */
+void reply_lib_error(struct reply *out, const char *filter, int rc);
+
 #endif

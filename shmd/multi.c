@@ -164,8 +164,10 @@ void cmd_exec(struct verb_call *c)
 	multi_reset(s);
 	size_t n = m != NULL ? m->n : 0;
 	reply_array(c->out, n);
+	s->in_exec = 1;
 	for (size_t i = 0; i < n; i++)
 		verbs_dispatch(s, c->reg, &m->q[i].req, c->out);
+	s->in_exec = 0;
 	queue_free(m);
 }
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "connlimits.h"
+#include "cuckoo.h"
 #include "errmsg.h"
 #include "grow.h"
 #include "jobs.h"
@@ -694,6 +695,10 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	}
 	struct epoll_event evs[EVENTS_PER_WAIT];
 	uint64_t last_sweep = now_ms();
+	/* The loop never waits on a cuckoo filter's lock or racing reads: a
+	 * call that would answers SHMF_E_BUSY, and the request goes on on the
+	 * file worker (keyjob.h). */
+	uint64_t saved_deadline = shmf_cuckoo_wait_deadline(0);
 	while (rc == 0 && !*stop) {
 		if (tick != NULL)
 			tick(reg, tick_arg);
@@ -726,6 +731,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 			last_sweep = now;
 		}
 	}
+	shmf_cuckoo_wait_deadline(saved_deadline);
 	/* Jobs of the file worker end (cancelled where they can be) before
 	 * the connections waiting for them get their last replies. */
 	jobs_stop(reg);

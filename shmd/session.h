@@ -73,6 +73,7 @@ struct session {
 	int proto;                 /* 2 or 3: HELLO's protocol, that replies are written in */
 	int in_multi;              /* between MULTI and EXEC or DISCARD (multi.h) */
 	int multi_dirty;           /* a request was refused while queueing: EXEC aborts */
+	int in_exec;               /* EXEC runs its queue: nothing may park or wait (keyjob.h) */
 	struct multi_queue *multi; /* the queued requests, or NULL */
 };
 

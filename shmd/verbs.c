@@ -238,5 +238,5 @@ int verbs_dispatch(struct session *s, struct registry *reg, const struct request
 	if (c.key_rc == 0 && v->key > 0 && (v->flags & (VERB_WRITES | VERB_LOCKS)) && jobs_busy(req->argv[v->key]))
 		return VERB_WAIT;
 	v->run(&c);
-	return c.parked ? VERB_PARKED : VERB_DONE;
+	return c.parked ? VERB_PARKED : c.wait ? VERB_WAIT : VERB_DONE;
 }

@@ -60,6 +60,8 @@ struct verb_call {
 	int key_rc;                /* the filter name at the row's key position: 0 legal, SHMF_E_NAME not
 				    * (checked once, by the dispatcher; the handler says so when it needs it) */
 	int parked;                /* set by the handler: a job of the file worker replies later */
+	int wait;                  /* set by the handler: it did nothing and replied nothing (a job holds
+				    * its filter); dispatch the request again once a job ended */
 };
 
 typedef void verb_handler(struct verb_call *c);
