@@ -5,12 +5,16 @@
  * key iter data answers OK), shmd's chunks (scandump.h), which RedisBloom
  * does not load, nor shmd RedisBloom's. See commands.h.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "errmsg.h"
 #include "errors.h"
+#include "jobs.h"
 #include "scandump.h"
 #include "session.h"
 #include "snapshot.h"
@@ -49,26 +53,92 @@ static void reply_chunk_error(struct verb_call *c, int rc, const char *err)
 		reply_error(c->out, "ERR %s", err);
 }
 
+static void reply_chunk(struct reply *out, int type, const struct scandump_chunk *ch)
+{
+	reply_array(out, 2);
+	reply_int(out, (long long)ch->iter);
+	if (ch->data != NULL)
+		reply_bulk(out, ch->data, ch->len);
+	else if (type == SHMF_TYPE_BLOOM)
+		reply_bulk(out, "", 0);
+	else
+		reply_nil(out);
+}
+
+/* The first request of a cuckoo dump: the filter copied on the file
+ * worker (scandump.h), the header chunk replied when that ends. */
+struct copy_job {
+	struct job j;
+	struct held *h;
+};
+
+static void copy_work(struct job *j)
+{
+	struct copy_job *cj = (struct copy_job *)j;
+	j->rc = scandump_copy_work(cj->h, j->err, sizeof(j->err));
+}
+
+static void copy_done(struct job *j, struct registry *r)
+{
+	struct copy_job *cj = (struct copy_job *)j;
+	struct scandump_chunk ch;
+	char err[SNAPSHOT_ERR_MAX];
+	int rc = scandump_copy_end(r, cj->h, j->rc, &ch, err, sizeof(err));
+	if (j->out != NULL) {
+		if (rc < 0)
+			reply_error(j->out, "ERR %s", j->rc < 0 ? j->err : err);
+		else
+			reply_chunk(j->out, SHMF_TYPE_CUCKOO, &ch);
+	}
+	free(ch.data);
+	free(cj);
+}
+
+static void cuckoo_dump_begin(struct verb_call *c)
+{
+	char err[REGISTRY_ERR_MAX + 256];
+	struct copy_job *cj = calloc(1, sizeof(*cj));
+	int rc = cj != NULL ? scandump_copy_begin(c->reg, c->req->argv[1], c->sess->id, &cj->h, err, sizeof(err))
+			    : errmsg(err, sizeof(err), -ENOMEM, "filter '%s': out of memory for a dump", c->req->argv[1]);
+	if (rc < 0) {
+		free(cj);
+		reply_chunk_error(c, rc, err);
+		return;
+	}
+	snprintf(cj->j.filter, sizeof(cj->j.filter), "%s", c->req->argv[1]);
+	cj->j.out = c->out;
+	cj->j.owner = c->sess;
+	cj->j.work = copy_work;
+	cj->j.done = copy_done;
+	c->parked = jobs_submit(&cj->j, c->reg);
+}
+
 static void scandump(struct verb_call *c, int type)
 {
-	char err[REGISTRY_ERR_MAX + 128];
+	char err[REGISTRY_ERR_MAX + 256];
 	uint64_t iter;
 	if (cmd_name_ok(c) < 0 || iter_arg(c, &iter) < 0)
 		return;
+	if (iter == 0 && type == SHMF_TYPE_CUCKOO) {
+		int slot = cmd_lookup(c);
+		if (slot >= 0 && c->reg->ctl.slots[slot].type == SHMF_TYPE_CUCKOO) {
+			if (c->sess != NULL && c->sess->in_exec)
+				/* EXEC answers in one turn of the loop: no copy. */
+				reply_error(c->out, "ERR CF.SCANDUMP of filter '%s' cannot begin inside MULTI: its "
+						    "copy is made off the event loop",
+					    c->req->argv[1]);
+			else
+				cuckoo_dump_begin(c);
+			return;
+		}
+	}
 	struct scandump_chunk ch;
 	int rc = scandump_next(c->reg, c->req->argv[1], type, iter, &ch, err, sizeof(err));
 	if (rc < 0) {
 		reply_chunk_error(c, rc, err);
 		return;
 	}
-	reply_array(c->out, 2);
-	reply_int(c->out, (long long)ch.iter);
-	if (ch.data != NULL)
-		reply_bulk(c->out, ch.data, ch.len);
-	else if (type == SHMF_TYPE_BLOOM)
-		reply_bulk(c->out, "", 0);
-	else
-		reply_nil(c->out);
+	reply_chunk(c->out, type, &ch);
 	free(ch.data);
 }
 

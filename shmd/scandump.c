@@ -180,30 +180,6 @@ static int head_chunk(struct registry *r, struct dump_view *v, struct scandump_c
 	return 0;
 }
 
-/* A cuckoo chunk, copied under the generation's relocation lock (a few
- * hundred microseconds for a chunk): no fingerprint moves during the copy,
- * and none has moved since the dump began if the count of moves is still
- * the one in the dump's tag, so the chunks of a dump together are one
- * consistent image. Word by word, each read whole: an insert or a delete
- * (a CAS, which needs no lock) must not be seen half done. */
-static int cuckoo_chunk(const struct dump_view *v, const struct shmf_data_map *dm, unsigned s, const char *src,
-			uint64_t *dst, size_t len)
-{
-	struct shmf_cuckoo_lock lock;
-	shmf_cuckoo_lock_init(&lock, v->m.lock_timeout_ms);
-	struct shmf_cuckoo_geom g = registry_cuckoo_geom(dm, &lock);
-	int rc = shmf_cuckoo_lock(&g);
-	if (rc < 0)
-		return rc;
-	if (atomic_load_explicit(&g.meta->moves, memory_order_relaxed) != v->moves[s])
-		rc = -EAGAIN;
-	else
-		for (size_t w = 0; w < len / 8; w++)
-			dst[w] = __atomic_load_n((const uint64_t *)src + w, __ATOMIC_RELAXED);
-	shmf_cuckoo_unlock(&g);
-	return rc;
-}
-
 /* Payload chunk @p index (1..total). */
 static int data_chunk(struct dump_view *v, uint64_t index, struct scandump_chunk *out)
 {
@@ -221,8 +197,9 @@ static int data_chunk(struct dump_view *v, uint64_t index, struct scandump_chunk
 	ch->moves = v->moves[s];
 	const char *src = (const char *)dm->blocks + off;
 	int rc = 0;
-	if (dm->hdr.type == SHMF_TYPE_CUCKOO)
-		rc = cuckoo_chunk(v, dm, s, src, (uint64_t *)(ch + 1), len);
+	if (v->m.copy[s] != NULL)
+		/* A held dump's consistent copy (below): private, unchanging. */
+		memcpy(ch + 1, (const char *)v->m.copy[s] + off, len);
 	else
 		/* Bloom bits only ever get set: any mix of old and new bytes
 		 * holds every bit set before the copy began. */
@@ -235,6 +212,120 @@ static int data_chunk(struct dump_view *v, uint64_t index, struct scandump_chunk
 	return 0;
 }
 
+/* ---- Cuckoo dumps from a copy ------------------------------------------- */
+
+/* A cuckoo dump in progress: the filter copied whole, consistently, when
+ * it began (the snapshot's copy: writers go on and log their moves), so
+ * that moves between two chunks cannot carry a key past the dump. */
+struct held {
+	int used;     /* 0 free, 1 copying (a job), 2 serving chunks */
+	uint64_t owner;
+	uint64_t last_ms; /* CLOCK_MONOTONIC of its last chunk */
+	char name[SHMF_NAME_MAX + 1];
+	struct dump_view v;
+};
+
+static struct held held[SCANDUMP_DUMPS_MAX];
+static uint32_t held_serial;
+
+static void held_free(struct held *h)
+{
+	registry_ring_release(&h->v.m);
+	h->used = 0;
+}
+
+int scandump_copy_begin(struct registry *r, const char *name, uint64_t owner, struct held **out, char *err,
+			size_t errlen)
+{
+	/* One dump a connection: its next one replaces it. */
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++)
+		if (held[i].used == 2 && held[i].owner == owner)
+			held_free(&held[i]);
+	struct held *h = NULL;
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX && h == NULL; i++)
+		if (!held[i].used)
+			h = &held[i];
+	if (h == NULL)
+		return errmsg(err, errlen, -EBUSY,
+			      "filter '%s': %u cuckoo dumps are in progress, each holding a copy of its filter: start "
+			      "again when one completes, or when one gets no chunk for %" PRIu64 " s",
+			      name, SCANDUMP_DUMPS_MAX, scandump_idle_ms / 1000);
+	int rc = view_take(r, name, SHMF_TYPE_CUCKOO, &h->v, err, errlen);
+	if (rc < 0)
+		return rc;
+	h->used = 1;
+	h->owner = owner;
+	h->last_ms = now_ms();
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	*out = h;
+	return 0;
+}
+
+int scandump_copy_work(struct held *h, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < h->v.m.n; i++) {
+		int rc = registry_ring_copy(&h->v.m, i, h->name, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandump_chunk *out, char *err,
+		      size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (rc == 0 && (registry_find(r, h->name) != h->v.slot))
+		rc = errmsg(err, errlen, SHMF_E_NOTFOUND, "filter '%s' was dropped while the dump copied it", h->name);
+	if (rc < 0) {
+		held_free(h);
+		return rc;
+	}
+	/* The relocation counts as the copies have them, and a tag of this
+	 * dump's own: iterators of an earlier dump of the filter are not its. */
+	for (unsigned i = 0; i < h->v.m.n; i++)
+		h->v.moves[i] = ((const struct shmf_cuckoo_meta *)h->v.m.copy[i])->moves;
+	uint64_t serial = ++held_serial;
+	h->v.tag = (dump_tag(h->v.seed, h->v.m.n, h->v.copy.live + h->v.m.first, h->v.moves) ^
+		    (uint32_t)XXH3_64bits(&serial, sizeof(serial))) &
+		   SHMF_CHUNK_TAG_MASK;
+	if ((rc = head_chunk(r, &h->v, out)) < 0) {
+		held_free(h);
+		return errmsg(err, errlen, rc, "filter '%s': out of memory for a chunk", h->name);
+	}
+	h->used = 2;
+	h->last_ms = now_ms();
+	return 0;
+}
+
+/* A payload chunk of the held dump that iterator @p iter goes with, or
+ * the end; -EAGAIN when no dump held is that iterator's. */
+static int held_next(const char *name, uint64_t iter, struct scandump_chunk *out, char *err, size_t errlen)
+{
+	uint64_t index = iter & 0xffffffffu;
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++) {
+		struct held *h = &held[i];
+		if (h->used != 2 || strcmp(h->name, name) != 0 || h->v.tag != (uint32_t)(iter >> 32))
+			continue;
+		h->last_ms = now_ms();
+		if (index == h->v.total + 1) {
+			held_free(h); /* past the last chunk: the dump is complete */
+			return 0;
+		}
+		if (index > h->v.total + 1)
+			return errmsg(err, errlen, SHMF_E_INVAL,
+				      "iterator %" PRIu64 " is past the end of the dump of filter '%s' (%" PRIu64
+				      " chunks)",
+				      iter, name, h->v.total + 1);
+		return data_chunk(&h->v, index, out);
+	}
+	return errmsg(err, errlen, -EAGAIN,
+		      "no dump of filter '%s' goes with iterator %" PRIu64
+		      " (it completed, its connection closed, it had no chunk for %" PRIu64
+		      " s, or the filter was replaced): start the dump again from iterator 0",
+		      name, iter, scandump_idle_ms / 1000);
+}
+
 int scandump_next(struct registry *r, const char *name, int type, uint64_t iter, struct scandump_chunk *out, char *err,
 		  size_t errlen)
 {
@@ -245,6 +336,13 @@ int scandump_next(struct registry *r, const char *name, int type, uint64_t iter,
 	if (iter != 0 && index == 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "iterator %" PRIu64 " is not one that SCANDUMP returned",
 			      iter);
+	int slot = registry_find(r, name);
+	if (slot >= 0 && type == SHMF_TYPE_CUCKOO && r->ctl.slots[slot].type == SHMF_TYPE_CUCKOO && iter != 0) {
+		int rc = held_next(name, iter, out, err, errlen);
+		if (rc == -ENOMEM)
+			return errmsg(err, errlen, rc, "filter '%s': out of memory for a chunk", name);
+		return rc;
+	}
 	struct dump_view v;
 	int rc = view_take(r, name, type, &v, err, errlen);
 	if (rc < 0)
@@ -259,19 +357,14 @@ int scandump_next(struct registry *r, const char *name, int type, uint64_t iter,
 			    iter, name, v.total + 1);
 	else if (iter >> 32 != v.tag)
 		rc = errmsg(err, errlen, -EAGAIN,
-			    "filter '%s' was rotated or replaced%s since the dump of iterator %" PRIu64
+			    "filter '%s' was rotated or replaced since the dump of iterator %" PRIu64
 			    " began, or that iterator is not one of its dump: start the dump again from iterator 0",
-			    name, type == SHMF_TYPE_CUCKOO ? ", or moved fingerprints," : "", iter);
+			    name, iter);
 	else
 		rc = data_chunk(&v, index, out);
 	registry_ring_release(&v.m);
 	if (rc == -ENOMEM)
 		return errmsg(err, errlen, rc, "filter '%s': out of memory for a chunk", name);
-	if (rc == -EAGAIN && err[0] == '\0')
-		return errmsg(err, errlen, rc,
-			      "filter '%s' moved fingerprints since the dump of iterator %" PRIu64
-			      " began: start the dump again from iterator 0",
-			      name, iter);
 	if (rc < 0 && err[0] == '\0')
 		return errmsg(err, errlen, rc, "filter '%s': cannot copy chunk %" PRIu64 ": %s", name, index,
 			      shmf_strerror(rc));
@@ -308,6 +401,12 @@ static void discard(struct load *l, const char *why)
 void scandump_expire(void)
 {
 	uint64_t now = now_ms();
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++)
+		if (held[i].used == 2 && now - held[i].last_ms >= scandump_idle_ms) {
+			log_msg(LOG_INFO, "filter '%s': dump by chunks dropped: no chunk came for %" PRIu64 " s",
+				held[i].name, scandump_idle_ms / 1000);
+			held_free(&held[i]);
+		}
 	for (unsigned i = 0; i < SCANDUMP_LOADS_MAX; i++)
 		if (loads[i].used && now - loads[i].last_ms >= scandump_idle_ms)
 			discard(&loads[i], "no chunk came for too long");
@@ -315,9 +414,20 @@ void scandump_expire(void)
 
 void scandump_owner_gone(uint64_t owner)
 {
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++)
+		if (held[i].used == 2 && held[i].owner == owner)
+			held_free(&held[i]);
 	for (unsigned i = 0; i < SCANDUMP_LOADS_MAX; i++)
 		if (loads[i].used && loads[i].owner == owner)
 			discard(&loads[i], "its connection closed");
+}
+
+unsigned scandump_dumps(void)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++)
+		n += held[i].used != 0;
+	return n;
 }
 
 unsigned scandump_loads(void)

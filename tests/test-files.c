@@ -39,22 +39,10 @@
 #include <unistd.h>
 
 #include "daemon-process.h"
+#include "ping-timing.h"
 #include "shmf.h"
 
 #define INSTANCE "files"
-/* The bound the issue sets: no PING over 50 ms while file work runs. The
- * machine that runs the suite may deschedule this test or shmd for that
- * long and more (2 cores shared with other jobs: a CI run saw 297 ms), so
- * 95% of PINGs must meet it and every one must come within a second: a
- * loop that waited on the frozen disk would take the whole frozen time
- * (3.5 s) for one, or on the FIFO for ever. The figures are printed. */
-#define PING_BOUND_MS   50.0
-#define PING_SLOW_PCT   5
-#define PING_OUTLIER_MS 1000.0
-/* A 1-second window rotates within this of its due time (the tick runs
- * at least once a second; the PING loop sees it a PING later). */
-#define ROTATE_BOUND_MS 2500.0
-
 static const char *shmd_path, *shmctl_path;
 static char root[128], sock[256], logpath[256], conf[256];
 static char mnt[160], img[160]; /* the slow file system; "" none */
@@ -223,60 +211,6 @@ static void raw_send(int fd, int argc, const char **argv)
 
 /* ---- slow: FIFO restore, frozen-disk snapshot --------------------------------- */
 
-/* The generation of window w, as a worker sees it. */
-static uint64_t window_generation(shmf_t *w)
-{
-	shmf_info_t info;
-	assert_int_equal(shmf_info(w, &info), 0);
-	return info.generation;
-}
-
-struct timing {
-	double worst_ping, worst_gap;          /* ms: the slowest PING, the longest time between rotations */
-	unsigned pings, slow_pings, rotations; /* slow: over PING_BOUND_MS */
-};
-
-/* The PINGs met the bound (see PING_BOUND_MS). */
-static void assert_pings(const struct timing *t)
-{
-	assert_true(t->worst_ping < PING_OUTLIER_MS);
-	assert_true(t->slow_pings * 100 <= t->pings * PING_SLOW_PCT);
-}
-
-/* PING every 10 ms for @p ms on the daemon's connection, while following
- * window w's generation. */
-static void ping_for(double ms, shmf_t *w, struct timing *t)
-{
-	uint64_t gen = window_generation(w);
-	double start = now_ms(), last_rotation = start;
-	*t = (struct timing){ 0 };
-	while (now_ms() - start < ms) {
-		double t0 = now_ms();
-		redisReply *r = ASK("PING");
-		double dt = now_ms() - t0;
-		assert_int_equal(r->type, REDIS_REPLY_STATUS);
-		freeReplyObject(r);
-		t->pings++;
-		if (dt > t->worst_ping)
-			t->worst_ping = dt;
-		if (dt > PING_BOUND_MS) {
-			t->slow_pings++;
-			printf("# a PING of %.1f ms, %.0f ms in\n", dt, t0 - start);
-		}
-		uint64_t g = window_generation(w);
-		if (g != gen) {
-			double gap = now_ms() - last_rotation;
-			/* The first gap starts at an arbitrary point of the window. */
-			if (t->rotations > 0 && gap > t->worst_gap)
-				t->worst_gap = gap;
-			t->rotations++;
-			last_rotation = now_ms();
-			gen = g;
-		}
-		usleep(10000);
-	}
-}
-
 static void test_fifo(shmf_t *w)
 {
 	char fifo[192];
@@ -295,15 +229,15 @@ static void test_fifo(shmf_t *w)
 	int fd = raw_connect();
 	const char *req[] = { "SHMF.RESTORE", "fromfifo", fifo };
 	raw_send(fd, 3, req);
-	struct timing t;
-	ping_for(1500, w, &t);
+	struct ping_timing t;
+	ping_timing_run(rc, w, 1500, NULL, NULL, &t);
 	char line[512];
 	resp_read_line(fd, line, sizeof(line), 5000);
 	assert_non_null(strstr(line, "is a FIFO"));
 	close(fd);
 	printf("# FIFO restore: %u PINGs, slowest %.2f ms, %u over 50 ms; %u rotations of the 1 s window\n", t.pings,
 	       t.worst_ping, t.slow_pings, t.rotations);
-	assert_pings(&t);
+	ping_timing_assert(&t);
 	assert_true(t.rotations >= 1);
 }
 
@@ -328,8 +262,8 @@ static void test_slow(void **state)
 	/* A write to the filter being snapshotted waits for the snapshot, in order. */
 	const char *add[] = { "BF.ADD", "big", "after-snapshot" };
 	raw_send(c, 3, add);
-	struct timing t;
-	ping_for(3500, w, &t);
+	struct ping_timing t;
+	ping_timing_run(rc, w, 3500, NULL, NULL, &t);
 	/* Other filters' commands go on. */
 	ok(ASK("BF.ADD", "other", "k"));
 	char line[512];
@@ -340,7 +274,7 @@ static void test_slow(void **state)
 	printf("# frozen-disk snapshot: %u PINGs, slowest %.2f ms, %u over 50 ms; %u rotations, longest between two "
 	       "%.0f ms\n",
 	       t.pings, t.worst_ping, t.slow_pings, t.rotations, t.worst_gap);
-	assert_pings(&t);
+	ping_timing_assert(&t);
 	assert_true(t.rotations >= 2);
 	assert_true(t.worst_gap < ROTATE_BOUND_MS);
 	thaw();
