@@ -98,8 +98,9 @@ static void cuckoo_dump_begin(struct verb_call *c)
 {
 	char err[REGISTRY_ERR_MAX + 256];
 	struct copy_job *cj = calloc(1, sizeof(*cj));
-	int rc = cj != NULL ? scandump_copy_begin(c->reg, c->req->argv[1], c->sess->id, &cj->h, err, sizeof(err))
-			    : errmsg(err, sizeof(err), -ENOMEM, "filter '%s': out of memory for a dump", c->req->argv[1]);
+	int rc = cj != NULL
+			 ? scandump_copy_begin(c->reg, c->req->argv[1], c->sess->id, &cj->h, err, sizeof(err))
+			 : errmsg(err, sizeof(err), -ENOMEM, "filter '%s': out of memory for a dump", c->req->argv[1]);
 	if (rc < 0) {
 		free(cj);
 		reply_chunk_error(c, rc, err);
@@ -124,8 +125,9 @@ static void scandump(struct verb_call *c, int type)
 		if (slot >= 0 && c->reg->ctl.slots[slot].type == SHMF_TYPE_CUCKOO) {
 			if (c->sess != NULL && c->sess->in_exec)
 				/* EXEC answers in one turn of the loop: no copy. */
-				reply_error(c->out, "ERR CF.SCANDUMP of filter '%s' cannot begin inside MULTI: its "
-						    "copy is made off the event loop",
+				reply_error(c->out,
+					    "ERR CF.SCANDUMP of filter '%s' cannot begin inside MULTI: its "
+					    "copy is made off the event loop",
 					    c->req->argv[1]);
 			else
 				cuckoo_dump_begin(c);
@@ -133,7 +135,8 @@ static void scandump(struct verb_call *c, int type)
 		}
 	}
 	struct scandump_chunk ch;
-	int rc = scandump_next(c->reg, c->req->argv[1], type, iter, &ch, err, sizeof(err));
+	int rc = scandump_next(c->reg, c->req->argv[1], type, iter, c->sess != NULL ? c->sess->id : 0, &ch, err,
+			       sizeof(err));
 	if (rc < 0) {
 		reply_chunk_error(c, rc, err);
 		return;

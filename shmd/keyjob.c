@@ -77,8 +77,8 @@ static void keyjob_work(struct job *j)
 }
 
 /* The reply the verb's handler would have given, from the results. */
-static void reply_results(struct reply *out, const char *name, enum keyjob_shape shape, const long long *res,
-			  size_t n, int fail)
+static void reply_results(struct reply *out, const char *name, enum keyjob_shape shape, const long long *res, size_t n,
+			  int fail)
 {
 	if (fail < 0) {
 		reply_lib_error(out, name, fail);
@@ -149,8 +149,8 @@ void keyjob_defer(struct verb_call *c, enum keyjob_op op, unsigned cap, int firs
 	for (size_t i = done; i < n; i++)
 		bytes += req->lens[(size_t)first + i] + 1;
 	if (k == NULL || (k->res = calloc(n, sizeof(*k->res))) == NULL ||
-	    (k->key = calloc(n - done, sizeof(*k->key))) == NULL || (k->len = calloc(n - done, sizeof(*k->len))) == NULL ||
-	    (k->keybuf = malloc(bytes ? bytes : 1)) == NULL) {
+	    (k->key = calloc(n - done, sizeof(*k->key))) == NULL ||
+	    (k->len = calloc(n - done, sizeof(*k->len))) == NULL || (k->keybuf = malloc(bytes ? bytes : 1)) == NULL) {
 		if (k != NULL)
 			keyjob_free(k);
 		reply_lib_error(c->out, name, -ENOMEM);

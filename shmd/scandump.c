@@ -218,7 +218,7 @@ static int data_chunk(struct dump_view *v, uint64_t index, struct scandump_chunk
  * it began (the snapshot's copy: writers go on and log their moves), so
  * that moves between two chunks cannot carry a key past the dump. */
 struct held {
-	int used;     /* 0 free, 1 copying (a job), 2 serving chunks */
+	int used; /* 0 free, 1 copying (a job), 2 serving chunks */
 	uint64_t owner;
 	uint64_t last_ms; /* CLOCK_MONOTONIC of its last chunk */
 	char name[SHMF_NAME_MAX + 1];
@@ -226,7 +226,6 @@ struct held {
 };
 
 static struct held held[SCANDUMP_DUMPS_MAX];
-static uint32_t held_serial;
 
 static void held_free(struct held *h)
 {
@@ -271,8 +270,7 @@ int scandump_copy_work(struct held *h, char *err, size_t errlen)
 	return 0;
 }
 
-int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandump_chunk *out, char *err,
-		      size_t errlen)
+int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandump_chunk *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (rc == 0 && (registry_find(r, h->name) != h->v.slot))
@@ -281,14 +279,13 @@ int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandum
 		held_free(h);
 		return rc;
 	}
-	/* The relocation counts as the copies have them, and a tag of this
-	 * dump's own: iterators of an earlier dump of the filter are not its. */
+	/* The relocation counts as the copies have them, and the tag they
+	 * make (the loader checks it against the header chunk). Two dumps of
+	 * a filter with no move between them share a tag: either's chunks
+	 * hold every key stored before the earlier began. */
 	for (unsigned i = 0; i < h->v.m.n; i++)
 		h->v.moves[i] = ((const struct shmf_cuckoo_meta *)h->v.m.copy[i])->moves;
-	uint64_t serial = ++held_serial;
-	h->v.tag = (dump_tag(h->v.seed, h->v.m.n, h->v.copy.live + h->v.m.first, h->v.moves) ^
-		    (uint32_t)XXH3_64bits(&serial, sizeof(serial))) &
-		   SHMF_CHUNK_TAG_MASK;
+	h->v.tag = dump_tag(h->v.seed, h->v.m.n, h->v.copy.live + h->v.m.first, h->v.moves);
 	if ((rc = head_chunk(r, &h->v, out)) < 0) {
 		held_free(h);
 		return errmsg(err, errlen, rc, "filter '%s': out of memory for a chunk", h->name);
@@ -298,15 +295,31 @@ int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandum
 	return 0;
 }
 
-/* A payload chunk of the held dump that iterator @p iter goes with, or
- * the end; -EAGAIN when no dump held is that iterator's. */
-static int held_next(const char *name, uint64_t iter, struct scandump_chunk *out, char *err, size_t errlen)
+/* The held dump of filter @p name that iterator @p iter goes with: the
+ * connection's own first, else the newest such; NULL if none. */
+static struct held *held_find(const char *name, uint64_t iter, uint64_t owner)
 {
-	uint64_t index = iter & 0xffffffffu;
+	struct held *best = NULL;
 	for (unsigned i = 0; i < SCANDUMP_DUMPS_MAX; i++) {
 		struct held *h = &held[i];
 		if (h->used != 2 || strcmp(h->name, name) != 0 || h->v.tag != (uint32_t)(iter >> 32))
 			continue;
+		if (h->owner == owner)
+			return h;
+		if (best == NULL || h->last_ms > best->last_ms)
+			best = h;
+	}
+	return best;
+}
+
+/* A payload chunk of the held dump that iterator @p iter goes with, or
+ * the end; -EAGAIN when no dump held is that iterator's. */
+static int held_next(const char *name, uint64_t iter, uint64_t owner, struct scandump_chunk *out, char *err,
+		     size_t errlen)
+{
+	uint64_t index = iter & 0xffffffffu;
+	struct held *h = held_find(name, iter, owner);
+	if (h != NULL) {
 		h->last_ms = now_ms();
 		if (index == h->v.total + 1) {
 			held_free(h); /* past the last chunk: the dump is complete */
@@ -326,8 +339,8 @@ static int held_next(const char *name, uint64_t iter, struct scandump_chunk *out
 		      name, iter, scandump_idle_ms / 1000);
 }
 
-int scandump_next(struct registry *r, const char *name, int type, uint64_t iter, struct scandump_chunk *out, char *err,
-		  size_t errlen)
+int scandump_next(struct registry *r, const char *name, int type, uint64_t iter, uint64_t owner,
+		  struct scandump_chunk *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (errlen > 0)
@@ -338,7 +351,7 @@ int scandump_next(struct registry *r, const char *name, int type, uint64_t iter,
 			      iter);
 	int slot = registry_find(r, name);
 	if (slot >= 0 && type == SHMF_TYPE_CUCKOO && r->ctl.slots[slot].type == SHMF_TYPE_CUCKOO && iter != 0) {
-		int rc = held_next(name, iter, out, err, errlen);
+		int rc = held_next(name, iter, owner, out, err, errlen);
 		if (rc == -ENOMEM)
 			return errmsg(err, errlen, rc, "filter '%s': out of memory for a chunk", name);
 		return rc;

@@ -64,15 +64,16 @@ struct scandump_chunk {
 /**
  * The chunk that follows iterator @p iter (0: the first; for a cuckoo
  * filter only the chunks after the one scandump_copy_end() gave) of the
- * dump of filter @p name, of type @p type (SHMF_TYPE_*).
+ * dump of filter @p name, of type @p type (SHMF_TYPE_*), for connection
+ * @p owner (whose own held cuckoo dump is looked at first).
  * @return 0 with @p out filled (free out->data), or SHMF_E_NOTFOUND,
  *         SHMF_E_TYPE (the filter has the other type), SHMF_E_INVAL (an
  *         iterator past the end, or not of this filter), -EAGAIN (the
  *         filter changed since the dump began: start again from 0),
  *         -ENOMEM, -errno; @p err says which.
  */
-int scandump_next(struct registry *r, const char *name, int type, uint64_t iter, struct scandump_chunk *out, char *err,
-		  size_t errlen);
+int scandump_next(struct registry *r, const char *name, int type, uint64_t iter, uint64_t owner,
+		  struct scandump_chunk *out, char *err, size_t errlen);
 
 /* A cuckoo dump being begun, then held (scandump.c). */
 struct held;
@@ -94,8 +95,7 @@ int scandump_copy_work(struct held *h, char *err, size_t errlen);
  * make its header chunk (@p out, as scandump_next() gives it), or drop it.
  * @return 0, or an error (@p err).
  */
-int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandump_chunk *out, char *err,
-		      size_t errlen);
+int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandump_chunk *out, char *err, size_t errlen);
 
 /** Cuckoo dumps begun or held (tests, INFO). */
 unsigned scandump_dumps(void);
