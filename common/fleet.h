@@ -134,7 +134,8 @@ static inline int fleet_window_ahead(uint64_t w, uint64_t secs, uint64_t now_ms)
 	/* In seconds: w * secs fits 64 bits (segment-format.h); w * secs *
 	 * 1000 would not for windows longer than 49.7 days. start * 1000 >
 	 * x exactly when start > floor(x / 1000). */
-	return w * secs > (now_ms + fleet_skew_ms(secs)) / 1000;
+	uint64_t skew = fleet_skew_ms(secs), until = now_ms > UINT64_MAX - skew ? UINT64_MAX : now_ms + skew;
+	return w * secs > until / 1000;
 }
 
 #endif
