@@ -964,7 +964,8 @@ static void test_skew_ahead(void **state)
 	/* Node C, 25 s ahead, adds keys: its entries, and the same forged
 	 * into A's journal by a local writer. */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	uint32_t ahead = (uint32_t)(((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 25000) / 1000 / SECS);
+	uint32_t ahead = (uint32_t)(((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 25000) / 1000 /
+				    SECS);
 	assert_true(ahead == W + 2 || ahead == W + 3);
 	for (unsigned i = 0; i < 5; i++) {
 		key(k, "c", i);
