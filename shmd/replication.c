@@ -1136,7 +1136,6 @@ void replication_tick(struct replication *e, struct registry *r)
 {
 	char names[SHMF_SLOTS][SHMF_NAME_MAX + 1], err[REGISTRY_ERR_MAX];
 	uint64_t want[SHMF_SLOTS], v;
-	int slots[SHMF_SLOTS];
 	size_t n = 0;
 	while (read(e->wake_fd, &v, sizeof(v)) > 0)
 		;
@@ -1146,7 +1145,6 @@ void replication_tick(struct replication *e, struct registry *r)
 		if (f->want_window == 0)
 			continue;
 		snprintf(names[n], sizeof(names[n]), "%s", f->name);
-		slots[n] = f->slot;
 		want[n++] = f->want_window;
 		f->want_window = 0;
 	}
@@ -1155,7 +1153,8 @@ void replication_tick(struct replication *e, struct registry *r)
 	for (size_t i = 0; i < n; i++) {
 		/* The follower asks only for a window within the skew tolerance;
 		 * never start one further ahead, whoever asks. */
-		uint64_t secs = r->ctl.slots[slots[i]].window_secs;
+		int slot = registry_find(r, names[i]);
+		uint64_t secs = slot >= 0 ? r->ctl.slots[slot].window_secs : 0;
 		if (fleet_window_ahead(want[i], secs, wall_ms()))
 			log_msg(LOG_ERR,
 				"filter '%s': not starting window %" PRIu64 ": it begins more than %" PRIu64
