@@ -846,6 +846,23 @@ static void test_window_limits(void **state)
 	assert_true(snapshot_open(&sf, bad, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "does not fit 32 bits"));
 
+	/* A generation that begins a day from now (a snapshot of a host whose
+	 * clock is that far ahead): refused, nothing made; within the skew
+	 * tolerance (15 s of a 60 s window), restored. */
+	int ws = registry_find(&fx.reg, "wsrc");
+	assert_true(ws >= 0);
+	uint64_t was = fx.reg.ctl.slots[ws].live_created[0], now = (uint64_t)time(NULL);
+	fx.reg.ctl.slots[ws].live_created[0] = now + 86400;
+	assert_int_equal(registry_snapshot(&fx.reg, "wsrc", bad, NULL, err, sizeof(err)), 0);
+	err[0] = '\0';
+	assert_int_equal(fixture_replace(&fx, "wfuture", bad, REGISTRY_RESTORE, err, sizeof(err)), SHMF_E_FORMAT);
+	assert_non_null(strstr(err, "after this host's clock"));
+	assert_int_equal(registry_find(&fx.reg, "wfuture"), SHMF_E_NOTFOUND);
+	fx.reg.ctl.slots[ws].live_created[0] = now + 10;
+	assert_int_equal(registry_snapshot(&fx.reg, "wsrc", bad, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, "wsoon", bad, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	fx.reg.ctl.slots[ws].live_created[0] = was;
+
 	/* A filter of the longest window snapshots and restores, and its
 	 * slot checks. */
 	spec_defaults(&spec, "wlongest");
