@@ -100,4 +100,42 @@ static inline uint64_t fleet_window(uint64_t now, uint64_t secs)
 	return secs ? now / secs : 0;
 }
 
+/* The skew tolerance: how far ahead of this node's clock an entry's window
+ * may begin and still be taken (and this node start that window early):
+ * min(FLEET_SKEW_MAX_MS, a quarter of the window). Below one window, so an
+ * entry can only ever start the next window early, never skip one; a
+ * quarter, so that a key's life is shortened by a quarter window at most
+ * (docs/design.md, section 11). */
+#define FLEET_SKEW_MAX_MS  30000u
+#define FLEET_SKEW_DIVISOR 4u
+
+/** The skew tolerance in milliseconds for windows of @p secs seconds. */
+static inline uint64_t fleet_skew_ms(uint64_t secs)
+{
+	if (secs >= FLEET_SKEW_MAX_MS * FLEET_SKEW_DIVISOR / 1000)
+		return FLEET_SKEW_MAX_MS;
+	return secs * 1000 / FLEET_SKEW_DIVISOR;
+}
+
+/**
+ * Does window @p w of windows of @p secs seconds begin more than the skew
+ * tolerance after wall-clock time @p now_ms (unix milliseconds)? Such an
+ * entry comes from a clock further ahead than the tolerance, or is forged:
+ * it is dropped and counted, never acted on. Exact for every window number
+ * and every length up to SHMF_WINDOW_SECS_MAX (a longer one, or a window
+ * number past SHMF_WINDOW_NUM_MAX, is always ahead); 0 without a window.
+ */
+static inline int fleet_window_ahead(uint64_t w, uint64_t secs, uint64_t now_ms)
+{
+	if (secs == 0)
+		return 0;
+	if (secs > SHMF_WINDOW_SECS_MAX || w > SHMF_WINDOW_NUM_MAX)
+		return 1;
+	/* In seconds: w * secs fits 64 bits (segment-format.h); w * secs *
+	 * 1000 would not for windows longer than 49.7 days. start * 1000 >
+	 * x exactly when start > floor(x / 1000). */
+	uint64_t skew = fleet_skew_ms(secs), until = now_ms > UINT64_MAX - skew ? UINT64_MAX : now_ms + skew;
+	return w * secs > until / 1000;
+}
+
 #endif

@@ -613,6 +613,11 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
 			      h->window_secs, h->window_gens, h->nsections);
+	if (h->window_secs > SHMF_WINDOW_SECS_MAX)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: window of %" PRIu64 " s at byte 88 is longer than the longest window (%" PRIu64
+			      " s, ten years)",
+			      p, h->window_secs, SHMF_WINDOW_SECS_MAX);
 	if (h->chunk_bytes < 4096 || h->chunk_bytes > (1u << 30) || h->chunk_bytes % SHMF_BLOCK_BYTES != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: chunk size %u at byte 100 is out of range", p,
 			      h->chunk_bytes);
@@ -680,6 +685,13 @@ int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_
 			return errmsg(err, errlen, SHMF_E_FORMAT,
 				      "%s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", what,
 				      i, at);
+		/* A window number fits the journal's 32 bits (header_fields_check
+		 * bounded the window's length). */
+		if (h->window_secs != 0 && s->created_epoch / h->window_secs > SHMF_WINDOW_NUM_MAX)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "%s: section %u began at %" PRIu64 " (byte %" PRIu64
+				      "): its window number does not fit 32 bits",
+				      what, i, s->created_epoch, at + 8);
 		/* A growing filter's layers, newest first; any other section 0. */
 		uint32_t want = (h->flags & SHMF_SNAP_F_LAYERED) ? h->nsections - 1 - i : 0;
 		if (s->layer != want)

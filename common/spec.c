@@ -142,7 +142,7 @@ int spec_parse_duration(const char *text, uint64_t *out)
 		default: return SHMF_E_INVAL;
 		}
 	}
-	if (v > UINT64_C(315360000) / unit) /* ten years */
+	if (v > SHMF_WINDOW_SECS_MAX / unit) /* ten years: the longest window */
 		return SHMF_E_INVAL;
 	*out = (uint64_t)v * unit;
 	return 0;

@@ -65,6 +65,17 @@
 #define SHMF_WINDOW_MAX   16u             /* generations in a time window's ring */
 #define SHMF_LAYERS_MAX   SHMF_WINDOW_MAX /* layers of a growing filter: the same ring */
 
+/* The longest time window, in seconds: ten years. A window number is 32
+ * bits in the journal and the fleet's stream (floor(unix time / window));
+ * with windows shorter than 2^32 s, any window number times the window
+ * length, plus the ring, fits 64 bits, so that every window boundary shmd
+ * and libshmf compute in seconds is exact (docs/design.md, section 6). */
+#define SHMF_WINDOW_SECS_MAX UINT64_C(315360000)
+#define SHMF_WINDOW_NUM_MAX  UINT32_MAX /* a window number fits the journal's 32 bits */
+_Static_assert(SHMF_WINDOW_SECS_MAX < (UINT64_C(1) << 32) &&
+		       (uint64_t)SHMF_WINDOW_NUM_MAX + SHMF_WINDOW_MAX <= UINT64_MAX / SHMF_WINDOW_SECS_MAX,
+	       "a window number times the window length must fit 64 bits");
+
 /* Data segment: header page, counter page, blocks. The header page holds
  * the header (written once), for a cuckoo filter the snapshot log
  * (struct shmf_cuckoo_cow, cuckoo.h) at SHMF_DATA_COW_OFF, which writers

@@ -270,8 +270,13 @@ int shmf_slot_check(const struct shmf_slot *s)
 		if (s->expansion != 0 || (s->flags & SHMF_SLOT_STANDBY) ||
 		    ((s->flags & SHMF_SLOT_NONSCALING) && (s->type != SHMF_TYPE_BLOOM || s->window_gens != 0)) ||
 		    s->window_gens > SHMF_WINDOW_MAX || (s->window_gens == 0) != (s->window_secs == 0) ||
-		    s->nlive == 0 || s->nlive > (s->window_gens ? s->window_gens : 1) || s->live[0] != gen)
+		    s->nlive == 0 || s->nlive > (s->window_gens ? s->window_gens : 1) || s->live[0] != gen ||
+		    s->window_secs > SHMF_WINDOW_SECS_MAX)
 			return SHMF_E_FORMAT;
+		/* Each generation's window number fits the journal's 32 bits. */
+		for (unsigned i = 0; s->window_secs != 0 && i < s->nlive; i++)
+			if (s->live_created[i] / s->window_secs > SHMF_WINDOW_NUM_MAX)
+				return SHMF_E_FORMAT;
 	}
 	/* Newest first, all distinct and older than the newest. */
 	for (unsigned i = 1; i < s->nlive; i++)

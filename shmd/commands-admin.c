@@ -210,7 +210,7 @@ void cmd_shmf_restore(struct verb_call *c)
 static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
 {
 	char cursor[48];
-	reply_map(out, 18); /* the field_* calls below, and nodes */
+	reply_map(out, 19); /* the field_* calls below, and nodes */
 	field_str(out, "name", st->name);
 	field_str(out, "stream", st->stream);
 	field_str(out, "state", st->state);
@@ -222,6 +222,7 @@ static void reply_replication(struct reply *out, const struct repl_filter_stats 
 	field_int(out, "applied", (long long)st->applied);
 	field_int(out, "dropped_journal_full", (long long)st->dropped_journal_full);
 	field_int(out, "dropped_retired_window", (long long)st->dropped_retired_window);
+	field_int(out, "dropped_future_window", (long long)st->dropped_future_window);
 	field_int(out, "dropped_foreign_shape", (long long)st->dropped_foreign_shape);
 	field_int(out, "missed", (long long)st->missed);
 	field_int(out, "lost", (long long)st->lost);

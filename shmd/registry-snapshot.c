@@ -347,6 +347,28 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 			      "filter '%s': %u generations of %" PRIu64 " bytes in all are more than this host has",
 			      name, h->nsections, total);
 
+	/* A window's generations begin no later than now plus the skew
+	 * tolerance (fleet.h): one that began later would keep the window
+	 * from turning until then (its age, or for a replicated window the
+	 * clock, decides). A snapshot of a host whose clock is ahead by more
+	 * is refused, as its entries would be. */
+	if (h->window_secs != 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+			 skew = fleet_skew_ms(h->window_secs);
+		for (unsigned i = 0; i < h->nsections; i++)
+			if (sec[i].created_epoch > (now_ms + skew) / 1000)
+				return errmsg(err, errlen, SHMF_E_FORMAT,
+					      "filter '%s': generation %u of the snapshot began at %" PRIu64
+					      ", %" PRIu64
+					      " s after this host's clock (more than the skew tolerance, %" PRIu64
+					      " ms): its window would not turn until then; is the clock of the host "
+					      "that wrote it ahead?",
+					      name, i, sec[i].created_epoch, sec[i].created_epoch - now_ms / 1000,
+					      skew);
+	}
+
 	/* New generations, numbered so that the newest (section 0) is the
 	 * highest. */
 	unsigned n = h->nsections;

@@ -486,6 +486,11 @@ static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 	if (spec->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': lock timeout %u ms is above the limit of %u",
 			      spec->name, spec->lock_timeout_ms, SHMF_CUCKOO_LOCK_TIMEOUT_MAX);
+	if (spec->window_secs > SHMF_WINDOW_SECS_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "filter '%s': a window of %" PRIu64 " s is longer than the longest, %" PRIu64
+			      " s (ten years: window numbers are 32 bits)",
+			      spec->name, spec->window_secs, SHMF_WINDOW_SECS_MAX);
 	if ((spec->window_secs == 0) != (spec->window_gens == 0) || spec->window_gens > SHMF_WINDOW_MAX)
 		return errmsg(err, errlen, SHMF_E_INVAL,
 			      "filter '%s': a time window needs a length and 1 to %u generations (got %" PRIu64
@@ -876,6 +881,11 @@ int registry_rotate_to(struct registry *r, const char *name, uint64_t window, ch
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is not a replicated windowed filter", name);
 	if (window <= fleet_window(copy.live_created[0], copy.window_secs))
 		return 0;
+	/* Window numbers are 32 bits in the journal and the stream; below
+	 * that bound window * window_secs fits 64 bits (segment-format.h). */
+	if (window > SHMF_WINDOW_NUM_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': window %" PRIu64 " does not fit 32 bits", name,
+			      window);
 	return rotate(r, slot, &copy, window * copy.window_secs, err, errlen);
 }
 
@@ -938,7 +948,8 @@ void registry_rotate_due(struct registry *r, uint64_t now)
 				log_msg(LOG_ERR, "%s", err);
 			continue;
 		}
-		if (now < s->live_created[0] + s->window_secs)
+		/* A difference, not a sum: nothing to overflow, whatever the window. */
+		if (now < s->live_created[0] || now - s->live_created[0] < s->window_secs)
 			continue;
 		if (registry_rotate(r, name, err, sizeof(err)) < 0)
 			log_msg(LOG_ERR, "%s", err);

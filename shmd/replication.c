@@ -63,6 +63,7 @@ struct rfilter {
 	uint64_t want_window;   /* a rotation the follower asks the main loop for; 0: none */
 	struct fleet_id stored; /* the cursor the follower stored last */
 	uint64_t sent, applied, retired, foreign, malformed, own, failed;
+	uint64_t ahead; /* entries dropped: their window begins past now + the skew tolerance */
 	uint64_t depth, jfull, missed, lost;
 	int diverged, catching_up;
 	char why[REPL_ERROR_MAX]; /* what diverged means here and what to do */
@@ -81,6 +82,7 @@ struct rfilter {
 	int reader_err;         /* the last open's error, logged once */
 	uint64_t overflow_seen; /* jfull + missed + lost when last logged */
 	uint64_t overflow_log_ms;
+	uint64_t ahead_log_ms; /* journal entries of a window ahead, last logged */
 	/* follower */
 	shmf_t *apply;
 	int apply_err;
@@ -88,6 +90,7 @@ struct rfilter {
 	uint64_t hold_gave_up;  /* the window waited for in vain: not waited for again */
 	uint64_t check_ms;      /* last XINFO STREAM */
 	uint64_t foreign_log_ms;
+	uint64_t ahead_from_log_ms; /* stream entries of a window ahead, last logged */
 };
 
 struct replication {
@@ -376,29 +379,67 @@ struct xadd {
 	struct rfilter *f;
 	redisContext *c;
 	char shape[17];
+	struct shmf_jentry kept[FLEET_BATCH_MAX];
 	unsigned char buf[FLEET_BATCH_MAX * FLEET_ENTRY_BYTES];
 	char why[REPL_ERROR_MAX];
 };
 
+/* The window length of filter @p f's slot (0: no window, or the slot is
+ * not f's any more: then nothing is judged by window). */
+static uint64_t window_secs_of(struct replication *e, const struct rfilter *f, struct shmf_slot *copy)
+{
+	if (shmf_slot_read(&e->reg->ctl.slots[f->slot], copy) < 0 || strcmp(copy->name, f->name) != 0)
+		return 0;
+	return copy->window_secs;
+}
+
+/* Journal entries whose window begins past now + the skew tolerance were
+ * written by no honest adder here (this node's newest window is at most
+ * the next one, started early within the tolerance): a local writer
+ * forged them. Logged at most every LOG_EVERY_MS. */
+static void log_ahead_journal(struct rfilter *f, uint64_t n, uint64_t window, uint64_t secs)
+{
+	uint64_t now = mono_ms();
+	if (f->ahead_log_ms != 0 && now - f->ahead_log_ms < LOG_EVERY_MS)
+		return;
+	f->ahead_log_ms = now;
+	log_msg(LOG_WARNING,
+		"filter '%s': dropped %" PRIu64 " journal entries of window %" PRIu64
+		", which begins more than %" PRIu64 " ms (the skew tolerance) after this node's clock: written into "
+		"the journal by a local writer, not by an add; not sent",
+		f->name, n, window, fleet_skew_ms(secs));
+}
+
 /* Drain callback: XADD the entries (pipelined, FLEET_BATCH_MAX a stream
- * entry); 0 only once Redis took every one of them. */
+ * entry), except those of a window ahead of the clock (dropped, counted);
+ * 0 only once Redis took every one of them. */
 static int send_entries(void *arg, unsigned ring, const struct shmf_jentry *ent, size_t n)
 {
 	(void)ring;
 	struct xadd *x = arg;
 	struct replication *e = x->e;
-	size_t pending = 0;
-	for (size_t at = 0; at < n; at += FLEET_BATCH_MAX) {
-		size_t m = n - at < FLEET_BATCH_MAX ? n - at : FLEET_BATCH_MAX;
-		size_t len = fleet_batch_encode(ent + at, m, x->buf);
+	struct shmf_slot copy;
+	uint64_t secs = window_secs_of(e, x->f, &copy), now = wall_ms(), ahead = 0, ahead_window = 0;
+	size_t pending = 0, m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (fleet_window_ahead(ent[i].window, secs, now)) {
+			ahead++;
+			ahead_window = ent[i].window;
+		} else {
+			x->kept[m++] = ent[i];
+		}
+		if (m < FLEET_BATCH_MAX && !(i + 1 == n && m > 0))
+			continue;
+		size_t len = fleet_batch_encode(x->kept, m, x->buf);
+		m = 0;
 		const char *argv[] = {
 			"XADD",          x->f->stream,         "MAXLEN",     "~",         e->retention,  "*",
 			FLEET_F_VERSION, FLEET_STREAM_VERSION, FLEET_F_NODE, e->cfg.node, FLEET_F_SHAPE, x->shape,
 			FLEET_F_BATCH,   (const char *)x->buf
 		};
 		size_t lens[14];
-		for (int i = 0; i < 13; i++)
-			lens[i] = strlen(argv[i]);
+		for (int j = 0; j < 13; j++)
+			lens[j] = strlen(argv[j]);
 		lens[13] = len;
 		if (redisAppendCommandArgv(x->c, 14, argv, lens) != REDIS_OK) {
 			snprintf(x->why, sizeof(x->why), "XADD %s: %s", x->f->stream, x->c->errstr);
@@ -424,8 +465,11 @@ static int send_entries(void *arg, unsigned ring, const struct shmf_jentry *ent,
 	if (!ok)
 		return -EIO;
 	pthread_mutex_lock(&e->lock);
-	x->f->sent += n;
+	x->f->sent += n - ahead;
+	x->f->ahead += ahead;
 	pthread_mutex_unlock(&e->lock);
+	if (ahead)
+		log_ahead_journal(x->f, ahead, ahead_window, secs);
 	return 0;
 }
 
@@ -587,20 +631,22 @@ struct follow {
 
 /* Should the batch @p ent wait for this node to start its window? Only for
  * a windowed filter whose newest generation is older than the batch's
- * newest window, and only while that window begins within REPL_SKEW_MS of
- * this node's clock and the batch has not waited HOLD_MAX_MS. */
+ * newest window, and only while that window begins within the skew
+ * tolerance (fleet_skew_ms()) of this node's clock and the batch has not
+ * waited HOLD_MAX_MS. The batch holds no entry of a window further ahead
+ * (keep_in_window() dropped them), so the window waited for is at most
+ * the next one. */
 static int must_hold(struct replication *e, struct follow *fw, const struct shmf_jentry *ent, int n)
 {
 	struct rfilter *f = fw->f;
 	struct shmf_slot copy;
-	if (shmf_slot_read(&e->reg->ctl.slots[f->slot], &copy) < 0 || copy.window_secs == 0 ||
-	    strcmp(copy.name, f->name) != 0)
+	if (window_secs_of(e, f, &copy) == 0)
 		return 0;
 	uint64_t newest = fleet_window(copy.live_created[0], copy.window_secs), want = 0;
 	for (int i = 0; i < n; i++)
 		if (ent[i].window > want)
 			want = ent[i].window;
-	if (want <= newest || want * copy.window_secs * 1000 > wall_ms() + REPL_SKEW_MS || want == f->hold_gave_up) {
+	if (want <= newest || fleet_window_ahead(want, copy.window_secs, wall_ms()) || want == f->hold_gave_up) {
 		f->hold_since_ms = 0;
 		return 0;
 	}
@@ -629,7 +675,7 @@ static int must_hold(struct replication *e, struct follow *fw, const struct shmf
 /* What one round of follow_entries() counted, added to the filter's
  * counters at its end. */
 struct follow_counts {
-	uint64_t applied, retired, foreign, malformed, own, failed;
+	uint64_t applied, retired, foreign, malformed, own, failed, ahead;
 };
 
 /* The handle the follower applies through: it never journals, so nothing
@@ -671,6 +717,41 @@ static int entry_fields(const redisReply *fields, struct entry_fields *ef, uint6
 	    ef->node->len > FLEET_NODE_MAX)
 		return -1;
 	return 0;
+}
+
+/* Drop from @p ent (@p n entries of node @p ef->node) those whose window
+ * begins past now + the skew tolerance: a clock further ahead than that,
+ * or forged entries (anyone who may XADD to the stream). Acting on one
+ * would start a window early (retiring the generations it pushes out of
+ * the ring, keys just added with them) or put its key in a generation of
+ * another window. @return the entries kept, moved to the front; *ahead
+ * the entries dropped, which the caller counts once it moves past the
+ * stream entry (a held entry is judged again). */
+static int keep_in_window(struct replication *e, struct rfilter *f, const struct entry_fields *ef,
+			  struct shmf_jentry *ent, int n, uint64_t *ahead)
+{
+	struct shmf_slot copy;
+	uint64_t secs = window_secs_of(e, f, &copy), now = wall_ms(), window = 0;
+	int m = 0;
+	*ahead = 0;
+	for (int i = 0; i < n; i++) {
+		if (fleet_window_ahead(ent[i].window, secs, now)) {
+			(*ahead)++;
+			window = ent[i].window;
+		} else {
+			ent[m++] = ent[i];
+		}
+	}
+	uint64_t mono = mono_ms();
+	if (*ahead && (f->ahead_from_log_ms == 0 || mono - f->ahead_from_log_ms >= LOG_EVERY_MS)) {
+		f->ahead_from_log_ms = mono;
+		log_msg(LOG_WARNING,
+			"filter '%s': node %.*s sends entries of window %" PRIu64 ", which begins more than %" PRIu64
+			" ms (the skew tolerance) after this node's clock: its clock is that far ahead, or the entries "
+			"are forged; dropping them (dropped_future_window)",
+			f->name, (int)ef->node->len, ef->node->str, window, fleet_skew_ms(secs));
+	}
+	return m;
 }
 
 /* Entries of another shape: counted, never applied, logged at most every
@@ -758,12 +839,15 @@ static int follow_one(struct replication *e, struct follow *fw, const redisReply
 		*done = id;
 		return FOLLOW_NEXT;
 	}
-	if (must_hold(e, fw, batch, m)) {
+	uint64_t ahead;
+	m = keep_in_window(e, f, &ef, batch, m, &ahead);
+	if (m > 0 && must_hold(e, fw, batch, m)) {
 		fw->holding = 1;
 		return FOLLOW_STOP;
 	}
-	if (apply_batch(e, f, &ef, id, batch, m, c) < 0)
+	if (m > 0 && apply_batch(e, f, &ef, id, batch, m, c) < 0)
 		return FOLLOW_STOP;
+	c->ahead += ahead;
 	*done = id;
 	return FOLLOW_NEXT;
 }
@@ -783,6 +867,7 @@ static void follow_commit(struct replication *e, struct follow *fw, const struct
 	f->malformed += c->malformed;
 	f->own += c->own;
 	f->failed += c->failed;
+	f->ahead += c->ahead;
 	f->catching_up = nentries >= XREAD_COUNT;
 	struct fleet_id now;
 	registry_cursor_get(e->reg, f->slot, &now.ms, &now.seq);
@@ -1066,7 +1151,16 @@ void replication_tick(struct replication *e, struct registry *r)
 	pthread_mutex_unlock(&e->lock);
 	/* Outside the lock: the rotation's publication calls on_published(). */
 	for (size_t i = 0; i < n; i++) {
-		if (registry_rotate_to(r, names[i], want[i], err, sizeof(err)) < 0)
+		/* The follower asks only for a window within the skew tolerance;
+		 * never start one further ahead, whoever asks. */
+		int slot = registry_find(r, names[i]);
+		uint64_t secs = slot >= 0 ? r->ctl.slots[slot].window_secs : 0;
+		if (fleet_window_ahead(want[i], secs, wall_ms()))
+			log_msg(LOG_ERR,
+				"filter '%s': not starting window %" PRIu64 ": it begins more than %" PRIu64
+				" ms after this node's clock",
+				names[i], want[i], fleet_skew_ms(secs));
+		else if (registry_rotate_to(r, names[i], want[i], err, sizeof(err)) < 0)
 			log_msg(LOG_ERR, "%s", err);
 		else
 			log_msg(LOG_INFO, "filter '%s': another node started window %" PRIu64 " first; started it here",
@@ -1114,6 +1208,7 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 	out->applied = f->applied;
 	out->dropped_journal_full = f->jfull;
 	out->dropped_retired_window = f->retired;
+	out->dropped_future_window = f->ahead;
 	out->dropped_foreign_shape = f->foreign;
 	out->missed = f->missed;
 	out->lost = f->lost;

@@ -60,6 +60,8 @@ struct repl_filter_stats {
 	uint64_t applied;                /* other nodes' entries applied (changed or not) */
 	uint64_t dropped_journal_full;   /* adds that found their ring full (never journalled) */
 	uint64_t dropped_retired_window; /* entries whose window is retired here */
+	uint64_t dropped_future_window;  /* journal or stream entries whose window begins past now + the skew
+					    tolerance (fleet_skew_ms()): a clock that far ahead, or forged */
 	uint64_t dropped_foreign_shape;  /* entries refused: another shape */
 	uint64_t missed;                 /* adds journalled nowhere (no free ring) */
 	uint64_t lost;                   /* entries the drain skipped (dead owner, damage) */
@@ -89,15 +91,14 @@ int replication_wake_fd(const struct replication *e);
 
 /**
  * From the main loop: the rotations the follower asked for. A node whose
- * clock is ahead sends entries of the next window first; within
- * REPL_SKEW_MS of that window's boundary this node then starts that
- * window at once (registry_rotate_to()), so that the entries land in the
- * generation of their window, not in the one before it.
+ * clock is ahead sends entries of the next window first; within the skew
+ * tolerance of that window's boundary (fleet_skew_ms(): min(30 s, a
+ * quarter of the window)) this node then starts that window at once
+ * (registry_rotate_to()), so that the entries land in the generation of
+ * their window, not in the one before it. Entries of a window further
+ * ahead are dropped and counted (dropped_future_window), never waited for.
  */
 void replication_tick(struct replication *e, struct registry *r);
-
-/** How far ahead another node's clock may be for its next window to start here early. */
-#define REPL_SKEW_MS 30000
 
 /**
  * Stats of the replicated filter in @p slot.

@@ -474,6 +474,135 @@ static void test_registry_windows(void **state)
 	assert_int_equal(fx.reg.ctl.slots[p].nlive, 2);
 }
 
+/* The skew tolerance and the window check at the extremes: the shortest
+ * and longest windows, window numbers 0 and 2^32 - 1, a window of 50 days
+ * (where window x length x 1000 wraps 64 bits), and the durations the
+ * configuration accepts for a window. */
+static void test_window_checks(void **state)
+{
+	(void)state;
+	/* min(30 s, a quarter of the window). */
+	assert_int_equal(fleet_skew_ms(1), 250);
+	assert_int_equal(fleet_skew_ms(10), 2500);
+	assert_int_equal(fleet_skew_ms(119), 29750);
+	assert_int_equal(fleet_skew_ms(120), 30000);
+	assert_int_equal(fleet_skew_ms(86400), 30000);
+	assert_int_equal(fleet_skew_ms(SHMF_WINDOW_SECS_MAX), 30000);
+	assert_int_equal(fleet_skew_ms(UINT64_MAX), 30000);
+
+	uint64_t T = 1795574523; /* a unix time in 2026 */
+	/* No window: the number means nothing, never ahead. */
+	assert_false(fleet_window_ahead(UINT32_MAX, 0, T * 1000));
+	/* 1 s windows: the next one is ahead until 250 ms before it begins. */
+	assert_false(fleet_window_ahead(T, 1, T * 1000));
+	assert_true(fleet_window_ahead(T + 1, 1, T * 1000));
+	assert_true(fleet_window_ahead(T + 1, 1, T * 1000 + 749));
+	assert_false(fleet_window_ahead(T + 1, 1, T * 1000 + 750));
+	assert_true(fleet_window_ahead(T + 2, 1, T * 1000 + 999));
+	assert_false(fleet_window_ahead(0, 1, T * 1000));
+	assert_true(fleet_window_ahead(SHMF_WINDOW_NUM_MAX, 1, T * 1000));
+	/* 10 s windows and a node 25 s ahead: its window is 2 or 3 on. */
+	uint64_t W = T / 10;
+	assert_false(fleet_window_ahead(W + 1, 10, (W + 1) * 10000 - 2500));
+	assert_true(fleet_window_ahead(W + 1, 10, (W + 1) * 10000 - 2501));
+	assert_true(fleet_window_ahead((T * 1000 + 25000) / 10000, 10, T * 1000));
+	/* 50 days: a window number whose want * secs * 1000 wraps to less
+	 * than now + 30 s (what the old check let through), though in
+	 * seconds it begins 585 million years on. */
+	uint64_t d50 = 50 * 86400, wrap = UINT64_MAX / (d50 * 1000) + 1;
+	assert_true(wrap <= UINT32_MAX);
+	assert_true(wrap * d50 * 1000 <= T * 1000 + 30000);
+	assert_true(fleet_window_ahead(wrap, d50, T * 1000));
+	assert_true(fleet_window_ahead(UINT32_MAX, d50, T * 1000));
+	for (uint64_t w = UINT32_MAX; w > UINT32_MAX - 100000; w--)
+		assert_true(fleet_window_ahead(w, d50, T * 1000));
+	assert_false(fleet_window_ahead(T / d50, d50, T * 1000));
+	assert_true(fleet_window_ahead(T / d50 + 1, d50, T * 1000));
+	/* The longest window: its next one is ten years on; the current and
+	 * the ones before are not ahead; past the limits, always ahead. */
+	uint64_t M = SHMF_WINDOW_SECS_MAX;
+	assert_false(fleet_window_ahead(T / M, M, T * 1000));
+	assert_false(fleet_window_ahead(0, M, T * 1000));
+	assert_true(fleet_window_ahead(T / M + 1, M, T * 1000));
+	assert_false(fleet_window_ahead(T / M + 1, M, (T / M + 1) * M * 1000 - 30000));
+	assert_true(fleet_window_ahead(SHMF_WINDOW_NUM_MAX, M, UINT32_MAX * (uint64_t)1000));
+	assert_true(fleet_window_ahead((uint64_t)SHMF_WINDOW_NUM_MAX + 1, 1, UINT64_MAX / 2));
+	assert_true(fleet_window_ahead(0, M + 1, T * 1000));
+	/* The clock near 2^64 ms: no wrap either. */
+	assert_false(fleet_window_ahead(UINT64_MAX / 1000 / M, M, UINT64_MAX - 10));
+	assert_true(fleet_window_ahead(SHMF_WINDOW_NUM_MAX, M, UINT64_MAX - 10));
+	assert_false(fleet_window_ahead(SHMF_WINDOW_NUM_MAX, 1, UINT64_MAX - 10));
+
+	/* What the configuration and BF.RESERVE accept as a window: 1 s to
+	 * ten years. */
+	uint64_t secs = 0;
+	assert_int_equal(spec_parse_duration("1", &secs), 0);
+	assert_int_equal(secs, 1);
+	assert_int_equal(spec_parse_duration("3650d", &secs), 0);
+	assert_int_equal(secs, SHMF_WINDOW_SECS_MAX);
+	assert_int_equal(spec_parse_duration("315360000", &secs), 0);
+	assert_int_equal(spec_parse_duration("315360001", &secs), SHMF_E_INVAL);
+	assert_int_equal(spec_parse_duration("3651d", &secs), SHMF_E_INVAL);
+	assert_int_equal(spec_parse_duration("18446744073709551615", &secs), SHMF_E_INVAL);
+	assert_int_equal(spec_parse_duration("0", &secs), SHMF_E_INVAL);
+	assert_int_equal(secs, SHMF_WINDOW_SECS_MAX);
+}
+
+/* Registry windows at the extremes: the longest window rotates to the
+ * largest window number with exact arithmetic, a longer window or a
+ * larger number is refused, and rotation by age never wraps. */
+static void test_registry_window_limits(void **state)
+{
+	(void)state;
+	char err[REGISTRY_ERR_MAX];
+	fleet_on();
+	uint64_t M = SHMF_WINDOW_SECS_MAX;
+	assert_int_equal(create("toolong", SHMF_TYPE_BLOOM, 1, M + 1, 2, err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "longer than the longest"));
+	assert_int_equal(create("toolong", SHMF_TYPE_BLOOM, 0, UINT64_MAX, 2, err, sizeof(err)), SHMF_E_INVAL);
+	int w = create("longest", SHMF_TYPE_BLOOM, 1, M, 2, err, sizeof(err));
+	assert_true(w >= 0);
+	const struct shmf_slot *s = &fx.reg.ctl.slots[w];
+	uint64_t W = (uint64_t)time(NULL) / M;
+	assert_int_equal(s->live_created[0], W * M);
+	/* Past 32 bits: refused, nothing changed. */
+	assert_int_equal(registry_rotate_to(&fx.reg, "longest", (uint64_t)SHMF_WINDOW_NUM_MAX + 1, err, sizeof(err)),
+			 SHMF_E_INVAL);
+	assert_non_null(strstr(err, "does not fit 32 bits"));
+	assert_int_equal(s->nlive, 1);
+	assert_int_equal(s->live_created[0], W * M);
+	/* The largest window number: exact, and the slot still checks. */
+	assert_int_equal(registry_rotate_to(&fx.reg, "longest", SHMF_WINDOW_NUM_MAX, err, sizeof(err)), 0);
+	assert_int_equal(s->live_created[0], (uint64_t)SHMF_WINDOW_NUM_MAX * M);
+	assert_int_equal(s->live_created[0] / M, SHMF_WINDOW_NUM_MAX);
+	struct shmf_slot copy;
+	assert_int_equal(shmf_slot_read(s, &copy), 0);
+	assert_int_equal(shmf_slot_check(&copy), 0);
+	/* A slot whose window is longer than the longest, or whose window
+	 * number does not fit 32 bits, is refused by every reader. */
+	copy.window_secs = M + 1;
+	assert_int_equal(shmf_slot_check(&copy), SHMF_E_FORMAT);
+	copy.window_secs = 1;
+	assert_int_equal(shmf_slot_check(&copy), SHMF_E_FORMAT);
+
+	/* A plain window of the longest length rotates by its age, exactly. */
+	int p = create("plainlong", SHMF_TYPE_BLOOM, 0, M, 2, err, sizeof(err));
+	assert_true(p >= 0);
+	uint64_t created = fx.reg.ctl.slots[p].live_created[0];
+	registry_rotate_due(&fx.reg, created + M - 1);
+	assert_int_equal(fx.reg.ctl.slots[p].nlive, 1);
+	registry_rotate_due(&fx.reg, UINT64_MAX - 5); /* created + M would not wrap, now - created cannot */
+	assert_int_equal(fx.reg.ctl.slots[p].nlive, 2);
+	/* A 1 s window: the shortest, rotates once a second by age. */
+	int one = create("shortest", SHMF_TYPE_BLOOM, 0, 1, 2, err, sizeof(err));
+	assert_true(one >= 0);
+	created = fx.reg.ctl.slots[one].live_created[0];
+	registry_rotate_due(&fx.reg, created);
+	assert_int_equal(fx.reg.ctl.slots[one].nlive, 1);
+	registry_rotate_due(&fx.reg, created + 1);
+	assert_int_equal(fx.reg.ctl.slots[one].nlive, 2);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +614,8 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_registry_replicated, fx),
 		fixture_unit_test(test_registry_restart, fx),
 		fixture_unit_test(test_registry_windows, fx),
+		cmocka_unit_test(test_window_checks),
+		fixture_unit_test(test_registry_window_limits, fx),
 	};
 	static const char *const names[] = {
 		"seed",
@@ -495,6 +626,8 @@ int main(int argc, char **argv)
 		"registry_replicated",
 		"registry_restart",
 		"registry_windows",
+		"window_checks",
+		"registry_window_limits",
 	};
 	return fixture_run(argc, argv, tests, names);
 }

@@ -20,9 +20,16 @@
  *   wrong_password Redis refuses the password: disconnected, with the
  *                  reason in SHMF.REPLICATION and the log
  *   windows        entries written into the stream by hand as another node
- *                  would: of the next window (this node starts it early),
- *                  of a retired window (counted), far ahead (applied at
- *                  once), of an unknown version or op (counted malformed)
+ *                  would: of the next window within the skew tolerance
+ *                  (this node starts it early), of a retired window
+ *                  (counted), far ahead (dropped, counted), of an unknown
+ *                  version or op (counted malformed)
+ *   window_attack  entries of huge window numbers for a 50-day window,
+ *                  forged into A's journal and into the stream: dropped,
+ *                  counted, not sent on; no node rotates or loses a key
+ *   skew_ahead     10 s windows and a node 25 s ahead (its entries forged
+ *                  into the stream and A's journal): dropped, counted; no
+ *                  early rotation, no key just added lost
  *   diverged       Redis loses the stream (FLUSHALL), or trims it past a
  *                  stopped node's cursor: diverged, saying what to do, and
  *                  still serving and following
@@ -51,6 +58,9 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "daemon-process.h"
@@ -698,7 +708,7 @@ static void test_windows(void **state)
 		   "[filter win]\ncapacity = 10000\nfpr = 0.001\nmode = 0660\nwindow = 20s\ngenerations = 3\n"
 		   "replicate = yes\n");
 	/* Not too near a boundary: this node's own rotation must not be what the test sees. */
-	while ((uint64_t)time(NULL) % SECS >= SECS - 3)
+	while ((uint64_t)time(NULL) % SECS >= SECS - 6)
 		usleep(100000);
 	uint64_t W = (uint64_t)time(NULL) / SECS;
 	/* The filter may have begun in the window before if the node started
@@ -718,10 +728,20 @@ static void test_windows(void **state)
 	snprintf(shape, sizeof(shape), "%s", field(r->element[0]->element[1], "s")->str);
 	freeReplyObject(r);
 
-	/* Node C's clock is ahead: its first entry of window W + 1 comes while
-	 * B is still in W. B starts W + 1 then, and the key goes there. */
+	/* Node C's clock is ahead by less than the skew tolerance (5 s, a
+	 * quarter of 20 s): its first entry of window W + 1 comes while B is
+	 * still in W, at most 4 s before the boundary. B starts W + 1 then,
+	 * and the key goes there. */
+	struct timespec ts;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if ((uint64_t)ts.tv_sec / SECS != W || (uint64_t)ts.tv_sec % SECS >= SECS - 4)
+			break;
+		usleep(20000);
+	}
+	assert_true((uint64_t)ts.tv_sec / SECS == W);
 	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "next"), SHMF_JOP_ADD, (uint32_t)(W + 1));
-	wait_int(&nodes[1], "win", "applied", 1, 5000);
+	wait_int(&nodes[1], "win", "applied", 1, 2500);
 	assert_true((uint64_t)time(NULL) / SECS == W);
 	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
 	assert_int_equal(shmf_check(b, "next", 4), 1);
@@ -729,11 +749,11 @@ static void test_windows(void **state)
 	snprintf(line, sizeof(line), "another node started window %llu first", (unsigned long long)(W + 1));
 	assert_int_equal(daemon_log_count(nodes[1].log, line), 1);
 
-	/* Far ahead (beyond the skew a clock may have): applied to the newest
-	 * at once, no rotation. */
+	/* Far ahead (beyond the skew tolerance): dropped and counted, never
+	 * applied, no rotation. */
 	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "far"), SHMF_JOP_ADD, (uint32_t)(W + 1000));
-	wait_int(&nodes[1], "win", "applied", 2, 1500);
-	assert_int_equal(shmf_check(b, "far", 3), 1);
+	wait_int(&nodes[1], "win", "dropped_future_window", 1, 1500);
+	assert_int_equal(shmf_check(b, "far", 3), 0);
 	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
 
 	/* A window every live generation began after: retired, counted. */
@@ -748,9 +768,230 @@ static void test_windows(void **state)
 	wait_int(&nodes[1], "win", "malformed", 2, 5000);
 	assert_int_equal(shmf_check(b, "v2", 2), 0);
 	assert_int_equal(shmf_check(b, "op9", 3), 0);
-	assert_int_equal(repl_int(&nodes[1], "win", "applied"), 2);
+	assert_int_equal(repl_int(&nodes[1], "win", "applied"), 1);
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(shmf_check(b, k, key(k, "none", i)), 0);
+	shmf_close(b);
+}
+
+/* Write one entry (hash, op, window) into the journal of @p filter on
+ * node @p n as any local writer of the filter can (the journal has the
+ * filter's mode, 0660 here): map the file, claim a free ring, append. */
+static void journal_forge(const struct node *n, const char *filter, uint64_t hash, uint32_t op, uint32_t window)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%s%s", n->root, n->instance, filter, SHMF_JOURNAL_SUFFIX);
+	int fd = open(path, O_RDWR);
+	if (fd < 0)
+		fail_msg("cannot open %s", path);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(base != MAP_FAILED);
+	close(fd);
+	const struct shmf_journal_header *h = (const void *)base;
+	uint64_t mine = (uint64_t)getpid() << 32 | 0x7ead;
+	for (uint32_t i = 0; i < h->nrings; i++) {
+		struct shmf_journal_ring *r = (void *)(base + h->rings_offset + i * h->ring_bytes);
+		uint64_t expect = 0;
+		if (atomic_load(&r->owner) != mine && !atomic_compare_exchange_strong(&r->owner, &expect, mine))
+			continue;
+		uint64_t head = atomic_fetch_add(&r->head, 1);
+		struct shmf_journal_entry *e = (void *)((char *)(r + 1) + (head & (h->ring_entries - 1)) * sizeof(*e));
+		atomic_store(&e->hash, hash);
+		atomic_store(&e->window, window);
+		atomic_store_explicit(&e->op, op, memory_order_release);
+		munmap(base, (size_t)st.st_size);
+		return;
+	}
+	fail_msg("%s: no free ring", path);
+}
+
+/* The stream's entries from node @p node with a window of @p window or
+ * more. */
+static long long stream_windows_from(const char *stream, const char *node, uint64_t window)
+{
+	long long found = 0;
+	redisReply *r = redis("XRANGE %s - +", stream);
+	assert_non_null(r);
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *f = r->element[i]->element[1], *nd = field(f, "n"), *b = field(f, "e");
+		if (nd == NULL || b == NULL || strcmp(nd->str, node) != 0)
+			continue;
+		for (size_t at = 0; at + 16 <= b->len; at += 16) {
+			uint32_t w = 0;
+			for (int j = 3; j >= 0; j--)
+				w = w << 8 | (unsigned char)b->str[at + 12 + (size_t)j];
+			found += w >= window;
+		}
+	}
+	freeReplyObject(r);
+	return found;
+}
+
+/* newest generation's window on node @p n (from its control segment). */
+static uint64_t newest_window(const struct node *n, const char *filter)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%s", n->root, n->instance, SHMF_CTL_FILE);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	for (unsigned i = 0; i < SHMF_SLOTS; i++) {
+		struct shmf_slot s;
+		off_t at = (off_t)(sizeof(struct shmf_ctl_header) + i * sizeof(struct shmf_slot));
+		assert_int_equal(pread(fd, &s, sizeof(s), at), sizeof(s));
+		s.name[SHMF_NAME_MAX] = '\0';
+		if (strcmp(s.name, filter) != 0 || s.window_secs == 0)
+			continue;
+		close(fd);
+		return s.live_created[0] / s.window_secs;
+	}
+	fail_msg("no windowed slot named %s in %s", filter, path);
+	return 0;
+}
+
+/* Issue 25, item 3: one entry wiped a windowed filter on every node. A
+ * window of 50 days (past 49.7, where window x length x 1000 wraps 64
+ * bits); 1,000 keys added on A reach B; then entries of huge window
+ * numbers are forged into A's journal as a local writer and into the
+ * stream as anyone with Redis write access. Each is dropped and counted,
+ * never sent on, and neither node rotates or loses a key. */
+static void test_window_attack(void **state)
+{
+	(void)state;
+	char k[32], shape[17];
+	enum { KEYS = 1000 };
+	const uint64_t SECS = 50 * 86400;
+	static const char conf[] = "[filter long]\ncapacity = 10000\nfpr = 0.001\nmode = 0660\nwindow = 50d\n"
+				   "generations = 2\nreplicate = yes\n";
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, conf);
+	node_start(&nodes[1], NULL, conf);
+	shmf_t *a = open_on(&nodes[0], "long"), *b = open_on(&nodes[1], "long");
+	for (unsigned i = 0; i < KEYS; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "kept", i)), 1);
+	wait_present(b, "kept", 0, KEYS, 10000);
+	wait_int(&nodes[0], "long", "sent", KEYS, 5000);
+	uint64_t W = (uint64_t)time(NULL) / SECS;
+	assert_int_equal(newest_window(&nodes[0], "long"), W);
+	redisReply *r = redis("XRANGE shmf:long - + COUNT 1");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(shape, sizeof(shape), "%s", field(r->element[0]->element[1], "s")->str);
+	freeReplyObject(r);
+
+	/* The window number whose window x length x 1000 wraps to a time
+	 * before now (the old check's "begins within 30 s"), the largest,
+	 * and the next window (50 days ahead: beyond any skew tolerance). */
+	const uint64_t wrap = UINT64_MAX / (SECS * 1000) + 1;
+	const uint32_t forged[] = { (uint32_t)wrap, UINT32_MAX, (uint32_t)(W + 1) };
+	for (unsigned i = 0; i < 3; i++)
+		journal_forge(&nodes[0], "long", fleet_hash("long", "forged-j"), SHMF_JOP_ADD, forged[i]);
+	wait_int(&nodes[0], "long", "dropped_future_window", 3, 5000);
+	for (unsigned i = 0; i < 3; i++)
+		xadd_one("shmf:long", "1", "C", shape, fleet_hash("long", "forged-s"), SHMF_JOP_ADD, forged[i]);
+	wait_int(&nodes[0], "long", "dropped_future_window", 6, 5000);
+	wait_int(&nodes[1], "long", "dropped_future_window", 3, 5000);
+	/* A tick or two for any rotation that would follow. */
+	usleep(2500000);
+	assert_int_equal(repl_int(&nodes[0], "long", "sent"), KEYS);
+	assert_int_equal(stream_windows_from("shmf:long", "A", W + 1), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(newest_window(&nodes[i], "long"), W);
+		assert_int_equal(info_int(&nodes[i], "long", "live_generations"), 1);
+		assert_int_equal(daemon_log_count(nodes[i].log, "first; started it here"), 0);
+		assert_true(daemon_log_count(nodes[i].log, "the skew tolerance") >= 1);
+	}
+	unsigned lost_a = 0, lost_b = 0;
+	for (unsigned i = 0; i < KEYS; i++) {
+		lost_a += shmf_check(a, k, key(k, "kept", i)) != 1;
+		lost_b += shmf_check(b, k, key(k, "kept", i)) != 1;
+	}
+	printf("FIGURE window_attack_keys_lost_A = %u of %u\nFIGURE window_attack_keys_lost_B = %u of %u\n", lost_a,
+	       KEYS, lost_b, KEYS);
+	assert_int_equal(lost_a, 0);
+	assert_int_equal(lost_b, 0);
+	assert_int_equal(shmf_check(a, "forged-s", 8), 0);
+	assert_int_equal(shmf_check(b, "forged-j", 8), 0);
+	assert_int_equal(shmf_check(b, "forged-s", 8), 0);
+	/* Replication goes on. */
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "after", i)), 1);
+	wait_present(b, "after", 0, 10, 10000);
+	shmf_close(a);
+	shmf_close(b);
+}
+
+/* A node whose clock is 25 s ahead, with windows of 10 s (2 generations):
+ * its entries are of the window 2 or 3 on from the others'. The old 30 s
+ * tolerance made the others start that window at once, retiring the
+ * current one with the keys just added in it. Now the tolerance is 2.5 s
+ * (a quarter window): the entries, forged into the stream as that node's
+ * and into A's journal, are dropped and counted, nobody rotates early, and
+ * every key just added stays on both nodes. */
+static void test_skew_ahead(void **state)
+{
+	(void)state;
+	char k[32], shape[17];
+	enum { SECS = 10, KEYS = 500 };
+	static const char conf[] = "[filter ten]\ncapacity = 10000\nfpr = 0.001\nmode = 0660\nwindow = 10s\n"
+				   "generations = 2\nreplicate = yes\n";
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, conf);
+	node_start(&nodes[1], NULL, conf);
+	shmf_t *a = open_on(&nodes[0], "ten"), *b = open_on(&nodes[1], "ten");
+	/* Early in a window, both nodes in it: the keys have 10 s or more. */
+	struct timespec ts;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t into = ((uint64_t)ts.tv_sec % SECS) * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		uint64_t w = (uint64_t)ts.tv_sec / SECS;
+		if (into >= 1300 && into < 2500 && newest_window(&nodes[0], "ten") == w &&
+		    newest_window(&nodes[1], "ten") == w)
+			break;
+		usleep(20000);
+	}
+	uint64_t W = (uint64_t)ts.tv_sec / SECS;
+	for (unsigned i = 0; i < KEYS; i++)
+		assert_int_equal(shmf_add(a, k, key(k, "just", i)), 1);
+	wait_present(b, "just", 0, KEYS, 3000);
+	redisReply *r = redis("XRANGE shmf:ten - + COUNT 1");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(shape, sizeof(shape), "%s", field(r->element[0]->element[1], "s")->str);
+	freeReplyObject(r);
+
+	/* Node C, 25 s ahead, adds keys: its entries, and the same forged
+	 * into A's journal by a local writer. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint32_t ahead = (uint32_t)(((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 25000) / 1000 /
+				    SECS);
+	assert_true(ahead == W + 2 || ahead == W + 3);
+	for (unsigned i = 0; i < 5; i++) {
+		key(k, "c", i);
+		xadd_one("shmf:ten", "1", "C", shape, fleet_hash("ten", k), SHMF_JOP_ADD, ahead);
+		journal_forge(&nodes[0], "ten", fleet_hash("ten", k), SHMF_JOP_ADD, ahead);
+	}
+	wait_int(&nodes[0], "ten", "dropped_future_window", 10, 3000);
+	wait_int(&nodes[1], "ten", "dropped_future_window", 5, 3000);
+	/* Still window W (a tick would have rotated by now), both nodes. */
+	usleep(1200000);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	assert_int_equal((uint64_t)ts.tv_sec / SECS, W);
+	unsigned lost[2] = { 0, 0 };
+	shmf_t *h[2] = { a, b };
+	for (int n = 0; n < 2; n++) {
+		assert_int_equal(newest_window(&nodes[n], "ten"), W);
+		assert_int_equal(daemon_log_count(nodes[n].log, "first; started it here"), 0);
+		for (unsigned i = 0; i < KEYS; i++)
+			lost[n] += shmf_check(h[n], k, key(k, "just", i)) != 1;
+	}
+	printf("FIGURE skew_ahead_keys_lost_A = %u of %u\nFIGURE skew_ahead_keys_lost_B = %u of %u\n", lost[0], KEYS,
+	       lost[1], KEYS);
+	assert_int_equal(lost[0], 0);
+	assert_int_equal(lost[1], 0);
+	assert_int_equal(stream_windows_from("shmf:ten", "A", W + 1), 0);
+	shmf_close(a);
 	shmf_close(b);
 }
 
@@ -899,6 +1140,8 @@ int main(int argc, char **argv)
 		{ "redis_down", cmocka_unit_test_setup_teardown(test_redis_down, setup, teardown) },
 		{ "wrong_password", cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown) },
 		{ "windows", cmocka_unit_test_setup_teardown(test_windows, setup, teardown) },
+		{ "window_attack", cmocka_unit_test_setup_teardown(test_window_attack, setup, teardown) },
+		{ "skew_ahead", cmocka_unit_test_setup_teardown(test_skew_ahead, setup, teardown) },
 		{ "diverged", cmocka_unit_test_setup_teardown(test_diverged, setup, teardown) },
 		{ "replay", cmocka_unit_test_setup_teardown(test_replay, setup, teardown) },
 	};

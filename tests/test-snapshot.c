@@ -791,6 +791,97 @@ static void test_older_sizing(void **state)
 		fail_msg("edited shape: %s", err);
 }
 
+/* A windowed snapshot whose window is longer than the longest (ten
+ * years), or whose generation began at a time whose window number does
+ * not fit 32 bits, is refused by name and changes nothing; the longest
+ * window itself restores. */
+static void test_window_limits(void **state)
+{
+	(void)state;
+	char path[512], bad[512], err[SNAPSHOT_ERR_MAX];
+	fixture_bloom(&fx, "live", 10000, 0.01);
+	shmf_t *f = fixture_open("live", SHMF_RDWR);
+	add_keys(f, 5, 5000);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	shmf_close(f);
+	struct filter_spec spec;
+	spec_defaults(&spec, "wsrc");
+	spec.capacity = 1000;
+	spec.window_secs = 60;
+	spec.window_gens = 2;
+	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	file_path("wgood", path, sizeof(path));
+	file_path("wbad", bad, sizeof(bad));
+	assert_int_equal(registry_snapshot(&fx.reg, "wsrc", path, NULL, err, sizeof(err)), 0);
+	size_t len;
+	unsigned char *orig = read_file(path, &len), *buf = malloc(len);
+	const size_t sec0 = sizeof(struct shmf_snap_header);
+
+	/* The window's length at byte 88, checksum recomputed. */
+	uint64_t secs = SHMF_WINDOW_SECS_MAX + 1;
+	memcpy(buf, orig, len);
+	memcpy(buf + 88, &secs, 8);
+	reseal(buf);
+	write_file(bad, buf, len);
+	assert_refused(bad, info.generation, "window of ten years and a second");
+	struct snap_file sf;
+	assert_true(snapshot_open(&sf, bad, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "longer than the longest window"));
+	secs = UINT64_MAX;
+	memcpy(buf + 88, &secs, 8);
+	reseal(buf);
+	write_file(bad, buf, len);
+	assert_refused(bad, info.generation, "window of 2^64 - 1 s");
+
+	/* Section 0 began where window 2^32 begins: refused; the window
+	 * before it, 2^32 - 1, is the largest there is. */
+	uint64_t created = (UINT64_C(1) << 32) * 60;
+	memcpy(buf, orig, len);
+	memcpy(buf + sec0 + 8, &created, 8);
+	uint64_t x = XXH3_64bits(buf + sec0, offsetof(struct shmf_snap_section, xxh3));
+	memcpy(buf + sec0 + offsetof(struct shmf_snap_section, xxh3), &x, 8);
+	write_file(bad, buf, len);
+	assert_refused(bad, info.generation, "section of window 2^32");
+	assert_true(snapshot_open(&sf, bad, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "does not fit 32 bits"));
+
+	/* A generation that begins a day from now (a snapshot of a host whose
+	 * clock is that far ahead): refused, nothing made; within the skew
+	 * tolerance (15 s of a 60 s window), restored. */
+	int ws = registry_find(&fx.reg, "wsrc");
+	assert_true(ws >= 0);
+	uint64_t was = fx.reg.ctl.slots[ws].live_created[0], now = (uint64_t)time(NULL);
+	fx.reg.ctl.slots[ws].live_created[0] = now + 86400;
+	assert_int_equal(registry_snapshot(&fx.reg, "wsrc", bad, NULL, err, sizeof(err)), 0);
+	err[0] = '\0';
+	assert_int_equal(fixture_replace(&fx, "wfuture", bad, REGISTRY_RESTORE, err, sizeof(err)), SHMF_E_FORMAT);
+	assert_non_null(strstr(err, "after this host's clock"));
+	assert_int_equal(registry_find(&fx.reg, "wfuture"), SHMF_E_NOTFOUND);
+	fx.reg.ctl.slots[ws].live_created[0] = now + 10;
+	assert_int_equal(registry_snapshot(&fx.reg, "wsrc", bad, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, "wsoon", bad, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	fx.reg.ctl.slots[ws].live_created[0] = was;
+
+	/* A filter of the longest window snapshots and restores, and its
+	 * slot checks. */
+	spec_defaults(&spec, "wlongest");
+	spec.capacity = 1000;
+	spec.window_secs = SHMF_WINDOW_SECS_MAX;
+	spec.window_gens = 16;
+	assert_true(registry_create(&fx.reg, &spec, err, sizeof(err)) >= 0);
+	assert_int_equal(registry_snapshot(&fx.reg, "wlongest", path, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, "wlong", path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	shmf_t *w = fixture_open("wlong", SHMF_RDONLY);
+	shmf_info_t wi;
+	assert_int_equal(shmf_info(w, &wi), 0);
+	assert_int_equal(wi.window_secs, SHMF_WINDOW_SECS_MAX);
+	shmf_close(w);
+	assert_live_unchanged(info.generation);
+	free(buf);
+	free(orig);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,10 +889,12 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_concurrent, fx),      fixture_unit_test(test_killed_writer, fx),
 		fixture_unit_test(test_swap_under_load, fx), fixture_unit_test(test_older_sizing, fx),
 		fixture_unit_test(test_metadata_bits, fx),   fixture_unit_test(test_bucket_sizes, fx),
+		fixture_unit_test(test_window_limits, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
-	static const char *const names[] = { "roundtrip",       "damaged",      "concurrent",    "killed_writer",
-					     "swap_under_load", "older_sizing", "metadata_bits", "bucket_sizes" };
+	static const char *const names[] = { "roundtrip",     "damaged",         "concurrent",
+					     "killed_writer", "swap_under_load", "older_sizing",
+					     "metadata_bits", "bucket_sizes",    "window_limits" };
 	return fixture_run(argc, argv, tests, names);
 }

@@ -208,10 +208,12 @@ def case_everywhere(build):
             s = x.status("clicks")
             check(s.get("state") == "following", "%s: clicks state %r, expected following" % (x.name, s.get("state")))
             for field in ("cursor", "lag_p50_ms", "lag_p99_ms", "journal_depth", "sent", "applied",
-                          "dropped_retired_window", "dropped_foreign_shape", "missed", "lost"):  # fmt: skip
+                          "dropped_retired_window", "dropped_future_window", "dropped_foreign_shape", "missed",
+                          "lost"):  # fmt: skip
                 check(field in s, "%s: SHMF.REPLICATION clicks has no %s: %r" % (x.name, field, s))
             check(num(s, "sent") > 0 and num(s, "applied") > 0, "%s: sent/applied not counted: %r" % (x.name, s))
-            check(dropped(s) == 0 and num(s, "dropped_foreign_shape") == 0, "%s: dropped entries: %r" % (x.name, s))
+            check(dropped(s) == 0 and num(s, "dropped_foreign_shape") == 0 and num(s, "dropped_future_window") == 0,
+                  "%s: dropped entries: %r" % (x.name, s))
             seen = {p.get("node") for p in s["nodes"]}
             others = {y.name for y in nodes if y is not x}
             check(others <= seen, "%s: nodes heard from %r, expected %r" % (x.name, seen, others))
