@@ -75,7 +75,9 @@
 #include "registry.h"
 #include "roles.h"
 
-#define CONFIG_FILTERS_MAX        SHMF_SLOTS
+#define CONFIG_FILTERS_MAX SHMF_SLOTS
+/* The largest configuration file read: a regular file of at most this many bytes. */
+#define CONFIG_FILE_MAX           (16u << 20)
 #define CONFIG_SNAPSHOT_PATHS_MAX 8
 
 #define TCP_DEFAULT_PORT        6379
@@ -164,7 +166,12 @@ extern const char config_default_text[];
  */
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen);
 
-/** Read and parse a file. 0, SHMF_E_INVAL or -errno, with a message in err. */
+/**
+ * Read and parse a file: a regular file (a link to one is followed), at
+ * most CONFIG_FILE_MAX bytes; a directory, FIFO, device or socket at
+ * @p path is refused without being opened for reading. 0, SHMF_E_INVAL,
+ * SHMF_E_TOOBIG or -errno, with a message naming the path in err.
+ */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 
 #endif
