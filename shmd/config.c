@@ -249,6 +249,14 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 		if (strlen(value) > TCP_PASSWORD_MAX)
 			return bad(ps, "requirepass: longer than %d bytes", TCP_PASSWORD_MAX);
 		snprintf(t->requirepass, sizeof(t->requirepass), "%s", value);
+	} else if (!strcmp(name, "unauthenticated_role")) {
+		int role = ROLE_NONE;
+		if (value[0] != '\0' && (role = role_parse(value)) == ROLE_NONE)
+			return bad(ps,
+				   "unauthenticated_role '%s': reader, writer or admin (the role of every client of a "
+				   "listener without requirepass and [user NAME] sections), or empty",
+				   value);
+		ps->c->roles.tcp_unauthenticated_role = role;
 	} else if (!strcmp(name, "maxclients")) {
 		if (parse_clients(value, 1, &t->maxclients) < 0)
 			return bad(ps, "maxclients '%s': an integer from 1 to %d", value, TCP_MAXCLIENTS_LIMIT);
@@ -269,8 +277,8 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 		t->max_request = (size_t)n;
 	} else {
 		return bad(ps,
-			   "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, "
-			   "maxclients_per_addr, timeout, max_request)",
+			   "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, unauthenticated_role, "
+			   "maxclients, maxclients_per_addr, timeout, max_request)",
 			   name);
 	}
 	return 1;
@@ -589,6 +597,40 @@ static int repl_complete(struct config *c, const char *origin, char *err, size_t
 	return 0;
 }
 
+int config_tcp_check(const struct config *c, const char *origin, char *err, size_t errlen)
+{
+	int passwords = c->tcp.requirepass[0] != '\0' || c->roles.nusers > 0;
+	int role = c->roles.tcp_unauthenticated_role;
+	if (role != ROLE_NONE && passwords)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [tcp] unauthenticated_role = %s with %s: a listener with passwords gives each client "
+			      "the role of the user it authenticates as; remove one or the other",
+			      origin, role_name(role), c->tcp.requirepass[0] ? "requirepass" : "[user NAME] sections");
+	if (c->tcp.enabled && role == ROLE_NONE && !passwords)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [tcp] enabled = yes with no requirepass and no [user NAME] sections: any user of this "
+			      "host (and of any host that reaches %s) could connect without a password; set "
+			      "requirepass, add [user NAME] sections, or say what such clients are with "
+			      "unauthenticated_role = reader, writer or admin",
+			      origin, c->tcp.bind);
+	return 0;
+}
+
+int config_tcp_warning(const struct config *c, const char *listener, char *buf, size_t len)
+{
+	int role = c->roles.tcp_unauthenticated_role;
+	if (!c->tcp.enabled || role == ROLE_NONE)
+		return 0;
+	snprintf(buf, len,
+		 "tcp listener %s: no password; [tcp] unauthenticated_role = %s makes every client that connects a%s %s "
+		 "(any user of this host%s)",
+		 listener, role_name(role), role == ROLE_ADMIN ? "n" : "", role_name(role),
+		 role == ROLE_ADMIN    ? ", who may create, drop and replace every filter"
+		 : role == ROLE_WRITER ? ", who may add to and delete from every filter"
+				       : ", who may check every filter");
+	return 1;
+}
+
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
 {
 	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
@@ -607,6 +649,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	char msg[384];
 	if (roles_config_complete(&c->roles, c->gid, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: %s", origin, msg);
+	if ((rc = config_tcp_check(c, origin, err, errlen)) < 0)
+		return rc;
 	if (defaults_check(&c->defaults, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [defaults] %s", origin, msg);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */

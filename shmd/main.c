@@ -295,11 +295,10 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
-	if (!tcp_is_loopback(d->tcp_fd) && cfg->tcp.requirepass[0] == '\0')
-		log_msg(LOG_WARNING,
-			"tcp listener %s is reachable beyond this host and has no requirepass: "
-			"whoever reaches it may add to, create and drop filters",
-			d->tcp_name);
+	char warning[512];
+	if (config_tcp_warning(cfg, d->tcp_name, warning, sizeof(warning)))
+		log_msg(LOG_WARNING, "%s%s", warning,
+			tcp_is_loopback(d->tcp_fd) ? "" : "; it is reachable beyond this host too");
 	return 0;
 }
 

@@ -150,10 +150,14 @@ int roles_connection(const struct session *s)
 {
 	const struct roles_config *rc = config_of(s);
 	if (s->kind == SESSION_TCP) {
-		/* No password anywhere: whoever reaches the listener is the
-		 * default user, who is an admin (Redis' nopass default; shmd warns
-		 * in its log when such a listener is reachable from elsewhere). */
-		if (!roles_password_required(s) || !strcmp(s->user, "default"))
+		/* No password anywhere: whoever reaches the listener gets the
+		 * role the configuration names for that, in so many words
+		 * ([tcp] unauthenticated_role; a listener without one is refused
+		 * at start), and never admin by default as Redis' nopass user:
+		 * any local user can reach a loopback port. */
+		if (!roles_password_required(s))
+			return s->authed ? rc->tcp_unauthenticated_role : ROLE_NONE;
+		if (!strcmp(s->user, "default"))
 			return s->authed ? ROLE_ADMIN : ROLE_NONE;
 		const struct roles_user *u = user_named(rc, s->user);
 		return s->authed && u != NULL ? u->role : ROLE_NONE;

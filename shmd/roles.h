@@ -7,6 +7,9 @@
  *            chmod, resize, loads and merges. On the unix socket: root,
  *            shmd's own uid, and members of [roles] admin_group; over TCP:
  *            the user "default" (requirepass) and [user NAME] role = admin.
+ *            A TCP listener without any password gives every client the
+ *            role [tcp] unauthenticated_role names, and is refused at
+ *            start unless it names one.
  *   writer - the data verbs (BF.ADD, CF.DEL, ...) and what a reader may.
  *            Unix: members of the client group ([instance] group =), or for
  *            a filter whose section says `writers = alice, @team`, exactly
@@ -87,6 +90,10 @@ struct roles_config {
 	uint64_t writer_max_filter_bytes; /* a writer's new filter, all its generations: at most (0: no limit) */
 	uint64_t writer_max_total_bytes;  /* the instance's filters with a writer's new one: at most (0: none) */
 	uint64_t writer_max_filters;      /* filters in the instance with a writer's new one: at most (0: none) */
+	/* [tcp] unauthenticated_role: the role of a TCP client on a listener
+	 * without requirepass and [user NAME] sections; ROLE_NONE when not
+	 * said (config.c then refuses such a listener at start). */
+	int tcp_unauthenticated_role;
 	unsigned nusers;
 	struct roles_user users[ROLES_USERS_MAX];
 	unsigned nwriters;
@@ -95,6 +102,9 @@ struct roles_config {
 
 /** "admin", "writer", "reader" or "none". */
 const char *role_name(int role);
+
+/** ROLE_READER, ROLE_WRITER or ROLE_ADMIN for "reader", "writer" or "admin"; ROLE_NONE otherwise. */
+int role_parse(const char *name);
 
 /* ---- the configuration: config-roles.c ---- */
 
@@ -135,7 +145,8 @@ int roles_authenticate(struct session *s, const char *user, const char *pass, si
 /** Whether a TCP client must AUTH: requirepass or [user NAME] sections are configured. */
 int roles_password_required(const struct session *s);
 
-/** The role of the connection (TCP: of its user; unix: of its peer's uid and groups). */
+/** The role of the connection (TCP: of its user, or without passwords [tcp]
+ * unauthenticated_role; unix: of its peer's uid and groups). */
 int roles_connection(const struct session *s);
 
 /** "uid 1001 (alice)", or "user alice" over TCP, for messages. */
