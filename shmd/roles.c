@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "geometry.h"
 #include "log.h"
+#include "quotas.h"
 #include "roles.h"
 #include "rundir.h"
 #include "session.h"
@@ -372,32 +373,24 @@ int roles_allow(struct verb_call *c, const struct verb *v)
 
 /* ---- Writers creating filters ------------------------------------------- */
 
-/* Bytes the filters of the instance hold now (every live generation; a
- * growing filter's layers, each of its own size). */
-static uint64_t instance_bytes(struct registry *r, unsigned *count)
-{
-	int slots[SHMF_SLOTS];
-	int n = registry_list(r, slots);
-	uint64_t total = 0;
-	for (int i = 0; i < n; i++) {
-		struct shmf_slot copy;
-		struct shmf_layer l;
-		const struct shmf_slot *s = &r->ctl.slots[slots[i]];
-		if (shmf_slot_read(s, &copy) < 0 || shmf_slot_check(&copy) < 0) {
-			total += s->data_bytes;
-			continue;
-		}
-		for (unsigned j = 0; j < copy.nlive; j++)
-			total += shmf_slot_layer(&copy, j, &l) == 0 ? l.g.data_bytes : copy.data_bytes;
-	}
-	*count = (unsigned)n;
-	return total;
-}
-
 int roles_role_creates(const struct session *s)
 {
 	int have = roles_connection(s);
 	return have == ROLE_ADMIN || (have == ROLE_WRITER && config_of(s)->writer_create);
+}
+
+int roles_creator(const struct session *s, struct quota_owner *o)
+{
+	if (roles_connection(s) == ROLE_ADMIN)
+		return 0;
+	memset(o, 0, sizeof(*o));
+	if (s->kind == SESSION_TCP) {
+		o->tcp = 1;
+		snprintf(o->user, sizeof(o->user), "%s", s->user[0] ? s->user : "default");
+	} else {
+		o->uid = (uint32_t)s->peer.uid;
+	}
+	return 1;
 }
 
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
@@ -428,7 +421,7 @@ int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 	uint64_t gens = spec->window_gens ? spec->window_gens : 1;
 	uint64_t bytes = g.data_bytes * gens;
 	unsigned count = 0;
-	uint64_t total = c->reg != NULL ? instance_bytes(c->reg, &count) : 0;
+	uint64_t total = c->reg != NULL ? quotas_instance_bytes(c->reg, &count) : 0;
 	const char *quota = NULL;
 	uint64_t limit = 0;
 	if (rc->writer_max_filter_bytes && bytes > rc->writer_max_filter_bytes)

@@ -167,6 +167,13 @@ int roles_allow(struct verb_call *c, const struct verb *v);
  */
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec);
 
+struct quota_owner;
+
+/** Who creates a filter over session @p s: 1 with a writer (a unix uid,
+ * or a TCP user) in @p o, whose quotas then bind the filter for its whole
+ * life (quotas.h); 0 for an admin, whom no quota binds. */
+int roles_creator(const struct session *s, struct quota_owner *o);
+
 /** Whether the connection's role may create filters at all (admin, or a
  * writer with writer_create = yes), quotas aside; replies nothing. */
 int roles_role_creates(const struct session *s);
