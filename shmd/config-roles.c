@@ -5,7 +5,8 @@
  *   [roles]
  *   admin_group =              ; group name or gid: its members are admins
  *   writer_create = no         ; writers may create filters (within the quotas)
- *   writer_max_filter_bytes =  ; a writer's new filter: at most this (k, m, g); empty: no limit
+ *   writer_max_filter_bytes =  ; a writer's filter, for its whole life (growth, resize,
+ *                              ; swap: quotas.h): at most this (k, m, g); empty: no limit
  *   writer_max_total_bytes =   ; the instance's filters with it: at most this
  *   writer_max_filters =       ; filters in the instance with it: at most this many
  *

@@ -33,7 +33,8 @@
  * Creating a filter (BF.RESERVE, CF.RESERVE, an INSERT that creates) needs
  * admin, or a writer when [roles] writer_create = yes, within the quotas
  * (writer_max_filter_bytes, writer_max_total_bytes, writer_max_filters),
- * checked before any memory is taken.
+ * checked before any memory is taken. The byte quotas then bind the
+ * writer's filter for its whole life (quotas.h).
  *
  * Single-threaded, like the registry: called from the server loop only.
  */
