@@ -119,7 +119,8 @@ fi
 # --- shmd: instance "bench", no filters of its own, segments removed on exit;
 # its TCP listener on a free loopback port (tried at random).
 start_shmd() {
-	printf '[instance]\nname = bench\nremove_on_exit = yes\nhuge_pages = auto\n\n[tcp]\nenabled = yes\nport = %d\n' \
+	# No password on the loopback listener: the benchmark is its admin, said in so many words.
+	printf '[instance]\nname = bench\nremove_on_exit = yes\nhuge_pages = auto\n\n[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = admin\n' \
 		"$1" >"$TMP/shmd.ini"
 	SHMF_RUNTIME_DIR=$RUN "$SHMD" -f -c "$TMP/shmd.ini" 2>"$TMP/shmd.log" &
 	SHMD_PID=$!

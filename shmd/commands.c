@@ -16,6 +16,7 @@
 #include "grow.h"
 #include "keyjob.h"
 #include "keyspace.h"
+#include "quotas.h"
 #include "session.h"
 #include "spec.h"
 
@@ -65,9 +66,37 @@ shmf_t *cmd_filter(struct verb_call *c, int type)
 	return slot < 0 ? NULL : cmd_handle(c, slot, type);
 }
 
+/* RedisBloom's "Filter is full", and why when the filter grows no more
+ * because its next layer was refused (a writer's quota, the host). */
+static void reply_full(struct verb_call *c, int slot)
+{
+	char why[REGISTRY_ERR_MAX];
+	if (slot >= 0 && grow_refused(c->reg, slot, why, sizeof(why)))
+		reply_error(c->out, "%s: %s", rb_error_text(RB_FILTER_FULL), why);
+	else
+		reply_rb_error(c->out, RB_FILTER_FULL);
+}
+
+/* A Bloom add of key @p i to the filter in @p slot (handle @p h) that
+ * growth no longer serves (grow_refused(): its last layer full, the next
+ * refused): 0 (RedisBloom's "not new") for a key the filter holds, else
+ * SHMF_E_FULL: a new key is refused, as NONSCALING refuses it, rather
+ * than overfilling the layer. 1: an ordinary add. */
+static int bloom_add_refused(struct verb_call *c, int slot, shmf_t *h, int i)
+{
+	char why[REGISTRY_ERR_MAX];
+	if (c->reg->ctl.slots[slot].type != SHMF_TYPE_BLOOM || !grow_refused(c->reg, slot, why, sizeof(why)))
+		return 1;
+	return shmf_check(h, c->req->argv[i], c->req->lens[i]) == 1 ? 0 : SHMF_E_FULL;
+}
+
 void cmd_lib_error(struct verb_call *c, int rc)
 {
-	reply_lib_error(c->out, c->req->argv[1], rc);
+	/* A full filter that grows no more says why (a refused layer). */
+	if (rc == SHMF_E_FULL)
+		reply_full(c, c->key_rc == 0 ? registry_find(c->reg, c->req->argv[1]) : -1);
+	else
+		reply_lib_error(c->out, c->req->argv[1], rc);
 }
 
 const struct filter_defaults *cmd_defaults(const struct verb_call *c)
@@ -149,7 +178,9 @@ void cmd_one_key(struct verb_call *c, int slot, int type, int (*op)(shmf_t *, co
 		return;
 	if (op != shmf_check && op != shmf_count)
 		cmd_grow(c, slot);
-	int rc = op(h, c->req->argv[2], c->req->lens[2]);
+	int rc = op == shmf_add ? bloom_add_refused(c, slot, h, 2) : 1;
+	if (rc == 1)
+		rc = op(h, c->req->argv[2], c->req->lens[2]);
 	if (rc == SHMF_E_BUSY) {
 		/* It would wait (a cuckoo filter's lock held, its reads raced):
 		 * on the file worker, never on the loop. */
@@ -211,10 +242,21 @@ static void many_each(struct verb_call *c, int slot, shmf_t *h, int first)
 	}
 	for (; done < n; done++) {
 		cmd_grow(c, slot);
-		rc = shmf_add(h, req->argv[(size_t)first + done], req->lens[(size_t)first + done]);
+		rc = bloom_add_refused(c, slot, h, first + (int)done);
+		if (rc == 1)
+			rc = shmf_add(h, req->argv[(size_t)first + done], req->lens[(size_t)first + done]);
 		if (rc < 0)
 			break;
 		res[done] = rc;
+	}
+	if (rc == SHMF_E_FULL && c->reg->ctl.slots[slot].type == SHMF_TYPE_BLOOM) {
+		/* The key growth refused: its place in the reply is the error. */
+		reply_array(c->out, done + 1);
+		for (size_t i = 0; i < done; i++)
+			reply_bool(c->out, res[i]);
+		reply_full(c, slot);
+		free(res);
+		return;
 	}
 	if (rc < 0 && rc != SHMF_E_NONSCALING) {
 		free(res);
@@ -321,7 +363,17 @@ int cmd_create(struct verb_call *c, const struct filter_spec *spec)
 	/* Who may create, and how much, before anything is allocated. */
 	if (!roles_may_create(c, spec))
 		return -EACCES;
+	/* A writer's filter remembers its writer before it exists (a crash
+	 * between leaves a record of no filter, dropped at the next start,
+	 * never a writer's filter without one): its quotas bind it for its
+	 * whole life. Not over a filter that exists: that create fails. */
+	struct quota_owner o;
+	int recorded = roles_creator(c->sess, &o) && registry_find(c->reg, spec->name) < 0;
+	if (recorded)
+		quotas_record(c->reg, spec->name, &o);
 	int rc = registry_create(c->reg, spec, err, sizeof(err));
+	if (rc < 0 && recorded)
+		quotas_forget(c->reg, spec->name);
 	if (rc == SHMF_E_EXISTS)
 		reply_rb_error(c->out, RB_ITEM_EXISTS);
 	else if (rc < 0)

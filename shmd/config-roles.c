@@ -5,7 +5,8 @@
  *   [roles]
  *   admin_group =              ; group name or gid: its members are admins
  *   writer_create = no         ; writers may create filters (within the quotas)
- *   writer_max_filter_bytes =  ; a writer's new filter: at most this (k, m, g); empty: no limit
+ *   writer_max_filter_bytes =  ; a writer's filter, for its whole life (growth, resize,
+ *                              ; swap: quotas.h): at most this (k, m, g); empty: no limit
  *   writer_max_total_bytes =   ; the instance's filters with it: at most this
  *   writer_max_filters =       ; filters in the instance with it: at most this many
  *
@@ -43,7 +44,7 @@ const char *role_name(int role)
 	return role >= ROLE_NONE && role <= ROLE_ADMIN ? names[role] : "none";
 }
 
-static int parse_role(const char *v)
+int role_parse(const char *v)
 {
 	for (int r = ROLE_READER; r <= ROLE_ADMIN; r++)
 		if (!strcmp(v, role_name(r)))
@@ -196,7 +197,7 @@ static int user_key(struct roles_user *u, const char *name, const char *value, c
 			return errmsg(msg, msglen, SHMF_E_INVAL, "password: 1 to %d bytes", ROLES_PASSWORD_MAX);
 		snprintf(u->password, sizeof(u->password), "%s", value);
 	} else if (!strcmp(name, "role")) {
-		if ((u->role = parse_role(value)) == ROLE_NONE)
+		if ((u->role = role_parse(value)) == ROLE_NONE)
 			return errmsg(msg, msglen, SHMF_E_INVAL, "role '%s': expected reader, writer or admin", value);
 	} else if (!strcmp(name, "filters")) {
 		char word[SHMF_NAME_MAX + 1];

@@ -1,5 +1,6 @@
 /* config.c - the daemon's INI configuration (inih), and its embedded default. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -247,6 +249,14 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 		if (strlen(value) > TCP_PASSWORD_MAX)
 			return bad(ps, "requirepass: longer than %d bytes", TCP_PASSWORD_MAX);
 		snprintf(t->requirepass, sizeof(t->requirepass), "%s", value);
+	} else if (!strcmp(name, "unauthenticated_role")) {
+		int role = ROLE_NONE;
+		if (value[0] != '\0' && (role = role_parse(value)) == ROLE_NONE)
+			return bad(ps,
+				   "unauthenticated_role '%s': reader, writer or admin (the role of every client of a "
+				   "listener without requirepass and [user NAME] sections), or empty",
+				   value);
+		ps->c->roles.tcp_unauthenticated_role = role;
 	} else if (!strcmp(name, "maxclients")) {
 		if (parse_clients(value, 1, &t->maxclients) < 0)
 			return bad(ps, "maxclients '%s': an integer from 1 to %d", value, TCP_MAXCLIENTS_LIMIT);
@@ -267,8 +277,8 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 		t->max_request = (size_t)n;
 	} else {
 		return bad(ps,
-			   "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, maxclients, "
-			   "maxclients_per_addr, timeout, max_request)",
+			   "unknown key '%s' in [tcp] (enabled, bind, port, requirepass, unauthenticated_role, "
+			   "maxclients, maxclients_per_addr, timeout, max_request)",
 			   name);
 	}
 	return 1;
@@ -587,6 +597,40 @@ static int repl_complete(struct config *c, const char *origin, char *err, size_t
 	return 0;
 }
 
+int config_tcp_check(const struct config *c, const char *origin, char *err, size_t errlen)
+{
+	int passwords = c->tcp.requirepass[0] != '\0' || c->roles.nusers > 0;
+	int role = c->roles.tcp_unauthenticated_role;
+	if (role != ROLE_NONE && passwords)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [tcp] unauthenticated_role = %s with %s: a listener with passwords gives each client "
+			      "the role of the user it authenticates as; remove one or the other",
+			      origin, role_name(role), c->tcp.requirepass[0] ? "requirepass" : "[user NAME] sections");
+	if (c->tcp.enabled && role == ROLE_NONE && !passwords)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [tcp] enabled = yes with no requirepass and no [user NAME] sections: any user of this "
+			      "host (and of any host that reaches %s) could connect without a password; set "
+			      "requirepass, add [user NAME] sections, or say what such clients are with "
+			      "unauthenticated_role = reader, writer or admin",
+			      origin, c->tcp.bind);
+	return 0;
+}
+
+int config_tcp_warning(const struct config *c, const char *listener, char *buf, size_t len)
+{
+	int role = c->roles.tcp_unauthenticated_role;
+	if (!c->tcp.enabled || role == ROLE_NONE)
+		return 0;
+	snprintf(buf, len,
+		 "tcp listener %s: no password; [tcp] unauthenticated_role = %s makes every client that connects a%s %s "
+		 "(any user of this host%s)",
+		 listener, role_name(role), role == ROLE_ADMIN ? "n" : "", role_name(role),
+		 role == ROLE_ADMIN    ? ", who may create, drop and replace every filter"
+		 : role == ROLE_WRITER ? ", who may add to and delete from every filter"
+				       : ", who may check every filter");
+	return 1;
+}
+
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
 {
 	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
@@ -605,6 +649,8 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	char msg[384];
 	if (roles_config_complete(&c->roles, c->gid, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: %s", origin, msg);
+	if ((rc = config_tcp_check(c, origin, err, errlen)) < 0)
+		return rc;
 	if (defaults_check(&c->defaults, msg, sizeof(msg)) < 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [defaults] %s", origin, msg);
 	/* Periodic snapshots: each filter's directory, its own or the instance's. */
@@ -649,42 +695,132 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	return 0;
 }
 
-/* The whole of file @p path, NUL-terminated, into *text (the caller frees
- * it). 0, or a negative code with a message in err. */
-static int read_text(const char *path, char **text, char *err, size_t errlen)
+/* What a file is, for a sentence: "/etc/shmd.conf is a FIFO, not a configuration file". */
+static const char *file_kind(mode_t m)
 {
-	FILE *fp = fopen(path, "re");
-	*text = NULL;
-	if (fp == NULL) {
+	static const struct {
+		mode_t type;
+		const char *name;
+	} kinds[] = {
+		{ S_IFDIR, "a directory" },    { S_IFIFO, "a FIFO" },    { S_IFCHR, "a character device" },
+		{ S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" }, { S_IFLNK, "a symbolic link" },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((m & S_IFMT) == kinds[i].type)
+			return kinds[i].name;
+	return "not a regular file";
+}
+
+/*
+ * Open @p path for reading only if it is a regular file, without opening
+ * anything else even for a moment: a path-only descriptor first (O_PATH
+ * opens nothing: no FIFO wait, no device driver's open), judged by its
+ * fstat, then the same inode opened for reading through /proc/self/fd
+ * (O_NONBLOCK, in case /proc is not there and the path is opened again:
+ * then the inode is compared, so a file swapped in between is refused).
+ * A symbolic link at the path is followed (configuration managers and
+ * container mounts install files so); what it points to is judged.
+ * @return the descriptor, or a negative code with a message naming the
+ * path and what it is.
+ */
+static int open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+	int pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
 		int e = errno;
 		return errmsg(err, errlen, -e, "%s: %s", path, strerror(e));
 	}
-	size_t len = 0, cap = 0;
+	if (fstat(pfd, st) < 0) {
+		int e = errno;
+		close(pfd);
+		return errmsg(err, errlen, -e, "%s: cannot stat: %s", path, strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(pfd);
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s is %s, not a configuration file (a regular file)", path,
+			      file_kind(st->st_mode));
+	}
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int e = errno;
+	close(pfd);
+	if (fd < 0)
+		return errmsg(err, errlen, -e, "%s: %s", path, strerror(e));
+	struct stat again;
+	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino) {
+		close(fd);
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: replaced while it was opened; not read", path);
+	}
+	return fd;
+}
+
+/* The whole of regular file @p path, NUL-terminated, into *text (the
+ * caller frees it): at most CONFIG_FILE_MAX bytes, counted as they are
+ * read (a file that grows while it is read is refused too). 0, or a
+ * negative code with a message in err, and nothing in *text. */
+static int read_text(const char *path, char **text, char *err, size_t errlen)
+{
+	struct stat st;
+	*text = NULL;
+	int fd = open_regular(path, &st, err, errlen);
+	if (fd < 0)
+		return fd;
 	int rc = 0;
+	size_t len = 0, cap = 0;
+	if ((uint64_t)st.st_size > CONFIG_FILE_MAX) {
+		rc = errmsg(err, errlen, SHMF_E_TOOBIG,
+			    "%s: %" PRIu64 " bytes, larger than the %u MiB a configuration file may have", path,
+			    (uint64_t)st.st_size, CONFIG_FILE_MAX >> 20);
+		goto out;
+	}
 	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			if (cap > (1u << 24)) {
-				rc = errmsg(err, errlen, SHMF_E_INVAL, "%s: larger than 16 MiB", path);
-				break;
-			}
-			cap = cap ? cap * 2 : 8192;
-			char *t = realloc(*text, cap);
+		/* Room for CONFIG_FILE_MAX + 1 bytes at most: one byte past the
+		 * limit is enough to know the file is too large. */
+		if (len == cap) {
+			size_t want = cap ? cap * 2 : 8192;
+			if (want > (size_t)CONFIG_FILE_MAX + 1)
+				want = (size_t)CONFIG_FILE_MAX + 1;
+			char *t = realloc(*text, want + 1);
 			if (t == NULL) {
 				rc = errmsg(err, errlen, -ENOMEM, "%s: out of memory reading it", path);
-				break;
+				goto out;
 			}
 			*text = t;
+			cap = want;
 		}
-		size_t n = fread(*text + len, 1, 4096, fp);
-		len += n;
-		if (n < 4096)
+		ssize_t n = read(fd, *text + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			rc = errmsg(err, errlen, -e, "%s: cannot read: %s", path, strerror(e));
+			goto out;
+		}
+		if (n == 0)
 			break;
+		len += (size_t)n;
+		if (len > CONFIG_FILE_MAX) {
+			rc = errmsg(err, errlen, SHMF_E_TOOBIG,
+				    "%s: larger than the %u MiB a configuration file may have (it grew while read)",
+				    path, CONFIG_FILE_MAX >> 20);
+			goto out;
+		}
 	}
-	fclose(fp);
-	if (rc == 0) {
-		(*text)[len] = '\0';
-		if (memchr(*text, '\0', len) != NULL)
-			rc = errmsg(err, errlen, SHMF_E_INVAL, "%s: contains a NUL byte (not a text file)", path);
+	if (*text == NULL && (*text = malloc(1)) == NULL) {
+		rc = errmsg(err, errlen, -ENOMEM, "%s: out of memory reading it", path);
+		goto out;
+	}
+	(*text)[len] = '\0';
+	if (memchr(*text, '\0', len) != NULL)
+		rc = errmsg(err, errlen, SHMF_E_INVAL, "%s: contains a NUL byte (not a text file)", path);
+out:
+	close(fd);
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
 	}
 	return rc;
 }

@@ -39,6 +39,9 @@
  *   bind = 127.0.0.1        ; one address (IPv4 or IPv6 literal, or a host name)
  *   port = 6379
  *   requirepass =           ; clients must AUTH with it first (empty: no password)
+ *   unauthenticated_role =  ; reader | writer | admin: the role of every client when there
+ *                           ; is no requirepass and no [user NAME]; such a listener is
+ *                           ; refused at start unless this says it (and warned of then)
  *   maxclients = 1024       ; TCP connections at once (the unix socket has its own)
  *   maxclients_per_addr = 512 ; of them from one address (IPv6: one /64; loopback: one)
  *   timeout = 300           ; close a connection idle this long (seconds, or 10m; 0: never)
@@ -75,7 +78,9 @@
 #include "registry.h"
 #include "roles.h"
 
-#define CONFIG_FILTERS_MAX        SHMF_SLOTS
+#define CONFIG_FILTERS_MAX SHMF_SLOTS
+/* The largest configuration file read: a regular file of at most this many bytes. */
+#define CONFIG_FILE_MAX           (16u << 20)
 #define CONFIG_SNAPSHOT_PATHS_MAX 8
 
 #define TCP_DEFAULT_PORT        6379
@@ -164,7 +169,25 @@ extern const char config_default_text[];
  */
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen);
 
-/** Read and parse a file. 0, SHMF_E_INVAL or -errno, with a message in err. */
+/**
+ * The listener's rule: enabled with neither requirepass nor [user NAME]
+ * sections needs [tcp] unauthenticated_role, which is refused beside a
+ * password. 0, or SHMF_E_INVAL with "ORIGIN: [tcp] ..." in err naming the
+ * settings. config_parse() applies it; reload applies it again with the
+ * listener that is open (enabled is read at start only).
+ */
+int config_tcp_check(const struct config *c, const char *origin, char *err, size_t errlen);
+
+/** The warning shmd logs at every start (and reload) while @p c gives TCP
+ * clients without a password a role: 1 with it in @p buf, or 0. */
+int config_tcp_warning(const struct config *c, const char *listener, char *buf, size_t len);
+
+/**
+ * Read and parse a file: a regular file (a link to one is followed), at
+ * most CONFIG_FILE_MAX bytes; a directory, FIFO, device or socket at
+ * @p path is refused without being opened for reading. 0, SHMF_E_INVAL,
+ * SHMF_E_TOOBIG or -errno, with a message naming the path in err.
+ */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 
 #endif

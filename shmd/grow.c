@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 #include "jobs.h"
 #include "layers.h"
 #include "log.h"
+#include "quotas.h"
 #include "registry-internal.h"
 #include "spec.h"
 
@@ -61,26 +63,81 @@ struct grow_job {
 	uint64_t bytes; /* its data file's size, once known */
 };
 
+/* The shape of layer @p layer of the growing filter @p base: 0, or an
+ * error in @p err saying why it cannot be made (its capacity, the
+ * first's times expansion^layer, past 2^64, or a sizing that fails). */
+static int layer_shape(const struct filter_spec *base, unsigned layer, struct filter_spec *ls,
+		       struct shmf_geometry *geo, char *err, size_t errlen)
+{
+	int rc = registry_layer_spec(base, layer, ls, geo);
+	if (rc == SHMF_E_TOOBIG)
+		return errmsg(err, errlen, rc,
+			      "filter '%s': layer %u would hold %" PRIu64 " x %u^%u keys, more than can be counted "
+			      "(2^64)",
+			      base->name, layer, base->capacity, base->expansion, layer);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "filter '%s': layer %u cannot be sized: %s", base->name, layer,
+			      shmf_strerror(rc));
+	return 0;
+}
+
 static void grow_work(struct job *j)
 {
 	struct grow_job *g = (struct grow_job *)j;
 	struct filter_spec ls;
 	struct shmf_geometry geo;
+	char what[SHMF_NAME_MAX + 64];
 	/* The sizing (milliseconds for a Bloom layer) off the loop too. */
-	int rc = registry_layer_spec(&g->base, g->layer, &ls, &geo);
-	if (rc < 0) {
-		j->rc = errmsg(j->err, sizeof(j->err), rc, "filter '%s': layer %u (capacity %" PRIu64 "): %s",
-			       g->base.name, g->layer, ls.capacity, shmf_strerror(rc));
+	if ((j->rc = layer_shape(&g->base, g->layer, &ls, &geo, j->err, sizeof(j->err))) < 0)
 		return;
-	}
 	g->bytes = geo.data_bytes;
-	if (geo.data_bytes > j->reg->max_bytes) {
-		j->rc = errmsg(j->err, sizeof(j->err), SHMF_E_TOOBIG,
-			       "filter '%s': layer %u needs %" PRIu64 " bytes, more memory than this host has",
-			       g->base.name, g->layer, geo.data_bytes);
+	/* Before any page: a layer the host cannot hold is refused here, not
+	 * found out by the allocation (fstatvfs and the limits are safe to
+	 * read from a worker). */
+	snprintf(what, sizeof(what), "filter '%s': layer %u", g->base.name, g->layer);
+	if ((j->rc = registry_room(j->reg, what, geo.data_bytes, j->err, sizeof(j->err))) < 0)
 		return;
-	}
 	j->rc = registry_data_create(j->reg, &ls, &geo, g->gen, g->seed, 0, j->err, sizeof(j->err));
+}
+
+/* Why growth stopped, per slot: the generation it stopped after
+ * (r->grow_stuck) and the sentence an add that finds the filter full
+ * answers with. A table of the daemon's one registry. */
+static struct {
+	const struct registry *reg;
+	uint64_t after;
+	char why[REGISTRY_ERR_MAX];
+} stopped[SHMF_SLOTS];
+
+/* The filter in @p slot grows no more after generation @p after, for @p why (logged once). */
+static void stop_growing(struct registry *r, int slot, uint64_t after, const char *why, int type)
+{
+	r->grow_stuck[slot] = after;
+	stopped[slot].reg = r;
+	stopped[slot].after = after;
+	snprintf(stopped[slot].why, sizeof(stopped[slot].why), "%s", why);
+	log_msg(LOG_WARNING, "%s; the filter grows no more for now (adds %s)", why,
+		type == SHMF_TYPE_BLOOM
+			? "of new keys through the socket answer 'filter is full' once its last layer is, "
+			  "through libshmf overfill it"
+			: "answer 'filter is full' once it is");
+}
+
+int grow_refused(struct registry *r, int slot, char *why, size_t len)
+{
+	const struct shmf_slot *s = &r->ctl.slots[slot];
+	shmf_t *h;
+	char err[REGISTRY_ERR_MAX];
+	struct shmf_layer_status st[SHMF_LAYERS_MAX];
+	if (!(s->flags & SHMF_SLOT_LAYERED) || (s->flags & SHMF_SLOT_STANDBY) || stopped[slot].reg != r ||
+	    r->grow_stuck[slot] != s->live[0] || stopped[slot].after != s->live[0])
+		return 0;
+	if (registry_handle(r, slot, &h, err, sizeof(err)) < 0 || shmf_layers(h, st, SHMF_LAYERS_MAX) <= 0)
+		return 0;
+	if (!(st[0].state & SHMF_LAYER_FULL) && st[0].items < st[0].capacity)
+		return 0;
+	snprintf(why, len, "%s", stopped[slot].why);
+	return 1;
 }
 
 static void grow_done(struct job *j, struct registry *r)
@@ -90,12 +147,8 @@ static void grow_done(struct job *j, struct registry *r)
 	struct shmf_slot *s = &r->ctl.slots[g->slot];
 	r->grow_making[g->slot] = 0;
 	if (j->rc < 0) {
-		if (j->rc != -ECANCELED) {
-			log_msg(LOG_ERR, "%s; the filter grows no more for now (adds %s)", j->err,
-				g->base.type == SHMF_TYPE_BLOOM ? "overfill its last layer"
-								: "answer 'filter is full' once it is");
-			r->grow_stuck[g->slot] = g->after;
-		}
+		if (j->rc != -ECANCELED)
+			stop_growing(r, g->slot, g->after, j->err, g->base.type);
 		free(g);
 		return;
 	}
@@ -152,6 +205,26 @@ static void start_layer(struct registry *r, int slot, const struct shmf_slot *co
 	shmf_data_map_close(&dm);
 	g->slot = slot;
 	g->layer = copy->nlive;
+	/* A writer's filter: its quotas hold for its whole life, so the
+	 * layer is sized here (a millisecond, cached per shape) and checked
+	 * against them before a generation number or a page is taken. */
+	if (r->quotas != NULL && quotas_owner(r, copy->name, NULL)) {
+		struct filter_spec ls;
+		struct shmf_geometry lg;
+		char why[REGISTRY_ERR_MAX], what[96];
+		int rc = layer_shape(&g->base, g->layer, &ls, &lg, why, sizeof(why));
+		if (rc == 0) {
+			snprintf(what, sizeof(what), "growing its layer %u of %" PRIu64 " bytes", g->layer,
+				 lg.data_bytes);
+			uint64_t now = quotas_filter_bytes(r, slot);
+			rc = quotas_may_change(r, slot, now + lg.data_bytes, what, why, sizeof(why));
+		}
+		if (rc < 0) {
+			stop_growing(r, slot, copy->live[0], why, (int)copy->type);
+			free(g);
+			return;
+		}
+	}
 	g->after = copy->live[0];
 	g->gen = r->ctl.hdr->last_generation + 1;
 	r->ctl.hdr->last_generation = g->gen + 1;

@@ -23,6 +23,14 @@ int grow_any(struct registry *r);
  * millisecond, however often it is called. */
 void grow_tick(struct registry *r);
 
+/**
+ * 1 if the filter in @p slot grows no more because its next layer was
+ * refused (a writer's quota, or more than the host can hold) and its
+ * current layer is full: the sentence naming why in @p why. Adds through
+ * the socket then answer "filter is full" with it. 0 otherwise.
+ */
+int grow_refused(struct registry *r, int slot, char *why, size_t len);
+
 /** grow_tick() for filter @p slot alone, now (tests). */
 void grow_filter(struct registry *r, int slot);
 

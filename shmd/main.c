@@ -28,6 +28,7 @@
 #include "log.h"
 #include "periodic.h"
 #include "perms.h"
+#include "quotas.h"
 #include "registry.h"
 #include "reload.h"
 #include "replication.h"
@@ -276,6 +277,11 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
+	/* Who made the writers' filters, before the configured ones are made
+	 * (a record of a filter that is gone is dropped now, not inherited by
+	 * a configured filter of its name); their quotas are [roles]'. */
+	d->reg.quotas = &d->cfg.roles;
+	quotas_load(&d->reg);
 	if (reload_filters(&d->reg, cfg, NULL, 1) < 0)
 		return 1;
 	/* Files made by an earlier start keep what that configuration said:
@@ -295,11 +301,10 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
-	if (!tcp_is_loopback(d->tcp_fd) && cfg->tcp.requirepass[0] == '\0')
-		log_msg(LOG_WARNING,
-			"tcp listener %s is reachable beyond this host and has no requirepass: "
-			"whoever reaches it may add to, create and drop filters",
-			d->tcp_name);
+	char warning[512];
+	if (config_tcp_warning(cfg, d->tcp_name, warning, sizeof(warning)))
+		log_msg(LOG_WARNING, "%s%s", warning,
+			tcp_is_loopback(d->tcp_fd) ? "" : "; it is reachable beyond this host too");
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "errmsg.h"
 #include "geometry.h"
 #include "log.h"
+#include "quotas.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "spec.h"
@@ -94,11 +95,22 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	want.fpr = fpr;
 	want.max_kicks = kicks;
 	want.bucket_size = bucket_size;
-	if ((rc = registry_layer_spec(&want, 0, &first, &g)) < 0 || g.data_bytes > r->max_bytes)
-		return errmsg(err, errlen, rc < 0 ? rc : SHMF_E_TOOBIG,
-			      "filter '%s': capacity %" PRIu64 " at error rate %g %s", name, capacity, fpr,
+	if ((rc = registry_layer_spec(&want, 0, &first, &g)) < 0)
+		return errmsg(err, errlen, rc, "filter '%s': capacity %" PRIu64 " at error rate %g %s", name, capacity,
+			      fpr,
 			      rc == SHMF_E_INVAL ? "cannot be reached by this type"
 						 : "needs more memory than this host has");
+	/* What the new shape will hold: every generation of a window (as at
+	 * creation), checked against the host and, for a writer's filter,
+	 * its quotas, before anything is made. */
+	uint64_t gens = spec.window_gens ? spec.window_gens : 1, after = g.data_bytes * gens;
+	char what[SHMF_NAME_MAX + 96];
+	snprintf(what, sizeof(what), "filter '%s': capacity %" PRIu64 " at error rate %g", name, capacity, fpr);
+	if ((rc = registry_room(r, what, after, err, errlen)) < 0)
+		return rc;
+	snprintf(what, sizeof(what), "resizing it to capacity %" PRIu64 " at error rate %g", capacity, fpr);
+	if ((rc = quotas_may_change(r, slot, after, what, err, errlen)) < 0)
+		return rc;
 	if (g.k == old.k && g.nblocks == old.nblocks && g.nbuckets == old.nbuckets)
 		return errmsg(err, errlen, SHMF_E_EXISTS, "filter '%s' already has that shape (%" PRIu64 " bytes)",
 			      name, old.data_bytes);

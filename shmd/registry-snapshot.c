@@ -24,6 +24,7 @@
 #include "errmsg.h"
 #include "fleet.h"
 #include "log.h"
+#include "quotas.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
@@ -346,6 +347,11 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 		return errmsg(err, errlen, SHMF_E_TOOBIG,
 			      "filter '%s': %u generations of %" PRIu64 " bytes in all are more than this host has",
 			      name, h->nsections, total);
+	/* Replacing a writer's filter (a swap, a restore or a load over it):
+	 * its quotas hold, whoever replaces it. */
+	if (slot >= 0 &&
+	    (rc = quotas_may_change(r, slot, total, how == REGISTRY_SWAP ? "a swap" : "replacing it", err, errlen)) < 0)
+		return rc;
 
 	/* A window's generations begin no later than now plus the skew
 	 * tolerance (fleet.h): one that began later would keep the window

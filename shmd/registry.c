@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "log.h"
 #include "mkdirs.h"
 #include "perms.h"
+#include "quotas.h"
 #include "registry-internal.h"
 #include "registry.h"
 #include "rundir.h"
@@ -654,7 +656,25 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	registry_unlink_ring(r, dropped, &ring);
 	if (replicated)
 		journal_unlink(r, dropped);
+	quotas_forget(r, dropped);
 	log_msg(LOG_INFO, "filter '%s': dropped", dropped);
+	return 0;
+}
+
+int registry_room(const struct registry *r, const char *what, uint64_t bytes, char *err, size_t errlen)
+{
+	if (bytes > r->max_bytes)
+		return errmsg(err, errlen, SHMF_E_TOOBIG,
+			      "%s needs %" PRIu64 " bytes, more memory than this host has (%" PRIu64 " MiB)", what,
+			      bytes, r->max_bytes >> 20);
+	struct statvfs fs;
+	if (fstatvfs(r->dir.fd, &fs) == 0 && fs.f_blocks != 0) {
+		uint64_t avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+		if (bytes > avail)
+			return errmsg(err, errlen, SHMF_E_TOOBIG,
+				      "%s needs %" PRIu64 " bytes, more than %s has free (%" PRIu64 " MiB)", what,
+				      bytes, r->dir_path, avail >> 20);
+	}
 	return 0;
 }
 

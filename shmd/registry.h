@@ -49,6 +49,7 @@ struct filter_info {
 
 struct registry;
 struct replication;
+struct roles_config;
 
 /* What replicated filters are made with ([replication] in the
  * configuration); shmd sets it after registry_open(), before any filter
@@ -86,6 +87,10 @@ struct registry {
 	 * could not be (logged once; tried again once the filter changes). */
 	uint64_t grow_making[SHMF_SLOTS];
 	uint64_t grow_stuck[SHMF_SLOTS];
+	/* The writers' quotas that bind the filters writers made, for their
+	 * whole life (quotas.h); shmd points it at its configuration's
+	 * [roles] after registry_open(). NULL: no quotas. */
+	const struct roles_config *quotas;
 };
 
 /**
@@ -117,7 +122,8 @@ void registry_close(struct registry *r, int remove);
 int registry_create(struct registry *r, const struct filter_spec *spec, char *err, size_t errlen);
 
 /** Drop a filter: unpublish its slot (clearing its replication flag and
- * cursor), then unlink its data files and journal. 0 or SHMF_E_NOTFOUND. */
+ * cursor), then unlink its data files and journal, and forget who made
+ * it (quotas.h). 0 or SHMF_E_NOTFOUND. */
 int registry_drop(struct registry *r, const char *name, char *err, size_t errlen);
 
 /**
@@ -128,6 +134,15 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
  * create a filter.
  */
 int registry_find(struct registry *r, const char *name);
+
+/**
+ * Whether @p bytes more fit on this host: at most its memory and the space
+ * free now on the file system of the instance directory (a tmpfs), so that
+ * a layer or a resize larger than that is refused before any page is
+ * allocated, not found out by the allocation. @p what names it in the
+ * message ("filter 'x': layer 3"). 0, or SHMF_E_TOOBIG with @p err.
+ */
+int registry_room(const struct registry *r, const char *what, uint64_t bytes, char *err, size_t errlen);
 
 /** The daemon's read-write handle on the filter in @p slot (opened on first use). */
 int registry_handle(struct registry *r, int slot, shmf_t **out, char *err, size_t errlen);

@@ -406,6 +406,21 @@ int reload_run(struct reload_ctx *ctx, struct reload_report *rep)
 		log_msg(LOG_ERR, "reload: %s", rep->error);
 		return rc;
 	}
+	/* The listener open since the start, with the passwords and roles of
+	 * the new file: a reload never leaves it open without a password by
+	 * accident (enabled itself changes only at a restart). */
+	int enabled = next_cfg.tcp.enabled;
+	next_cfg.tcp.enabled = ctx->cfg->tcp.enabled;
+	rc = config_tcp_check(&next_cfg, ctx->path, err, sizeof(err));
+	char warning[512];
+	if (rc == 0 && config_tcp_warning(&next_cfg, ctx->cfg->tcp.bind, warning, sizeof(warning)))
+		say(rep, LOG_WARNING, "%s", warning);
+	next_cfg.tcp.enabled = enabled;
+	if (rc < 0) {
+		snprintf(rep->error, sizeof(rep->error), "%.420s (the listener stays open); nothing changed", err);
+		log_msg(LOG_ERR, "reload: %s", rep->error);
+		return rc;
+	}
 	if (ctx->instance != NULL)
 		snprintf(next_cfg.instance, sizeof(next_cfg.instance), "%s", ctx->instance);
 	log_msg(LOG_NOTICE, "reload: reading %s", ctx->path);

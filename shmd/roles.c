@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "geometry.h"
 #include "log.h"
+#include "quotas.h"
 #include "roles.h"
 #include "rundir.h"
 #include "session.h"
@@ -150,10 +151,14 @@ int roles_connection(const struct session *s)
 {
 	const struct roles_config *rc = config_of(s);
 	if (s->kind == SESSION_TCP) {
-		/* No password anywhere: whoever reaches the listener is the
-		 * default user, who is an admin (Redis' nopass default; shmd warns
-		 * in its log when such a listener is reachable from elsewhere). */
-		if (!roles_password_required(s) || !strcmp(s->user, "default"))
+		/* No password anywhere: whoever reaches the listener gets the
+		 * role the configuration names for that, in so many words
+		 * ([tcp] unauthenticated_role; a listener without one is refused
+		 * at start), and never admin by default as Redis' nopass user:
+		 * any local user can reach a loopback port. */
+		if (!roles_password_required(s))
+			return s->authed ? rc->tcp_unauthenticated_role : ROLE_NONE;
+		if (!strcmp(s->user, "default"))
 			return s->authed ? ROLE_ADMIN : ROLE_NONE;
 		const struct roles_user *u = user_named(rc, s->user);
 		return s->authed && u != NULL ? u->role : ROLE_NONE;
@@ -368,32 +373,24 @@ int roles_allow(struct verb_call *c, const struct verb *v)
 
 /* ---- Writers creating filters ------------------------------------------- */
 
-/* Bytes the filters of the instance hold now (every live generation; a
- * growing filter's layers, each of its own size). */
-static uint64_t instance_bytes(struct registry *r, unsigned *count)
-{
-	int slots[SHMF_SLOTS];
-	int n = registry_list(r, slots);
-	uint64_t total = 0;
-	for (int i = 0; i < n; i++) {
-		struct shmf_slot copy;
-		struct shmf_layer l;
-		const struct shmf_slot *s = &r->ctl.slots[slots[i]];
-		if (shmf_slot_read(s, &copy) < 0 || shmf_slot_check(&copy) < 0) {
-			total += s->data_bytes;
-			continue;
-		}
-		for (unsigned j = 0; j < copy.nlive; j++)
-			total += shmf_slot_layer(&copy, j, &l) == 0 ? l.g.data_bytes : copy.data_bytes;
-	}
-	*count = (unsigned)n;
-	return total;
-}
-
 int roles_role_creates(const struct session *s)
 {
 	int have = roles_connection(s);
 	return have == ROLE_ADMIN || (have == ROLE_WRITER && config_of(s)->writer_create);
+}
+
+int roles_creator(const struct session *s, struct quota_owner *o)
+{
+	if (roles_connection(s) == ROLE_ADMIN)
+		return 0;
+	memset(o, 0, sizeof(*o));
+	if (s->kind == SESSION_TCP) {
+		o->tcp = 1;
+		snprintf(o->user, sizeof(o->user), "%s", s->user[0] ? s->user : "default");
+	} else {
+		o->uid = (uint32_t)s->peer.uid;
+	}
+	return 1;
 }
 
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
@@ -424,7 +421,7 @@ int roles_may_create(struct verb_call *c, const struct filter_spec *spec)
 	uint64_t gens = spec->window_gens ? spec->window_gens : 1;
 	uint64_t bytes = g.data_bytes * gens;
 	unsigned count = 0;
-	uint64_t total = c->reg != NULL ? instance_bytes(c->reg, &count) : 0;
+	uint64_t total = c->reg != NULL ? quotas_instance_bytes(c->reg, &count) : 0;
 	const char *quota = NULL;
 	uint64_t limit = 0;
 	if (rc->writer_max_filter_bytes && bytes > rc->writer_max_filter_bytes)

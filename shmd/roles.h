@@ -7,6 +7,9 @@
  *            chmod, resize, loads and merges. On the unix socket: root,
  *            shmd's own uid, and members of [roles] admin_group; over TCP:
  *            the user "default" (requirepass) and [user NAME] role = admin.
+ *            A TCP listener without any password gives every client the
+ *            role [tcp] unauthenticated_role names, and is refused at
+ *            start unless it names one.
  *   writer - the data verbs (BF.ADD, CF.DEL, ...) and what a reader may.
  *            Unix: members of the client group ([instance] group =), or for
  *            a filter whose section says `writers = alice, @team`, exactly
@@ -30,7 +33,8 @@
  * Creating a filter (BF.RESERVE, CF.RESERVE, an INSERT that creates) needs
  * admin, or a writer when [roles] writer_create = yes, within the quotas
  * (writer_max_filter_bytes, writer_max_total_bytes, writer_max_filters),
- * checked before any memory is taken.
+ * checked before any memory is taken. The byte quotas then bind the
+ * writer's filter for its whole life (quotas.h).
  *
  * Single-threaded, like the registry: called from the server loop only.
  */
@@ -87,6 +91,10 @@ struct roles_config {
 	uint64_t writer_max_filter_bytes; /* a writer's new filter, all its generations: at most (0: no limit) */
 	uint64_t writer_max_total_bytes;  /* the instance's filters with a writer's new one: at most (0: none) */
 	uint64_t writer_max_filters;      /* filters in the instance with a writer's new one: at most (0: none) */
+	/* [tcp] unauthenticated_role: the role of a TCP client on a listener
+	 * without requirepass and [user NAME] sections; ROLE_NONE when not
+	 * said (config.c then refuses such a listener at start). */
+	int tcp_unauthenticated_role;
 	unsigned nusers;
 	struct roles_user users[ROLES_USERS_MAX];
 	unsigned nwriters;
@@ -95,6 +103,9 @@ struct roles_config {
 
 /** "admin", "writer", "reader" or "none". */
 const char *role_name(int role);
+
+/** ROLE_READER, ROLE_WRITER or ROLE_ADMIN for "reader", "writer" or "admin"; ROLE_NONE otherwise. */
+int role_parse(const char *name);
 
 /* ---- the configuration: config-roles.c ---- */
 
@@ -135,7 +146,8 @@ int roles_authenticate(struct session *s, const char *user, const char *pass, si
 /** Whether a TCP client must AUTH: requirepass or [user NAME] sections are configured. */
 int roles_password_required(const struct session *s);
 
-/** The role of the connection (TCP: of its user; unix: of its peer's uid and groups). */
+/** The role of the connection (TCP: of its user, or without passwords [tcp]
+ * unauthenticated_role; unix: of its peer's uid and groups). */
 int roles_connection(const struct session *s);
 
 /** "uid 1001 (alice)", or "user alice" over TCP, for messages. */
@@ -155,6 +167,13 @@ int roles_allow(struct verb_call *c, const struct verb *v);
  * any memory is taken. 1, or 0 after replying -NOPERM and logging.
  */
 int roles_may_create(struct verb_call *c, const struct filter_spec *spec);
+
+struct quota_owner;
+
+/** Who creates a filter over session @p s: 1 with a writer (a unix uid,
+ * or a TCP user) in @p o, whose quotas then bind the filter for its whole
+ * life (quotas.h); 0 for an admin, whom no quota binds. */
+int roles_creator(const struct session *s, struct quota_owner *o);
 
 /** Whether the connection's role may create filters at all (admin, or a
  * writer with writer_create = yes), quotas aside; replies nothing. */

@@ -86,7 +86,9 @@ static void start_shmd(const char *instance_keys, const char *tcp_keys)
 	char tcp[256] = "";
 	if (tcp_keys != NULL) {
 		tcp_port = sock_free_port();
-		snprintf(tcp, sizeof(tcp), "[tcp]\nenabled = yes\nport = %d\n%s\n", tcp_port, tcp_keys);
+		/* No password: every TCP client is a reader (PINGs are all these tests send). */
+		snprintf(tcp, sizeof(tcp), "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n%s\n",
+			 tcp_port, tcp_keys);
 	}
 	assert_int_equal(daemon_write_conf(conf,
 					   "[instance]\nname = " INSTANCE "\nsocket_mode = 0660\ngroup = %s\n%s\n"

@@ -343,7 +343,9 @@ static void test_off_by_default_and_loopback(void **state)
 	assert_string_equal(socks, "");
 	stop_daemon(&d);
 	/* enabled without bind: 127.0.0.1 only (/proc/net/tcp: hex address, port). */
-	assert_int_equal(start_daemon(&d, "tcplo", "[tcp]\nenabled = yes\nport = %d\n", 0), 0);
+	assert_int_equal(start_daemon(&d, "tcplo", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n",
+				      0),
+			 0);
 	listening(d.pid, socks, sizeof(socks));
 	snprintf(want, sizeof(want), "0100007F:%04X ", d.port);
 	assert_string_equal(socks, want);
@@ -363,7 +365,8 @@ static void test_port_in_use_is_named(void **state)
 {
 	(void)state;
 	struct daemon d;
-	int st = start_daemon(&d, "clash", "[tcp]\nenabled = yes\nport = %d\n", main_d.port);
+	int st = start_daemon(&d, "clash", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n",
+			      main_d.port);
 	assert_int_equal(st, 1);
 	char want[128];
 	snprintf(want, sizeof(want), "shmd: tcp listener 127.0.0.1:%d: cannot listen: Address already in use",
@@ -533,7 +536,9 @@ static void test_auth_required_accepted_refused(void **state)
 
 	/* Without requirepass, AUTH <password> says the configuration is wrong. */
 	struct daemon d;
-	assert_int_equal(start_daemon(&d, "nopass", "[tcp]\nenabled = yes\nport = %d\n", 0), 0);
+	assert_int_equal(start_daemon(&d, "nopass", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n",
+				      0),
+			 0);
 	fd = sock_tcp_connect(d.port);
 	RT(fd,
 	   "-ERR AUTH <password> called without any password configured for the default user. Are you sure "
@@ -1048,6 +1053,113 @@ static void test_request_size_limit(void **state)
 	close(fd);
 }
 
+/* ---- A listener without a password --------------------------------------- */
+
+/* Send a command; its reply must begin with @p prefix. */
+#define STARTS(fd, prefix, ...) starts_with(fd, prefix, __VA_ARGS__, (char *)NULL)
+static void starts_with(int fd, const char *prefix, const char *arg0, ...)
+{
+	size_t len;
+	va_list ap;
+	va_start(ap, arg0);
+	char *cmd = vencode(&len, arg0, ap);
+	va_end(ap);
+	sock_send_all(fd, cmd, len);
+	free(cmd);
+	char *got = raw_reply(fd, NULL);
+	if (strncmp(got, prefix, strlen(prefix)) != 0)
+		fail_msg("%s: got '%s', want '%s...'", arg0, got, prefix);
+	free(got);
+}
+
+/*
+ * No requirepass and no [user NAME]: refused at start naming the settings
+ * (exit 2), unless unauthenticated_role names the role such clients get;
+ * then the warning is logged and a client gets exactly that role (a
+ * reader neither adds, creates nor drops; a writer adds but neither
+ * creates nor drops). A reload that would take the password away from the
+ * open listener changes nothing; the role beside a password is refused.
+ */
+static void test_unauthenticated_role(void **state)
+{
+	(void)state;
+	struct daemon d;
+	int st = start_daemon(&d, "openport", "[tcp]\nenabled = yes\nport = %d\n", 0);
+	assert_int_equal(st, 2);
+	const char *log = daemon_read_file(d.log);
+	if (strstr(log, "[tcp] enabled = yes with no requirepass and no [user NAME] sections") == NULL ||
+	    strstr(log, "unauthenticated_role = reader, writer or admin") == NULL)
+		fail_msg("the refusal does not name the settings: %s", log);
+	assert_true(access(d.sock, F_OK) < 0); /* nothing served */
+
+	/* A reader: checks, and nothing more. */
+	assert_int_equal(start_daemon(&d, "rdonly", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n",
+				      0),
+			 0);
+	if (strstr(daemon_read_file(d.log), "[tcp] unauthenticated_role = reader makes every client that connects a "
+					    "reader") == NULL)
+		fail_msg("no warning logged at start: %s", daemon_read_file(d.log));
+	int fd = sock_tcp_connect(d.port);
+	RT(fd, "+PONG\r\n", "PING");
+	RT(fd, ":0\r\n", "BF.EXISTS", "f", "k");
+	STARTS(fd, "-NOPERM bf.add needs the writer role; this connection (user default from 127.0.0.1:", "BF.ADD", "f",
+	       "k");
+	STARTS(fd, "-NOPERM bf.reserve needs the admin role", "BF.RESERVE", "big", "0.01", "1000000000");
+	STARTS(fd, "-NOPERM shmf.drop needs the admin role", "SHMF.DROP", "f");
+	STARTS(fd, "-NOPERM", "DEL", "f");
+	RT(fd, ":1\r\n", "EXISTS", "f");
+	RT(fd, ":0\r\n", "EXISTS", "big");
+	close(fd);
+	stop_daemon(&d);
+
+	/* A writer: adds, but neither creates nor drops. */
+	assert_int_equal(start_daemon(&d, "wronly", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = writer\n",
+				      0),
+			 0);
+	fd = sock_tcp_connect(d.port);
+	RT(fd, ":1\r\n", "BF.ADD", "f", "k");
+	STARTS(fd, "-NOPERM bf.reserve needs the admin role", "BF.RESERVE", "big", "0.01", "1000000000");
+	STARTS(fd, "-NOPERM shmf.drop needs the admin role", "SHMF.DROP", "f");
+	RT(fd, ":1\r\n", "EXISTS", "f");
+	close(fd);
+	stop_daemon(&d);
+
+	/* With a password, then a reload of a file without one: refused, the
+	 * listener still wants AUTH. */
+	assert_int_equal(start_daemon(&d, "reloadpw", "[tcp]\nenabled = yes\nport = %d\nrequirepass = pw\n", 0), 0);
+	char ini[160];
+	snprintf(ini, sizeof(ini), "%s/reloadpw.ini", root);
+	FILE *f = fopen(ini, "w");
+	assert_non_null(f);
+	fprintf(f, "[instance]\nname = reloadpw\n\n[filter f]\ncapacity = 100000\nfpr = 0.01\n\n[tcp]\nenabled = no\n");
+	fclose(f);
+	fd = sock_unix_connect(d.sock);
+	STARTS(fd, "-ERR", "SHMF.RELOAD");
+	close(fd);
+	if (strstr(daemon_read_file(d.log), "no requirepass and no [user NAME] sections") == NULL ||
+	    strstr(daemon_read_file(d.log), "nothing changed") == NULL)
+		fail_msg("the refused reload is not logged: %s", daemon_read_file(d.log));
+	fd = sock_tcp_connect(d.port);
+	RT(fd, "-NOAUTH Authentication required.\r\n", "PING");
+	RT(fd, "+OK\r\n", "AUTH", "pw");
+	close(fd);
+	stop_daemon(&d);
+
+	/* The role beside a password, or a role that is none. */
+	struct config c;
+	char err[512];
+	assert_int_equal(config_parse(&c, "[tcp]\nrequirepass = pw\nunauthenticated_role = reader\n", "t", err,
+				      sizeof(err)),
+			 SHMF_E_INVAL);
+	assert_non_null(strstr(err, "t: [tcp] unauthenticated_role = reader with requirepass"));
+	assert_int_equal(config_parse(&c, "[tcp]\nunauthenticated_role = root\n", "t", err, sizeof(err)), SHMF_E_INVAL);
+	assert_non_null(strstr(err, "unauthenticated_role 'root': reader, writer or admin"));
+	assert_int_equal(config_parse(&c, "[tcp]\nenabled = yes\nunauthenticated_role = admin\n", "t", err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(c.roles.tcp_unauthenticated_role, ROLE_ADMIN);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -1067,10 +1179,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_many_clients),
 		cmocka_unit_test(test_client_limit),
 		cmocka_unit_test(test_request_size_limit),
+		cmocka_unit_test(test_unauthenticated_role),
 	};
 	static const char *const names[] = {
 		"listener",         "port_in_use", "config",       "auth",         "preauth_limits", "same_replies",
-		"connection_verbs", "pipelining",  "many_clients", "client_limit", "request_size",
+		"connection_verbs", "pipelining",  "many_clients", "client_limit", "request_size",   "unauthenticated",
 	};
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *which = argc > 2 ? argv[2] : "all";

@@ -44,6 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    t->max_request < TCP_MAX_REQUEST_MIN || t->max_request > REQUEST_MAX_BYTES || t->bind[0] == '\0' ||
 	    strpbrk(t->bind, " \t") != NULL || memchr(t->requirepass, '\0', sizeof(t->requirepass)) == NULL)
 		fuzz_fail("accepted a bad [tcp]");
+	if (t->enabled && t->requirepass[0] == '\0' && cfg.roles.nusers == 0 && cfg.roles.tcp_unauthenticated_role == 0)
+		fuzz_fail("accepted a TCP listener without a password and without unauthenticated_role");
 	for (unsigned i = 0; i < cfg.nfilters; i++) {
 		const struct filter_spec *f = &cfg.filters[i];
 		if (shmf_name_check(f->name) < 0 || (f->type != SHMF_TYPE_BLOOM && f->type != SHMF_TYPE_CUCKOO) ||

@@ -108,7 +108,8 @@ def start_shmd(root, extra=""):
         port = random.randint(20000, 60000)
         ini = os.path.join(root, "shmd.ini")
         with open(ini, "w") as f:
-            f.write(f"[instance]\nname = conf\n\n[tcp]\nenabled = yes\nport = {port}\n{extra}")
+            # No password: the harness is an admin, as a client of RedisBloom without ACLs.
+            f.write(f"[instance]\nname = conf\n\n[tcp]\nenabled = yes\nport = {port}\nunauthenticated_role = admin\n{extra}")
         log = open(os.path.join(root, "shmd.log"), "w")
         p = subprocess.Popen([SHMD, "-f", "-c", ini], env=dict(os.environ, SHMF_RUNTIME_DIR=root),
                              stderr=log)
