@@ -628,8 +628,56 @@ static void test_random_streams(void **state)
 	free(card);
 }
 
-int main(void)
+/* The reader's memory follows the bytes that came, not the counts and
+ * lengths that headers announce: "*1048576" (10 bytes) once made 16 MiB of
+ * argument vectors; a request taken leaves no big buffer behind. */
+static void test_reader_memory_follows_bytes(void **state)
 {
+	(void)state;
+	struct request_reader *rr = request_reader_new();
+	size_t empty = request_reader_memory(rr);
+	assert_true(empty < 64u << 10);
+	assert_int_equal(request_reader_feed(rr, "*1048576\r\n", 10), 0);
+	assert_true(request_reader_memory(rr) < empty + (4u << 10));
+	/* 100,000 empty arguments: 600 KB sent, a few times that held at most. */
+	size_t sent = 10;
+	struct request req;
+	for (int i = 0; i < 100000; i++, sent += 6) {
+		assert_int_equal(request_reader_feed(rr, "$0\r\n\r\n", 6), 0);
+		if (i % 1000 == 0) /* parsed as the server does, after each read */
+			assert_int_equal(request_reader_next(rr, &req), 0);
+	}
+	assert_int_equal(request_reader_next(rr, &req), 0);
+	size_t held = request_reader_memory(rr);
+	print_message("    *1048576 then %zu bytes of arguments: the reader holds %zu bytes\n", sent, held);
+	assert_true(held < empty + 8 * sent);
+	assert_true(held > sent); /* it does count them */
+	request_reader_free(rr);
+
+	/* A 4 MiB request taken: its buffer and arguments are given back. */
+	rr = request_reader_new();
+	size_t arg = 4u << 20;
+	char *body = malloc(arg + 2);
+	memset(body, 'k', arg);
+	memcpy(body + arg, "\r\n", 2);
+	char hdr[64];
+	int n = sprintf(hdr, "*2\r\n$4\r\nECHO\r\n$%zu\r\n", arg);
+	assert_int_equal(request_reader_feed(rr, hdr, (size_t)n), 0);
+	assert_int_equal(request_reader_feed(rr, body, arg + 2), 0);
+	assert_int_equal(request_reader_next(rr, &req), 1);
+	assert_true(request_reader_memory(rr) > 2 * arg); /* its bytes and the argument's copy */
+	assert_int_equal(req.lens[1], arg);
+	assert_int_equal(request_reader_next(rr, &req), 0);
+	print_message("    after a 4 MiB request was taken: %zu bytes\n", request_reader_memory(rr));
+	assert_true(request_reader_memory(rr) < empty + (32u << 10));
+	free(body);
+	request_reader_free(rr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verbs_reply_in_redisbloom_shapes),
 		cmocka_unit_test(test_cf_verbs_reply_in_redisbloom_shapes),
@@ -639,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_request_size_limit),
 		cmocka_unit_test(test_pipeline_split_anywhere),
 		cmocka_unit_test(test_random_streams),
+		cmocka_unit_test(test_reader_memory_follows_bytes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
