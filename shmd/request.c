@@ -39,11 +39,11 @@ enum guard_state {
 #define REQOBJ_ARGS 8
 
 struct reqobj {
-	int argc;                 /* the header's count: complete once this many arrived */
-	int cap;                  /* room in argv[] and lens[] */
-	char **argv;              /* small_argv, or a block of cap pointers then cap lengths */
+	int argc;    /* the header's count: complete once this many arrived */
+	int cap;     /* room in argv[] and lens[] */
+	char **argv; /* small_argv, or a block of cap pointers then cap lengths */
 	size_t *lens;
-	size_t bytes;             /* what this object holds in all (request_reader_memory()) */
+	size_t bytes;              /* what this object holds in all (request_reader_memory()) */
 	struct request_reader *rr; /* whose total counts it */
 	char *small_argv[REQOBJ_ARGS];
 	size_t small_lens[REQOBJ_ARGS];
