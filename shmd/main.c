@@ -337,6 +337,7 @@ static int serve(struct daemon *d)
 		.tcp_maxclients_per_addr = d->cfg.tcp.maxclients_per_addr,
 		.tcp_timeout = d->cfg.tcp.timeout,
 		.tcp_max_request = d->cfg.tcp.max_request,
+		.maxmemory_clients = d->cfg.maxmemory_clients,
 		.defaults = &d->cfg.defaults,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,

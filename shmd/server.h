@@ -45,6 +45,8 @@ struct server_opts {
 	unsigned tcp_maxclients_per_addr;       /* of them from one address (connlimits.h; 0: no limit of its own) */
 	unsigned tcp_timeout;                   /* as unix_timeout */
 	size_t tcp_max_request;                 /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	size_t maxmemory_clients;               /* bytes every connection holds in all; past it the largest is
+						 * closed (0: CONFIG_MAXMEMORY_CLIENTS' 256 MiB) */
 	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
 	const struct roles_config *roles;       /* who may do what (roles.h); NULL: the defaults */
 	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
