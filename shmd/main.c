@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -421,6 +422,13 @@ int main(int argc, char **argv)
 	struct daemon d = { .unix_fd = -1, .tcp_fd = -1, .log_level = -1 };
 	const char *instance = NULL;
 	char err[512];
+	/* Clients' buffers of 256 KiB and more (a big request, a burst of
+	 * replies) get their own mappings, given back to the kernel when
+	 * freed. glibc's default threshold rises to the largest block freed
+	 * (up to 32 MiB), after which such buffers come from the heap, which
+	 * keeps what a client made it grow: maxmemory_clients bounds what
+	 * clients hold, and this makes it bound the daemon's memory too. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	options(argc, argv, &d, &instance);
 	int rc = configure(&d, instance);
 	if (rc != 0)
