@@ -53,8 +53,15 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 	for (size_t off = 0; off < len && rc >= 0; off += piece) {
 		size_t n = len - off < piece ? len - off : piece;
 		request_reader_feed(rr, wire + off, n);
-		while ((rc = request_reader_next(rr, &req)) == 1)
+		while ((rc = request_reader_next(rr, &req)) == 1) {
+			/* Every reply within what its verb's row says it can
+			 * take (the server judges requests by that). */
+			size_t most = verbs_reply_max(&sess, &req), before = out.len;
 			verbs_dispatch(&sess, &fx.reg, &req, &out);
+			if (out.len - before > most)
+				fail_msg("'%s': a reply of %zu bytes, more than the %zu its row allows", req.argv[0],
+					 out.len - before, most);
+		}
 	}
 	session_free(&sess);
 	if (rc < 0)
@@ -674,6 +681,49 @@ static void test_reader_memory_follows_bytes(void **state)
 	request_reader_free(rr);
 }
 
+/* The replies that grow with the verb table, the filters or the request:
+ * each within what its verb's row says (run_wire() checks every reply),
+ * in RESP2 and RESP3; COMMAND INFO for every verb at once. */
+static void test_replies_within_rows(void **state)
+{
+	(void)state;
+	static const char *const words[][4] = {
+		{ "COMMAND" },
+		{ "COMMAND", "DOCS" },
+		{ "COMMAND", "LIST" },
+		{ "INFO" },
+		{ "INFO", "all" },
+		{ "CLIENT", "INFO" },
+		{ "CLIENT", "HELP" },
+		{ "HELLO", "3" },
+		{ "SHMF.INFO", "main" },
+		{ "BF.INFO", "main" },
+		{ "KEYS", "*" },
+		{ "SCAN", "0" },
+		{ "SHMF.LIST" },
+		{ "ECHO", "hello" },
+		{ "PING" },
+		{ "TIME" },
+		{ "COMMAND", "GETKEYS", "BF.ADD", "main" },
+		{ "BF.SCANDUMP", "main", "0" },
+		{ "SHMF.REPLICATION" },
+	};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		int n = 0;
+		while (n < 4 && words[i][n] != NULL)
+			n++;
+		free(cmd(n, (const char **)words[i]));
+	}
+	const char *argv[128] = { "COMMAND", "INFO" };
+	int n = 2;
+	const struct verb *v;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL && n < 128; i++)
+		argv[n++] = v->name;
+	free(cmd(n, argv));
+	argv[1] = "DOCS";
+	free(cmd(n, argv));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -688,6 +738,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_pipeline_split_anywhere),
 		cmocka_unit_test(test_random_streams),
 		cmocka_unit_test(test_reader_memory_follows_bytes),
+		cmocka_unit_test(test_replies_within_rows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
