@@ -22,7 +22,10 @@ void reply_free(struct reply *r)
 
 void reply_compact(struct reply *r)
 {
-	if (r->sent != 0) {
+	/* Only once the sent bytes are at least as many as those pending:
+	 * a client reading a few KiB at a time from 64 MiB of replies must
+	 * not make every write move the rest (each byte moves at most once). */
+	if (r->sent != 0 && r->sent >= r->len - r->sent) {
 		memmove(r->data, r->data + r->sent, r->len - r->sent);
 		r->len -= r->sent;
 		r->sent = 0;

@@ -34,8 +34,9 @@ struct reply {
 /** Release the buffer's memory (the struct itself is the caller's). */
 void reply_free(struct reply *r);
 
-/** Drop bytes already sent, keeping what is still pending; give back room
- * the pending bytes do not need (past 64 KiB: a burst leaves no big buffer). */
+/** Drop bytes already sent once they are as many as those pending, keeping
+ * what is pending; give back room the pending bytes do not need (past
+ * 64 KiB: a burst leaves no big buffer). */
 void reply_compact(struct reply *r);
 
 /** Bytes the buffer holds allocated. */

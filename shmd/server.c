@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,10 @@
 #define MAXMEMORY_CLIENTS_DEFAULT ((size_t)256 << 20)
 /* Bytes read from one client per turn, so that one cannot starve others. */
 #define READ_PER_TURN (1u << 20)
+/* Bytes of replies one client's requests make per turn, for the same
+ * reason: a pipeline of dumps makes a chunk (4 MiB) a turn, then lets the
+ * others' turns come (a PING waited 480 ms behind 3 x 64 MiB of them). */
+#define OUTPUT_PER_TURN (4u << 20)
 /* After an error reply: input discarded before closing, at most. */
 #define DRAIN_BYTES     (64u << 20)
 #define DRAIN_MS        2000
@@ -110,6 +115,10 @@ struct conn {
 	 * running nothing, until the client has read enough. */
 	int full;
 	size_t need;
+	/* Or it made OUTPUT_PER_TURN of replies this turn (counted from
+	 * turn_len, out.len when the turn began): it goes on next turn. */
+	int yield;
+	size_t turn_len;
 	struct request held;
 	char *stash;
 	size_t stash_len;
@@ -133,7 +142,9 @@ struct server {
 	uint64_t next_id;
 	size_t mem_total; /* every connection's mem */
 	size_t mem_limit; /* [instance] maxmemory_clients */
+	size_t mem_peak;  /* the most mem_total was since the heap was last trimmed */
 	int dead;         /* connections in state C_DEAD wait to be freed */
+	unsigned yielded; /* connections that go on next turn (struct conn, yield) */
 	struct server_view view;
 };
 
@@ -194,7 +205,7 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 /* 1 if the connection takes no request now: parked, waiting or full (struct conn). */
 static int conn_held(const struct conn *c)
 {
-	return c->parked || c->waiting || c->full;
+	return c->parked || c->waiting || c->full || c->yield;
 }
 
 /* Make the epoll interest match what the connection waits for. */
@@ -238,7 +249,9 @@ static void conn_release(struct server *s, struct conn *c)
 	session_free(&c->sess);
 	s->mem_total -= c->mem;
 	c->mem = 0;
-	c->parked = c->waiting = c->full = 0;
+	if (c->yield)
+		s->yielded--;
+	c->parked = c->waiting = c->full = c->yield = 0;
 }
 
 static void conn_free(struct server *s, struct conn *c)
@@ -290,6 +303,8 @@ static void conn_count(struct server *s, struct conn *c)
 	size_t m = conn_mem(c);
 	s->mem_total = s->mem_total - c->mem + m;
 	c->mem = m;
+	if (s->mem_total > s->mem_peak)
+		s->mem_peak = s->mem_total;
 	s->view.clients_memory = s->mem_total;
 }
 
@@ -393,6 +408,12 @@ static int conn_run(struct server *s, struct conn *c, const struct request *req)
 		c->held = *req; /* valid until the reader's next request */
 		c->full = 1;
 		c->need = need;
+		return 1;
+	}
+	if (c->out.len - c->turn_len >= OUTPUT_PER_TURN) {
+		c->held = *req;
+		c->yield = 1;
+		s->yielded++;
 		return 1;
 	}
 	if (need > OUTPUT_HIGH_WATER) {
@@ -538,7 +559,7 @@ static int conn_settle(struct server *s, struct conn *c)
 	reply_compact(&c->out);
 	conn_count(s, c);
 	if (reply_pending(&c->out) == 0) {
-		if (c->eof && !c->full) {
+		if (c->eof && !c->full && !c->yield) {
 			conn_free(s, c);
 			return 0;
 		}
@@ -565,11 +586,15 @@ static int conn_unfull(const struct conn *c)
  * reader and the stash hold, until something holds it again. */
 static void conn_resume(struct server *s, struct conn *c)
 {
-	int held = 0;
-	if (c->waiting || c->full) {
-		c->waiting = c->full = 0;
+	/* A held request (a busy filter, a full output, the turn's share
+	 * used) runs first, then what the reader and the stash hold. */
+	int held = 0, again = c->waiting || c->full || c->yield;
+	c->turn_len = c->out.len;
+	if (c->yield)
+		s->yielded--;
+	c->waiting = c->full = c->yield = 0;
+	if (again)
 		held = conn_run(s, c, &c->held);
-	}
 	if (!held && !c->parked) {
 		conn_requests(s, c, 0);
 		if (!conn_held(c) && c->stash != NULL) {
@@ -626,6 +651,7 @@ static void conn_event(struct server *s, struct conn *c, uint32_t ev)
 		return;
 	}
 	if (ev & EPOLLIN) {
+		c->turn_len = c->out.len;
 		if (conn_read(s, c) < 0) {
 			conn_free(s, c);
 			return;
@@ -889,7 +915,8 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 			tick(reg, tick_arg);
 		/* A growing filter's next layer is made and made current from
 		 * the tick: then it comes every GROW_TICK_MS. */
-		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, grow_any(reg) ? GROW_TICK_MS : 1000);
+		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT,
+				   s.yielded > 0 ? 0 : grow_any(reg) ? GROW_TICK_MS : 1000);
 		if (n < 0) {
 			if (errno != EINTR)
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));
@@ -910,11 +937,23 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
 				accept_clients(&s, evs[i].data.ptr);
+		/* The connections whose turn ended at OUTPUT_PER_TURN go on. */
+		for (struct conn *c = s.conns, *next; c != NULL && s.yielded > 0; c = next) {
+			next = c->next; /* c may be freed; others only become C_DEAD */
+			if (c->yield)
+				conn_resume(&s, c);
+		}
 		reap(&s); /* no event of this batch is left to point at them */
 		uint64_t now = now_ms();
 		if (now - last_sweep >= 250) {
 			sweep(&s, now);
 			last_sweep = now;
+			/* Clients gave back 16 MiB or more: so does the heap, where
+			 * buffers under the mapping threshold (main.c) came from. */
+			if (s.mem_peak - s.mem_total >= (16u << 20)) {
+				malloc_trim(0);
+				s.mem_peak = s.mem_total;
+			}
 		}
 	}
 	/* Jobs of the file worker end (cancelled where they can be) before
