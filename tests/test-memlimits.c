@@ -54,6 +54,18 @@
  * its own structures, the loop's buffers, allocator slack. */
 #define LIMIT_MIB  128
 #define MARGIN_MIB 48
+/* Under AddressSanitizer shmd's RSS also holds ASan's quarantine of freed
+ * blocks (the test gives shmd 16 MiB of it instead of 256), its shadow
+ * (an eighth of what is touched) and redzones: the bound gets that much
+ * more. Its checks make each turn's parsing 3 to 5 times slower, so the
+ * 50 ms figure of PINGs is printed there, not asserted (none over 1 s
+ * still is). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+#define SAN_EXTRA_MIB(mib) (SANITIZED ? 16 + 32 + (mib) / 4 : 0)
 /* The Bloom filter the dumps read: about 26 MB, 7 chunks of 4 MiB. */
 #define BIG_CAPACITY "20000000"
 
@@ -160,7 +172,8 @@ static void check_pings(const struct pings *p)
 	       p->over1s, p->max_ms, p->lost);
 	assert_int_equal(p->lost, 0);
 	assert_int_equal(p->over1s, 0);
-	assert_true(p->over50 * 20 <= p->n); /* 95% under 50 ms */
+	if (!SANITIZED)
+		assert_true(p->over50 * 20 <= p->n); /* 95% under 50 ms */
 }
 
 /* ---- The attacker: a child process as the test user ----------------------- */
@@ -268,12 +281,14 @@ static void run_attack(const char *what, int (*attack)(void), int hold_ms, long 
 	ping_for(fd, 500, &q);
 	long after = status_kib(daemon_pid, "VmRSS:");
 	close(fd);
+	long bound = LIMIT_MIB + filter_mib + MARGIN_MIB;
+	bound += SAN_EXTRA_MIB(bound);
+	after_mib += SAN_EXTRA_MIB(after_mib);
 	printf("    %s: shmd's RSS %.1f MiB before, %.1f MiB at most during (peak %.1f), %.1f MiB after; bound "
-	       "%ld MiB over the start\n",
-	       what, before / 1024.0, during / 1024.0, peak / 1024.0, after / 1024.0,
-	       LIMIT_MIB + filter_mib + MARGIN_MIB);
+	       "%ld MiB over the start, %ld after\n",
+	       what, before / 1024.0, during / 1024.0, peak / 1024.0, after / 1024.0, bound, filter_mib + after_mib);
 	check_pings(&p);
-	assert_true(peak - before <= (LIMIT_MIB + filter_mib + MARGIN_MIB) * 1024);
+	assert_true(peak - before <= bound * 1024);
 	assert_true(after - before <= (filter_mib + after_mib) * 1024);
 }
 
@@ -560,6 +575,13 @@ static int setup(void **state)
 	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (SANITIZED) {
+		char opts[512];
+		const char *was = getenv("ASAN_OPTIONS");
+		snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=16:allocator_release_to_os_interval_ms=100",
+			 was != NULL ? was : "", was != NULL && *was ? ":" : "");
+		setenv("ASAN_OPTIONS", opts, 1);
+	}
 	return 0;
 }
 
