@@ -915,8 +915,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 			tick(reg, tick_arg);
 		/* A growing filter's next layer is made and made current from
 		 * the tick: then it comes every GROW_TICK_MS. */
-		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT,
-				   s.yielded > 0 ? 0 : grow_any(reg) ? GROW_TICK_MS : 1000);
+		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, s.yielded > 0 ? 0 : grow_any(reg) ? GROW_TICK_MS : 1000);
 		if (n < 0) {
 			if (errno != EINTR)
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));

@@ -553,6 +553,56 @@ static void test_names(void **state)
 	stop_shmd();
 }
 
+/* ---- too_large -------------------------------------------------------------- */
+
+static char too_large_line[300]; /* the child's */
+
+/* As the user: COMMAND DOCS of 100,000 names (its reply could be hundreds
+ * of MiB) refused before it runs, the connection still served; ECHO of
+ * 16 MiB, whose reply fits, answered whole. */
+static int ask_too_large(void)
+{
+	int fd = sock_unix_connect(sock_path);
+	if (fd < 0)
+		return 10;
+	enum { N = 100000 };
+	char *wire = malloc(64 + N * 12);
+	size_t n = (size_t)sprintf(wire, "*%d\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n", N + 2);
+	for (int i = 0; i < N; i++, n += 12)
+		memcpy(wire + n, "$6\r\nbf.add\r\n", 12);
+	if (send_quiet(fd, wire, n) < 0)
+		return 14;
+	free(wire);
+	if (read_line(fd, too_large_line, sizeof(too_large_line)) < 0 ||
+	    strncmp(too_large_line, "-ERR reply too large: 'COMMAND' with 100002 arguments could answer ", 66) != 0)
+		return 11;
+	printf("    COMMAND DOCS of 100,000 names: %s", too_large_line);
+	char line[64];
+	sock_send_all(fd, PING, strlen(PING));
+	if (read_line(fd, line, sizeof(line)) < 0 || strcmp(line, "+PONG\r\n") != 0)
+		return 12;
+	size_t big = 16u << 20;
+	char *v = malloc(big + 2);
+	memset(v, 'e', big);
+	const char *e[] = { "ECHO", v };
+	size_t el[] = { 4, big };
+	resp_send(fd, 2, e, el);
+	if (read_line(fd, line, sizeof(line)) < 0 || strcmp(line, "$16777216\r\n") != 0 ||
+	    read_exact(fd, v, big + 2) < 0 || v[big - 1] != 'e')
+		return 13;
+	free(v);
+	close(fd);
+	return 0;
+}
+
+static void test_too_large(void **state)
+{
+	(void)state;
+	start_shmd();
+	assert_int_equal(users_run_as(user_name, ask_too_large), 0);
+	stop_shmd();
+}
+
 /* ---- Setup ------------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -605,12 +655,10 @@ int main(int argc, char **argv)
 	}
 	shmd_path = argv[1];
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_arrays),
-		cmocka_unit_test(test_scandump),
-		cmocka_unit_test(test_multi),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_arrays), cmocka_unit_test(test_scandump),  cmocka_unit_test(test_multi),
+		cmocka_unit_test(test_names),  cmocka_unit_test(test_too_large),
 	};
-	static const char *const names[] = { "arrays", "scandump", "multi", "names" };
+	static const char *const names[] = { "arrays", "scandump", "multi", "names", "too_large" };
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *which = argc > 2 ? argv[2] : "all";
 	if (!strcmp(which, "all"))
