@@ -15,6 +15,9 @@
  *              holds at most 64 MiB of replies, the clients' total passes
  *              the limit and the largest is closed with a log line; a
  *              client that reads its replies gets all of a pipeline of 40;
+ *   partial  - 8 connections each send 40 MiB of a request of 48 MiB and
+ *              stop (once 80 MiB buffered and copied each): the largest
+ *              closed past the total;
  *   multi    - 4 connections each queue 1,000 BF.MADDs of 10,000 items
  *              after MULTI (once 180 MiB a connection): refused past the
  *              queue's bound, the largest closed past the total;
@@ -364,6 +367,59 @@ static void test_arrays(void **state)
 	stop_shmd();
 }
 
+/* Print the first line of the daemon's log that says a client was closed for memory. */
+static void print_eviction(void)
+{
+	const char *log = daemon_read_file(logpath), *p = strstr(log, "past maxmemory_clients");
+	if (p == NULL)
+		return;
+	const char *b = p;
+	while (b > log && b[-1] != '\n')
+		b--;
+	printf("    shmd logged: %.*s\n", (int)(strchr(p, '\n') ? strchr(p, '\n') - b : (long)strlen(b)), b);
+}
+
+/* ---- partial ----------------------------------------------------------------- */
+
+/* 8 connections each send 40 MiB of a 48 MiB request (three arguments of
+ * 16 MiB) and stop: what shmd buffers for them counts in the total. */
+static int attack_partial(void)
+{
+	size_t arg = 16u << 20;
+	char *body = malloc(arg);
+	memset(body, 'p', arg);
+	char hdr[64];
+	int h = sprintf(hdr, "$%zu\r\n", arg);
+	for (int c = 0; c < 8; c++) {
+		int fd = sock_unix_connect(sock_path);
+		if (fd < 0)
+			return 10;
+		if (send_quiet(fd, "*4\r\n$4\r\nECHO\r\n", 14) < 0)
+			continue;
+		for (int a = 0; a < 3; a++) {
+			size_t len = a < 2 ? arg : arg / 2;
+			if (send_quiet(fd, hdr, (size_t)h) < 0 || send_quiet(fd, body, len) < 0 ||
+			    (a < 2 && send_quiet(fd, "\r\n", 2) < 0))
+				break; /* closed for memory */
+		}
+	}
+	free(body);
+	return 0;
+}
+
+static void test_partial(void **state)
+{
+	(void)state;
+	start_shmd();
+	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
+	run_attack("8 x 40 MiB of a request", attack_partial, 1000, 0, 16);
+	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	printf("    clients closed for memory: %d\n", now - evicted);
+	print_eviction();
+	assert_true(now - evicted >= 1);
+	stop_shmd();
+}
+
 /* ---- scandump -------------------------------------------------------------- */
 
 static long long data_iter; /* the iterator of a 4 MiB chunk of "big" */
@@ -425,6 +481,7 @@ static void test_scandump(void **state)
 	run_attack("3 x 300 pipelined BF.SCANDUMPs", attack_scandump, 2000, filter_mib, 16);
 	int now = daemon_log_count(logpath, "past maxmemory_clients");
 	printf("    clients closed for memory: %d\n", now - evicted);
+	print_eviction();
 	assert_true(now - evicted >= 1);
 
 	/* A client that reads its replies gets every one of a pipeline of 40. */
@@ -655,10 +712,10 @@ int main(int argc, char **argv)
 	}
 	shmd_path = argv[1];
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_arrays), cmocka_unit_test(test_scandump),  cmocka_unit_test(test_multi),
-		cmocka_unit_test(test_names),  cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_arrays), cmocka_unit_test(test_partial), cmocka_unit_test(test_scandump),
+		cmocka_unit_test(test_multi),  cmocka_unit_test(test_names),   cmocka_unit_test(test_too_large),
 	};
-	static const char *const names[] = { "arrays", "scandump", "multi", "names", "too_large" };
+	static const char *const names[] = { "arrays", "partial", "scandump", "multi", "names", "too_large" };
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *which = argc > 2 ? argv[2] : "all";
 	if (!strcmp(which, "all"))
