@@ -5,7 +5,15 @@
  * A connection reads up to 1 MiB a turn, executes each request as soon as
  * it is complete (one at a time, so that AUTH changes the limits for the
  * very next request), and writes the replies of the turn at once: a
- * pipeline of N requests costs one read and one write, not N.
+ * pipeline of N requests costs one read and one write, not N. A turn
+ * makes at most 4 MiB of a connection's replies.
+ *
+ * Memory: before a request runs, the most its reply can take (the verb
+ * table's VERB_REPLY_* kind) is added to the connection's unsent replies;
+ * past 64 MiB the request waits until the client reads. What every
+ * connection holds is counted (conn_mem()), and past maxmemory_clients the
+ * largest is closed: its memory at once, its struct after the batch of
+ * events (one of them may still point at it).
  *
  * Closing after an error: the error reply is sent, then our side is shut
  * down (the peer reads the reply and end-of-file) and what the peer still
@@ -202,7 +210,7 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	return fd;
 }
 
-/* 1 if the connection takes no request now: parked, waiting or full (struct conn). */
+/* 1 if the connection takes no request now: parked, waiting, full or yielded (struct conn). */
 static int conn_held(const struct conn *c)
 {
 	return c->parked || c->waiting || c->full || c->yield;
@@ -394,10 +402,9 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Execute one request: 1 if the connection must now take no more
- * (parked on its job, or waiting for a busy filter), else 0. */
-static int make_room(struct server *s, struct conn *c, size_t more);
-
+/* Execute one request: 1 if the connection must now take no more (parked
+ * on its job, waiting for a busy filter, held until its client reads or
+ * until its next turn, or closed for memory), else 0. */
 static int conn_run(struct server *s, struct conn *c, const struct request *req)
 {
 	/* Judge the reply before the request runs: one that could pass the

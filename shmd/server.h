@@ -65,8 +65,11 @@ struct server_opts {
  * connection until the reply; a request on a filter such a job holds waits
  * with its connection. On the way out the file worker is stopped
  * (jobs_stop()) before the connections are closed.
- * A client whose replies pile up unread past 64 MiB is not read from until
- * it reads them. Connections past a limit of @p o (at once, per user, per
+ * A request whose reply could take a client's unread replies past 64 MiB
+ * waits (and nothing more is read from that client) until it reads them;
+ * one whose reply alone could pass 64 MiB is refused. When what all
+ * clients hold passes o->maxmemory_clients, the largest is closed and
+ * logged. Connections past a limit of @p o (at once, per user, per
  * address; one unix slot kept for an administrator) are accepted, told
  * why and closed; one idle for its timeout is closed. A request that breaks the protocol or a limit is answered
  * with an error, after which the connection is closed (once the client
