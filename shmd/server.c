@@ -279,7 +279,7 @@ static void conn_free(struct server *s, struct conn *c)
 static const char *size_text(size_t n, char buf[32])
 {
 	if (n >= (1u << 20))
-		snprintf(buf, 32, "%.1f MiB", (double)n / (1u << 20));
+		snprintf(buf, 32, "%.2f MiB", (double)n / (1u << 20));
 	else if (n >= 1024)
 		snprintf(buf, 32, "%.1f KiB", (double)n / 1024);
 	else
@@ -332,21 +332,24 @@ static struct conn *largest(struct server *s)
 	return best != NULL ? best : any;
 }
 
-/* Close @p c for memory, now: everything it holds is given back at once;
- * its struct waits for the end of the loop's batch (an event of this
- * batch may still point at it), in state C_DEAD. */
-static void conn_evict(struct server *s, struct conn *c)
+/* Close @p c for memory, now (a reply of up to @p more bytes was about to
+ * be made): everything it holds is given back at once; its struct waits
+ * for the end of the loop's batch (an event of this batch may still point
+ * at it), in state C_DEAD. */
+static void conn_evict(struct server *s, struct conn *c, size_t more)
 {
-	char all[32], in[32], out[32], multi[32], total[32], limit[32];
+	char all[32], in[32], out[32], multi[32], total[32], limit[32], next[64] = "";
 	size_t held = c->mem;
+	if (more > 0)
+		snprintf(next, sizeof(next), " with a reply of up to %s to come", size_text(more, all));
 	log_msg(LOG_WARNING,
 		"client id=%llu (%s%s%s%s) closed: it held %s (request %s, unsent replies %s, MULTI queue %s), "
-		"the most of any client, and the clients held %s, past maxmemory_clients %s",
+		"the most of any client, and the clients held %s%s, past maxmemory_clients %s",
 		(unsigned long long)c->sess.id, c->counted ? c->peer.name : "turned away",
 		c->sess.kind == SESSION_TCP ? " over TCP" : "", c->sess.name != NULL ? ", name " : "",
 		c->sess.name != NULL ? c->sess.name : "", size_text(held, all),
 		size_text(request_reader_memory(c->rr), in), size_text(reply_memory(&c->out), out),
-		size_text(multi_memory(&c->sess), multi), size_text(s->mem_total, total),
+		size_text(multi_memory(&c->sess), multi), size_text(s->mem_total, total), next,
 		size_text(s->mem_limit, limit));
 	conn_release(s, c);
 	c->state = C_DEAD;
@@ -365,7 +368,7 @@ static int make_room(struct server *s, struct conn *c, size_t more)
 		struct conn *v = largest(s);
 		if (v == NULL)
 			return 0;
-		conn_evict(s, v);
+		conn_evict(s, v, more);
 		if (v == c)
 			return -1;
 	}

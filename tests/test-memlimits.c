@@ -536,7 +536,12 @@ static void test_multi(void **state)
 {
 	(void)state;
 	start_shmd();
+	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
 	run_attack("4 x MULTI and 1,000 BF.MADDs of 10,000 items", attack_multi, 1000, 0, 16);
+	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	printf("    clients closed for memory: %d\n", now - evicted);
+	print_eviction();
+	assert_true(now - evicted >= 1);
 	/* One connection alone: refused past the queue's bound, the reason named. */
 	int fd = sock_unix_connect(sock_path);
 	assert_true(fd >= 0);
