@@ -441,7 +441,7 @@ int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t 
 static void trim(struct request_reader *rr)
 {
 	redisReader *r = rr->reader;
-	if (r->ridx != -1 || r->pos != r->len || sdsalloc(r->buf) <= REDIS_READER_MAX_BUF)
+	if (r->buf == NULL || r->ridx != -1 || r->pos != r->len || sdsalloc(r->buf) <= REDIS_READER_MAX_BUF)
 		return;
 	redisReader *fresh = redisReaderCreateWithFunctions(&functions);
 	if (fresh == NULL)
@@ -477,7 +477,9 @@ const char *request_reader_error(const struct request_reader *rr)
 
 size_t request_reader_memory(const struct request_reader *rr)
 {
-	return sizeof(*rr) + sizeof(*rr->reader) + sdsalloc(rr->reader->buf) + rr->obj_bytes;
+	/* hiredis frees its buffer when it fails (buf NULL). */
+	const redisReader *r = rr->reader;
+	return sizeof(*rr) + sizeof(*r) + (r->buf != NULL ? sdsalloc(r->buf) : 0) + rr->obj_bytes;
 }
 
 size_t request_reader_pending(const struct request_reader *rr)
