@@ -195,7 +195,7 @@ struct request_reader *request_reader_new(void)
 		free(rr);
 		return NULL;
 	}
-	redisReaderSetPrivdata(rr->reader, rr);
+	rr->reader->privdata = rr; /* not redisReaderSetPrivdata(): it casts the pointer to int */
 	rr->lim = request_limits_max;
 	return rr;
 }
@@ -446,7 +446,7 @@ static void trim(struct request_reader *rr)
 	redisReader *fresh = redisReaderCreateWithFunctions(&functions);
 	if (fresh == NULL)
 		return; /* kept: it works, only larger */
-	redisReaderSetPrivdata(fresh, rr);
+	fresh->privdata = rr;
 	redisReaderFree(r);
 	rr->reader = fresh;
 }
