@@ -660,7 +660,7 @@ static int ask_too_large(void)
 	fd = sock_unix_connect(sock_path);
 	if (fd < 0)
 		return 14;
-	sock_send_all(fd, "*01\r\n$4\r\nPING\r\n", 17);
+	sock_send_all(fd, "*01\r\n$4\r\nPING\r\n", 15);
 	if (read_line(fd, line, sizeof(line)) < 0 || strncmp(line, "-ERR Protocol error: ", 21) != 0)
 		return 15;
 	close(fd);
