@@ -340,17 +340,20 @@ static void conn_evict(struct server *s, struct conn *c, size_t more)
 {
 	char all[32], in[32], out[32], multi[32], total[32], limit[32], next[64] = "";
 	size_t held = c->mem;
+	int kept = 0; /* the admin's reserved connection holds more, and is spared */
+	for (const struct conn *o = s->conns; o != NULL; o = o->next)
+		kept |= o->reserved && o->state != C_DEAD && o->mem > held;
 	if (more > 0)
 		snprintf(next, sizeof(next), " with a reply of up to %s to come", size_text(more, all));
 	log_msg(LOG_WARNING,
 		"client id=%llu (%s%s%s%s) closed: it held %s (request %s, unsent replies %s, MULTI queue %s), "
-		"the most of any client, and the clients held %s%s, past maxmemory_clients %s",
+		"the most of any client%s, and the clients held %s%s, past maxmemory_clients %s",
 		(unsigned long long)c->sess.id, c->counted ? c->peer.name : "turned away",
 		c->sess.kind == SESSION_TCP ? " over TCP" : "", c->sess.name != NULL ? ", name " : "",
 		c->sess.name != NULL ? c->sess.name : "", size_text(held, all),
 		size_text(request_reader_memory(c->rr), in), size_text(reply_memory(&c->out), out),
-		size_text(multi_memory(&c->sess), multi), size_text(s->mem_total, total), next,
-		size_text(s->mem_limit, limit));
+		size_text(multi_memory(&c->sess), multi), kept ? " but the administrator's reserved connection" : "",
+		size_text(s->mem_total, total), next, size_text(s->mem_limit, limit));
 	conn_release(s, c);
 	c->state = C_DEAD;
 	s->dead = 1;

@@ -21,6 +21,10 @@
  *   multi    - 4 connections each queue 1,000 BF.MADDs of 10,000 items
  *              after MULTI (once 180 MiB a connection): refused past the
  *              queue's bound, the largest closed past the total;
+ *   reserved - with maxclients = 4 the user holds 3 connections (72 MiB of
+ *              requests) and root the slot kept for an administrator, where
+ *              it pipelines 30 dumps unread: past the total a user's is
+ *              closed, never root's, though root's holds the most;
  *   names    - 40 connections each send CLIENT SETINFO and CLIENT SETNAME
  *              of 16 MiB and 1 MiB and stay open (once 16 MiB kept each):
  *              refused with the limit named, and nothing kept.
@@ -81,15 +85,21 @@ static pid_t daemon_pid;
 
 /* ---- The daemon, its memory, its latency -------------------------------- */
 
-static void start_shmd(void)
+/* Start shmd with @p keys added to [instance]. */
+static void start_shmd_with(const char *keys)
 {
 	assert_int_equal(daemon_write_conf(conf,
 					   "[instance]\nname = " INSTANCE "\nsocket_mode = 0660\ngroup = %s\n"
-					   "maxmemory_clients = %dm\n"
+					   "maxmemory_clients = %dm\n%s\n"
 					   "[filter big]\ncapacity = " BIG_CAPACITY "\nfpr = 0.01\nmode = 0660\n",
-					   group_name, LIMIT_MIB),
+					   group_name, LIMIT_MIB, keys),
 			 0);
 	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+}
+
+static void start_shmd(void)
+{
+	start_shmd_with("");
 }
 
 static void stop_shmd(void)
@@ -615,6 +625,73 @@ static void test_names(void **state)
 	stop_shmd();
 }
 
+/* ---- reserved ---------------------------------------------------------------- */
+
+/* The user takes the table but for the slot kept for an administrator
+ * (maxclients = 4): two connections each with 20 MiB of a request (about
+ * 36 MiB held: the bytes and the first argument's copy), one idle. */
+static int attack_reserved(void)
+{
+	size_t arg = 16u << 20;
+	char *body = malloc(arg);
+	memset(body, 'r', arg);
+	char hdr[64];
+	int h = sprintf(hdr, "$%zu\r\n", arg);
+	for (int c = 0; c < 3; c++) {
+		int fd = sock_unix_connect(sock_path);
+		if (fd < 0)
+			return 10;
+		if (c == 2)
+			break; /* idle */
+		if (send_quiet(fd, "*3\r\n$4\r\nECHO\r\n", 14) < 0 || send_quiet(fd, hdr, (size_t)h) < 0 ||
+		    send_quiet(fd, body, arg) < 0 || send_quiet(fd, "\r\n", 2) < 0 ||
+		    send_quiet(fd, hdr, (size_t)h) < 0 || send_quiet(fd, body, arg / 4) < 0)
+			return 11;
+	}
+	free(body);
+	return 0;
+}
+
+static void test_reserved(void **state)
+{
+	(void)state;
+	start_shmd_with("maxclients = 4");
+	find_chunk();
+	struct attacker a;
+	int rc = -1;
+	attacker_start(&a, attack_reserved);
+	for (int waited = 0; !attacker_sent(&a, 100, &rc) && waited < 60000; waited += 100)
+		;
+	assert_int_equal(rc, 0);
+	/* Root, in the kept slot, pipelines 30 dumps (120 MiB of replies)
+	 * and reads nothing for a second: its 64 MiB and the user's 72 pass
+	 * the total. One of the user's goes, though root's holds more. */
+	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
+	int fd = sock_unix_connect(sock_path);
+	assert_true(fd >= 0);
+	const char *argv[] = { "BF.SCANDUMP", "big", NULL };
+	char it[32];
+	snprintf(it, sizeof(it), "%lld", data_iter);
+	argv[2] = it;
+	for (int i = 0; i < 30; i++)
+		resp_send(fd, 3, argv, NULL);
+	sleep(1);
+	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	printf("    clients closed for memory: %d\n", now - evicted);
+	print_eviction();
+	size_t cap = 5u << 20, len;
+	char *buf = malloc(cap);
+	long long iter;
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(read_dump(fd, &iter, &len, buf, cap), 0);
+	free(buf);
+	close(fd);
+	assert_int_equal(now - evicted, 1);
+	assert_null(strstr(daemon_read_file(logpath), "(uid 0)")); /* never root's */
+	assert_int_equal(attacker_stop(&a), 0);
+	stop_shmd();
+}
+
 /* ---- too_large -------------------------------------------------------------- */
 
 static char too_large_line[300]; /* the child's */
@@ -733,10 +810,13 @@ int main(int argc, char **argv)
 	}
 	shmd_path = argv[1];
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_arrays), cmocka_unit_test(test_partial), cmocka_unit_test(test_scandump),
-		cmocka_unit_test(test_multi),  cmocka_unit_test(test_names),   cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_arrays),   cmocka_unit_test(test_partial), cmocka_unit_test(test_scandump),
+		cmocka_unit_test(test_multi),    cmocka_unit_test(test_names),   cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_reserved),
 	};
-	static const char *const names[] = { "arrays", "partial", "scandump", "multi", "names", "too_large" };
+	static const char *const names[] = {
+		"arrays", "partial", "scandump", "multi", "names", "too_large", "reserved"
+	};
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *which = argc > 2 ? argv[2] : "all";
 	if (!strcmp(which, "all"))
