@@ -115,6 +115,43 @@ static void command_docs(const struct request *req, struct reply *out, size_t to
 	}
 }
 
+/* The largest entry COMMAND INFO or COMMAND DOCS gives a verb, in either
+ * protocol: measured once, from the table itself, so that it stays true
+ * as verbs and docs change. */
+static size_t entry_max(void)
+{
+	static size_t max;
+	const struct verb *v;
+	if (max != 0)
+		return max;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++)
+		for (int proto = 2; proto <= 3; proto++) {
+			struct reply r = { .proto = proto };
+			reply_entry(&r, v);
+			size_t a = r.len;
+			r.len = 0;
+			reply_bulk_str(&r, v->name);
+			verb_doc_reply(&r, v);
+			if (a > max)
+				max = a;
+			if (r.len > max)
+				max = r.len;
+			reply_free(&r);
+		}
+	return max;
+}
+
+size_t command_reply_max(const struct request *req)
+{
+	size_t total = 0, entry = entry_max() + 64;
+	while (verbs_at(total) != NULL)
+		total++;
+	size_t n = 1024 + total * entry;    /* COMMAND, COMMAND DOCS: every verb */
+	for (int i = 2; i < req->argc; i++) /* INFO, DOCS: an entry a name; GETKEYS: the arguments */
+		n += entry + req->lens[i];
+	return n;
+}
+
 void cmd_command(struct verb_call *c)
 {
 	const struct request *req = c->req;
@@ -249,6 +286,9 @@ void cmd_info(struct verb_call *c)
 		add(&t, "unix_clients:%u", v->clients[SESSION_UNIX]);
 		add(&t, "tcp_clients:%u", v->clients[SESSION_TCP]);
 		add(&t, "maxclients:%u", v->tcp_port ? v->maxclients[SESSION_TCP] : v->maxclients[SESSION_UNIX]);
+		/* Redis 7 names these two mem_clients_normal (INFO memory) and maxmemory_clients. */
+		add(&t, "mem_clients_normal:%zu", v->clients_memory);
+		add(&t, "maxmemory_clients:%zu", v->maxmemory_clients);
 		add(&t, "%s", "");
 	}
 	if (bits & SEC_STATS) {
@@ -256,6 +296,7 @@ void cmd_info(struct verb_call *c)
 		add(&t, "total_connections_received:%llu", (unsigned long long)v->connections_received);
 		add(&t, "total_commands_processed:%llu", (unsigned long long)v->commands_processed);
 		add(&t, "rejected_connections:%llu", (unsigned long long)v->rejected_connections);
+		add(&t, "evicted_clients:%llu", (unsigned long long)v->evicted_clients);
 		add(&t, "%s", "");
 	}
 	if (bits & SEC_KEYSPACE) {

@@ -134,6 +134,8 @@ static int snapshot_paths(struct parse_state *ps, const char *value)
 	return 1;
 }
 
+static int parse_size(const char *v, uint64_t *out);
+
 static int instance_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->c;
@@ -196,6 +198,12 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 				   value);
 	} else if (!strcmp(name, "snapshot_paths")) {
 		return snapshot_paths(ps, value);
+	} else if (!strcmp(name, "maxmemory_clients")) {
+		uint64_t n;
+		if (parse_size(value, &n) < 0 || n < CONFIG_MAXMEMORY_CLIENTS_MIN || n > CONFIG_MAXMEMORY_CLIENTS_MAX)
+			return bad(ps, "maxmemory_clients '%s': bytes from 16m to 1024g (a number, or with k, m or g)",
+				   value);
+		c->maxmemory_clients = (size_t)n;
 	} else {
 		return bad(ps, "unknown key '%s' in [instance]", name);
 	}
@@ -222,6 +230,8 @@ static int parse_size(const char *v, uint64_t *out)
 		unit = 1024;
 	else if (!strcasecmp(p, "m") || !strcasecmp(p, "mb") || !strcasecmp(p, "mib"))
 		unit = 1024 * 1024;
+	else if (!strcasecmp(p, "g") || !strcasecmp(p, "gb") || !strcasecmp(p, "gib"))
+		unit = 1024 * 1024 * 1024;
 	else
 		return SHMF_E_INVAL;
 	if (n > UINT64_MAX / unit)
@@ -546,6 +556,7 @@ static void config_defaults(struct config *c)
 	c->maxclients = UNIX_DEFAULT_MAXCLIENTS;
 	c->maxclients_per_user = CONFIG_MAXCLIENTS_PER_PEER;
 	c->timeout = 0;
+	c->maxmemory_clients = CONFIG_MAXMEMORY_CLIENTS;
 	snprintf(c->tcp.bind, sizeof(c->tcp.bind), "127.0.0.1");
 	c->tcp.port = TCP_DEFAULT_PORT;
 	c->tcp.maxclients = TCP_DEFAULT_MAXCLIENTS;

@@ -18,6 +18,8 @@
  *   maxclients = 1024       ; unix-socket connections at once (one kept for an admin)
  *   maxclients_per_user = 512 ; of them from one uid
  *   timeout = 0             ; close a unix-socket connection idle this long (0: never)
+ *   maxmemory_clients = 256m ; what every client's buffers may hold in all, unix and TCP
+ *                           ; (16m to 1024g); past it the largest client is closed
  *
  *   [filter NAME]           ; one section per filter
  *   type = bloom
@@ -95,6 +97,18 @@
 #define CONFIG_TIMEOUT_MAX         31536000u /* a year */
 #define TCP_MAX_REQUEST_MIN        1024u     /* a request smaller than this could not carry AUTH */
 #define TCP_PASSWORD_MAX           512
+/* [instance] maxmemory_clients, as Redis' maxmemory-clients: the memory of
+ * every connection in all (its request being read, its parsed request, its
+ * unsent replies, its MULTI queue). 256 MiB holds one request of the
+ * largest size (64 MiB, about twice that while parsed) and one connection's
+ * unsent replies at their limit (64 MiB) at once, with room for a full
+ * table of ordinary connections (a few KiB each); it is small next to the
+ * filters a host serves, and fixed, so that a figure in the docs is the
+ * figure on every host. Below 16 MiB a dump chunk (4 MiB) and its request
+ * would not fit a few connections. */
+#define CONFIG_MAXMEMORY_CLIENTS     ((size_t)256 << 20)
+#define CONFIG_MAXMEMORY_CLIENTS_MIN ((uint64_t)16 << 20)
+#define CONFIG_MAXMEMORY_CLIENTS_MAX ((uint64_t)1024 << 30)
 
 struct tcp_config {
 	int enabled;
@@ -145,7 +159,8 @@ struct config {
 	char log_file[256];     /* "" : stderr, or syslog when daemonised */
 	unsigned maxclients;    /* unix-socket connections at once, 2..TCP_MAXCLIENTS_LIMIT */
 	unsigned maxclients_per_user;
-	unsigned timeout; /* unix socket: seconds idle before closing, 0 never */
+	unsigned timeout;         /* unix socket: seconds idle before closing, 0 never */
+	size_t maxmemory_clients; /* bytes all connections may hold in all (server.h) */
 	/* Directories that files named by clients (snapshot, restore, swap,
 	 * merge) must be in; none: any the client may use (filejobs.h). */
 	char snapshot_paths[CONFIG_SNAPSHOT_PATHS_MAX][256];

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -342,6 +343,7 @@ static int serve(struct daemon *d)
 		.tcp_maxclients_per_addr = d->cfg.tcp.maxclients_per_addr,
 		.tcp_timeout = d->cfg.tcp.timeout,
 		.tcp_max_request = d->cfg.tcp.max_request,
+		.maxmemory_clients = d->cfg.maxmemory_clients,
 		.defaults = &d->cfg.defaults,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,
@@ -425,6 +427,13 @@ int main(int argc, char **argv)
 	struct daemon d = { .unix_fd = -1, .tcp_fd = -1, .log_level = -1 };
 	const char *instance = NULL;
 	char err[512];
+	/* Clients' buffers of 256 KiB and more (a big request, a burst of
+	 * replies) get their own mappings, given back to the kernel when
+	 * freed. glibc's default threshold rises to the largest block freed
+	 * (up to 32 MiB), after which such buffers come from the heap, which
+	 * keeps what a client made it grow: maxmemory_clients bounds what
+	 * clients hold, and this makes it bound the daemon's memory too. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	options(argc, argv, &d, &instance);
 	int rc = configure(&d, instance);
 	if (rc != 0)

@@ -12,27 +12,26 @@
 #include "multi.h"
 #include "session.h"
 
-/* One queued request, its arguments copied (the reader's buffer is
- * reused for the next request). */
+/* One queued request: its vectors and arguments copied into one block
+ * (the reader's buffer is reused for the next request). */
 struct queued {
-	struct request req;
-	char *mem; /* argv[] strings, each NUL-terminated */
+	struct request req; /* argv, lens and the strings all in mem */
+	void *mem;
 };
 
 struct multi_queue {
 	struct queued *q;
-	size_t n, cap, bytes;
+	size_t n, cap;
+	size_t bytes;     /* memory taken: the blocks and the entries' array */
+	size_t reply_max; /* what EXEC's reply can take at most */
 };
 
 static void queue_free(struct multi_queue *m)
 {
 	if (m == NULL)
 		return;
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->q[i].req.argv);
-		free(m->q[i].req.lens);
+	for (size_t i = 0; i < m->n; i++)
 		free(m->q[i].mem);
-	}
 	free(m->q);
 	free(m);
 }
@@ -45,14 +44,29 @@ void multi_reset(struct session *s)
 	s->multi_dirty = 0;
 }
 
-/* Copy @p req to the end of the queue. 0, or -ENOMEM / SHMF_E_TOOBIG. */
-static int queue_push(struct multi_queue *m, const struct request *req)
+size_t multi_reply_max(const struct session *s)
 {
-	size_t bytes = 0;
+	return 64 + (s->multi != NULL ? s->multi->reply_max : 0);
+}
+
+size_t multi_memory(const struct session *s)
+{
+	return s->multi != NULL ? sizeof(*s->multi) + s->multi->bytes : 0;
+}
+
+/* Copy @p req, whose reply takes at most @p reply bytes, to the end of
+ * the queue. 0, or -ENOMEM, SHMF_E_TOOBIG or -ERANGE (its replies
+ * would not fit). */
+static int queue_push(struct multi_queue *m, const struct request *req, size_t reply)
+{
+	size_t vec = (size_t)req->argc * (sizeof(char *) + sizeof(size_t)), bytes = vec;
 	for (int i = 0; i < req->argc; i++)
 		bytes += req->lens[i] + 1;
-	if (m->n >= MULTI_MAX_QUEUED || m->bytes + bytes > MULTI_MAX_BYTES)
+	size_t grow = m->n == m->cap ? (m->cap ? m->cap : 16) * sizeof(*m->q) : 0;
+	if (m->n >= MULTI_MAX_QUEUED || m->bytes + bytes + grow > MULTI_MAX_BYTES)
 		return SHMF_E_TOOBIG;
+	if (m->reply_max + reply > REPLY_UNSENT_MAX)
+		return -ERANGE;
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 16;
 		struct queued *q = realloc(m->q, cap * sizeof(*q));
@@ -60,18 +74,14 @@ static int queue_push(struct multi_queue *m, const struct request *req)
 			return -ENOMEM;
 		m->q = q;
 		m->cap = cap;
+		m->bytes += grow;
 	}
 	struct queued *e = &m->q[m->n];
-	e->mem = malloc(bytes);
-	e->req.argv = calloc((size_t)req->argc, sizeof(*e->req.argv));
-	e->req.lens = calloc((size_t)req->argc, sizeof(*e->req.lens));
-	if (e->mem == NULL || e->req.argv == NULL || e->req.lens == NULL) {
-		free(e->mem);
-		free(e->req.argv);
-		free(e->req.lens);
+	if ((e->mem = malloc(bytes)) == NULL)
 		return -ENOMEM;
-	}
-	char *p = e->mem;
+	e->req.argv = e->mem;
+	e->req.lens = (size_t *)(e->req.argv + req->argc);
+	char *p = (char *)(e->req.lens + req->argc);
 	for (int i = 0; i < req->argc; i++) {
 		memcpy(p, req->argv[i], req->lens[i]);
 		p[req->lens[i]] = '\0';
@@ -82,6 +92,7 @@ static int queue_push(struct multi_queue *m, const struct request *req)
 	e->req.argc = req->argc;
 	m->n++;
 	m->bytes += bytes;
+	m->reply_max += reply;
 	return 0;
 }
 
@@ -108,10 +119,16 @@ void multi_queue_request(struct session *s, const struct verb *v, const struct r
 	if (s->multi == NULL && (s->multi = calloc(1, sizeof(*s->multi))) == NULL)
 		rc = -ENOMEM;
 	else
-		rc = queue_push(s->multi, req);
+		rc = queue_push(s->multi, req, verb_reply_max(v, req));
 	if (rc == SHMF_E_TOOBIG) {
 		reply_error(out, "ERR transaction too large: at most %d commands and %u MiB queued", MULTI_MAX_QUEUED,
 			    MULTI_MAX_BYTES >> 20);
+		s->multi_dirty = 1;
+	} else if (rc == -ERANGE) {
+		reply_error(out,
+			    "ERR transaction too large: EXEC's replies could pass %u MiB, the most a connection's "
+			    "unread replies may hold (docs/protocol.md, Limits)",
+			    REPLY_UNSENT_MAX >> 20);
 		s->multi_dirty = 1;
 	} else if (rc < 0) {
 		reply_error(out, "ERR out of memory queueing the command");

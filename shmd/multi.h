@@ -27,7 +27,11 @@
 
 struct multi_queue;
 
-/** Requests queued at most in one transaction, and their bytes (copied) at most. */
+/* Requests queued at most in one transaction, and the memory the queue
+ * takes at most: each request's copy, its vectors and its entry, counted
+ * as allocated (the largest request, 64 MiB, still fits once). The
+ * replies EXEC could give are bounded too: at most REPLY_UNSENT_MAX in all,
+ * by each verb's reply_max (verbs.h), checked as each request is queued. */
 #define MULTI_MAX_QUEUED 100000
 #define MULTI_MAX_BYTES  (64u << 20)
 
@@ -36,6 +40,12 @@ struct multi_queue;
  * queue: reply +QUEUED, or the error that makes EXEC abort.
  */
 void multi_queue_request(struct session *s, const struct verb *v, const struct request *req, struct reply *out);
+
+/** The most bytes EXEC's reply can take: its array of the queued requests' replies. */
+size_t multi_reply_max(const struct session *s);
+
+/** The memory the transaction's queue takes (0 without one). */
+size_t multi_memory(const struct session *s);
 
 /** Whether verb @p v runs at once inside MULTI rather than being queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET). */
 int multi_runs_now(const struct verb *v);

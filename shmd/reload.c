@@ -244,6 +244,7 @@ static const struct key_row {
 	{ "[instance] huge_pages", RESTART, K_INT, CFIELD(huge_pages) },
 	{ "[instance] mount_tmpfs", RESTART, K_INT, CFIELD(mount_tmpfs) },
 	{ "[instance] snapshot_dir", LIVE, K_TEXT, CFIELD(snapshot_dir) },
+	{ "[instance] maxmemory_clients", RESTART, K_SIZE, CFIELD(maxmemory_clients) },
 	{ "[tcp] enabled", RESTART, K_INT, CFIELD(tcp.enabled) },
 	{ "[tcp] bind", RESTART, K_TEXT, CFIELD(tcp.bind) },
 	{ "[tcp] port", RESTART, K_INT, CFIELD(tcp.port) },

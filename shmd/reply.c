@@ -17,13 +17,27 @@ void reply_free(struct reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Room kept however little is pending: a connection's usual replies fit. */
+#define KEEP_CAP (64u << 10)
+
 void reply_compact(struct reply *r)
 {
-	if (r->sent == 0)
+	/* Only once the sent bytes are at least as many as those pending:
+	 * a client reading a few KiB at a time from 64 MiB of replies must
+	 * not make every write move the rest (each byte moves at most once). */
+	if (r->sent != 0 && r->sent >= r->len - r->sent) {
+		memmove(r->data, r->data + r->sent, r->len - r->sent);
+		r->len -= r->sent;
+		r->sent = 0;
+	}
+	if (r->cap <= KEEP_CAP || r->len > r->cap / 4)
 		return;
-	memmove(r->data, r->data + r->sent, r->len - r->sent);
-	r->len -= r->sent;
-	r->sent = 0;
+	size_t cap = r->len * 2 > KEEP_CAP ? r->len * 2 : KEEP_CAP;
+	char *p = realloc(r->data, cap);
+	if (p != NULL) { /* else kept as it is, larger */
+		r->data = p;
+		r->cap = cap;
+	}
 }
 
 static int reserve(struct reply *r, size_t more)
@@ -32,9 +46,14 @@ static int reserve(struct reply *r, size_t more)
 		return -ENOMEM;
 	if (r->len + more <= r->cap)
 		return 0;
+	/* Doubling up to 1 MiB, then 1 MiB past the need: what is allocated
+	 * stays close to what is pending (the server counts it), and realloc
+	 * moves large blocks by remapping them, without a copy. */
 	size_t cap = r->cap ? r->cap : 4096;
-	while (cap < r->len + more)
+	while (cap < r->len + more && cap < (1u << 20))
 		cap *= 2;
+	if (cap < r->len + more)
+		cap = r->len + more + (1u << 20);
 	char *p = realloc(r->data, cap);
 	if (p == NULL) {
 		r->oom = 1;

@@ -17,6 +17,11 @@
 
 #include <stddef.h>
 
+/* The most a connection's replies may hold unsent: a request whose reply
+ * could pass it waits until the client has read enough (or, if its reply
+ * alone could pass it, is refused); see server.c and verbs.h (reply_max). */
+#define REPLY_UNSENT_MAX (64u << 20)
+
 struct reply {
 	char *data;
 	size_t len;  /* bytes appended */
@@ -29,8 +34,16 @@ struct reply {
 /** Release the buffer's memory (the struct itself is the caller's). */
 void reply_free(struct reply *r);
 
-/** Drop bytes already sent, keeping what is still pending. */
+/** Drop bytes already sent once they are as many as those pending, keeping
+ * what is pending; give back room the pending bytes do not need (past
+ * 64 KiB: a burst leaves no big buffer). */
 void reply_compact(struct reply *r);
+
+/** Bytes the buffer holds allocated. */
+static inline size_t reply_memory(const struct reply *r)
+{
+	return r->cap;
+}
 
 /** Bytes appended but not sent yet. */
 static inline size_t reply_pending(const struct reply *r)

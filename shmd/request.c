@@ -6,6 +6,7 @@
  * the argument vector through our object functions.
  */
 #include <hiredis/read.h>
+#include <hiredis/sds.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,15 +27,28 @@ enum guard_state {
 /* What hiredis builds: one request's arguments, in one allocation with
  * room for the arguments themselves when they are small (a check's verb,
  * filter name and key), so that a request costs one malloc, not one per
- * argument and two for the vectors. */
+ * argument and two for the vectors.
+ *
+ * The vectors grow with the arguments that arrived, never with the count
+ * the header announced: "*1048576\r\n" is 10 bytes, and vectors for a
+ * million arguments would be 16 MiB. Each argument takes at least 6 bytes
+ * on the wire ("$0\r\n\r\n") and at most 32 bytes of vector (16, doubled
+ * as it grows), so what a request makes stays within a few times what its
+ * client sent, and the reader's total (request_reader_memory()) says so. */
 #define REQOBJ_POOL 256
+#define REQOBJ_ARGS 8
 
 struct reqobj {
-	int argc;
-	char **argv;
+	int argc;    /* the header's count: complete once this many arrived */
+	int cap;     /* room in argv[] and lens[] */
+	char **argv; /* small_argv, or a block of cap pointers then cap lengths */
 	size_t *lens;
-	char *pool; /* small arguments, copied here */
+	size_t bytes;              /* what this object holds in all (request_reader_memory()) */
+	struct request_reader *rr; /* whose total counts it */
+	char *small_argv[REQOBJ_ARGS];
+	size_t small_lens[REQOBJ_ARGS];
 	size_t pool_used;
+	char pool[REQOBJ_POOL]; /* small arguments, copied here */
 };
 
 struct request_reader {
@@ -51,6 +65,7 @@ struct request_reader {
 	char err[200];
 	struct request_limits lim;
 	struct reqobj *cur;
+	size_t obj_bytes; /* held by the request being built and the one handed out */
 };
 
 const struct request_limits request_limits_max = {
@@ -65,30 +80,64 @@ static void reqobj_free(void *p)
 	struct reqobj *o = p;
 	if (o == NULL)
 		return;
-	for (int i = 0; i < o->argc; i++)
-		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool (NULL: free() ignores
-										  it) */
+	/* Arguments arrive in order: the first NULL ends those that came. */
+	for (int i = 0; i < o->cap && o->argv[i] != NULL; i++)
+		if ((uintptr_t)o->argv[i] - (uintptr_t)o->pool >= REQOBJ_POOL) /* not in the pool */
 			free(o->argv[i]);
+	if (o->argv != o->small_argv)
+		free(o->argv);
+	o->rr->obj_bytes -= o->bytes;
 	free(o);
 }
 
 static void *create_array(const redisReadTask *task, int elements)
 {
 	/* The guard admits only top-level arrays of 1..REQUEST_MAX_ARGS. */
-	if (task->parent != NULL || elements < 1 || (unsigned)elements > REQUEST_MAX_ARGS)
+	if (task->parent != NULL || elements < 1 || (unsigned)elements > REQUEST_MAX_ARGS || task->privdata == NULL)
 		return NULL;
-	size_t n = (size_t)elements;
-	struct reqobj *o = malloc(sizeof(*o) + n * (sizeof(*o->argv) + sizeof(*o->lens)) + REQOBJ_POOL);
+	struct reqobj *o = malloc(sizeof(*o));
 	if (o == NULL)
 		return NULL;
 	o->argc = elements;
-	o->argv = (char **)(o + 1);
-	o->lens = (size_t *)(o->argv + n);
-	o->pool = (char *)(o->lens + n);
+	o->cap = REQOBJ_ARGS;
+	o->argv = o->small_argv;
+	o->lens = o->small_lens;
 	o->pool_used = 0;
-	memset(o->argv, 0, n * sizeof(*o->argv));
-	memset(o->lens, 0, n * sizeof(*o->lens));
+	o->bytes = sizeof(*o);
+	o->rr = task->privdata;
+	o->rr->obj_bytes += o->bytes;
+	memset(o->small_argv, 0, sizeof(o->small_argv));
 	return o;
+}
+
+/* Room for argument @p idx: the vectors doubled (up to the header's
+ * count) when it is past their end. 0, or -1 when out of memory. */
+static int reqobj_room(struct reqobj *o, int idx)
+{
+	if (idx < o->cap)
+		return 0;
+	size_t cap = 2 * (size_t)o->cap;
+	if (cap > (size_t)o->argc)
+		cap = (size_t)o->argc;
+	if (cap < (size_t)idx + 1)
+		cap = (size_t)idx + 1;
+	char **argv = malloc(cap * (sizeof(*argv) + sizeof(*o->lens)));
+	if (argv == NULL)
+		return -1;
+	size_t *lens = (size_t *)(argv + cap);
+	memcpy(argv, o->argv, (size_t)o->cap * sizeof(*argv));
+	memcpy(lens, o->lens, (size_t)o->cap * sizeof(*lens));
+	memset(argv + o->cap, 0, (cap - (size_t)o->cap) * sizeof(*argv));
+	size_t old = o->argv == o->small_argv ? 0 : (size_t)o->cap * (sizeof(*argv) + sizeof(*lens));
+	if (o->argv != o->small_argv)
+		free(o->argv);
+	size_t now = cap * (sizeof(*argv) + sizeof(*lens));
+	o->bytes += now - old;
+	o->rr->obj_bytes += now - old;
+	o->argv = argv;
+	o->lens = lens;
+	o->cap = (int)cap;
+	return 0;
 }
 
 static void *create_string(const redisReadTask *task, char *str, size_t len)
@@ -96,7 +145,7 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
 	if (task->parent == NULL)
 		return NULL;
 	struct reqobj *o = task->parent->obj;
-	if (o == NULL || task->idx < 0 || task->idx >= o->argc)
+	if (o == NULL || task->idx < 0 || task->idx >= o->argc || reqobj_room(o, task->idx) < 0)
 		return NULL;
 	char *copy;
 	if (len < REQOBJ_POOL - o->pool_used) {
@@ -104,6 +153,9 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
 		o->pool_used += len + 1;
 	} else if ((copy = malloc(len + 1)) == NULL) {
 		return NULL;
+	} else {
+		o->bytes += len + 1;
+		o->rr->obj_bytes += len + 1;
 	}
 	memcpy(copy, str, len);
 	copy[len] = '\0';
@@ -112,7 +164,6 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
 	return copy;
 }
 
-/* Integers and nils never pass the guard; refusing them makes hiredis stop. */
 static void *create_integer(const redisReadTask *task, long long v)
 {
 	(void)task;
@@ -144,6 +195,7 @@ struct request_reader *request_reader_new(void)
 		free(rr);
 		return NULL;
 	}
+	rr->reader->privdata = rr; /* not redisReaderSetPrivdata(): it casts the pointer to int */
 	rr->lim = request_limits_max;
 	return rr;
 }
@@ -381,6 +433,24 @@ int request_reader_feed_some(struct request_reader *rr, const char *buf, size_t 
 	return feed(rr, buf, len, used);
 }
 
+/* hiredis keeps its buffer's room after the bytes in it are taken (until
+ * the next bytes come, and then only if none is left): a client that sent
+ * one big request and went quiet would keep it. Between requests, with
+ * nothing buffered, a buffer grown past hiredis' own threshold is given
+ * back, by a fresh reader (hiredis has no call to shrink one). */
+static void trim(struct request_reader *rr)
+{
+	redisReader *r = rr->reader;
+	if (r->buf == NULL || r->ridx != -1 || r->pos != r->len || sdsalloc(r->buf) <= REDIS_READER_MAX_BUF)
+		return;
+	redisReader *fresh = redisReaderCreateWithFunctions(&functions);
+	if (fresh == NULL)
+		return; /* kept: it works, only larger */
+	fresh->privdata = rr;
+	redisReaderFree(r);
+	rr->reader = fresh;
+}
+
 int request_reader_next(struct request_reader *rr, struct request *req)
 {
 	void *obj = NULL;
@@ -388,8 +458,11 @@ int request_reader_next(struct request_reader *rr, struct request *req)
 	rr->cur = NULL;
 	if (redisReaderGetReply(rr->reader, &obj) != REDIS_OK)
 		return rr->failed ? SHMF_E_PROTO : fail(rr, "Protocol error: %s", rr->reader->errstr);
-	if (obj == NULL)
+	if (obj == NULL) {
+		if (!rr->failed)
+			trim(rr);
 		return rr->failed ? SHMF_E_PROTO : 0;
+	}
 	rr->cur = obj;
 	req->argc = rr->cur->argc;
 	req->argv = rr->cur->argv;
@@ -400,6 +473,13 @@ int request_reader_next(struct request_reader *rr, struct request *req)
 const char *request_reader_error(const struct request_reader *rr)
 {
 	return rr->failed ? rr->err : "";
+}
+
+size_t request_reader_memory(const struct request_reader *rr)
+{
+	/* hiredis frees its buffer when it fails (buf NULL). */
+	const redisReader *r = rr->reader;
+	return sizeof(*rr) + sizeof(*r) + (r->buf != NULL ? sdsalloc(r->buf) : 0) + rr->obj_bytes;
 }
 
 size_t request_reader_pending(const struct request_reader *rr)

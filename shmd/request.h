@@ -82,6 +82,14 @@ int request_reader_next(struct request_reader *rr, struct request *req);
 /** What was wrong with the stream, as "Protocol error: ..."; "" if nothing. */
 const char *request_reader_error(const struct request_reader *rr);
 
+/**
+ * Bytes the reader holds now: its buffer (a request's bytes until it is
+ * complete), the request being built and the last one handed out. It grows
+ * with the bytes received, never with a count or length a header announces
+ * before its bytes came (docs/protocol.md, "Limits").
+ */
+size_t request_reader_memory(const struct request_reader *rr);
+
 /** Bytes of a request buffered but not complete yet (for tests). */
 size_t request_reader_pending(const struct request_reader *rr);
 

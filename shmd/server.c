@@ -5,7 +5,15 @@
  * A connection reads up to 1 MiB a turn, executes each request as soon as
  * it is complete (one at a time, so that AUTH changes the limits for the
  * very next request), and writes the replies of the turn at once: a
- * pipeline of N requests costs one read and one write, not N.
+ * pipeline of N requests costs one read and one write, not N. A turn
+ * makes at most 4 MiB of a connection's replies.
+ *
+ * Memory: before a request runs, the most its reply can take (the verb
+ * table's VERB_REPLY_* kind) is added to the connection's unsent replies;
+ * past 64 MiB the request waits until the client reads. What every
+ * connection holds is counted (conn_mem()), and past maxmemory_clients the
+ * largest is closed: its memory at once, its struct after the batch of
+ * events (one of them may still point at it).
  *
  * Closing after an error: the error reply is sent, then our side is shut
  * down (the peer reads the reply and end-of-file) and what the peer still
@@ -23,6 +31,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +48,7 @@
 #include "grow.h"
 #include "jobs.h"
 #include "log.h"
+#include "multi.h"
 #include "perms.h"
 #include "reply.h"
 #include "request.h"
@@ -48,10 +58,17 @@
 #include "tcp.h"
 #include "verbs.h"
 
-/* Stop reading from a client whose replies pile up unread beyond this. */
-#define OUTPUT_HIGH_WATER (64u << 20)
+/* Stop reading from a client whose replies pile up unread beyond this
+ * (reply.h: no request runs whose reply could pass it). */
+#define OUTPUT_HIGH_WATER REPLY_UNSENT_MAX
+/* [instance] maxmemory_clients when server_opts leaves it 0 (config.h). */
+#define MAXMEMORY_CLIENTS_DEFAULT ((size_t)256 << 20)
 /* Bytes read from one client per turn, so that one cannot starve others. */
 #define READ_PER_TURN (1u << 20)
+/* Bytes of replies one client's requests make per turn, for the same
+ * reason: a pipeline of dumps makes a chunk (4 MiB) a turn, then lets the
+ * others' turns come (a PING waited 480 ms behind 3 x 64 MiB of them). */
+#define OUTPUT_PER_TURN (4u << 20)
 /* After an error reply: input discarded before closing, at most. */
 #define DRAIN_BYTES     (64u << 20)
 #define DRAIN_MS        2000
@@ -80,6 +97,7 @@ enum conn_state {
 	C_OPEN,     /* reading and answering requests */
 	C_CLOSING,  /* the last reply is queued (an error, QUIT, a limit): send it, then drain */
 	C_DRAINING, /* sent and our side shut down; the peer's bytes are discarded until it closes */
+	C_DEAD,     /* closed for memory while the loop may still hold its address: freed after the batch */
 };
 
 struct conn {
@@ -101,9 +119,19 @@ struct conn {
 	 * with one (waiting: the request is held, and run again later). Bytes
 	 * already read after that request wait in stash. */
 	int parked, waiting;
+	/* Or its unsent replies are too many for the held request's reply
+	 * (need: at most that many bytes) to join them: it waits, reading and
+	 * running nothing, until the client has read enough. */
+	int full;
+	size_t need;
+	/* Or it made OUTPUT_PER_TURN of replies this turn (counted from
+	 * turn_len, out.len when the turn began): it goes on next turn. */
+	int yield;
+	size_t turn_len;
 	struct request held;
 	char *stash;
 	size_t stash_len;
+	size_t mem; /* bytes it holds, as last counted in the server's total (conn_count()) */
 	struct conn *prev, *next;
 };
 
@@ -121,6 +149,11 @@ struct server {
 	int spare_fd;                    /* given up to accept (and refuse) when out of descriptors */
 	uint64_t refused_logged;         /* ms: when a refusal was last logged */
 	uint64_t next_id;
+	size_t mem_total; /* every connection's mem */
+	size_t mem_limit; /* [instance] maxmemory_clients */
+	size_t mem_peak;  /* the most mem_total was since the heap was last trimmed */
+	int dead;         /* connections in state C_DEAD wait to be freed */
+	unsigned yielded; /* connections that go on next turn (struct conn, yield) */
 	struct server_view view;
 };
 
@@ -178,10 +211,10 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 	return fd;
 }
 
-/* 1 if the connection takes no request now: parked or waiting (struct conn). */
+/* 1 if the connection takes no request now: parked, waiting, full or yielded (struct conn). */
 static int conn_held(const struct conn *c)
 {
-	return c->parked || c->waiting;
+	return c->parked || c->waiting || c->full || c->yield;
 }
 
 /* Make the epoll interest match what the connection waits for. */
@@ -204,13 +237,18 @@ static void conn_watch(struct server *s, struct conn *c)
 		log_msg(LOG_WARNING, "epoll_ctl: %s", strerror(errno));
 }
 
-static void conn_free(struct server *s, struct conn *c)
+/* Close the connection and give back everything it holds but its struct. */
+static void conn_release(struct server *s, struct conn *c)
 {
 	if (c->parked)
 		jobs_disown(&c->sess); /* the job runs on; its reply goes nowhere */
 	free(c->stash);
+	c->stash = NULL;
+	c->stash_len = 0;
 	close(c->fd); /* also leaves the epoll set */
+	c->fd = -1;
 	request_reader_free(c->rr);
+	c->rr = NULL;
 	reply_free(&c->out);
 	if (c->counted) {
 		s->view.clients[c->sess.kind]--;
@@ -218,6 +256,17 @@ static void conn_free(struct server *s, struct conn *c)
 	} else
 		s->refusing--;
 	session_free(&c->sess);
+	s->mem_total -= c->mem;
+	c->mem = 0;
+	if (c->yield)
+		s->yielded--;
+	c->parked = c->waiting = c->full = c->yield = 0;
+}
+
+static void conn_free(struct server *s, struct conn *c)
+{
+	if (c->state != C_DEAD)
+		conn_release(s, c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -225,6 +274,122 @@ static void conn_free(struct server *s, struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	free(c);
+}
+
+/* Size with a unit, for people: "63.9 MiB", "512 KiB", "100 bytes". */
+static const char *size_text(size_t n, char buf[32])
+{
+	if (n >= (1u << 20))
+		snprintf(buf, 32, "%.2f MiB", (double)n / (1u << 20));
+	else if (n >= 1024)
+		snprintf(buf, 32, "%.1f KiB", (double)n / 1024);
+	else
+		snprintf(buf, 32, "%zu bytes", n);
+	return buf;
+}
+
+/* ---- What clients hold, in all ([instance] maxmemory_clients) ---------- */
+
+/* A connection holding no more than this is idle, as far as memory goes:
+ * the admin's reserved connection is closed for memory only when no other
+ * holds more. */
+#define IDLE_MEM (64u << 10)
+
+/* Bytes connection @p c holds: its request being read and the last one
+ * parsed, its unsent replies, what waits in its stash, its MULTI queue and
+ * its name. */
+static size_t conn_mem(const struct conn *c)
+{
+	return sizeof(*c) + request_reader_memory(c->rr) + reply_memory(&c->out) + c->stash_len +
+	       multi_memory(&c->sess) + (c->sess.name != NULL ? strlen(c->sess.name) + 1 : 0);
+}
+
+/* Count what @p c holds now into the total. */
+static void conn_count(struct server *s, struct conn *c)
+{
+	if (c->state == C_DEAD)
+		return;
+	size_t m = conn_mem(c);
+	s->mem_total = s->mem_total - c->mem + m;
+	c->mem = m;
+	if (s->mem_total > s->mem_peak)
+		s->mem_peak = s->mem_total;
+	s->view.clients_memory = s->mem_total;
+}
+
+/* The connection to close for memory: the largest, but the admin's
+ * reserved one only when no other holds more than IDLE_MEM. */
+static struct conn *largest(struct server *s)
+{
+	struct conn *best = NULL, *any = NULL;
+	for (struct conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == C_DEAD)
+			continue;
+		if (!c->reserved && c->mem > IDLE_MEM && (best == NULL || c->mem > best->mem))
+			best = c;
+		if (any == NULL || c->mem > any->mem)
+			any = c;
+	}
+	return best != NULL ? best : any;
+}
+
+/* Close @p c for memory, now (a reply of up to @p more bytes was about to
+ * be made): everything it holds is given back at once; its struct waits
+ * for the end of the loop's batch (an event of this batch may still point
+ * at it), in state C_DEAD. */
+static void conn_evict(struct server *s, struct conn *c, size_t more)
+{
+	char all[32], in[32], out[32], multi[32], total[32], limit[32], next[64] = "";
+	size_t held = c->mem;
+	int kept = 0; /* the admin's reserved connection holds more, and is spared */
+	for (const struct conn *o = s->conns; o != NULL; o = o->next)
+		kept |= o->reserved && o->state != C_DEAD && o->mem > held;
+	if (more > 0)
+		snprintf(next, sizeof(next), " with a reply of up to %s to come", size_text(more, all));
+	log_msg(LOG_WARNING,
+		"client id=%llu (%s%s%s%s) closed: it held %s (request %s, unsent replies %s, MULTI queue %s), "
+		"the most of any client%s, and the clients held %s%s, past maxmemory_clients %s",
+		(unsigned long long)c->sess.id, c->counted ? c->peer.name : "turned away",
+		c->sess.kind == SESSION_TCP ? " over TCP" : "", c->sess.name != NULL ? ", name " : "",
+		c->sess.name != NULL ? c->sess.name : "", size_text(held, all),
+		size_text(request_reader_memory(c->rr), in), size_text(reply_memory(&c->out), out),
+		size_text(multi_memory(&c->sess), multi), kept ? " but the administrator's reserved connection" : "",
+		size_text(s->mem_total, total), next, size_text(s->mem_limit, limit));
+	conn_release(s, c);
+	c->state = C_DEAD;
+	s->dead = 1;
+	s->view.evicted_clients++;
+	s->view.clients_memory = s->mem_total;
+}
+
+/* Count what @p c holds; then, while the clients' total and @p more bytes
+ * about to come (a reply's most) pass the limit, close the largest client.
+ * 0, or -1 when @p c itself was closed. */
+static int make_room(struct server *s, struct conn *c, size_t more)
+{
+	conn_count(s, c);
+	while (s->mem_total + more > s->mem_limit) {
+		struct conn *v = largest(s);
+		if (v == NULL)
+			return 0;
+		conn_evict(s, v, more);
+		if (v == c)
+			return -1;
+	}
+	return 0;
+}
+
+/* Free the structs of the connections closed for memory. */
+static void reap(struct server *s)
+{
+	if (!s->dead)
+		return;
+	s->dead = 0;
+	for (struct conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->state == C_DEAD)
+			conn_free(s, c);
+	}
 }
 
 /* Write what is pending: 0, or -errno if the peer is gone. */
@@ -244,10 +409,40 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Execute one request: 1 if the connection must now take no more
- * (parked on its job, or waiting for a busy filter), else 0. */
+/* Execute one request: 1 if the connection must now take no more (parked
+ * on its job, waiting for a busy filter, held until its client reads or
+ * until its next turn, or closed for memory), else 0. */
 static int conn_run(struct server *s, struct conn *c, const struct request *req)
 {
+	/* Judge the reply before the request runs: one that could pass the
+	 * limit on unsent replies waits until the client has read enough;
+	 * one that could pass it alone is refused. */
+	size_t need = verbs_reply_max(&c->sess, req), pending = reply_pending(&c->out);
+	if (pending > 0 && pending + need > OUTPUT_HIGH_WATER) {
+		c->held = *req; /* valid until the reader's next request */
+		c->full = 1;
+		c->need = need;
+		return 1;
+	}
+	if (c->out.len - c->turn_len >= OUTPUT_PER_TURN) {
+		c->held = *req;
+		c->yield = 1;
+		s->yielded++;
+		return 1;
+	}
+	if (need > OUTPUT_HIGH_WATER) {
+		char a[32];
+		reply_error(&c->out,
+			    "ERR reply too large: '%.32s' with %d arguments could answer %s, more than the %u MiB of "
+			    "unread replies a connection may have (docs/protocol.md, Limits)",
+			    req->argv[0], req->argc, size_text(need, a), OUTPUT_HIGH_WATER >> 20);
+		s->view.commands_processed++;
+		return 0;
+	}
+	/* Room in the clients' total for the reply: the largest clients are
+	 * closed first, this one too if it is the largest. */
+	if (make_room(s, c, need) < 0)
+		return 1;
 	int r = verbs_dispatch(&c->sess, s->reg, req, &c->out);
 	if (r == VERB_WAIT) {
 		c->held = *req; /* valid until the reader's next request */
@@ -272,9 +467,13 @@ static void conn_requests(struct server *s, struct conn *c, int rc)
 {
 	struct request req;
 	int next = 0;
-	while (c->state == C_OPEN && !conn_held(c) && (next = request_reader_next(c->rr, &req)) == 1)
-		if (conn_run(s, c, &req))
+	while (c->state == C_OPEN && !conn_held(c) && (next = request_reader_next(c->rr, &req)) == 1) {
+		int stop = conn_run(s, c, &req);
+		if (c->state == C_DEAD || make_room(s, c, 0) < 0)
+			return;
+		if (stop)
 			break;
+	}
 	if (c->state == C_OPEN && !conn_held(c) && (rc < 0 || next < 0)) {
 		reply_error(&c->out, "ERR %s", request_reader_error(c->rr));
 		c->state = C_CLOSING;
@@ -327,6 +526,8 @@ static int conn_read(struct server *s, struct conn *c)
 		total += (size_t)n;
 		c->last_active = now_ms();
 		conn_input(s, c, scratch, (size_t)n);
+		if (c->state == C_DEAD || make_room(s, c, 0) < 0)
+			return 0;
 		if (c->out.oom)
 			return -ENOMEM;
 		if (reply_pending(&c->out) > OUTPUT_HIGH_WATER)
@@ -361,17 +562,20 @@ static int conn_drained(struct conn *c)
 
 /* After reading or writing: send, close or start draining as the state
  * says, and watch for what comes next. */
-static void conn_settle(struct server *s, struct conn *c)
+static int conn_settle(struct server *s, struct conn *c)
 {
+	if (c->state == C_DEAD)
+		return 0;
 	if (reply_pending(&c->out) > 0 && c->state != C_DRAINING && conn_flush(c) < 0) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	reply_compact(&c->out);
+	conn_count(s, c);
 	if (reply_pending(&c->out) == 0) {
-		if (c->eof) {
+		if (c->eof && !c->full && !c->yield) {
 			conn_free(s, c);
-			return;
+			return 0;
 		}
 		if (c->state == C_CLOSING) {
 			shutdown(c->fd, SHUT_WR);
@@ -381,17 +585,30 @@ static void conn_settle(struct server *s, struct conn *c)
 		}
 	}
 	conn_watch(s, c);
+	return 1;
+}
+
+/* Whether a connection held for its unsent replies can go on: they and
+ * its held request's reply fit now. */
+static int conn_unfull(const struct conn *c)
+{
+	size_t pending = reply_pending(&c->out);
+	return c->full && (pending == 0 || pending + c->need <= OUTPUT_HIGH_WATER);
 }
 
 /* Go on with a held connection: its held request again, then what the
  * reader and the stash hold, until something holds it again. */
 static void conn_resume(struct server *s, struct conn *c)
 {
-	int held = 0;
-	if (c->waiting) {
-		c->waiting = 0;
+	/* A held request (a busy filter, a full output, the turn's share
+	 * used) runs first, then what the reader and the stash hold. */
+	int held = 0, again = c->waiting || c->full || c->yield;
+	c->turn_len = c->out.len;
+	if (c->yield)
+		s->yielded--;
+	c->waiting = c->full = c->yield = 0;
+	if (again)
 		held = conn_run(s, c, &c->held);
-	}
 	if (!held && !c->parked) {
 		conn_requests(s, c, 0);
 		if (!conn_held(c) && c->stash != NULL) {
@@ -403,6 +620,8 @@ static void conn_resume(struct server *s, struct conn *c)
 			free(buf);
 		}
 	}
+	if (c->state == C_DEAD)
+		return;
 	if (c->out.oom) {
 		conn_free(s, c);
 		return;
@@ -438,12 +657,15 @@ static void jobs_ended(struct server *s)
 
 static void conn_event(struct server *s, struct conn *c, uint32_t ev)
 {
+	if (c->state == C_DEAD)
+		return;
 	if (c->state == C_DRAINING) {
 		if (conn_drained(c))
 			conn_free(s, c);
 		return;
 	}
 	if (ev & EPOLLIN) {
+		c->turn_len = c->out.len;
 		if (conn_read(s, c) < 0) {
 			conn_free(s, c);
 			return;
@@ -452,7 +674,9 @@ static void conn_event(struct server *s, struct conn *c, uint32_t ev)
 		conn_free(s, c); /* gone while we were not reading */
 		return;
 	}
-	conn_settle(s, c);
+	/* The client read replies: a request held for them may go on. */
+	if (conn_settle(s, c) && conn_unfull(c))
+		conn_resume(s, c);
 }
 
 /* A connection for accepted @p fd: admitted (@p peer not NULL: counted
@@ -667,6 +891,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 	s.idle_ms[SESSION_UNIX] = (uint64_t)o->unix_timeout * 1000;
 	s.idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
 	s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	s.mem_limit = o->maxmemory_clients ? o->maxmemory_clients : MAXMEMORY_CLIENTS_DEFAULT;
 	s.view = (struct server_view){
 		.started = (uint64_t)time(NULL),
 		.requirepass = o->requirepass ? o->requirepass : "",
@@ -675,6 +900,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
 		.maxclients = { s.admit.max[SESSION_UNIX], o->tcp_maxclients },
 		.defaults = o->defaults ? o->defaults : &filter_defaults_builtin,
+		.maxmemory_clients = s.mem_limit,
 	};
 	int rc = 0;
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -684,8 +910,11 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 	}
 	if (rc == 0) {
-		log_msg(LOG_INFO, "listening on %s (at most %u clients, %u per user, idle timeout %us)", o->unix_path,
-			s.admit.max[SESSION_UNIX], s.admit.per_peer[SESSION_UNIX], o->unix_timeout);
+		log_msg(LOG_INFO,
+			"listening on %s (at most %u clients, %u per user, idle timeout %us; clients hold at most %zu "
+			"MiB in all)",
+			o->unix_path, s.admit.max[SESSION_UNIX], s.admit.per_peer[SESSION_UNIX], o->unix_timeout,
+			s.mem_limit >> 20);
 		if (o->tcp_fd >= 0)
 			log_msg(LOG_INFO,
 				"listening on tcp %s (%s, at most %u clients, %u per address, idle timeout %us, requests "
@@ -704,7 +933,7 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 			tick(reg, tick_arg);
 		/* A growing filter's next layer is made and made current from
 		 * the tick: then it comes every GROW_TICK_MS. */
-		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, grow_any(reg) ? GROW_TICK_MS : 1000);
+		int n = epoll_wait(s.ep, evs, EVENTS_PER_WAIT, s.yielded > 0 ? 0 : grow_any(reg) ? GROW_TICK_MS : 1000);
 		if (n < 0) {
 			if (errno != EINTR)
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));
@@ -725,10 +954,23 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
 				accept_clients(&s, evs[i].data.ptr);
+		/* The connections whose turn ended at OUTPUT_PER_TURN go on. */
+		for (struct conn *c = s.conns, *next; c != NULL && s.yielded > 0; c = next) {
+			next = c->next; /* c may be freed; others only become C_DEAD */
+			if (c->yield)
+				conn_resume(&s, c);
+		}
+		reap(&s); /* no event of this batch is left to point at them */
 		uint64_t now = now_ms();
 		if (now - last_sweep >= 250) {
 			sweep(&s, now);
 			last_sweep = now;
+			/* Clients gave back 16 MiB or more: so does the heap, where
+			 * buffers under the mapping threshold (main.c) came from. */
+			if (s.mem_peak - s.mem_total >= (16u << 20)) {
+				malloc_trim(0);
+				s.mem_peak = s.mem_total;
+			}
 		}
 	}
 	shmf_cuckoo_wait_deadline(saved_deadline);

@@ -45,6 +45,8 @@ struct server_opts {
 	unsigned tcp_maxclients_per_addr;       /* of them from one address (connlimits.h; 0: no limit of its own) */
 	unsigned tcp_timeout;                   /* as unix_timeout */
 	size_t tcp_max_request;                 /* bytes in one request over TCP (at most REQUEST_MAX_BYTES) */
+	size_t maxmemory_clients;               /* bytes every connection holds in all; past it the largest is
+						 * closed (0: CONFIG_MAXMEMORY_CLIENTS' 256 MiB) */
 	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
 	const struct roles_config *roles;       /* who may do what (roles.h); NULL: the defaults */
 	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
@@ -63,8 +65,11 @@ struct server_opts {
  * connection until the reply; a request on a filter such a job holds waits
  * with its connection. On the way out the file worker is stopped
  * (jobs_stop()) before the connections are closed.
- * A client whose replies pile up unread past 64 MiB is not read from until
- * it reads them. Connections past a limit of @p o (at once, per user, per
+ * A request whose reply could take a client's unread replies past 64 MiB
+ * waits (and nothing more is read from that client) until it reads them;
+ * one whose reply alone could pass 64 MiB is refused. When what all
+ * clients hold passes o->maxmemory_clients, the largest is closed and
+ * logged. Connections past a limit of @p o (at once, per user, per
  * address; one unix slot kept for an administrator) are accepted, told
  * why and closed; one idle for its timeout is closed. A request that breaks the protocol or a limit is answered
  * with an error, after which the connection is closed (once the client

@@ -98,6 +98,10 @@ static int name_ok(const char *name, size_t len)
 	return 1;
 }
 
+/* Redis bounds a name only by its characters; a bound in bytes keeps a
+ * table of connections' names small (1,024 of them: 4 MiB at most) and is
+ * far above what names are (a host, a pid, a pool: tens of bytes). The
+ * name counts in the connection's memory (maxmemory_clients). */
 #define CLIENT_NAME_MAX 4096
 
 /* Set the connection's name (empty: none): 0, or after replying with the
@@ -288,6 +292,12 @@ static void client_setinfo(struct verb_call *c)
 	}
 	if (!name_ok(val, c->req->lens[3])) {
 		reply_error(c->out, "ERR %s cannot contain spaces, newlines or special characters.", attr);
+		return;
+	}
+	/* Refused rather than cut: what CLIENT INFO shows is what was set. */
+	if (c->req->lens[3] >= cap) {
+		reply_error(c->out, "ERR %s is limited to %zu bytes in shmd",
+			    dst == s->lib_name ? "lib-name" : "lib-ver", cap - 1);
 		return;
 	}
 	snprintf(dst, cap, "%s", val);

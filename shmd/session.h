@@ -54,6 +54,9 @@ struct server_view {
 	uint64_t commands_processed;
 	uint64_t rejected_connections;
 	const struct filter_defaults *defaults; /* [defaults]: auto-create, FLUSHALL (never NULL once serving) */
+	size_t clients_memory;                  /* bytes every connection holds now (server.c) */
+	size_t maxmemory_clients;               /* [instance] maxmemory_clients */
+	uint64_t evicted_clients;               /* connections closed for it */
 };
 
 struct session {
@@ -63,7 +66,8 @@ struct session {
 	int quit;                       /* QUIT: close once this reply is sent */
 	int limits_changed;             /* AUTH or RESET changed authed: the reader's limits follow */
 	char *name;                     /* CLIENT SETNAME, or NULL */
-	char lib_name[64], lib_ver[32]; /* CLIENT SETINFO */
+	char lib_name[64], lib_ver[32]; /* CLIENT SETINFO: longer values are refused (a library's name and
+					 * version: "redis-py", "5.0.1"; Redis' own have no bound) */
 	char addr[64];                  /* the peer: "127.0.0.1:51234", or "unix" */
 	struct fscred peer;             /* unix: SO_PEERCRED; tcp: nobody (never used: file verbs are refused) */
 	int ngroups;                    /* unix: the peer's supplementary groups (roles_peer_read) */
@@ -90,6 +94,9 @@ verb_handler cmd_auth, cmd_hello, cmd_quit, cmd_reset, cmd_client, cmd_select, c
 
 /** COMMAND [COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS verb arg... | HELP]. */
 verb_handler cmd_command;
+
+/** The most COMMAND's reply to @p req can take: every entry, or one per argument, at the largest entry's size. */
+size_t command_reply_max(const struct request *req);
 
 /** INFO [section ...]: server, clients, stats, keyspace (default: all of them). */
 verb_handler cmd_info;

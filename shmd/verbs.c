@@ -16,6 +16,7 @@
 #include "jobs.h"
 #include "rundir.h"
 #include "session.h"
+#include "snapshot-format.h"
 #include "verbs.h"
 
 /* Most verbs: allowed over TCP once authenticated. */
@@ -46,12 +47,13 @@ static const struct verb verbs[] = {
 	{ "quit", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
 	{ "reset", 1, 1, CONN | VERB_NOAUTH | READER, 0, cmd_reset,
 	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
-	{ "client", 2, -1, CONN | READER, 0, cmd_client, "Names and describes the connection." },
+	{ "client", 2, -1, CONN | READER | VERB_REPLY_LIST, 0, cmd_client, "Names and describes the connection." },
 	{ "select", 2, 2, CONN | READER, 0, cmd_select, "Selects database 0, the only one." },
-	{ "echo", 2, 2, CONN | READER, 0, cmd_echo, "Returns the given string." },
-	{ "command", 1, -1, CONN | READER, 0, cmd_command, "Describes the verbs shmd serves." },
-	{ "info", 1, -1, CONN | READER, 0, cmd_info, "Describes the server: server, clients, stats and keyspace." },
-	{ "ping", 1, 2, READS | READER, 0, cmd_ping, "Returns PONG, or the given string." },
+	{ "echo", 2, 2, CONN | READER | VERB_REPLY_ECHO, 0, cmd_echo, "Returns the given string." },
+	{ "command", 1, -1, CONN | READER | VERB_REPLY_COMMAND, 0, cmd_command, "Describes the verbs shmd serves." },
+	{ "info", 1, -1, CONN | READER | VERB_REPLY_LIST, 0, cmd_info,
+	  "Describes the server: server, clients, stats and keyspace." },
+	{ "ping", 1, 2, READS | READER | VERB_REPLY_ECHO, 0, cmd_ping, "Returns PONG, or the given string." },
 	{ "time", 1, 1, CONN | READER, 0, cmd_time, "Returns the server's time: unix seconds and microseconds." },
 	/* Transactions (multi.h): MULTI queues, EXEC runs the queue in one go. */
 	{ "multi", 1, 1, CONN | READER, 0, cmd_multi, "Starts a transaction." },
@@ -70,8 +72,9 @@ static const struct verb verbs[] = {
 	{ "exists", 2, -1, READS | READER, 1, cmd_exists, "Returns how many of the names are filters." },
 	{ "type", 2, 2, READS | READER, 1, cmd_type,
 	  "Returns a filter's type: MBbloom-- (Bloom), MBbloomCF (cuckoo) or none." },
-	{ "scan", 2, -1, READS | READER, 0, cmd_scan, "Iterates over the filters' names." },
-	{ "keys", 2, 2, READS | READER, 0, cmd_keys, "Returns the filters' names matching a glob pattern." },
+	{ "scan", 2, -1, READS | READER | VERB_REPLY_LIST, 0, cmd_scan, "Iterates over the filters' names." },
+	{ "keys", 2, 2, READS | READER | VERB_REPLY_LIST, 0, cmd_keys,
+	  "Returns the filters' names matching a glob pattern." },
 	{ "dbsize", 1, 1, READS | READER, 0, cmd_dbsize, "Returns the number of filters." },
 	{ "flushall", 1, 2, WRITES | ADMIN, 0, cmd_flushall,
 	  "Drops every filter (only with flushall = yes in [defaults])." },
@@ -93,13 +96,15 @@ static const struct verb verbs[] = {
 	{ "bf.reserve", 4, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_bf_reserve,
 	  "Creates a Bloom filter for a capacity and an error rate." },
 	{ "bf.add", 3, 3, WRITES | WRITER, 1, cmd_bf_add, "Adds an item to a Bloom filter: 1 if it was new." },
-	{ "bf.madd", 3, -1, WRITES | WRITER, 1, cmd_bf_madd, "Adds items to a Bloom filter: 1 for each that was new." },
+	{ "bf.madd", 3, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_bf_madd,
+	  "Adds items to a Bloom filter: 1 for each that was new." },
 	{ "bf.exists", 3, 3, READS | READER, 1, cmd_bf_exists, "Checks whether an item may be in a Bloom filter." },
-	{ "bf.mexists", 3, -1, READS | READER, 1, cmd_bf_mexists,
+	{ "bf.mexists", 3, -1, READS | READER | VERB_REPLY_ITEMS, 1, cmd_bf_mexists,
 	  "Checks whether each item may be in a Bloom filter." },
-	{ "bf.info", 2, 3, READS | READER, 1, cmd_bf_info, "Returns a Bloom filter's capacity, size and items." },
+	{ "bf.info", 2, 3, READS | READER | VERB_REPLY_LIST, 1, cmd_bf_info,
+	  "Returns a Bloom filter's capacity, size and items." },
 	{ "bf.card", 2, 2, READS | READER, 1, cmd_bf_card, "Returns how many items were added to a Bloom filter." },
-	{ "bf.insert", 4, -1, WRITES | WRITER, 1, cmd_bf_insert,
+	{ "bf.insert", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_bf_insert,
 	  "Adds items to a Bloom filter, creating it when missing." },
 
 	{ "cf.reserve", 3, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_cf_reserve,
@@ -107,36 +112,37 @@ static const struct verb verbs[] = {
 	{ "cf.add", 3, 3, WRITES | WRITER, 1, cmd_cf_add, "Adds a copy of an item to a cuckoo filter." },
 	{ "cf.addnx", 3, 3, WRITES | WRITER, 1, cmd_cf_addnx,
 	  "Adds an item to a cuckoo filter unless it may be there." },
-	{ "cf.insert", 4, -1, WRITES | WRITER, 1, cmd_cf_insert,
+	{ "cf.insert", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_cf_insert,
 	  "Adds items to a cuckoo filter, creating it when missing." },
-	{ "cf.insertnx", 4, -1, WRITES | WRITER, 1, cmd_cf_insertnx,
+	{ "cf.insertnx", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_cf_insertnx,
 	  "Adds the items that may not be there to a cuckoo filter, creating it when missing." },
 	{ "cf.exists", 3, 3, READS | READER, 1, cmd_cf_exists, "Checks whether an item may be in a cuckoo filter." },
-	{ "cf.mexists", 3, -1, READS | READER, 1, cmd_cf_mexists,
+	{ "cf.mexists", 3, -1, READS | READER | VERB_REPLY_ITEMS, 1, cmd_cf_mexists,
 	  "Checks whether each item may be in a cuckoo filter." },
 	{ "cf.del", 3, 3, WRITES | WRITER, 1, cmd_cf_del, "Deletes one copy of an item from a cuckoo filter." },
 	{ "cf.count", 3, 3, READS | READER, 1, cmd_cf_count,
 	  "Returns how many copies of an item a cuckoo filter may hold." },
-	{ "cf.info", 2, 2, READS | READER, 1, cmd_cf_info, "Returns a cuckoo filter's size, buckets and items." },
+	{ "cf.info", 2, 2, READS | READER | VERB_REPLY_LIST, 1, cmd_cf_info,
+	  "Returns a cuckoo filter's size, buckets and items." },
 	{ "cf.compact", 2, 2, WRITES | WRITER, 1, cmd_cf_compact,
 	  "Does nothing: a cuckoo filter here is one table, with nothing to compact." },
 	{ "shmf.addcapped", 4, 4, WRITES | WRITER, 1, cmd_shmf_addcapped,
 	  "Adds a copy of an item to a cuckoo filter only while it holds fewer than a cap." },
 
-	{ "shmf.list", 1, 1, READS | READER, 0, cmd_shmf_list, "Returns the names of the filters." },
-	{ "shmf.info", 2, 2, READS | READER, 1, cmd_shmf_info,
+	{ "shmf.list", 1, 1, READS | READER | VERB_REPLY_LIST, 0, cmd_shmf_list, "Returns the names of the filters." },
+	{ "shmf.info", 2, 2, READS | READER | VERB_REPLY_LIST, 1, cmd_shmf_info,
 	  "Describes a filter: its shape, items, data file, mode and time window." },
 	{ "shmf.drop", 2, 2, WRITES | ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
-	{ "shmf.snapshot", 3, 4, FILE_VERB | ADMIN, 1, cmd_shmf_snapshot,
+	{ "shmf.snapshot", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_snapshot,
 	  "Writes a snapshot of a filter to a file on the daemon's host (FORCE: over a file that is not a snapshot)." },
-	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN, 1, cmd_shmf_swap,
+	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_swap,
 	  "Replaces a filter with the one in a snapshot file on the daemon's host (RESHAPE: also of another shape)." },
-	{ "shmf.restore", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_restore,
+	{ "shmf.restore", 3, 3, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_restore,
 	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
 	{ "shmf.rotate", 2, 2, WRITES | ADMIN, 1, cmd_shmf_rotate,
 	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
 	/* Key 0: the filter is optional (none: every replicated filter). */
-	{ "shmf.replication", 1, 2, READS | READER, 0, cmd_shmf_replication,
+	{ "shmf.replication", 1, 2, READS | READER | VERB_REPLY_FLEET, 0, cmd_shmf_replication,
 	  "Describes the replication of one or every replicated filter: state, cursor, lag, counters, nodes." },
 	{ "shmf.chmod", 3, 3, WRITES | ADMIN, 1, cmd_shmf_chmod,
 	  "Changes the mode of a filter's data files, every live generation's, in place." },
@@ -146,22 +152,61 @@ static const struct verb verbs[] = {
 	/* Fleets: a filter chunk by chunk (shmd's chunks, which
 	 * RedisBloom does not load; dumps are reads, a load creates or
 	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
-	{ "bf.scandump", 3, 3, READS | READER | VERB_LOCKS, 1, cmd_bf_scandump,
+	{ "bf.scandump", 3, 3, READS | READER | VERB_LOCKS | VERB_REPLY_CHUNK, 1, cmd_bf_scandump,
 	  "Returns the next chunk of a Bloom filter's dump, from iterator 0 until the iterator is 0." },
 	{ "bf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_bf_loadchunk,
 	  "Loads a chunk of a Bloom filter's dump; the last one publishes the filter, new or replaced." },
-	{ "cf.scandump", 3, 3, READS | READER | VERB_LOCKS, 1, cmd_cf_scandump,
+	{ "cf.scandump", 3, 3, READS | READER | VERB_LOCKS | VERB_REPLY_CHUNK, 1, cmd_cf_scandump,
 	  "Returns the next chunk of a cuckoo filter's dump, from iterator 0 until the iterator is 0." },
 	{ "cf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_cf_loadchunk,
 	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
-	{ "shmf.merge", 3, 3, FILE_VERB | ADMIN, 1, cmd_shmf_merge,
+	{ "shmf.merge", 3, 3, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_merge,
 	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
 
 	/* The daemon itself: never over TCP, like the file verbs. */
-	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN, 0, cmd_shmf_reload,
+	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN | VERB_REPLY_LIST, 0, cmd_shmf_reload,
 	  "Reloads shmd's configuration file: creates new filters, applies what changes live, refuses shape "
 	  "changes; returns what it did." },
 };
+
+/* ---- What a reply can take at most (the VERB_REPLY_* kinds) ----------- */
+
+size_t verb_reply_max(const struct verb *v, const struct request *req)
+{
+	size_t n = 64;
+	switch (v->flags & VERB_REPLY_MASK) {
+	case VERB_REPLY_ITEMS:
+		/* An item per argument (those before the items too), or an
+		 * error in the place of one. */
+		return VERB_REPLY_SMALL + 5 * (size_t)req->argc;
+	case VERB_REPLY_ECHO:
+		for (int i = 1; i < req->argc; i++)
+			n += req->lens[i] + 16;
+		return n;
+	case VERB_REPLY_LIST:
+		/* At most a line or a name (63 bytes) for each of the
+		 * SHMF_SLOTS filters (INFO, KEYS, SCAN, SHMF.LIST, SHMF.RELOAD's
+		 * report of RELOAD_LINES lines), one filter's fields with its
+		 * generations and layers, CLIENT INFO with a 4 KiB name. */
+		return (size_t)SHMF_SLOTS * 1024;
+	case VERB_REPLY_CHUNK: return SHMF_CHUNK_BYTES + VERB_REPLY_SMALL;
+	case VERB_REPLY_FLEET:
+		/* Each replicated filter's fields and up to 32 nodes. */
+		return (size_t)SHMF_SLOTS * (8u << 10);
+	case VERB_REPLY_COMMAND: return command_reply_max(req);
+	default: return VERB_REPLY_SMALL;
+	}
+}
+
+size_t verbs_reply_max(const struct session *s, const struct request *req)
+{
+	const struct verb *v = req->argc > 0 ? verbs_find(req->argv[0], req->lens[0]) : NULL;
+	if (v == NULL || !verb_arity_ok(v, req->argc) || (s->in_multi && !multi_runs_now(v)))
+		return VERB_REPLY_SMALL; /* an error, or +QUEUED */
+	if (v->run == cmd_exec)
+		return multi_reply_max(s);
+	return verb_reply_max(v, req);
+}
 
 static const char NOAUTH[] = "NOAUTH Authentication required.";
 
@@ -172,12 +217,18 @@ const struct verb *verbs_at(size_t i)
 
 const struct verb *verbs_find(const char *name, size_t len)
 {
+	/* The verb found last first: the server asks for a request's verb
+	 * twice (its reply's most, then the dispatch), and a pipeline mostly
+	 * repeats one verb. Single-threaded, as the whole table's users are. */
+	static const struct verb *last;
+	if (last != NULL && strcasecmp(name, last->name) == 0 && strlen(name) == len)
+		return last;
 	/* The first letter first: most rows differ there, and a check over
 	 * TCP should not pay for a string comparison with every verb. */
 	const int first = tolower((unsigned char)name[0]);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (verbs[i].name[0] == first && strcasecmp(name, verbs[i].name) == 0 && strlen(name) == len)
-			return &verbs[i];
+			return last = &verbs[i];
 	return NULL;
 }
 

@@ -41,6 +41,16 @@ enum {
 	VERB_CREATES = 1 << 9,     /* creates a filter: a writer may too when [roles] writer_create = yes */
 	VERB_LOCKS = 1 << 10,      /* reads under the filter's relocation lock: waits, as writes do, while a
 				    * job of the file worker holds the filter (jobs.h) */
+	/* The most its reply can take, known from the request before it runs
+	 * (verbs_reply_max()); none of these: a reply of fixed shape, at most
+	 * VERB_REPLY_SMALL. A value in the top bits, one per row at most. */
+	VERB_REPLY_ITEMS = 1u << 24,   /* an array of one small item per argument (":1", "#t", ":-1") */
+	VERB_REPLY_ECHO = 2u << 24,    /* its arguments given back (ECHO, PING message) */
+	VERB_REPLY_LIST = 3u << 24,    /* a line or name per filter, one filter's fields, CLIENT INFO */
+	VERB_REPLY_CHUNK = 4u << 24,   /* a chunk of a dump (SHMF_CHUNK_BYTES) */
+	VERB_REPLY_FLEET = 5u << 24,   /* every replicated filter with its nodes */
+	VERB_REPLY_COMMAND = 6u << 24, /* COMMAND's entries: every verb's, or one per argument */
+	VERB_REPLY_MASK = 7u << 24,
 };
 
 /* What verbs_dispatch() did with a request. */
@@ -66,6 +76,12 @@ struct verb_call {
 
 typedef void verb_handler(struct verb_call *c);
 
+/* A reply of fixed shape (OK, an integer, a short status, an error, which
+ * reply_error() cuts at 512 bytes): a row without a VERB_REPLY_* kind
+ * answers at most this. Small, because MULTI counts it for every request
+ * it queues. */
+#define VERB_REPLY_SMALL 1024u
+
 struct verb {
 	const char *name; /* lower case, as COMMAND names it; matched in any case */
 	int min_args;     /* arguments, the verb included */
@@ -75,6 +91,13 @@ struct verb {
 	verb_handler *run;
 	const char *summary; /* COMMAND DOCS: one line */
 };
+
+/**
+ * The most bytes the reply of verb @p v to @p req can take, from its
+ * VERB_REPLY_* kind (the server holds or refuses a request whose reply
+ * could overflow the connection's unsent replies: reply.h).
+ */
+size_t verb_reply_max(const struct verb *v, const struct request *req);
 
 /** The role (ROLE_READER, ROLE_WRITER, ROLE_ADMIN of roles.h) verb @p v needs; ROLE_NONE for a row without one. */
 static inline int verb_role(const struct verb *v)
@@ -96,6 +119,13 @@ static inline int verb_arity_ok(const struct verb *v, int argc)
 {
 	return argc >= v->min_args && (v->max_args < 0 || argc <= v->max_args);
 }
+
+/**
+ * The most bytes the reply to @p req can take in session @p s: the row's
+ * reply_max, a small bound for a request that is refused or queued (inside
+ * MULTI), and for EXEC the sum of what it queued (multi.h).
+ */
+size_t verbs_reply_max(const struct session *s, const struct request *req);
 
 /**
  * Execute @p req for session @p s and append exactly one reply to @p out:

@@ -42,6 +42,8 @@ static void test_embedded_default(void **state)
 	assert_int_equal(c.maxclients, 1024);
 	assert_int_equal(c.maxclients_per_user, 512);
 	assert_int_equal(c.timeout, 0);
+	/* What all clients may hold: 256 MiB. */
+	assert_int_equal(c.maxmemory_clients, (size_t)256 << 20);
 }
 
 static void test_full_file(void **state)
@@ -65,6 +67,7 @@ static void test_full_file(void **state)
 			    "maxclients = 4000\n"
 			    "maxclients_per_user = 300\n"
 			    "timeout = 10m\n"
+			    "maxmemory_clients = 2g\n"
 			    "\n"
 			    "[filter clicks]\n"
 			    "type = bloom\n"
@@ -106,6 +109,7 @@ static void test_full_file(void **state)
 	assert_int_equal(c.maxclients, 4000);
 	assert_int_equal(c.maxclients_per_user, 300);
 	assert_int_equal(c.timeout, 600);
+	assert_int_equal(c.maxmemory_clients, (size_t)2 << 30);
 	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
@@ -230,6 +234,11 @@ static void test_bad_values_are_named(void **state)
 		{ "[instance]\ntimeout = -1\n", "cfg: [instance] timeout '-1': 0 (never), seconds, or a duration" },
 		{ "[instance]\ntimeout = 2y\n", "cfg: [instance] timeout '2y'" },
 		{ "[instance]\ntimeout = 400d\n", "cfg: [instance] timeout '400d'" },
+		{ "[instance]\nmaxmemory_clients = 15m\n",
+		  "cfg: [instance] maxmemory_clients '15m': bytes from 16m to 1024g" },
+		{ "[instance]\nmaxmemory_clients = 2t\n", "cfg: [instance] maxmemory_clients '2t'" },
+		{ "[instance]\nmaxmemory_clients = 1025g\n", "cfg: [instance] maxmemory_clients '1025g'" },
+		{ "[instance]\nmaxmemory_clients = 0\n", "cfg: [instance] maxmemory_clients '0'" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

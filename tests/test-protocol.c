@@ -53,8 +53,15 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 	for (size_t off = 0; off < len && rc >= 0; off += piece) {
 		size_t n = len - off < piece ? len - off : piece;
 		request_reader_feed(rr, wire + off, n);
-		while ((rc = request_reader_next(rr, &req)) == 1)
+		while ((rc = request_reader_next(rr, &req)) == 1) {
+			/* Every reply within what its verb's row says it can
+			 * take (the server judges requests by that). */
+			size_t most = verbs_reply_max(&sess, &req), before = out.len;
 			verbs_dispatch(&sess, &fx.reg, &req, &out);
+			if (out.len - before > most)
+				fail_msg("'%s': a reply of %zu bytes, more than the %zu its row allows", req.argv[0],
+					 out.len - before, most);
+		}
 	}
 	session_free(&sess);
 	if (rc < 0)
@@ -628,8 +635,101 @@ static void test_random_streams(void **state)
 	free(card);
 }
 
-int main(void)
+/* The reader's memory follows the bytes that came, not the counts and
+ * lengths that headers announce: "*1048576" (10 bytes) once made 16 MiB of
+ * argument vectors; a request taken leaves no big buffer behind. */
+static void test_reader_memory_follows_bytes(void **state)
 {
+	(void)state;
+	struct request_reader *rr = request_reader_new();
+	size_t empty = request_reader_memory(rr);
+	assert_true(empty < 64u << 10);
+	struct request req;
+	assert_int_equal(request_reader_feed(rr, "*1048576\r\n", 10), 0);
+	assert_int_equal(request_reader_next(rr, &req), 0); /* the header parsed: the array made */
+	print_message("    after *1048576: the reader holds %zu bytes\n", request_reader_memory(rr));
+	assert_true(request_reader_memory(rr) < empty + (4u << 10));
+	/* 100,000 empty arguments: 600 KB sent, a few times that held at most. */
+	size_t sent = 10;
+	for (int i = 0; i < 100000; i++, sent += 6) {
+		assert_int_equal(request_reader_feed(rr, "$0\r\n\r\n", 6), 0);
+		if (i % 1000 == 0) /* parsed as the server does, after each read */
+			assert_int_equal(request_reader_next(rr, &req), 0);
+	}
+	assert_int_equal(request_reader_next(rr, &req), 0);
+	size_t held = request_reader_memory(rr);
+	print_message("    *1048576 then %zu bytes of arguments: the reader holds %zu bytes\n", sent, held);
+	assert_true(held < empty + 8 * sent);
+	assert_true(held > sent); /* it does count them */
+	request_reader_free(rr);
+
+	/* A 4 MiB request taken: its buffer and arguments are given back. */
+	rr = request_reader_new();
+	size_t arg = 4u << 20;
+	char *body = malloc(arg + 2);
+	memset(body, 'k', arg);
+	memcpy(body + arg, "\r\n", 2);
+	char hdr[64];
+	int n = sprintf(hdr, "*2\r\n$4\r\nECHO\r\n$%zu\r\n", arg);
+	assert_int_equal(request_reader_feed(rr, hdr, (size_t)n), 0);
+	assert_int_equal(request_reader_feed(rr, body, arg + 2), 0);
+	assert_int_equal(request_reader_next(rr, &req), 1);
+	assert_true(request_reader_memory(rr) > 2 * arg); /* its bytes and the argument's copy */
+	assert_int_equal(req.lens[1], arg);
+	assert_int_equal(request_reader_next(rr, &req), 0);
+	print_message("    after a 4 MiB request was taken: %zu bytes\n", request_reader_memory(rr));
+	assert_true(request_reader_memory(rr) < empty + (32u << 10));
+	free(body);
+	request_reader_free(rr);
+}
+
+/* The replies that grow with the verb table, the filters or the request:
+ * each within what its verb's row says (run_wire() checks every reply),
+ * in RESP2 and RESP3; COMMAND INFO for every verb at once. */
+static void test_replies_within_rows(void **state)
+{
+	(void)state;
+	static const char *const words[][4] = {
+		{ "COMMAND" },
+		{ "COMMAND", "DOCS" },
+		{ "COMMAND", "LIST" },
+		{ "INFO" },
+		{ "INFO", "all" },
+		{ "CLIENT", "INFO" },
+		{ "CLIENT", "HELP" },
+		{ "HELLO", "3" },
+		{ "SHMF.INFO", "main" },
+		{ "BF.INFO", "main" },
+		{ "KEYS", "*" },
+		{ "SCAN", "0" },
+		{ "SHMF.LIST" },
+		{ "ECHO", "hello" },
+		{ "PING" },
+		{ "TIME" },
+		{ "COMMAND", "GETKEYS", "BF.ADD", "main" },
+		{ "BF.SCANDUMP", "main", "0" },
+		{ "SHMF.REPLICATION" },
+	};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		int n = 0;
+		while (n < 4 && words[i][n] != NULL)
+			n++;
+		free(cmd(n, (const char **)words[i]));
+	}
+	const char *argv[128] = { "COMMAND", "INFO" };
+	int n = 2;
+	const struct verb *v;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL && n < 128; i++)
+		argv[n++] = v->name;
+	free(cmd(n, argv));
+	argv[1] = "DOCS";
+	free(cmd(n, argv));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verbs_reply_in_redisbloom_shapes),
 		cmocka_unit_test(test_cf_verbs_reply_in_redisbloom_shapes),
@@ -639,6 +739,8 @@ int main(void)
 		cmocka_unit_test(test_request_size_limit),
 		cmocka_unit_test(test_pipeline_split_anywhere),
 		cmocka_unit_test(test_random_streams),
+		cmocka_unit_test(test_reader_memory_follows_bytes),
+		cmocka_unit_test(test_replies_within_rows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

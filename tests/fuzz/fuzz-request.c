@@ -11,7 +11,9 @@
  * and keeps within the limits in force; after a protocol error the reader
  * says "Protocol error: ..." and hands out nothing more; however the
  * stream is cut, the same requests and the same failure; narrower limits
- * only ever end the stream sooner (their requests are a prefix).
+ * only ever end the stream sooner (their requests are a prefix); the
+ * reader never holds more than a few times the bytes it was fed (its
+ * vectors grow with the arguments that came, not the count announced).
  */
 #include <string.h>
 
@@ -59,6 +61,16 @@ static void take(struct request_reader *rr, const struct request_limits *l, stru
 	}
 }
 
+/* What the reader holds after @p fed bytes: its buffer (at most twice
+ * them), the argument vectors (32 bytes for an argument of at least 6),
+ * the copies of the arguments, and one request's fixed part. */
+static void held_within(const struct request_reader *rr, size_t base, size_t fed)
+{
+	size_t held = request_reader_memory(rr);
+	if (held > base + 10 * fed + 4096)
+		fuzz_fail("the reader holds %zu bytes after %zu fed (%zu when new)", held, fed, base);
+}
+
 /* Feed @p data in pieces of @p piece bytes, with request_reader_feed(),
  * or (@p some) a request at a time under @p l. */
 static void run(const uint8_t *data, size_t size, size_t piece, int some, const struct request_limits *l,
@@ -68,12 +80,14 @@ static void run(const uint8_t *data, size_t size, size_t piece, int some, const 
 	if (rr == NULL)
 		fuzz_fail("out of memory");
 	memset(o, 0, sizeof(*o));
+	size_t base = request_reader_memory(rr);
 	for (size_t at = 0; at < size && !o->failed;) {
 		size_t n = size - at < piece ? size - at : piece;
 		if (!some) {
 			int fed = request_reader_feed(rr, (const char *)data + at, n);
 			take(rr, l, o, fed);
 			at += n;
+			held_within(rr, base, at);
 			continue;
 		}
 		/* Limits may change only between requests: set them each time. */
@@ -84,6 +98,7 @@ static void run(const uint8_t *data, size_t size, size_t piece, int some, const 
 			fuzz_fail("feed_some took %zu of %zu bytes", used, n);
 		take(rr, l, o, fed);
 		at += used;
+		held_within(rr, base, at);
 	}
 	if (!o->failed && request_reader_error(rr)[0] != '\0')
 		fuzz_fail("an error message without a failure");
