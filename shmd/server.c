@@ -626,7 +626,14 @@ static void conn_resume(struct server *s, struct conn *c)
 		conn_free(s, c);
 		return;
 	}
-	conn_settle(s, c);
+	/* Held for its unsent replies, and the settle sent them all at once
+	 * (a client that reads fast): no event will come for it now (nothing
+	 * to write, no reading while held), so it goes on next turn. */
+	if (conn_settle(s, c) && conn_unfull(c)) {
+		c->full = 0;
+		c->yield = 1;
+		s->yielded++;
+	}
 }
 
 /* The job of connection (session) @p owner has ended: its reply is in its
