@@ -118,6 +118,9 @@ stop /run/shmd
 checks=$((checks + 1))
 [ "$(mount_source /run/shmd)" = shmd ] || fail "unmounted with another instance's files in it"
 kill "$OTHER"
+# Gone before the unmount below (a shmd still shutting down keeps the
+# tmpfs busy: the sanitizer build's slower exit once made step 7 find it).
+for _ in $(seq 400); do [ -e /run/shmd/other.pid ] || break; sleep 0.05; done
 
 # 7. mount_tmpfs = no: never, even on a fresh /run/shmd.
 umount /run/shmd 2>/dev/null
