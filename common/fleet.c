@@ -48,8 +48,8 @@ uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed)
 {
 	/* Fixed-width little-endian fields, so that hosts of any byte order
 	 * and any struct padding agree. */
-	uint64_t f[12] = { s->type, s->k, s->capacity, s->fpr_bits, s->nblocks, s->nbuckets, s->window_secs,
-			   s->window_gens, seed };
+	uint64_t f[12] = { s->type,     s->k,           s->capacity,    s->fpr_bits, s->nblocks,
+			   s->nbuckets, s->window_secs, s->window_gens, seed };
 	size_t n = 9;
 	/* How a filter grows is part of its shape; a fixed filter's shape is
 	 * the one it had before filters grew (nodes of both agree on it). */

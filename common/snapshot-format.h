@@ -37,8 +37,8 @@
 #error "snapshot files are little-endian; this host is not"
 #endif
 
-#define SHMF_SNAP_MAGIC       "SHMFSNAP"
-#define SHMF_SNAP_END_MAGIC   "SHMFEND"  /* 8 bytes with its NUL */
+#define SHMF_SNAP_MAGIC     "SHMFSNAP"
+#define SHMF_SNAP_END_MAGIC "SHMFEND" /* 8 bytes with its NUL */
 /* Versions: 1 the first; 2 the stream cursor and flags of a replicated
  * filter (bytes 184-203, reserved and zero in version 1, so that a version
  * 1 file reads as cursor 0-0, not replicated); 3 growing and NONSCALING
@@ -55,33 +55,33 @@
 #define SHMF_SNAP_TRAILER     16u
 
 struct shmf_snap_header {
-	char magic[8];           /*   0: "SHMFSNAP" */
-	uint32_t version;        /*   8: SHMF_SNAP_VERSION */
-	uint32_t header_size;    /*  12: 256 */
-	uint32_t type;           /*  16: 1 Bloom, 2 cuckoo (SHMF_TYPE_*) */
-	uint32_t k;              /*  20: Bloom: bits per key; cuckoo: fingerprint bits */
-	uint64_t capacity;       /*  24: keys the filter is sized for */
-	uint64_t fpr_bits;       /*  32: target FPR, IEEE-754 double */
-	uint64_t nblocks;        /*  40: 64-byte payload blocks per section */
-	uint64_t nbuckets;       /*  48: cuckoo: buckets; Bloom: 0 */
-	uint32_t max_kicks;      /*  56: cuckoo: relocation bound; Bloom: 0 */
-	uint32_t nsections;      /*  60: generations held, 1..SHMF_SNAP_SECTIONS */
-	uint64_t seed;           /*  64: the hash seed of every section */
-	uint64_t created_epoch;  /*  72: when the filter was created (unix seconds) */
-	uint64_t snapshot_epoch; /*  80: when this snapshot began (unix seconds) */
-	uint64_t window_secs;    /*  88: time window length; 0: not windowed */
-	uint32_t window_gens;    /*  96: generations in the window ring; 0: not windowed */
-	uint32_t chunk_bytes;    /* 100: checksum chunk size, SHMF_SNAP_CHUNK */
-	uint64_t section_bytes;  /* 104: payload bytes per section, nblocks * 64 */
-	uint64_t file_bytes;     /* 112: size of the whole file */
+	char magic[8];                /*   0: "SHMFSNAP" */
+	uint32_t version;             /*   8: SHMF_SNAP_VERSION */
+	uint32_t header_size;         /*  12: 256 */
+	uint32_t type;                /*  16: 1 Bloom, 2 cuckoo (SHMF_TYPE_*) */
+	uint32_t k;                   /*  20: Bloom: bits per key; cuckoo: fingerprint bits */
+	uint64_t capacity;            /*  24: keys the filter is sized for */
+	uint64_t fpr_bits;            /*  32: target FPR, IEEE-754 double */
+	uint64_t nblocks;             /*  40: 64-byte payload blocks per section */
+	uint64_t nbuckets;            /*  48: cuckoo: buckets; Bloom: 0 */
+	uint32_t max_kicks;           /*  56: cuckoo: relocation bound; Bloom: 0 */
+	uint32_t nsections;           /*  60: generations held, 1..SHMF_SNAP_SECTIONS */
+	uint64_t seed;                /*  64: the hash seed of every section */
+	uint64_t created_epoch;       /*  72: when the filter was created (unix seconds) */
+	uint64_t snapshot_epoch;      /*  80: when this snapshot began (unix seconds) */
+	uint64_t window_secs;         /*  88: time window length; 0: not windowed */
+	uint32_t window_gens;         /*  96: generations in the window ring; 0: not windowed */
+	uint32_t chunk_bytes;         /* 100: checksum chunk size, SHMF_SNAP_CHUNK */
+	uint64_t section_bytes;       /* 104: payload bytes per section, nblocks * 64 */
+	uint64_t file_bytes;          /* 112: size of the whole file */
 	char name[SHMF_NAME_MAX + 1]; /* 120: filter name, NUL-padded */
-	uint64_t cursor_ms;      /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
-	uint64_t cursor_seq;     /* 192:     when the copy began (0-0: none) */
-	uint32_t flags;          /* 200: v2: SHMF_SNAP_F_* */
-	uint32_t expansion;      /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
-	uint32_t bucket_size;    /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
-	uint8_t reserved[36];    /* 212: zero */
-	uint64_t header_xxh3;    /* 248: XXH3-64 (seed 0) of bytes 0..247 */
+	uint64_t cursor_ms;           /* 184: v2: the stream cursor <ms>-<seq> of a replicated filter */
+	uint64_t cursor_seq;          /* 192:     when the copy began (0-0: none) */
+	uint32_t flags;               /* 200: v2: SHMF_SNAP_F_* */
+	uint32_t expansion;           /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
+	uint32_t bucket_size;         /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
+	uint8_t reserved[36];         /* 212: zero */
+	uint64_t header_xxh3;         /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
 /* Header flags. */
@@ -92,14 +92,14 @@ struct shmf_snap_header {
 #define SHMF_SNAP_F_ALL (SHMF_SNAP_F_REPLICATED | SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING)
 
 struct shmf_snap_section {
-	uint64_t generation;     /*  0: generation number in the daemon that wrote it */
-	uint64_t created_epoch;  /*  8: when this generation began (unix seconds) */
-	uint64_t items;          /* 16: item counter (Bloom: adds that were new; cuckoo: copies) */
-	uint64_t deletes;        /* 24: cuckoo: copies deleted; Bloom: 0 */
-	uint32_t layer;          /* 32: v3: a growing filter's layer in this section (0 the first); else 0 */
-	uint32_t reserved0;      /* 36: zero */
-	uint64_t reserved[2];    /* 40: zero */
-	uint64_t xxh3;           /* 56: XXH3-64 (seed 0) of bytes 0..55 */
+	uint64_t generation;    /*  0: generation number in the daemon that wrote it */
+	uint64_t created_epoch; /*  8: when this generation began (unix seconds) */
+	uint64_t items;         /* 16: item counter (Bloom: adds that were new; cuckoo: copies) */
+	uint64_t deletes;       /* 24: cuckoo: copies deleted; Bloom: 0 */
+	uint32_t layer;         /* 32: v3: a growing filter's layer in this section (0 the first); else 0 */
+	uint32_t reserved0;     /* 36: zero */
+	uint64_t reserved[2];   /* 40: zero */
+	uint64_t xxh3;          /* 56: XXH3-64 (seed 0) of bytes 0..55 */
 };
 
 /*
@@ -122,12 +122,12 @@ struct shmf_snap_section {
  * that an iterator of a filter that was rotated, replaced or (cuckoo)
  * relocated entries since is told apart.
  */
-#define SHMF_CHUNK_MAGIC      "SHMFCHNK"
-#define SHMF_CHUNK_VERSION    1u
-#define SHMF_CHUNK_KIND_HEAD  1u
-#define SHMF_CHUNK_KIND_DATA  2u
-#define SHMF_CHUNK_BYTES      SHMF_SNAP_CHUNK /* payload bytes of a data chunk, at most */
-#define SHMF_CHUNK_TAG_MASK   0x7fffffffu
+#define SHMF_CHUNK_MAGIC     "SHMFCHNK"
+#define SHMF_CHUNK_VERSION   1u
+#define SHMF_CHUNK_KIND_HEAD 1u
+#define SHMF_CHUNK_KIND_DATA 2u
+#define SHMF_CHUNK_BYTES     SHMF_SNAP_CHUNK /* payload bytes of a data chunk, at most */
+#define SHMF_CHUNK_TAG_MASK  0x7fffffffu
 
 struct shmf_chunk_header {
 	char magic[8];       /*  0: "SHMFCHNK" */

@@ -37,7 +37,10 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 
 void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g)
 {
-	*g = (struct shmf_geometry){ .type = h->type, .k = h->k, .nblocks = h->nblocks, .nbuckets = h->nbuckets,
+	*g = (struct shmf_geometry){ .type = h->type,
+				     .k = h->k,
+				     .nblocks = h->nblocks,
+				     .nbuckets = h->nbuckets,
 				     .max_kicks = h->max_kicks,
 				     .bucket_size = h->bucket_size,
 				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };

@@ -191,7 +191,7 @@ static const char *file_kind(mode_t m)
 		mode_t type;
 		const char *name;
 	} kinds[] = {
-		{ S_IFREG, "a regular file" },     { S_IFDIR, "a directory" },   { S_IFIFO, "a FIFO" },
+		{ S_IFREG, "a regular file" },     { S_IFDIR, "a directory" },    { S_IFIFO, "a FIFO" },
 		{ S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" },
 		{ S_IFLNK, "a symbolic link" },
 	};
@@ -290,11 +290,11 @@ struct writer {
 	int err;          /* first -errno, 0 while all is well */
 	const char *step; /* what failed */
 	uint64_t off;
-	char base[256];   /* the target's name in dfd */
+	char base[256]; /* the target's name in dfd */
 	char tmpname[300];
 	struct snap_layout lay;
-	uint64_t *table;  /* lay.table_entries payload checksums */
-	void *buf;        /* one chunk */
+	uint64_t *table; /* lay.table_entries payload checksums */
+	void *buf;       /* one chunk */
 	const atomic_int *cancel;
 };
 
@@ -372,7 +372,8 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	const char *d = dirname(tmp);
 	int fd = io_open(AT_FDCWD, d, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return errmsg(err, errlen, -errno, "snapshot %s: cannot open directory %s: %s", path, d, strerror(errno));
+		return errmsg(err, errlen, -errno, "snapshot %s: cannot open directory %s: %s", path, d,
+			      strerror(errno));
 	return fd;
 }
 
@@ -388,8 +389,9 @@ static int target_check(int dfd, const char *base, const char *path, int force, 
 				       : errmsg(err, errlen, -errno, "snapshot %s: cannot stat the target: %s", path,
 						strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return errmsg(err, errlen, -EEXIST, "snapshot %s: the target is %s, not a snapshot file; not replacing it",
-			      path, file_kind(st.st_mode));
+		return errmsg(err, errlen, -EEXIST,
+			      "snapshot %s: the target is %s, not a snapshot file; not replacing it", path,
+			      file_kind(st.st_mode));
 	if (force)
 		return 0;
 	char magic[sizeof(((struct shmf_snap_header *)0)->magic)] = { 0 };
@@ -399,8 +401,9 @@ static int target_check(int dfd, const char *base, const char *path, int force, 
 	if (fd >= 0)
 		close(fd);
 	if (n < 0)
-		return errmsg(err, errlen, -e, "snapshot %s: cannot read the existing file to see whether it is a snapshot: %s",
-			      path, strerror(e));
+		return errmsg(err, errlen, -e,
+			      "snapshot %s: cannot read the existing file to see whether it is a snapshot: %s", path,
+			      strerror(e));
 	if ((size_t)n != sizeof(magic) || memcmp(magic, SHMF_SNAP_MAGIC, sizeof(magic)) != 0)
 		return errmsg(err, errlen, -EEXIST,
 			      "snapshot %s: the file exists and is not a snapshot (it does not begin with \"%s\"); not "
@@ -593,11 +596,11 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 			      p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
-	if ((h->flags & SHMF_SNAP_F_LAYERED) ? h->expansion == 0 || h->expansion > SHMF_EXPANSION_MAX || h->window_gens != 0 ||
-						       (h->flags & SHMF_SNAP_F_NONSCALING)
-					     : h->expansion != 0 ||
-						       ((h->flags & SHMF_SNAP_F_NONSCALING) &&
-							(h->type != SHMF_TYPE_BLOOM || h->window_gens != 0)))
+	if ((h->flags & SHMF_SNAP_F_LAYERED)
+		    ? h->expansion == 0 || h->expansion > SHMF_EXPANSION_MAX || h->window_gens != 0 ||
+			      (h->flags & SHMF_SNAP_F_NONSCALING)
+		    : h->expansion != 0 || ((h->flags & SHMF_SNAP_F_NONSCALING) &&
+					    (h->type != SHMF_TYPE_BLOOM || h->window_gens != 0)))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: flags 0x%x and expansion %u (bytes 200-207) do not describe a filter (a growing one "
 			      "expands by 1 to %u and has no window; NONSCALING is for a Bloom filter that does not grow)",
@@ -611,8 +614,8 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	    (h->window_gens != 0 && h->nsections > h->window_gens) ||
 	    (h->window_gens == 0 && h->nsections != 1 && !(h->flags & SHMF_SNAP_F_LAYERED)))
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections", p,
-			      h->window_secs, h->window_gens, h->nsections);
+			      "%s: window of %" PRIu64 " s and %u generations (bytes 88, 96) does not fit %u sections",
+			      p, h->window_secs, h->window_gens, h->nsections);
 	if (h->window_secs > SHMF_WINDOW_SECS_MAX)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: window of %" PRIu64 " s at byte 88 is longer than the longest window (%" PRIu64
@@ -642,19 +645,20 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 	}
 	if (rc < 0)
 		return errmsg(err, errlen, rc == SHMF_E_TOOBIG ? SHMF_E_TOOBIG : SHMF_E_FORMAT,
-			      "%s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape", p,
-			      h->capacity, fpr);
+			      "%s: capacity %" PRIu64 " at error rate %g (bytes 24, 32) does not give the stored shape",
+			      p, h->capacity, fpr);
 	if (h->section_bytes != h->nblocks * SHMF_BLOCK_BYTES)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: section size %" PRIu64 " at byte 104, expected %" PRIu64,
 			      p, h->section_bytes, h->nblocks * SHMF_BLOCK_BYTES);
 	struct snap_layout lay;
 	if ((rc = snapshot_layout(h, &lay, NULL)) < 0)
-		return errmsg(err, errlen, rc, "%s: the %u layers of this growing filter cannot be sized (expansion %u)",
-			      p, h->nsections, h->expansion);
+		return errmsg(err, errlen, rc,
+			      "%s: the %u layers of this growing filter cannot be sized (expansion %u)", p,
+			      h->nsections, h->expansion);
 	uint64_t want = lay.file_bytes;
 	if (h->file_bytes != want)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: file size field %" PRIu64 " at byte 112, expected %" PRIu64,
-			      p, h->file_bytes, want);
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: file size field %" PRIu64 " at byte 112, expected %" PRIu64, p, h->file_bytes, want);
 	return 0;
 }
 
@@ -664,7 +668,8 @@ int snapshot_header_check(const struct shmf_snap_header *h, const char *what, ch
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: bytes 0-7 are not \"%s\": not a snapshot file", what,
 			      SHMF_SNAP_MAGIC);
 	if (XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3)) != h->header_xxh3)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: header checksum mismatch (bytes 0-255 are damaged)", what);
+		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: header checksum mismatch (bytes 0-255 are damaged)",
+			      what);
 	if (h->version < SHMF_SNAP_VERSION_MIN || h->version > SHMF_SNAP_VERSION)
 		return errmsg(err, errlen, SHMF_E_VERSION, "%s: format version %u, this build reads versions %u to %u",
 			      what, h->version, SHMF_SNAP_VERSION_MIN, SHMF_SNAP_VERSION);
@@ -679,12 +684,13 @@ int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_
 		uint64_t at = sizeof(*h) + i * sizeof(*s);
 		if (XXH3_64bits(s, offsetof(struct shmf_snap_section, xxh3)) != s->xxh3)
 			return errmsg(err, errlen, SHMF_E_FORMAT,
-				      "%s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64 " are damaged)",
+				      "%s: section %u header checksum mismatch (bytes %" PRIu64 "-%" PRIu64
+				      " are damaged)",
 				      what, i, at, at + sizeof(*s) - 1);
 		if (s->generation == 0 || s->reserved0 | s->reserved[0] | s->reserved[1])
 			return errmsg(err, errlen, SHMF_E_FORMAT,
-				      "%s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set", what,
-				      i, at);
+				      "%s: section %u header (byte %" PRIu64 ") has generation 0 or reserved bits set",
+				      what, i, at);
 		/* A window number fits the journal's 32 bits (header_fields_check
 		 * bounded the window's length). */
 		if (h->window_secs != 0 && s->created_epoch / h->window_secs > SHMF_WINDOW_NUM_MAX)
@@ -696,8 +702,8 @@ int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_
 		uint32_t want = (h->flags & SHMF_SNAP_F_LAYERED) ? h->nsections - 1 - i : 0;
 		if (s->layer != want)
 			return errmsg(err, errlen, SHMF_E_FORMAT,
-				      "%s: section %u header (byte %" PRIu64 ") says layer %u, its place says %u", what, i,
-				      at + 32, s->layer, want);
+				      "%s: section %u header (byte %" PRIu64 ") says layer %u, its place says %u", what,
+				      i, at + 32, s->layer, want);
 	}
 	return 0;
 }
@@ -714,7 +720,8 @@ static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t err
 	sf->fd = io_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (sf->fd < 0 && errno == ELOOP)
 		return errmsg(err, errlen, -ELOOP,
-			      "snapshot %s: is a symbolic link, not a snapshot file (name the file it points to)", path);
+			      "snapshot %s: is a symbolic link, not a snapshot file (name the file it points to)",
+			      path);
 	if (sf->fd < 0)
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot open: %s", path, strerror(errno));
 	if (fstat(sf->fd, &st) < 0)
@@ -724,8 +731,9 @@ static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t err
 			      file_kind(st.st_mode));
 	*size = (uint64_t)st.st_size;
 	if (*size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)",
-			      path, *size);
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "snapshot %s: file is %" PRIu64 " bytes, too short for a snapshot (truncated?)", path,
+			      *size);
 	return 0;
 }
 
@@ -806,13 +814,15 @@ static int read_chunk_table(struct snap_file *sf, char *err, size_t errlen)
 	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
 	if (memcmp(&trailer[1], SHMF_SNAP_END_MAGIC, 8) != 0)
-		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)",
-			      path, table_off + table_bytes + 8);
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)", path,
+			      table_off + table_bytes + 8);
 	if (meta_checksum(h, sf->sec, n, sf->chunks, table_bytes, &sum) < 0)
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 	if (sum != trailer[0])
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "snapshot %s: trailer checksum mismatch (the chunk table at bytes %" PRIu64 "-%" PRIu64 " or the trailer is damaged)",
+			      "snapshot %s: trailer checksum mismatch (the chunk table at bytes %" PRIu64 "-%" PRIu64
+			      " or the trailer is damaged)",
 			      path, table_off, table_off + table_bytes + 7);
 	return 0;
 }
@@ -869,20 +879,22 @@ static int read_section(struct snap_file *sf, unsigned i, void *dst, int out_fd,
 		size_t len = (size_t)(bytes - at < h->chunk_bytes ? bytes - at : h->chunk_bytes);
 		char *p = dst != NULL ? (char *)dst + at : buf;
 		if ((rc = read_at(sf->fd, p, len, base + at)) < 0) {
-			rc = errmsg(err, errlen, rc, "snapshot %s: cannot read bytes %" PRIu64 "-%" PRIu64 ": %s", sf->path, base + at,
-				  base + at + len - 1, strerror(-rc));
+			rc = errmsg(err, errlen, rc, "snapshot %s: cannot read bytes %" PRIu64 "-%" PRIu64 ": %s",
+				    sf->path, base + at, base + at + len - 1, strerror(-rc));
 			break;
 		}
 		if (XXH3_64bits(p, len) != sf->chunks[sf->lay.chunk0[i] + c]) {
 			rc = errmsg(err, errlen, SHMF_E_FORMAT,
-				  "snapshot %s: checksum mismatch in section %u, bytes %" PRIu64 "-%" PRIu64 " (payload damaged)",
-				  sf->path, i, base + at, base + at + len - 1);
+				    "snapshot %s: checksum mismatch in section %u, bytes %" PRIu64 "-%" PRIu64
+				    " (payload damaged)",
+				    sf->path, i, base + at, base + at + len - 1);
 			break;
 		}
 		if (fn != NULL)
 			fn(arg, at, p, len);
 		if (out_fd >= 0 && (rc = fill_at(out_fd, p, len, out_off + at)) < 0) {
-			rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path, strerror(-rc));
+			rc = errmsg(err, errlen, rc, "snapshot %s: cannot write the new generation: %s", sf->path,
+				    strerror(-rc));
 			break;
 		}
 	}

@@ -197,16 +197,16 @@ uint64_t snapshot_file_bytes(unsigned nsections, uint64_t section_bytes, uint32_
  * filling up), and the next counted call fails.
  */
 enum snapshot_io {
-	SNAP_IO_OPEN,     /* open of the directory, the temporary file or a snapshot to read */
-	SNAP_IO_CHMOD,    /* fchmod of the temporary file */
-	SNAP_IO_WRITE,    /* pwrite into the temporary file */
-	SNAP_IO_FSYNC,    /* fsync of the temporary file */
-	SNAP_IO_CLOSE,    /* close of the temporary file (the descriptor is closed anyway) */
-	SNAP_IO_RENAME,   /* rename over the target */
-	SNAP_IO_DIRSYNC,  /* fsync of the directory */
-	SNAP_IO_ALLOC,    /* a buffer or checksum state */
-	SNAP_IO_READ,     /* pread of a snapshot */
-	SNAP_IO_FILL,     /* pwrite of a payload into a new generation */
+	SNAP_IO_OPEN,    /* open of the directory, the temporary file or a snapshot to read */
+	SNAP_IO_CHMOD,   /* fchmod of the temporary file */
+	SNAP_IO_WRITE,   /* pwrite into the temporary file */
+	SNAP_IO_FSYNC,   /* fsync of the temporary file */
+	SNAP_IO_CLOSE,   /* close of the temporary file (the descriptor is closed anyway) */
+	SNAP_IO_RENAME,  /* rename over the target */
+	SNAP_IO_DIRSYNC, /* fsync of the directory */
+	SNAP_IO_ALLOC,   /* a buffer or checksum state */
+	SNAP_IO_READ,    /* pread of a snapshot */
+	SNAP_IO_FILL,    /* pwrite of a payload into a new generation */
 	SNAP_IO_KINDS
 };
 

@@ -16,22 +16,22 @@
 /* What a filter is created from (configuration file or BF.RESERVE). */
 struct filter_spec {
 	char name[SHMF_NAME_MAX + 1];
-	int type;          /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint64_t capacity; /* keys */
-	double fpr;        /* target false-positive rate at capacity, in (0, 1) */
-	mode_t mode;       /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
-	uint32_t max_kicks;/* cuckoo: relocation bound, 0 for the default */
-	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4, 8), 0 for the default (4) */
+	int type;                 /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint64_t capacity;        /* keys */
+	double fpr;               /* target false-positive rate at capacity, in (0, 1) */
+	mode_t mode;              /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
+	uint32_t max_kicks;       /* cuckoo: relocation bound, 0 for the default */
+	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket (1, 2, 4, 8), 0 for the default (4) */
 	uint32_t lock_timeout_ms; /* cuckoo: longest wait for the relocation lock, 0 for the default (1 s) */
-	uint64_t window_secs; /* time window: seconds per generation, 0: none */
-	uint32_t window_gens; /* time window: generations kept (1..SHMF_WINDOW_MAX) */
-	int replicate;        /* fleet: journal its adds, seed from the fleet's secret (shmd/replication.h) */
-	uint32_t expansion;   /* growing filter: each new layer this many times the last (geometry.h); 0: fixed */
-	int nonscaling;       /* Bloom: adds of new keys past the capacity are refused (RedisBloom's NONSCALING) */
+	uint64_t window_secs;     /* time window: seconds per generation, 0: none */
+	uint32_t window_gens;     /* time window: generations kept (1..SHMF_WINDOW_MAX) */
+	int replicate;            /* fleet: journal its adds, seed from the fleet's secret (shmd/replication.h) */
+	uint32_t expansion;       /* growing filter: each new layer this many times the last (geometry.h); 0: fixed */
+	int nonscaling;           /* Bloom: adds of new keys past the capacity are refused (RedisBloom's NONSCALING) */
 	/* Configuration only: periodic snapshots (snapshot_every 0: none). */
-	uint64_t snapshot_every;   /* seconds between snapshots */
-	uint32_t snapshot_keep;    /* newest files kept */
-	char snapshot_dir[256];    /* "" : the instance's snapshot_dir */
+	uint64_t snapshot_every; /* seconds between snapshots */
+	uint32_t snapshot_keep;  /* newest files kept */
+	char snapshot_dir[256];  /* "" : the instance's snapshot_dir */
 };
 
 /** A Bloom filter @p name of 1,000,000 keys at 1% FPR, mode 0640, fixed
@@ -47,7 +47,7 @@ int spec_parse_kicks(const char *text, uint32_t *out);
 
 /* The cuckoo bucket sizes there are, and why only those, for messages. */
 #define SPEC_BUCKET_SIZES_LIST "1, 2, 4 or 8"
-#define SPEC_BUCKET_SIZES_WHY                                                                                 \
+#define SPEC_BUCKET_SIZES_WHY                                                                                        \
 	"(a bucket is one word that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints " \
 	"fit it only at 8 bits, 4 at 16 bits)"
 #define SPEC_BUCKET_SIZES SPEC_BUCKET_SIZES_LIST " " SPEC_BUCKET_SIZES_WHY
