@@ -3,12 +3,18 @@
  *
  * Design note
  * -----------
- * shmd (the supervisor daemon) keeps Bloom filters in memory-backed files
- * under <runtime dir>/<instance>/. A worker process opens a filter by name
- * with shmf_open() and then checks or adds keys with plain loads and atomic
- * fetch-or on the mapped bits: no syscall, no socket, no lock and no
- * allocation on the hot path. Each key is hashed once (XXH3-64 with the
- * filter's secret seed) and touches exactly one 64-byte block.
+ * shmd (the supervisor daemon) keeps Bloom and cuckoo filters in
+ * memory-backed files under <runtime dir>/<instance>/. A worker process
+ * opens a filter by name with shmf_open() and then checks, adds (and, for
+ * cuckoo, deletes and counts) keys with plain loads and atomic operations
+ * on the mapped memory: no syscall, no socket and no allocation on the hot
+ * path. Each key is hashed once (XXH3-64 with the filter's secret seed). A
+ * Bloom key touches one 64-byte block, set with atomic fetch-or; a cuckoo
+ * key its two candidate buckets, changed with one compare-and-swap each.
+ * Only a cuckoo add that must relocate fingerprints, or a capped add, takes
+ * the filter's relocation lock (a word in shared memory; see Caveats). A
+ * filter may be a ring of time windows or grow in layers; a handle follows
+ * new generations and layers by itself.
  *
  * The runtime directory is $SHMF_RUNTIME_DIR if set, else /run/shmd for root
  * and $XDG_RUNTIME_DIR/shmd for other users.

@@ -279,7 +279,7 @@ void cmd_shmf_replication(struct verb_call *c)
 	}
 }
 
-/* ---- SHMF.MERGE (issue 17) ---------------------------------------------- */
+/* ---- SHMF.MERGE ------------------------------------------------------- */
 
 /* SHMF.MERGE key path: OR a Bloom snapshot file (opened as the client,
  * checked whole first) into the live filter (merge.h), as a job of the
@@ -293,7 +293,7 @@ void cmd_shmf_merge(struct verb_call *c)
 	c->parked = filejob_merge(c->reg, c->req->argv[1], path, c->peer, c->out, c->sess);
 }
 
-/* ---- SHMF.RELOAD (issue 18) --------------------------------------------- */
+/* ---- SHMF.RELOAD ------------------------------------------------------ */
 
 /* SHMF.RELOAD: what SIGHUP does (reload.h), answered: an array of the
  * lines the log got, the last one the summary; or the parse error, with

@@ -125,13 +125,13 @@ verb_handler cmd_cf_reserve, cmd_cf_add, cmd_cf_addnx, cmd_cf_insert, cmd_cf_ins
 verb_handler cmd_shmf_list, cmd_shmf_info, cmd_shmf_drop, cmd_shmf_snapshot, cmd_shmf_swap, cmd_shmf_restore,
 	cmd_shmf_rotate, cmd_shmf_replication;
 
-/* ---- commands-scandump.c: a filter chunk by chunk (issue 17/20) ---- */
+/* ---- commands-scandump.c: a filter chunk by chunk ---- */
 verb_handler cmd_bf_scandump, cmd_bf_loadchunk, cmd_cf_scandump, cmd_cf_loadchunk;
 
 /* ---- commands-admin.c: SHMF.MERGE, SHMF.RELOAD ---- */
 verb_handler cmd_shmf_merge, cmd_shmf_reload;
 
-/* ---- commands-perms.c: SHMF.CHMOD and SHMF.RESIZE (issue 18) ---- */
+/* ---- commands-perms.c: SHMF.CHMOD and SHMF.RESIZE ---- */
 verb_handler cmd_shmf_chmod, cmd_shmf_resize;
 
 #endif

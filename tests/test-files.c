@@ -1,5 +1,5 @@
 /*
- * test-files.c - files named by clients against a real shmd (issue 19):
+ * test-files.c - files named by clients against a real shmd:
  * the event loop never waits on a file, only regular files are read,
  * snapshot targets are checked, and no temporary file outlives its writer.
  *

@@ -1,6 +1,6 @@
 /*
  * test-loop-waits.c - shmd's event loop never waits on what a client can
- * hold or write (issue 25): a writer of a 0660 cuckoo filter (a real
+ * hold or write: a writer of a 0660 cuckoo filter (a real
  * unprivileged user in the filter's group) sets the relocation lock word
  * to its own thread id, so the lock stays held for as long as it likes,
  * and raises the data header word where format 7 kept the lock timeout to

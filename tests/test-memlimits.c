@@ -3,7 +3,7 @@
  * allocate more than [instance] maxmemory_clients (plus the filters it
  * serves): against a real shmd running as root, with clients that are
  * forked processes of an unprivileged user created for the test (and
- * removed after it), each attack of issue 25 again, with shmd's RSS
+ * removed after it), each memory attack a local user could make, with shmd's RSS
  * (/proc/PID/status VmRSS, and VmHWM reset before each attack) measured
  * before, during and after, while root PINGs from another connection
  * every 10 ms (95% under 50 ms, none over 1 s: docs/testing.md):
