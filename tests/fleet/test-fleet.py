@@ -419,10 +419,28 @@ def case_duplicates(build):
         counts = {x.name: x.worker("count", "dupc", "--prefix", "two:", "--count", n)["counts"] for x in nodes}
         ones = {x.name: x.worker("count", "dupc", "--prefix", "one:", "--count", n)["counts"] for x in nodes}
         print("cuckoo copies of the replayed keys (histogram 0..8): %r" % counts)
-        check(counts["node1"][1] == n and counts["node3"][1] == n, "node1/node3 counts changed: %r" % counts)
-        check(counts["node2"][0] == 0, "node2 lost replayed keys: %r" % counts["node2"])
-        check(counts["node2"][2] == n, "node2: expected 2 copies of each of %d replayed adds: %r" % (n, counts["node2"]))
-        check(all(h[1] == n for h in ones.values()), "keys before the moved cursor changed: %r" % ones)
+        # A count is of a key's fingerprint in its two buckets, so a key
+        # that shares both with another key (about 2 in 4,000 here, by the
+        # run's seed) counts the other's copies too. A key counted once on
+        # node1 shares them with no key: on node2 it counts exactly 2 (its
+        # add replayed once); a key counted c >= 2 on node1 counts at least
+        # c + 1 on node2. So node2's 2s are node1's 1s, and node2 has no key
+        # under 2. node1 and node3 hold the same adds: the same histogram.
+        check(counts["node1"] == counts["node3"], "node1/node3 counts differ: %r" % counts)
+        check(counts["node1"][0] == 0 and counts["node1"][1] >= n * 0.95, "node1 counts changed: %r" % counts)
+        check(counts["node2"][0] == 0 and counts["node2"][1] == 0, "node2 lost replayed keys: %r" % counts["node2"])
+        check(
+            counts["node2"][2] == counts["node1"][1],
+            "node2: expected 2 copies of each replayed add counted once elsewhere (%d): %r"
+            % (counts["node1"][1], counts["node2"]),
+        )
+        # Keys added before the moved cursor were not replayed: one counted
+        # once on node1 is counted once on node2 too.
+        check(ones["node1"] == ones["node3"], "keys before the moved cursor differ on node1/node3: %r" % ones)
+        check(
+            ones["node2"][0] == 0 and ones["node2"][1] == ones["node1"][1] and ones["node1"][1] >= n * 0.95,
+            "keys before the moved cursor changed: %r" % ones,
+        )
         figure("duplicates_replayed_entries", n, "per filter")
         figure("duplicates_bloom_bits_changed", 0)
         figure("duplicates_cuckoo_extra_copies", counts["node2"][2], "of %d replayed adds" % n)
