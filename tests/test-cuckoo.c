@@ -315,7 +315,8 @@ static void stall_reads(void)
 
 /*
  * 4 writers add and delete keys of their own (@p churn each, @p rounds
- * rounds of deleting half and adding it back), keeping the table near its
+ * rounds of deleting half and adding it back, and more until the readers
+ * have swept twice), keeping the table near its
  * load so relocations run all the time, while 2 readers check @p stable
  * keys that are never deleted: a reader that finds one absent fails.
  * @return the relocations made meanwhile.
@@ -345,7 +346,11 @@ static uint64_t churn_and_check(struct table *t, uint64_t stable, uint64_t churn
 				if (shmf_cuckoo_add(&t->g, &k) != 0)
 					_exit(2);
 			}
-			for (int round = 0; round < rounds; round++) {
+			/* The rounds asked for, and more until the readers have
+			 * swept twice meanwhile: on a busy machine they may get
+			 * no time before the rounds end (CI once saw 0 sweeps). */
+			for (int round = 0; round < rounds || (atomic_load(&sh->sweeps) < 2 && round < 1000 * rounds);
+			     round++) {
 				for (uint64_t i = (uint64_t)round & 1; i < churn; i += 2) {
 					struct shmf_cuckoo_key k = key(t, family, i);
 					if (shmf_cuckoo_del(&t->g, &k) != 1)
