@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "run-named.h"
 #include "hash.h"
 #include "rundir.h"
 #include "snapshot.h"
@@ -224,18 +225,7 @@ void fixture_reap(pid_t pid)
 int fixture_run_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n, const char *const *names,
 		      size_t nnames)
 {
-	const char *which = argc > 1 ? argv[1] : "all";
-	if (n != nnames) {
-		fprintf(stderr, "%s: %zu tests but %zu names\n", argv[0], n, nnames);
-		return 2;
-	}
-	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests(argv[0], tests, n, NULL, NULL);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, NULL, NULL);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	return run_named_tests(argv[0], argc > 1 ? argv[1] : NULL, tests, n, names, nnames, NULL, NULL);
 }
 
 int fixture_long_mode(void)

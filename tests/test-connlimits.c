@@ -55,6 +55,7 @@
 
 #include "daemon-process.h"
 #include "users.h"
+#include "run-named.h"
 
 #define INSTANCE "cl"
 #define PING     "*1\r\n$4\r\nPING\r\n"
@@ -707,13 +708,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_pending),  cmocka_unit_test(test_abrupt),  cmocka_unit_test(test_tcp_addr),
 	};
 	static const char *const names[] = { "per_user", "lockout", "idle", "pending", "abrupt", "tcp_addr" };
-	const size_t n = sizeof(tests) / sizeof(tests[0]);
-	const char *which = argc > 3 ? argv[3] : "all";
-	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests("connlimits", tests, n, setup, teardown);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	return RUN_NAMED("connlimits", argc > 3 ? argv[3] : NULL, tests, names, setup, teardown);
 }

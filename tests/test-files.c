@@ -41,6 +41,7 @@
 #include "daemon-process.h"
 #include "ping-timing.h"
 #include "shmf.h"
+#include "run-named.h"
 
 #define INSTANCE "files"
 static const char *shmd_path, *shmctl_path;
@@ -510,19 +511,11 @@ int main(int argc, char **argv)
 	}
 	shmd_path = argv[1];
 	shmctl_path = argv[2];
-	const char *only = argc > 3 ? argv[3] : NULL;
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test_setup_teardown(test_slow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
 	};
 	static const char *const names[] = { "slow", "targets", "killed" };
-	for (size_t i = 0; i < 3; i++)
-		if (only != NULL && strcmp(only, names[i]) == 0)
-			return _cmocka_run_group_tests(names[i], &all[i], 1, NULL, NULL);
-	if (only != NULL) {
-		fprintf(stderr, "test-files: unknown test '%s'\n", only);
-		return 2;
-	}
-	return cmocka_run_group_tests(all, NULL, NULL);
+	return RUN_NAMED("files", argc > 3 ? argv[3] : NULL, all, names, NULL, NULL);
 }

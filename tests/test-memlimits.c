@@ -54,6 +54,7 @@
 
 #include "daemon-process.h"
 #include "users.h"
+#include "run-named.h"
 
 #define INSTANCE "ml"
 #define PING     "*1\r\n$4\r\nPING\r\n"
@@ -817,13 +818,5 @@ int main(int argc, char **argv)
 	static const char *const names[] = {
 		"arrays", "partial", "scandump", "multi", "names", "too_large", "reserved"
 	};
-	const size_t n = sizeof(tests) / sizeof(tests[0]);
-	const char *which = argc > 2 ? argv[2] : "all";
-	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests("memlimits", tests, n, setup, teardown);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	return RUN_NAMED("memlimits", argc > 2 ? argv[2] : NULL, tests, names, setup, teardown);
 }

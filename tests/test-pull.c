@@ -31,6 +31,7 @@
 
 #include "daemon-process.h"
 #include "snapshot-format.h"
+#include "run-named.h"
 
 #define PASSWORD "pull-test-pw"
 #define NKEYS    20000
@@ -428,13 +429,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
 	};
 	static const char *const names[] = { "pull", "merge" };
-	const char *only = argc > 3 ? argv[3] : NULL;
-	for (size_t i = 0; only != NULL && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(only, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, NULL, NULL);
-	if (only != NULL) {
-		fprintf(stderr, "unknown test '%s'\n", only);
-		return 2;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_NAMED("pull", argc > 3 ? argv[3] : NULL, tests, names, NULL, NULL);
 }

@@ -40,6 +40,7 @@
 #include "daemon-process.h"
 #include "fixture.h"
 #include "users.h"
+#include "run-named.h"
 
 #define INSTANCE "qt"
 #define QUOTA    (2u << 20)
@@ -391,13 +392,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_host),
 	};
 	static const char *const names[] = { "growth", "replace", "host" };
-	const size_t n = sizeof(tests) / sizeof(tests[0]);
-	const char *which = argc > 2 ? argv[2] : "all";
-	if (!strcmp(which, "all"))
-		return _cmocka_run_group_tests("quotas", tests, n, setup, teardown);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(which, names[i]))
-			return _cmocka_run_group_tests(names[i], &tests[i], 1, setup, teardown);
-	fprintf(stderr, "unknown test '%s'\n", which);
-	return 2;
+	return RUN_NAMED("quotas", argc > 2 ? argv[2] : NULL, tests, names, setup, teardown);
 }
