@@ -218,18 +218,28 @@ int sock_free_port(void)
 	return ntohs(sa.sin_port);
 }
 
-void sock_send_all(int fd, const void *buf, size_t len)
+int sock_send_quiet(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	while (len > 0) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			fail_msg("send: %s", n < 0 ? strerror(errno) : "nothing sent");
+		if (n <= 0) {
+			if (n == 0)
+				errno = EPIPE;
+			return -1;
+		}
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+void sock_send_all(int fd, const void *buf, size_t len)
+{
+	if (sock_send_quiet(fd, buf, len) < 0)
+		fail_msg("send: %s", strerror(errno));
 }
 
 size_t sock_read_some(int fd, char *buf, size_t cap, size_t want, int timeout_ms)

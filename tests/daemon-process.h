@@ -95,6 +95,10 @@ int sock_free_port(void);
 /** Send all @p len bytes (no SIGPIPE); fails the test if the peer is gone. */
 void sock_send_all(int fd, const void *buf, size_t len);
 
+/** Send all of @p buf to @p fd, retrying on EINTR, without failing the
+ * test. @return 0, or -1 once the peer is gone (closed for memory, say). */
+int sock_send_quiet(int fd, const void *buf, size_t len);
+
 /**
  * Read until @p want bytes arrived, the peer closed, or nothing came for
  * @p timeout_ms. NUL-terminates @p buf (so at most @p cap - 1 bytes).

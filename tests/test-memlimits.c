@@ -200,23 +200,6 @@ static void raise_fds(void)
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-/* Send what can be sent; 0, or -1 once the peer is gone (closed for
- * memory, as the attacks expect). Never fails the test. */
-static int send_quiet(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 struct attacker {
 	pid_t pid;
 	int ready;   /* the child writes a byte here once its attack is sent */
@@ -363,7 +346,8 @@ static int attack_arrays(void)
 		memcpy(empties + 6 * i, "$0\r\n\r\n", 6);
 	for (int i = 0; i < 100; i++) {
 		int fd = sock_unix_connect(sock_path);
-		if (fd < 0 || send_quiet(fd, "*1048576\r\n", 10) < 0 || send_quiet(fd, empties, sizeof(empties)) < 0)
+		if (fd < 0 || sock_send_quiet(fd, "*1048576\r\n", 10) < 0 ||
+		    sock_send_quiet(fd, empties, sizeof(empties)) < 0)
 			return 10;
 		/* kept open: the request stays incomplete */
 	}
@@ -405,12 +389,12 @@ static int attack_partial(void)
 		int fd = sock_unix_connect(sock_path);
 		if (fd < 0)
 			return 10;
-		if (send_quiet(fd, "*4\r\n$4\r\nECHO\r\n", 14) < 0)
+		if (sock_send_quiet(fd, "*4\r\n$4\r\nECHO\r\n", 14) < 0)
 			continue;
 		for (int a = 0; a < 3; a++) {
 			size_t len = a < 2 ? arg : arg / 2;
-			if (send_quiet(fd, hdr, (size_t)h) < 0 || send_quiet(fd, body, len) < 0 ||
-			    (a < 2 && send_quiet(fd, "\r\n", 2) < 0))
+			if (sock_send_quiet(fd, hdr, (size_t)h) < 0 || sock_send_quiet(fd, body, len) < 0 ||
+			    (a < 2 && sock_send_quiet(fd, "\r\n", 2) < 0))
 				break; /* closed for memory */
 		}
 	}
@@ -477,7 +461,7 @@ static int attack_scandump(void)
 		int fd = sock_unix_connect(sock_path);
 		if (fd < 0)
 			return 10;
-		send_quiet(fd, pipeline, n); /* and never read */
+		sock_send_quiet(fd, pipeline, n); /* and never read */
 	}
 	free(pipeline);
 	return 0;
@@ -529,13 +513,13 @@ static int attack_multi(void)
 		fds[c] = sock_unix_connect(sock_path);
 		if (fds[c] < 0)
 			return 10;
-		send_quiet(fds[c], "*1\r\n$5\r\nMULTI\r\n", 15);
+		sock_send_quiet(fds[c], "*1\r\n$5\r\nMULTI\r\n", 15);
 	}
 	/* In turns, so that the four grow together; what comes back
 	 * (+QUEUED, then the refusals) is left unread. */
 	for (int i = 0; i < 1000; i++)
 		for (int c = 0; c < 4; c++)
-			if (fds[c] >= 0 && send_quiet(fds[c], req, n) < 0) {
+			if (fds[c] >= 0 && sock_send_quiet(fds[c], req, n) < 0) {
 				close(fds[c]);
 				fds[c] = -1;
 			}
@@ -644,9 +628,9 @@ static int attack_reserved(void)
 			return 10;
 		if (c == 2)
 			break; /* idle */
-		if (send_quiet(fd, "*3\r\n$4\r\nECHO\r\n", 14) < 0 || send_quiet(fd, hdr, (size_t)h) < 0 ||
-		    send_quiet(fd, body, arg) < 0 || send_quiet(fd, "\r\n", 2) < 0 ||
-		    send_quiet(fd, hdr, (size_t)h) < 0 || send_quiet(fd, body, arg / 4) < 0)
+		if (sock_send_quiet(fd, "*3\r\n$4\r\nECHO\r\n", 14) < 0 || sock_send_quiet(fd, hdr, (size_t)h) < 0 ||
+		    sock_send_quiet(fd, body, arg) < 0 || sock_send_quiet(fd, "\r\n", 2) < 0 ||
+		    sock_send_quiet(fd, hdr, (size_t)h) < 0 || sock_send_quiet(fd, body, arg / 4) < 0)
 			return 11;
 	}
 	free(body);
@@ -710,7 +694,7 @@ static int ask_too_large(void)
 	size_t n = (size_t)sprintf(wire, "*%d\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n", N + 2);
 	for (int i = 0; i < N; i++, n += 12)
 		memcpy(wire + n, "$6\r\nbf.add\r\n", 12);
-	if (send_quiet(fd, wire, n) < 0)
+	if (sock_send_quiet(fd, wire, n) < 0)
 		return 14;
 	free(wire);
 	if (read_line(fd, too_large_line, sizeof(too_large_line)) < 0 ||
