@@ -417,7 +417,8 @@ static int conn_run(struct server *s, struct conn *c, const struct request *req)
 	/* Judge the reply before the request runs: one that could pass the
 	 * limit on unsent replies waits until the client has read enough;
 	 * one that could pass it alone is refused. */
-	size_t need = verbs_reply_max(&c->sess, req), pending = reply_pending(&c->out);
+	const struct verb *v = verbs_of(req); /* looked up once, for the bound and the dispatch */
+	size_t need = verbs_reply_max(&c->sess, v, req), pending = reply_pending(&c->out);
 	if (pending > 0 && pending + need > OUTPUT_HIGH_WATER) {
 		c->held = *req; /* valid until the reader's next request */
 		c->full = 1;
@@ -443,7 +444,7 @@ static int conn_run(struct server *s, struct conn *c, const struct request *req)
 	 * closed first, this one too if it is the largest. */
 	if (make_room(s, c, need) < 0)
 		return 1;
-	int r = verbs_dispatch(&c->sess, s->reg, req, &c->out);
+	int r = verbs_dispatch_row(&c->sess, s->reg, v, req, &c->out);
 	if (r == VERB_WAIT) {
 		c->held = *req; /* valid until the reader's next request */
 		c->waiting = 1;

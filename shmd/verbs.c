@@ -198,9 +198,13 @@ size_t verb_reply_max(const struct verb *v, const struct request *req)
 	}
 }
 
-size_t verbs_reply_max(const struct session *s, const struct request *req)
+const struct verb *verbs_of(const struct request *req)
 {
-	const struct verb *v = req->argc > 0 ? verbs_find(req->argv[0], req->lens[0]) : NULL;
+	return req->argc > 0 ? verbs_find(req->argv[0], req->lens[0]) : NULL;
+}
+
+size_t verbs_reply_max(const struct session *s, const struct verb *v, const struct request *req)
+{
 	if (v == NULL || !verb_arity_ok(v, req->argc) || (s->in_multi && !multi_runs_now(v)))
 		return VERB_REPLY_SMALL; /* an error, or +QUEUED */
 	if (v->run == cmd_exec)
@@ -217,18 +221,12 @@ const struct verb *verbs_at(size_t i)
 
 const struct verb *verbs_find(const char *name, size_t len)
 {
-	/* The verb found last first: the server asks for a request's verb
-	 * twice (its reply's most, then the dispatch), and a pipeline mostly
-	 * repeats one verb. Single-threaded, as the whole table's users are. */
-	static const struct verb *last;
-	if (last != NULL && strcasecmp(name, last->name) == 0 && strlen(name) == len)
-		return last;
 	/* The first letter first: most rows differ there, and a check over
 	 * TCP should not pay for a string comparison with every verb. */
 	const int first = tolower((unsigned char)name[0]);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (verbs[i].name[0] == first && strcasecmp(name, verbs[i].name) == 0 && strlen(name) == len)
-			return last = &verbs[i];
+			return &verbs[i];
 	return NULL;
 }
 
@@ -259,12 +257,17 @@ static int may_run(const struct session *s, const struct verb *v, const struct r
 
 int verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
 {
+	return verbs_dispatch_row(s, reg, verbs_of(req), req, out);
+}
+
+int verbs_dispatch_row(struct session *s, struct registry *reg, const struct verb *v, const struct request *req,
+		       struct reply *out)
+{
 	out->proto = s->proto;
 	if (req->argc < 1) {
 		reply_error(out, "ERR empty request");
 		return VERB_DONE;
 	}
-	const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
 	if (!may_run(s, v, req, out)) {
 		s->multi_dirty |= s->in_multi; /* Redis: EXEC then answers -EXECABORT */
 		return VERB_DONE;

@@ -120,12 +120,16 @@ static inline int verb_arity_ok(const struct verb *v, int argc)
 	return argc >= v->min_args && (v->max_args < 0 || argc <= v->max_args);
 }
 
+/** The row of @p req's verb (argv[0]), or NULL (none, or an empty request). */
+const struct verb *verbs_of(const struct request *req);
+
 /**
- * The most bytes the reply to @p req can take in session @p s: the row's
- * reply_max, a small bound for a request that is refused or queued (inside
- * MULTI), and for EXEC the sum of what it queued (multi.h).
+ * The most bytes the reply to @p req (verb @p v, verbs_of(req)) can take
+ * in session @p s: the row's reply_max, a small bound for a request that
+ * is refused or queued (inside MULTI), and for EXEC the sum of what it
+ * queued (multi.h).
  */
-size_t verbs_reply_max(const struct session *s, const struct request *req);
+size_t verbs_reply_max(const struct session *s, const struct verb *v, const struct request *req);
 
 /**
  * Execute @p req for session @p s and append exactly one reply to @p out:
@@ -141,5 +145,9 @@ size_t verbs_reply_max(const struct session *s, const struct request *req);
  *         appended: call again with the same request once a job ended).
  */
 int verbs_dispatch(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+
+/** verbs_dispatch() of a request whose row the caller looked up: @p v is verbs_of(@p req). */
+int verbs_dispatch_row(struct session *s, struct registry *reg, const struct verb *v, const struct request *req,
+		       struct reply *out);
 
 #endif

@@ -56,7 +56,7 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 		while ((rc = request_reader_next(rr, &req)) == 1) {
 			/* Every reply within what its verb's row says it can
 			 * take (the server judges requests by that). */
-			size_t most = verbs_reply_max(&sess, &req), before = out.len;
+			size_t most = verbs_reply_max(&sess, verbs_of(&req), &req), before = out.len;
 			verbs_dispatch(&sess, &fx.reg, &req, &out);
 			if (out.len - before > most)
 				fail_msg("'%s': a reply of %zu bytes, more than the %zu its row allows", req.argv[0],
