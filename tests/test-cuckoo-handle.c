@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -512,6 +514,59 @@ static void test_lock_timeout(void **state)
 	assert_non_null(strstr(err, "lock timeout applies to cuckoo filters only"));
 }
 
+/* Every version stripe of the table being read, bumped by every read
+ * (shmf_cuckoo_read_hook): no read ever comes out consistent. */
+static struct shmf_cuckoo_meta *racing_meta;
+
+static void race_every_read(void)
+{
+	for (unsigned i = 0; i < SHMF_CUCKOO_STRIPES; i++)
+		atomic_fetch_add(&racing_meta->version[i], 2);
+}
+
+/*
+ * A thread that may not wait (deadline now, as shmd's event loop runs)
+ * gets SHMF_E_BUSY from a check whose reads moves keep racing, one key or
+ * a batch, never "absent" for a key the filter holds; without the
+ * deadline the same check waits out its tries and finds the key.
+ */
+static void test_nowait_reads(void **state)
+{
+	(void)state;
+	fixture_filter(&fx, "nw", SHMF_TYPE_CUCKOO, 2000, 0.01);
+	shmf_t *f = fixture_open("nw", SHMF_RDWR);
+	assert_int_equal(shmf_add(f, "k", 1), 1);
+	char path[600];
+	fixture_data_path(&fx, "nw", path, sizeof(path));
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(base != MAP_FAILED);
+	close(fd);
+	racing_meta = (struct shmf_cuckoo_meta *)(base + SHMF_DATA_BLOCKS_OFF);
+
+	unsigned tries = shmf_cuckoo_read_tries;
+	shmf_cuckoo_read_tries = 0; /* straight to the read one move cannot fool */
+	shmf_cuckoo_read_hook = race_every_read;
+	uint64_t saved = shmf_cuckoo_wait_deadline(0);
+	shmf_key_t keys[2] = { { "k", 1 }, { "k", 1 } };
+	uint8_t out[2] = { 0, 0 };
+	assert_int_equal(shmf_check(f, "k", 1), SHMF_E_BUSY);
+	assert_int_equal(shmf_count(f, "k", 1), SHMF_E_BUSY);
+	assert_int_equal(shmf_check_many(f, keys, 2, out), SHMF_E_BUSY);
+	shmf_cuckoo_wait_deadline(saved);
+	/* A thread that may wait: the tries run out, and the read that one
+	 * move cannot fool still finds the key. */
+	assert_int_equal(shmf_check(f, "k", 1), 1);
+	assert_int_equal(shmf_check_many(f, keys, 2, out), 2);
+	shmf_cuckoo_read_hook = NULL;
+	shmf_cuckoo_read_tries = tries;
+	munmap(base, (size_t)st.st_size);
+	shmf_close(f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -519,8 +574,9 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_batches_fill_up, fx),     fixture_unit_test(test_threads_share_a_handle, fx),
 		fixture_unit_test(test_threads_own_handles, fx), fixture_unit_test(test_handle_shared_across_fork, fx),
 		fixture_unit_test(test_reader_file_lock, fx),    fixture_unit_test(test_lock_timeout, fx),
+		fixture_unit_test(test_nowait_reads, fx),
 	};
-	const char *const names[] = { "cap",         "calls", "batches",     "threads",
-				      "threads_own", "fork",  "reader_lock", "lock_timeout" };
+	const char *const names[] = { "cap",  "calls",       "batches",      "threads",     "threads_own",
+				      "fork", "reader_lock", "lock_timeout", "nowait_reads" };
 	return fixture_run(argc, argv, all, names);
 }
