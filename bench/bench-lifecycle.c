@@ -191,6 +191,7 @@ int main(int argc, char **argv)
 	}
 	munmap(b, sizeof(*b));
 	registry_close(&reg, 1);
+	unlink(path); /* sw.snap: the directory goes only empty */
 	rmdir(root);
 	return 0;
 }
