@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "commands.h"
-#include "keyspace.h"
+#include "expires.h"
 #include "merge.h"
 #include "reload.h"
 #include "filejobs.h"
@@ -136,7 +136,7 @@ void cmd_shmf_drop(struct verb_call *c)
 		return;
 	int rc = registry_drop(c->reg, c->req->argv[1], err, sizeof(err));
 	if (rc == 0)
-		keyspace_forget(c->reg, c->req->argv[1]); /* an expiry ends with its filter */
+		expires_forget(c->reg, c->req->argv[1]); /* an expiry ends with its filter */
 	reply_done(c, rc, err);
 }
 

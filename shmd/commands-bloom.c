@@ -66,7 +66,7 @@ static int growth_apply(struct verb_call *c, const struct growth *g, int insert,
 		/* BF.INSERT: as RedisBloom, NONSCALING wins over EXPANSION. */
 		spec->expansion = 0;
 	} else if (g->expansion == NULL && !g->fixed && spec->window_secs == 0) {
-		spec->expansion = cmd_defaults(c)->bloom_expansion;
+		spec->expansion = session_defaults(c->sess)->bloom_expansion;
 	}
 	if (g->fixed && (g->expansion != NULL || g->nonscaling)) {
 		reply_error(c->out, "ERR FIXED cannot be combined with EXPANSION or NONSCALING (a FIXED filter neither "

@@ -110,7 +110,7 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 		}
 		spec->max_kicks = (uint32_t)v;
 	}
-	long long bucket = cmd_defaults(c)->cuckoo_bucket_size;
+	long long bucket = session_defaults(c->sess)->cuckoo_bucket_size;
 	if (nums->bucketsize != NULL) {
 		if (rb_integer(nums->bucketsize, &bucket) < 0) {
 			reply_rb_error(c->out, RB_CF_BAD_BUCKETSIZE);
@@ -193,7 +193,7 @@ static int cf_options(struct verb_call *c, long long capacity, struct filter_spe
 		if (cf_option(c, opt, req->argv[++i], spec, &nums) < 0)
 			return SHMF_E_INVAL;
 	}
-	spec->expansion = cmd_cuckoo_expansion(cmd_defaults(c)->cuckoo_expansion);
+	spec->expansion = cmd_cuckoo_expansion(session_defaults(c->sess)->cuckoo_expansion);
 	if (cf_checks(c, &nums, expansion, capacity, spec) < 0 || cmd_window_complete(c, spec) < 0)
 		return SHMF_E_INVAL;
 	/* A windowed filter rotates instead of growing. */
@@ -330,7 +330,7 @@ static void insert(struct verb_call *c, int nx)
 				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 				return;
 			}
-			if (cap < 2 * (long long)cmd_defaults(c)->cuckoo_bucket_size) {
+			if (cap < 2 * (long long)session_defaults(c->sess)->cuckoo_bucket_size) {
 				reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
 				return;
 			}

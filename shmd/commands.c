@@ -15,7 +15,7 @@
 #include "errors.h"
 #include "grow.h"
 #include "keyjob.h"
-#include "keyspace.h"
+#include "expires.h"
 #include "quotas.h"
 #include "session.h"
 #include "spec.h"
@@ -99,12 +99,6 @@ void cmd_lib_error(struct verb_call *c, int rc)
 		reply_lib_error(c->out, c->req->argv[1], rc);
 }
 
-const struct filter_defaults *cmd_defaults(const struct verb_call *c)
-{
-	const struct server_view *v = c->sess != NULL ? c->sess->srv : NULL;
-	return v != NULL && v->defaults != NULL ? v->defaults : &filter_defaults_builtin;
-}
-
 int cmd_lookup(struct verb_call *c)
 {
 	if (c->key_rc < 0)
@@ -114,7 +108,7 @@ int cmd_lookup(struct verb_call *c)
 
 void cmd_auto_spec(struct verb_call *c, int type, struct filter_spec *spec)
 {
-	const struct filter_defaults *d = cmd_defaults(c);
+	const struct filter_defaults *d = session_defaults(c->sess);
 	spec_defaults(spec, c->req->argv[1]);
 	spec->type = type;
 	spec->mode = d->mode;
@@ -152,7 +146,7 @@ int commands_autocreate(struct verb_call *c, const struct filter_spec *spec)
 {
 	/* A connection that may not create filters gets what RedisBloom
 	 * answers when auto-create is off: the filter is not found. */
-	if (!cmd_defaults(c)->auto_create || !roles_role_creates(c->sess)) {
+	if (!session_defaults(c->sess)->auto_create || !roles_role_creates(c->sess)) {
 		reply_rb_error(c->out, RB_NOT_FOUND);
 		return SHMF_E_NOTFOUND;
 	}
@@ -379,7 +373,7 @@ int cmd_create(struct verb_call *c, const struct filter_spec *spec)
 	else if (rc < 0)
 		reply_error(c->out, "ERR %s", err);
 	else
-		keyspace_forget(c->reg, spec->name); /* a new filter has no expiry, as a new Redis key */
+		expires_forget(c->reg, spec->name); /* a new filter has no expiry, as a new Redis key */
 	return rc;
 }
 

@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "reply.h"
 #include "request.h"
+#include "session.h"
 #include "verbs.h"
 
 /* ---- commands.c: what the families share ---- */
@@ -39,9 +40,6 @@ shmf_t *cmd_filter(struct verb_call *c, int type);
 
 /** Reply with libshmf's error @p rc on filter argv[1]. */
 void cmd_lib_error(struct verb_call *c, int rc);
-
-/** The [defaults] the connection's server was started with (defaults.h). */
-const struct filter_defaults *cmd_defaults(const struct verb_call *c);
 
 /** The slot of filter argv[1], or SHMF_E_NOTFOUND (also for a name no filter may have), without replying. */
 int cmd_lookup(struct verb_call *c);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "expires.h"
 #include "errors.h"
 #include "keyspace.h"
 #include "log.h"
@@ -25,162 +26,6 @@
 /* RedisBloom's type names, which TYPE answers and SCAN ... TYPE takes. */
 #define TYPE_BLOOM  "MBbloom--"
 #define TYPE_CUCKOO "MBbloomCF"
-
-struct expiry {
-	char name[SHMF_NAME_MAX + 1];
-	uint64_t at_ms; /* unix milliseconds */
-};
-
-/* The table, for the one registry a daemon has (tests open several in
- * turn: a different registry reloads it). */
-static struct {
-	const struct registry *reg;
-	unsigned n;
-	struct expiry e[SHMF_SLOTS];
-} tab;
-
-static uint64_t now_unix_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-/* Read the table from the instance directory: a line "<ms> <name>" per
- * expiry; lines that do not parse are skipped, with a warning. */
-static void load(struct registry *r)
-{
-	tab.reg = r;
-	tab.n = 0;
-	int fd = openat(r->dir.fd, KEYSPACE_EXPIRES_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (f == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	char line[SHMF_NAME_MAX + 64];
-	while (fgets(line, sizeof(line), f) != NULL && tab.n < SHMF_SLOTS) {
-		struct expiry *x = &tab.e[tab.n];
-		char *nl = strchr(line, '\n');
-		if (nl != NULL)
-			*nl = '\0';
-		char *sp = strchr(line, ' ');
-		char *end;
-		errno = 0;
-		x->at_ms = strtoull(line, &end, 10);
-		if (sp == NULL || end != sp || errno != 0 || shmf_name_check(sp + 1) < 0) {
-			log_msg(LOG_WARNING, "%s/%s: skipping a line that is not '<ms> <filter>'", r->dir_path,
-				KEYSPACE_EXPIRES_FILE);
-			continue;
-		}
-		snprintf(x->name, sizeof(x->name), "%s", sp + 1);
-		tab.n++;
-	}
-	fclose(f);
-}
-
-static void ensure_loaded(struct registry *r)
-{
-	if (tab.reg != r)
-		load(r);
-}
-
-/* Replace the file with the table (a temporary file renamed over it, so a
- * crash leaves the old table or the new one). A failure is logged: the
- * expiries still hold until shmd restarts. */
-static void save(struct registry *r)
-{
-	static const char tmp[] = KEYSPACE_EXPIRES_FILE ".tmp";
-	if (tab.n == 0) {
-		if (unlinkat(r->dir.fd, KEYSPACE_EXPIRES_FILE, 0) < 0 && errno != ENOENT)
-			log_msg(LOG_WARNING, "%s/%s: cannot remove: %s", r->dir_path, KEYSPACE_EXPIRES_FILE,
-				strerror(errno));
-		return;
-	}
-	int fd = openat(r->dir.fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (f == NULL) {
-		log_msg(LOG_WARNING, "%s/%s: cannot write: %s", r->dir_path, tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	for (unsigned i = 0; i < tab.n; i++)
-		fprintf(f, "%" PRIu64 " %s\n", tab.e[i].at_ms, tab.e[i].name);
-	int bad = ferror(f);
-	if (fclose(f) != 0 || bad || renameat(r->dir.fd, tmp, r->dir.fd, KEYSPACE_EXPIRES_FILE) < 0) {
-		log_msg(LOG_WARNING, "%s/%s: cannot save the expiries: %s", r->dir_path, KEYSPACE_EXPIRES_FILE,
-			strerror(errno));
-		unlinkat(r->dir.fd, tmp, 0);
-	}
-}
-
-static struct expiry *find(const char *name)
-{
-	for (unsigned i = 0; i < tab.n; i++)
-		if (strcmp(tab.e[i].name, name) == 0)
-			return &tab.e[i];
-	return NULL;
-}
-
-/* Remove entry @p x from the table (not saved). */
-static void remove_entry(struct expiry *x)
-{
-	*x = tab.e[--tab.n];
-}
-
-void keyspace_forget(struct registry *r, const char *name)
-{
-	ensure_loaded(r);
-	struct expiry *x = find(name);
-	if (x != NULL) {
-		remove_entry(x);
-		save(r);
-	}
-}
-
-/* Set filter @p name's expiry (the table has room: one entry per filter). */
-static void set_expiry(struct registry *r, const char *name, uint64_t at_ms)
-{
-	struct expiry *x = find(name);
-	if (x == NULL && tab.n < SHMF_SLOTS) {
-		x = &tab.e[tab.n++];
-		snprintf(x->name, sizeof(x->name), "%s", name);
-	}
-	if (x != NULL)
-		x->at_ms = at_ms;
-	save(r);
-}
-
-/* Drop filter @p name now (DEL, an expiry, FLUSHALL): 1 dropped, 0 there
- * was none. Its expiry goes with it. */
-static int drop(struct registry *r, const char *name)
-{
-	char err[REGISTRY_ERR_MAX];
-	int rc = registry_drop(r, name, err, sizeof(err));
-	if (rc < 0 && rc != SHMF_E_NOTFOUND)
-		log_msg(LOG_WARNING, "dropping filter '%s': %s", name, err);
-	keyspace_forget(r, name);
-	return rc == 0;
-}
-
-void keyspace_tick(struct registry *r, uint64_t now_ms)
-{
-	ensure_loaded(r);
-	for (unsigned i = 0; i < tab.n;) {
-		struct expiry *x = &tab.e[i];
-		if (x->at_ms > now_ms) {
-			i++;
-			continue;
-		}
-		char name[SHMF_NAME_MAX + 1];
-		snprintf(name, sizeof(name), "%s", x->name);
-		if (registry_find(r, name) >= 0)
-			log_msg(LOG_INFO, "filter '%s' expired: dropping it", name);
-		drop(r, name); /* removes the entry: look at slot i again */
-	}
-}
 
 /* The filter of key argument @p i: its slot, or a negative code (a name no
  * filter can have is simply not there). */
@@ -195,11 +40,10 @@ static int key_slot(struct verb_call *c, int i)
 /* DEL / UNLINK key...: how many filters were dropped. */
 void cmd_del(struct verb_call *c)
 {
-	ensure_loaded(c->reg);
 	long long n = 0;
 	for (int i = 1; i < c->req->argc; i++)
 		if (key_slot(c, i) >= 0)
-			n += drop(c->reg, c->req->argv[i]);
+			n += expires_drop(c->reg, c->req->argv[i]);
 	reply_int(c->out, n);
 }
 
@@ -343,18 +187,17 @@ void cmd_flushall(struct verb_call *c)
 		reply_rb_error(c->out, RE_SYNTAX);
 		return;
 	}
-	if (!cmd_defaults(c)->flushall) {
+	if (!session_defaults(c->sess)->flushall) {
 		reply_rb_error(c->out, RE_FLUSHALL_OFF);
 		return;
 	}
-	ensure_loaded(c->reg);
 	int slots[SHMF_SLOTS];
 	char names[SHMF_SLOTS][SHMF_NAME_MAX + 1];
 	int n = registry_list(c->reg, slots);
 	for (int i = 0; i < n; i++)
 		snprintf(names[i], sizeof(names[i]), "%s", c->reg->ctl.slots[slots[i]].name);
 	for (int i = 0; i < n; i++)
-		drop(c->reg, names[i]);
+		expires_drop(c->reg, names[i]);
 	reply_status(c->out, "OK");
 }
 
@@ -384,7 +227,7 @@ static const struct {
 
 /* NX | XX | GT | LT at argv[3], Redis 7's conditions: whether the new time
  * @p at may replace @p old (0: none). 1 yes, 0 no, or an error after replying. */
-static int expire_condition(struct verb_call *c, const struct expiry *old, uint64_t at)
+static int expire_condition(struct verb_call *c, const uint64_t *old, uint64_t at)
 {
 	if (c->req->argc < 4)
 		return 1;
@@ -399,8 +242,8 @@ static int expire_condition(struct verb_call *c, const struct expiry *old, uint6
 	if (!strcasecmp(k, "XX"))
 		return old != NULL;
 	if (!strcasecmp(k, "GT")) /* no expiry counts as forever */
-		return old != NULL && at > old->at_ms;
-	return old == NULL || at < old->at_ms;
+		return old != NULL && at > *old;
+	return old == NULL || at < *old;
 }
 
 /* EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX | XX | GT | LT]:
@@ -417,7 +260,7 @@ void cmd_expire(struct verb_call *c)
 		reply_rb_error(c->out, RE_NOT_INTEGER);
 		return;
 	}
-	uint64_t now = now_unix_ms();
+	uint64_t now = expires_now_ms();
 	long long unit = expire_verbs[v].unit_ms;
 	/* Redis' bound: the time in milliseconds, plus now when relative, fits in a long long. */
 	if (t > INT64_MAX / unit || t < INT64_MIN / unit ||
@@ -426,18 +269,19 @@ void cmd_expire(struct verb_call *c)
 		return;
 	}
 	long long at = t * unit + (expire_verbs[v].absolute ? 0 : (long long)now);
-	ensure_loaded(c->reg);
 	if (key_slot(c, 1) < 0) {
 		reply_int(c->out, 0);
 		return;
 	}
-	int ok = expire_condition(c, find(req->argv[1]), at < 0 ? 0 : (uint64_t)at);
+	uint64_t old;
+	int had = expires_get(c->reg, req->argv[1], &old);
+	int ok = expire_condition(c, had ? &old : NULL, at < 0 ? 0 : (uint64_t)at);
 	if (ok < 0)
 		return;
 	if (ok && at <= (long long)now)
-		drop(c->reg, req->argv[1]);
+		expires_drop(c->reg, req->argv[1]);
 	else if (ok)
-		set_expiry(c->reg, req->argv[1], (uint64_t)at);
+		expires_set(c->reg, req->argv[1], (uint64_t)at);
 	reply_int(c->out, ok);
 }
 
@@ -445,35 +289,33 @@ void cmd_expire(struct verb_call *c)
 void cmd_ttl(struct verb_call *c)
 {
 	const char *verb = c->req->argv[0];
-	ensure_loaded(c->reg);
 	if (key_slot(c, 1) < 0) {
 		reply_int(c->out, -2);
 		return;
 	}
-	const struct expiry *x = find(c->req->argv[1]);
-	if (x == NULL) {
+	uint64_t at_ms;
+	if (!expires_get(c->reg, c->req->argv[1], &at_ms)) {
 		reply_int(c->out, -1);
 		return;
 	}
-	uint64_t now = now_unix_ms();
-	long long left = x->at_ms > now ? (long long)(x->at_ms - now) : 0;
+	uint64_t now = expires_now_ms();
+	long long left = at_ms > now ? (long long)(at_ms - now) : 0;
 	if (!strcasecmp(verb, "pttl"))
 		reply_int(c->out, left);
 	else if (!strcasecmp(verb, "ttl"))
 		reply_int(c->out, (left + 500) / 1000);
 	else if (!strcasecmp(verb, "pexpiretime"))
-		reply_int(c->out, (long long)x->at_ms);
+		reply_int(c->out, (long long)at_ms);
 	else
-		reply_int(c->out, (long long)(x->at_ms / 1000));
+		reply_int(c->out, (long long)(at_ms / 1000));
 }
 
 /* PERSIST key: 1 if the filter had an expiry, now removed. */
 void cmd_persist(struct verb_call *c)
 {
-	ensure_loaded(c->reg);
-	int had = key_slot(c, 1) >= 0 && find(c->req->argv[1]) != NULL;
+	int had = key_slot(c, 1) >= 0 && expires_get(c->reg, c->req->argv[1], NULL);
 	if (had)
-		keyspace_forget(c->reg, c->req->argv[1]);
+		expires_forget(c->reg, c->req->argv[1]);
 	reply_int(c->out, had);
 }
 

@@ -23,7 +23,7 @@
 #include "config.h"
 #include "filejobs.h"
 #include "hugepages.h"
-#include "keyspace.h"
+#include "expires.h"
 #include "jobs.h"
 #include "grow.h"
 #include "log.h"
@@ -90,7 +90,7 @@ static void on_tick(struct registry *reg, void *arg)
 	scandump_expire(); /* loads by chunks abandoned without a word */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	keyspace_tick(reg, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000); /* EXPIRE's drops */
+	expires_tick(reg, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000); /* EXPIRE's drops */
 }
 
 static void removed_stale(void *arg, const char *name)

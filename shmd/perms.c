@@ -15,50 +15,13 @@
 
 #include "config.h"
 #include "errmsg.h"
+#include "filestat.h"
+#include "hints.h"
 #include "journal.h"
 #include "log.h"
 #include "perms.h"
 #include "registry-internal.h"
-#include "roles.h"
 #include "rundir.h"
-
-static const char *group_name(gid_t g, char *buf, size_t len)
-{
-	struct group *gr = getgrgid(g);
-	if (gr != NULL)
-		snprintf(buf, len, "%s", gr->gr_name);
-	else
-		snprintf(buf, len, "%u", (unsigned)g);
-	return buf;
-}
-
-void perms_whoami(char *buf, size_t len)
-{
-	struct passwd *pw = getpwuid(geteuid());
-	char g[64];
-	snprintf(buf, len, "uid %u (%s), gid %u (%s)", (unsigned)geteuid(), pw ? pw->pw_name : "?", (unsigned)getegid(),
-		 group_name(getegid(), g, sizeof(g)));
-}
-
-const char *perms_hint(int err, int what, char *buf, size_t len)
-{
-	char me[160];
-	buf[0] = '\0';
-	if (err != -EACCES && err != -EPERM)
-		return buf;
-	perms_whoami(me, len < sizeof(me) ? len : sizeof(me));
-	if (what == PERMS_HINT_GROUP)
-		snprintf(buf, len,
-			 " (shmd runs as %s: a daemon that is not root can give its files only a group it is a "
-			 "member of: change `group =` in [instance], or run shmd as root)",
-			 me);
-	else
-		snprintf(buf, len,
-			 " (shmd runs as %s: run it as root, or point SHMF_RUNTIME_DIR at a directory this user may "
-			 "write)",
-			 me);
-	return buf;
-}
 
 /* What one file should be. */
 struct want {
@@ -83,15 +46,15 @@ static int fix_fd(int fd, const char *what, const struct want *w)
 	if (st.st_gid != w->gid) {
 		if (fchown(fd, (uid_t)-1, w->gid) < 0) {
 			int e = errno;
-			perms_whoami(me, sizeof(me));
+			hint_whoami(me, sizeof(me));
 			log_msg(LOG_ERR,
 				"permissions: %s: cannot set group %s: %s (shmd runs as %s; a daemon that is not "
 				"root can give its files only a group it is a member of: change `group =`)",
-				what, group_name(w->gid, to, sizeof(to)), strerror(e), me);
+				what, hint_group_name(w->gid, to, sizeof(to)), strerror(e), me);
 			return -e;
 		}
-		log_msg(LOG_INFO, "permissions: %s: group %s -> %s", what, group_name(st.st_gid, from, sizeof(from)),
-			group_name(w->gid, to, sizeof(to)));
+		log_msg(LOG_INFO, "permissions: %s: group %s -> %s", what,
+			hint_group_name(st.st_gid, from, sizeof(from)), hint_group_name(w->gid, to, sizeof(to)));
 		changes++;
 	}
 	if ((st.st_mode & 07777) != w->mode) {
@@ -133,8 +96,8 @@ static int fix_socket(const char *path, const struct want *w)
 	if (st.st_gid != w->gid) {
 		if (lchown(path, (uid_t)-1, w->gid) < 0)
 			return -errno;
-		log_msg(LOG_INFO, "permissions: %s: group %s -> %s", path, group_name(st.st_gid, from, sizeof(from)),
-			group_name(w->gid, to, sizeof(to)));
+		log_msg(LOG_INFO, "permissions: %s: group %s -> %s", path,
+			hint_group_name(st.st_gid, from, sizeof(from)), hint_group_name(w->gid, to, sizeof(to)));
 		changes++;
 	}
 	/* lstat() said it is our socket, in a directory only we write. */
@@ -218,7 +181,7 @@ int perms_apply(struct registry *r, const struct config *cfg, const char *sock_p
 			"permissions: %s is mode %04o: members of group %u cannot reach the instance in it (it needs "
 			"at least 0711)",
 			root, (unsigned)(st.st_mode & 07777), (unsigned)cfg->gid);
-	roles_files_changed();
+	filestat_forget();
 	if (total > 0)
 		log_msg(LOG_INFO, "permissions: %d change%s made to follow the configuration", total,
 			total == 1 ? "" : "s");
@@ -250,7 +213,7 @@ int perms_filter_mode(struct registry *r, const char *name, mode_t mode, char *e
 	}
 	const struct want w = { gid, mode };
 	int rc = fix_filter(r, &copy, &w);
-	roles_files_changed();
+	filestat_forget();
 	if (rc < 0)
 		return errmsg(err, errlen, rc, "filter '%s': cannot change the mode of its files in %s: %s", name,
 			      r->dir_path, strerror(-rc));

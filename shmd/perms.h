@@ -57,20 +57,4 @@ int perms_apply(struct registry *r, const struct config *cfg, const char *sock_p
  */
 int perms_filter_mode(struct registry *r, const char *name, mode_t mode, char *err, size_t errlen);
 
-/**
- * Describe the identity of this process for a permission error:
- * "uid 0 (root), gid 0 (root)".
- */
-void perms_whoami(char *buf, size_t len);
-
-enum { PERMS_HINT_DIR, PERMS_HINT_GROUP };
-
-/**
- * What to add to a message about error @p err (-errno): for EACCES and
- * EPERM, who shmd runs as and what to change (PERMS_HINT_DIR: where it
- * may create its files; PERMS_HINT_GROUP: a `group =` it may give its
- * files); "" for any other error. @return @p buf.
- */
-const char *perms_hint(int err, int what, char *buf, size_t len);
-
 #endif

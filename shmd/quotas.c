@@ -14,6 +14,7 @@
 #include "errmsg.h"
 #include "log.h"
 #include "quotas.h"
+#include "records.h"
 #include "rundir.h"
 
 struct record {
@@ -37,46 +38,28 @@ static struct record *find(const char *name)
 	return NULL;
 }
 
-/* Replace the file with the table (a temporary file renamed over it: a
- * crash leaves the old table or the new one). A failure is logged; the
- * records hold until shmd restarts. */
+static void put_record(FILE *f, unsigned i, void *arg)
+{
+	(void)arg;
+	const struct record *x = &tab.e[i];
+	if (x->o.tcp)
+		fprintf(f, "%s user %s\n", x->name, x->o.user);
+	else
+		fprintf(f, "%s uid %" PRIu32 "\n", x->name, x->o.uid);
+}
+
+/* Replace the file with the table (records.h). */
 static void save(struct registry *r)
 {
-	static const char tmp[] = QUOTAS_FILE ".tmp";
-	if (tab.n == 0) {
-		if (unlinkat(r->dir.fd, QUOTAS_FILE, 0) < 0 && errno != ENOENT)
-			log_msg(LOG_WARNING, "%s/%s: cannot remove: %s", r->dir_path, QUOTAS_FILE, strerror(errno));
-		return;
-	}
-	int fd = openat(r->dir.fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (f == NULL) {
-		log_msg(LOG_WARNING, "%s/%s: cannot write: %s", r->dir_path, tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	for (unsigned i = 0; i < tab.n; i++) {
-		const struct record *x = &tab.e[i];
-		if (x->o.tcp)
-			fprintf(f, "%s user %s\n", x->name, x->o.user);
-		else
-			fprintf(f, "%s uid %" PRIu32 "\n", x->name, x->o.uid);
-	}
-	int bad = ferror(f);
-	if (fclose(f) != 0 || bad || renameat(r->dir.fd, tmp, r->dir.fd, QUOTAS_FILE) < 0) {
-		log_msg(LOG_WARNING, "%s/%s: cannot save who made the writers' filters: %s", r->dir_path, QUOTAS_FILE,
-			strerror(errno));
-		unlinkat(r->dir.fd, tmp, 0);
-	}
+	records_save(r, QUOTAS_FILE, "who made the writers' filters", tab.n, put_record, NULL);
 }
 
 /* One line "<filter> uid <n>" or "<filter> user <name>" into @p x: 0, or -1. */
 static int parse_line(char *line, struct record *x)
 {
-	char *save = NULL, *name = strtok_r(line, " \n", &save), *kind = strtok_r(NULL, " \n", &save),
-	     *who = strtok_r(NULL, " \n", &save);
-	if (name == NULL || kind == NULL || who == NULL || strtok_r(NULL, " \n", &save) != NULL ||
+	char *save = NULL, *name = strtok_r(line, " ", &save), *kind = strtok_r(NULL, " ", &save),
+	     *who = strtok_r(NULL, " ", &save);
+	if (name == NULL || kind == NULL || who == NULL || strtok_r(NULL, " ", &save) != NULL ||
 	    shmf_name_check(name) < 0)
 		return -1;
 	memset(x, 0, sizeof(*x));
@@ -95,35 +78,27 @@ static int parse_line(char *line, struct record *x)
 	return 0;
 }
 
+/* A line of the file into the table: 0, 1 (a filter that is gone, or
+ * named twice) or -1 (records.h). */
+static int take_record(char *line, void *arg)
+{
+	struct registry *r = arg;
+	struct record *x = &tab.e[tab.n];
+	if (tab.n == SHMF_SLOTS)
+		return 1;
+	if (parse_line(line, x) < 0)
+		return -1;
+	if (registry_find(r, x->name) < 0 || find(x->name) != NULL)
+		return 1;
+	tab.n++;
+	return 0;
+}
+
 void quotas_load(struct registry *r)
 {
 	tab.reg = r;
 	tab.n = 0;
-	int fd = openat(r->dir.fd, QUOTAS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (f == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	char line[SHMF_NAME_MAX + ROLES_USER_NAME_MAX + 32];
-	unsigned dropped = 0;
-	while (fgets(line, sizeof(line), f) != NULL && tab.n < SHMF_SLOTS) {
-		struct record *x = &tab.e[tab.n];
-		if (parse_line(line, x) < 0) {
-			log_msg(LOG_WARNING,
-				"%s/%s: skipping a line that is not '<filter> uid <n>' or '<filter> user <name>'",
-				r->dir_path, QUOTAS_FILE);
-			continue;
-		}
-		if (registry_find(r, x->name) < 0 || find(x->name) != NULL) {
-			dropped++;
-			continue;
-		}
-		tab.n++;
-	}
-	fclose(f);
-	if (dropped > 0)
+	if (records_load(r, QUOTAS_FILE, "'<filter> uid <n>' or '<filter> user <name>'", take_record, r) > 0)
 		save(r);
 }
 

@@ -31,7 +31,7 @@
 #include "journal.h"
 #include "log.h"
 #include "mkdirs.h"
-#include "perms.h"
+#include "hints.h"
 #include "quotas.h"
 #include "registry-internal.h"
 #include "registry.h"
@@ -246,25 +246,25 @@ int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mod
 		return errmsg(err, errlen, rc, "instance '%s': %s", instance, shmf_strerror(rc));
 	if ((rc = mkdirs(root, 0755)) < 0)
 		return errmsg(err, errlen, rc, "runtime directory %s: cannot create: %s%s", root, strerror(-rc),
-			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
+			      hint_perms(rc, HINT_DIR, hint, sizeof(hint)));
 
 	int created = 0;
 	if (mkdir(r->dir_path, dir_mode) == 0)
 		created = 1;
 	else if ((rc = -errno) != -EEXIST)
 		return errmsg(err, errlen, rc, "%s: cannot create: %s%s", r->dir_path, strerror(-rc),
-			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
+			      hint_perms(rc, HINT_DIR, hint, sizeof(hint)));
 	int fd = open(r->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		rc = -errno;
 		return errmsg(err, errlen, rc, "%s: cannot open: %s%s", r->dir_path, strerror(-rc),
-			      perms_hint(rc, PERMS_HINT_DIR, hint, sizeof(hint)));
+			      hint_perms(rc, HINT_DIR, hint, sizeof(hint)));
 	}
 	if (created && (fchmod(fd, dir_mode) < 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0))) {
 		rc = -errno;
 		close(fd);
 		return errmsg(err, errlen, rc, "%s: cannot set mode or group: %s%s", r->dir_path, strerror(-rc),
-			      perms_hint(rc, PERMS_HINT_GROUP, hint, sizeof(hint)));
+			      hint_perms(rc, HINT_GROUP, hint, sizeof(hint)));
 	}
 	if ((rc = shmf_dir_check(fd, &r->dir)) < 0) {
 		close(fd);
@@ -330,7 +330,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 		char hint[320];
 		int e = -errno;
 		rc = errmsg(err, errlen, e, "%s/%s: cannot set mode or group: %s%s", r->dir_path, fname, strerror(-e),
-			    perms_hint(e, PERMS_HINT_GROUP, hint, sizeof(hint)));
+			    hint_perms(e, HINT_GROUP, hint, sizeof(hint)));
 		goto bad;
 	}
 	/* Allocate every page now: a full tmpfs is an error here, not a

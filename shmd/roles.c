@@ -19,6 +19,7 @@
 #include "geometry.h"
 #include "log.h"
 #include "quotas.h"
+#include "filestat.h"
 #include "roles.h"
 #include "rundir.h"
 #include "session.h"
@@ -276,42 +277,6 @@ int roles_file_allows(const struct session *s, const struct stat *st, int write)
 	return (bits & (write ? 2u : 4u)) != 0;
 }
 
-/*
- * The owner, group and mode of each filter's newest data file, looked up
- * at most once a second per generation: a writer's adds over the socket
- * paid a path lookup each (a third of the throughput of a pipelined
- * BF.ADD). A new generation is a new entry (generation numbers are never
- * reused in an instance); shmd's own changes (SHMF.CHMOD, perms_apply())
- * forget the lot at once (roles_files_changed()), an operator's chmod is
- * seen within a second.
- */
-static struct {
-	uint64_t gen;
-	time_t at;
-	struct stat st;
-} file_cache[SHMF_SLOTS];
-
-void roles_files_changed(void)
-{
-	memset(file_cache, 0, sizeof(file_cache));
-}
-
-/* The stat of data file @p fname (generation @p gen) of slot @p slot. 0, or -1: gone. */
-static int data_stat(struct registry *r, int slot, uint64_t gen, const char *fname, struct stat *st)
-{
-	time_t now = time(NULL);
-	if (file_cache[slot].gen == gen && file_cache[slot].at == now) {
-		*st = file_cache[slot].st;
-		return 0;
-	}
-	if (fstatat(r->dir.fd, fname, st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -1;
-	file_cache[slot].gen = gen;
-	file_cache[slot].at = now;
-	file_cache[slot].st = *st;
-	return 0;
-}
-
 /* The unix peer against filter @p slot's current data file: 1, or 0 after refusing. */
 static int file_ok(struct verb_call *c, const struct verb *v, int slot, int write)
 {
@@ -319,7 +284,8 @@ static int file_ok(struct verb_call *c, const struct verb *v, int slot, int writ
 	char fname[SHMF_NAME_MAX + 32], who[192], text[1200];
 	struct stat st;
 	uint64_t gen = sl->live[0];
-	if (shmf_data_filename(sl->name, gen, fname, sizeof(fname)) < 0 || data_stat(c->reg, slot, gen, fname, &st) < 0)
+	if (shmf_data_filename(sl->name, gen, fname, sizeof(fname)) < 0 ||
+	    filestat_get(c->reg, slot, gen, fname, &st) < 0)
 		return 1; /* gone meanwhile: the handler says so */
 	if (roles_file_allows(c->sess, &st, write))
 		return 1;

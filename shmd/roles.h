@@ -179,9 +179,6 @@ int roles_creator(const struct session *s, struct quota_owner *o);
  * writer with writer_create = yes), quotas aside; replies nothing. */
 int roles_role_creates(const struct session *s);
 
-/** shmd changed the mode or group of data files: forget what roles_allow() remembers of them. */
-void roles_files_changed(void);
-
 /** Whether uid/groups of session @p s may read (@p write 0) or write the file @p st, as the kernel judges modes. */
 int roles_file_allows(const struct session *s, const struct stat *st, int write);
 

@@ -49,7 +49,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "multi.h"
-#include "perms.h"
+#include "hints.h"
 #include "reply.h"
 #include "request.h"
 #include "roles.h"
@@ -195,7 +195,7 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 		close(fd);
 		char hint[320];
 		return errmsg(err, errlen, -e, "socket %s: cannot bind: %s%s", path, strerror(e),
-			      perms_hint(-e, PERMS_HINT_DIR, hint, sizeof(hint)));
+			      hint_perms(-e, HINT_DIR, hint, sizeof(hint)));
 	}
 	/* SOMAXCONN (the kernel's cap): a burst of connections waits for the
 	 * loop to accept it rather than failing to connect. */
@@ -206,7 +206,7 @@ int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t er
 		unlink(path);
 		char hint[320];
 		return errmsg(err, errlen, -e, "socket %s: cannot set group, mode or listen: %s%s", path, strerror(e),
-			      perms_hint(-e, PERMS_HINT_GROUP, hint, sizeof(hint)));
+			      hint_perms(-e, HINT_GROUP, hint, sizeof(hint)));
 	}
 	return fd;
 }

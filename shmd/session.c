@@ -42,6 +42,12 @@ void session_free(struct session *s)
 	scandump_owner_gone(s->id);
 }
 
+const struct filter_defaults *session_defaults(const struct session *s)
+{
+	const struct server_view *v = s != NULL ? s->srv : NULL;
+	return v != NULL && v->defaults != NULL ? v->defaults : &filter_defaults_builtin;
+}
+
 /* Authenticate as @p user (NULL: the one-argument AUTH form) with @p pass.
  * 0 with the session authenticated, or after replying with the error
  * SHMF_E_INVAL (no password to give) or -EACCES (a wrong user or password). */

@@ -87,6 +87,12 @@ void session_init(struct session *s, uint64_t id, int kind, const struct server_
 /** Free what the session holds (its name). */
 void session_free(struct session *s);
 
+/**
+ * The [defaults] the server of session @p s (NULL: none, a test's call)
+ * was started with (defaults.h), or the built-in ones.
+ */
+const struct filter_defaults *session_defaults(const struct session *s);
+
 /* ---- the connection verbs: session.c ---- */
 verb_handler cmd_auth, cmd_hello, cmd_quit, cmd_reset, cmd_client, cmd_select, cmd_echo, cmd_ping;
 
