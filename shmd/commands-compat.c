@@ -1,6 +1,6 @@
 /*
  * commands-compat.c - COMMAND and INFO: what shmd tells Redis client
- * libraries and tools about itself (see session.h). Enough for redis-cli,
+ * libraries and tools about itself (see compat.h). Enough for redis-cli,
  * redis-py and phpredis to connect and for tools that read INFO's
  * redis_version. COMMAND describes each verb from its row of the verb
  * table (verbs.c) and its docs (verb-docs.c: arguments, group, last key);

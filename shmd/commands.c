@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "commands.h"
+#include "allow.h"
 #include "roles.h"
 #include "errors.h"
 #include "grow.h"
@@ -355,7 +356,7 @@ int cmd_create(struct verb_call *c, const struct filter_spec *spec)
 {
 	char err[REGISTRY_ERR_MAX];
 	/* Who may create, and how much, before anything is allocated. */
-	if (!roles_may_create(c, spec))
+	if (!allow_create(c, spec))
 		return -EACCES;
 	/* A writer's filter remembers its writer before it exists (a crash
 	 * between leaves a record of no filter, dropped at the next start,

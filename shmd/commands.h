@@ -94,7 +94,7 @@ int cmd_window_option(struct verb_call *c, int *i, struct filter_spec *spec);
  */
 int cmd_window_complete(struct verb_call *c, struct filter_spec *spec);
 
-/** Create a filter, if the connection may (roles_may_create(): admin, or a
+/** Create a filter, if the connection may (allow_create(): admin, or a
  * writer within its quotas); RedisBloom's "item exists" for a name in use.
  * The slot, or a negative code after replying (-EACCES: refused). */
 int cmd_create(struct verb_call *c, const struct filter_spec *spec);

@@ -67,8 +67,8 @@
  *   auto_create = yes       ; bloom_capacity = 100, bloom_error_rate = 0.01, ...
  *
  * Roles on the control socket ([roles], [user NAME] and a filter's
- * `writers =`) are read by config-roles.c; their keys are listed there
- * and in roles.h.
+ * `writers =`) are read by roles-config.c; their keys are listed there
+ * and in roles-config.h.
  */
 #ifndef SHMD_CONFIG_H
 #define SHMD_CONFIG_H
@@ -78,7 +78,7 @@
 #include "defaults.h"
 #include "fleet.h"
 #include "registry.h"
-#include "roles.h"
+#include "roles-config.h"
 
 #define CONFIG_FILTERS_MAX SHMF_SLOTS
 /* The largest configuration file read: a regular file of at most this many bytes. */
@@ -169,7 +169,7 @@ struct config {
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
 	struct repl_config repl;
-	struct roles_config roles;       /* [roles], [user NAME], writers = (roles.h, config-roles.c) */
+	struct roles_config roles;       /* [roles], [user NAME], writers = (roles-config.h) */
 	struct filter_defaults defaults; /* [defaults]: defaults.h */
 };
 

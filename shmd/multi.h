@@ -25,34 +25,6 @@
 
 #include "verbs.h"
 
-struct multi_queue;
-
-/* Requests queued at most in one transaction, and the memory the queue
- * takes at most: each request's copy, its vectors and its entry, counted
- * as allocated (the largest request, 64 MiB, still fits once). The
- * replies EXEC could give are bounded too: at most REPLY_UNSENT_MAX in all,
- * by each verb's reply_max (verbs.h), checked as each request is queued. */
-#define MULTI_MAX_QUEUED 100000
-#define MULTI_MAX_BYTES  (64u << 20)
-
-/**
- * Inside MULTI, take request @p req (verb @p v, NULL if unknown) for the
- * queue: reply +QUEUED, or the error that makes EXEC abort.
- */
-void multi_queue_request(struct session *s, const struct verb *v, const struct request *req, struct reply *out);
-
-/** The most bytes EXEC's reply can take: its array of the queued requests' replies. */
-size_t multi_reply_max(const struct session *s);
-
-/** The memory the transaction's queue takes (0 without one). */
-size_t multi_memory(const struct session *s);
-
-/** Whether verb @p v runs at once inside MULTI rather than being queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET). */
-int multi_runs_now(const struct verb *v);
-
-/** Forget the transaction, if any (DISCARD, RESET, the connection's end). */
-void multi_reset(struct session *s);
-
 verb_handler cmd_multi, cmd_exec, cmd_discard, cmd_watch, cmd_unwatch;
 
 /** Whether a request queued since MULTI would change, or lock, a filter

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "registry.h"
-#include "roles.h"
+#include "roles-config.h"
 
 /** The record file's name in the instance directory. */
 #define QUOTAS_FILE "shmd-owners"

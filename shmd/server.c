@@ -48,7 +48,7 @@
 #include "grow.h"
 #include "jobs.h"
 #include "log.h"
-#include "multi.h"
+#include "queue.h"
 #include "hints.h"
 #include "reply.h"
 #include "request.h"
@@ -301,7 +301,7 @@ static const char *size_text(size_t n, char buf[32])
 static size_t conn_mem(const struct conn *c)
 {
 	return sizeof(*c) + request_reader_memory(c->rr) + reply_memory(&c->out) + c->stash_len +
-	       multi_memory(&c->sess) + (c->sess.name != NULL ? strlen(c->sess.name) + 1 : 0);
+	       queue_memory(c->sess.multi) + (c->sess.name != NULL ? strlen(c->sess.name) + 1 : 0);
 }
 
 /* Count what @p c holds now into the total. */
@@ -353,8 +353,9 @@ static void conn_evict(struct server *s, struct conn *c, size_t more)
 		c->sess.kind == SESSION_TCP ? " over TCP" : "", c->sess.name != NULL ? ", name " : "",
 		c->sess.name != NULL ? c->sess.name : "", size_text(held, all),
 		size_text(request_reader_memory(c->rr), in), size_text(reply_memory(&c->out), out),
-		size_text(multi_memory(&c->sess), multi), kept ? " but the administrator's reserved connection" : "",
-		size_text(s->mem_total, total), next, size_text(s->mem_limit, limit));
+		size_text(queue_memory(c->sess.multi), multi),
+		kept ? " but the administrator's reserved connection" : "", size_text(s->mem_total, total), next,
+		size_text(s->mem_limit, limit));
 	conn_release(s, c);
 	c->state = C_DEAD;
 	s->dead = 1;

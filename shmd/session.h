@@ -30,8 +30,7 @@
 #include "defaults.h"
 #include "fscred.h"
 #include "registry.h"
-#include "roles.h"
-#include "verbs.h"
+#include "roles-config.h"
 
 /* The Redis version shmd answers to HELLO and INFO: the command set and
  * replies of that Redis (RESP2, AUTH with a user name, HELLO, CLIENT
@@ -78,14 +77,17 @@ struct session {
 	int in_multi;              /* between MULTI and EXEC or DISCARD (multi.h) */
 	int multi_dirty;           /* a request was refused while queueing: EXEC aborts */
 	int in_exec;               /* EXEC runs its queue: nothing may park or wait (keyjob.h) */
-	struct multi_queue *multi; /* the queued requests, or NULL */
+	struct multi_queue *multi; /* the queued requests (queue.h), or NULL */
 };
 
 /** A new connection's session: authenticated unless it is TCP and a password is set. */
 void session_init(struct session *s, uint64_t id, int kind, const struct server_view *srv);
 
-/** Free what the session holds (its name). */
+/** Free what the session holds (its name, its transaction). */
 void session_free(struct session *s);
+
+/** Forget the transaction, if any (EXEC, DISCARD, RESET, the connection's end). */
+void session_multi_end(struct session *s);
 
 /**
  * The [defaults] the server of session @p s (NULL: none, a test's call)
@@ -93,18 +95,10 @@ void session_free(struct session *s);
  */
 const struct filter_defaults *session_defaults(const struct session *s);
 
-/* ---- the connection verbs: session.c ---- */
-verb_handler cmd_auth, cmd_hello, cmd_quit, cmd_reset, cmd_client, cmd_select, cmd_echo, cmd_ping;
+/** The [roles] of the server of session @p s, or the defaults (no admin group, no users). */
+const struct roles_config *session_roles(const struct session *s);
 
-/* ---- commands-compat.c ---- */
-
-/** COMMAND [COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS verb arg... | HELP]. */
-verb_handler cmd_command;
-
-/** The most COMMAND's reply to @p req can take: every entry, or one per argument, at the largest entry's size. */
-size_t command_reply_max(const struct request *req);
-
-/** INFO [section ...]: server, clients, stats, keyspace (default: all of them). */
-verb_handler cmd_info;
+/** Whether a TCP client must AUTH: requirepass or [user NAME] sections are configured. */
+int session_password_required(const struct session *s);
 
 #endif

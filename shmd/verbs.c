@@ -7,14 +7,19 @@
  * commands-bloom.c, commands-cuckoo.c and commands-admin.c.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
 #include "commands.h"
+#include "compat.h"
+#include "connection.h"
 #include "keyspace.h"
 #include "multi.h"
+#include "queue.h"
 #include "jobs.h"
 #include "rundir.h"
+#include "allow.h"
 #include "session.h"
 #include "snapshot-format.h"
 #include "verbs.h"
@@ -38,14 +43,14 @@
  * when [roles] writer_create = yes, within its quotas). BF.INSERT,
  * CF.INSERT and CF.INSERTNX add, and create the filter they name when it
  * is missing (unless NOCREATE): writer, and the create is checked where it
- * happens (cmd_create() asks roles_may_create()).
+ * happens (cmd_create() asks allow_create()).
  */
 static const struct verb verbs[] = {
 	{ "auth", 2, -1, CONN | VERB_NOAUTH | READER, 0, cmd_auth, "Authenticates the connection." },
 	{ "hello", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_hello,
 	  "Handshakes with the server in RESP2 or RESP3, optionally authenticating and naming the connection." },
-	{ "quit", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
-	{ "reset", 1, 1, CONN | VERB_NOAUTH | READER, 0, cmd_reset,
+	{ "quit", 1, -1, CONN | VERB_TXN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
+	{ "reset", 1, 1, CONN | VERB_TXN | VERB_NOAUTH | READER, 0, cmd_reset,
 	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
 	{ "client", 2, -1, CONN | READER | VERB_REPLY_LIST, 0, cmd_client, "Names and describes the connection." },
 	{ "select", 2, 2, CONN | READER, 0, cmd_select, "Selects database 0, the only one." },
@@ -56,13 +61,13 @@ static const struct verb verbs[] = {
 	{ "ping", 1, 2, READS | READER | VERB_REPLY_ECHO, 0, cmd_ping, "Returns PONG, or the given string." },
 	{ "time", 1, 1, CONN | READER, 0, cmd_time, "Returns the server's time: unix seconds and microseconds." },
 	/* Transactions (multi.h): MULTI queues, EXEC runs the queue in one go. */
-	{ "multi", 1, 1, CONN | READER, 0, cmd_multi, "Starts a transaction." },
-	{ "exec", 1, 1, CONN | READER, 0, cmd_exec,
+	{ "multi", 1, 1, CONN | VERB_TXN | READER, 0, cmd_multi, "Starts a transaction." },
+	{ "exec", 1, 1, CONN | VERB_TXN | READER | VERB_REPLY_EXEC, 0, cmd_exec,
 	  "Executes the commands queued since MULTI, with no other client's between." },
-	{ "discard", 1, 1, CONN | READER, 0, cmd_discard, "Discards the commands queued since MULTI." },
-	{ "watch", 2, -1, CONN | READER, 0, cmd_watch,
+	{ "discard", 1, 1, CONN | VERB_TXN | READER, 0, cmd_discard, "Discards the commands queued since MULTI." },
+	{ "watch", 2, -1, CONN | VERB_TXN | READER, 0, cmd_watch,
 	  "Accepted and ignored: EXEC never aborts for a watched filter." },
-	{ "unwatch", 1, 1, CONN | READER, 0, cmd_unwatch, "Accepted and ignored." },
+	{ "unwatch", 1, 1, CONN | VERB_TXN | READER, 0, cmd_unwatch, "Accepted and ignored." },
 
 	/* The keyspace (keyspace.h): the filters' names are its keys.
 	 * Dropping a filter, or setting the time it will be dropped, is
@@ -205,11 +210,55 @@ const struct verb *verbs_of(const struct request *req)
 
 size_t verbs_reply_max(const struct session *s, const struct verb *v, const struct request *req)
 {
-	if (v == NULL || !verb_arity_ok(v, req->argc) || (s->in_multi && !multi_runs_now(v)))
+	if (v == NULL || !verb_arity_ok(v, req->argc) || (s->in_multi && !(v->flags & VERB_TXN)))
 		return VERB_REPLY_SMALL; /* an error, or +QUEUED */
-	if (v->run == cmd_exec)
-		return multi_reply_max(s);
+	if ((v->flags & VERB_REPLY_MASK) == VERB_REPLY_EXEC)
+		return 64 + queue_reply_max(s->multi);
 	return verb_reply_max(v, req);
+}
+
+/* Inside MULTI, take request @p req (verb @p v) for the queue: reply
+ * +QUEUED, or the error that makes EXEC abort. */
+static void queue_request(struct session *s, const struct verb *v, const struct request *req, struct reply *out)
+{
+	int rc;
+	if (v->flags & VERB_NAMES_FILE) {
+		reply_error(out, "ERR Command not allowed inside a transaction: %s names a file on the daemon's host",
+			    v->name);
+		s->multi_dirty = 1;
+		return;
+	}
+	rc = queue_push(&s->multi, req, verb_reply_max(v, req));
+	if (rc == SHMF_E_TOOBIG) {
+		reply_error(out, "ERR transaction too large: at most %d commands and %u MiB queued", QUEUE_MAX_REQUESTS,
+			    QUEUE_MAX_BYTES >> 20);
+		s->multi_dirty = 1;
+	} else if (rc == -ERANGE) {
+		reply_error(out,
+			    "ERR transaction too large: EXEC's replies could pass %u MiB, the most a connection's "
+			    "unread replies may hold (docs/protocol.md, Limits)",
+			    REPLY_UNSENT_MAX >> 20);
+		s->multi_dirty = 1;
+	} else if (rc < 0) {
+		reply_error(out, "ERR out of memory queueing the command");
+		s->multi_dirty = 1;
+	} else {
+		reply_status(out, "QUEUED");
+	}
+}
+
+/* Whether a request EXEC would run waits: a file job holds a filter it
+ * would change or lock. */
+static int queue_waits(const struct session *s)
+{
+	for (size_t i = 0; i < queue_len(s->multi); i++) {
+		const struct request *req = queue_at(s->multi, i);
+		const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
+		if (v != NULL && v->key > 0 && v->key < req->argc && (v->flags & (VERB_WRITES | VERB_LOCKS)) &&
+		    jobs_busy(req->argv[v->key]))
+			return 1;
+	}
+	return 0;
 }
 
 static const char NOAUTH[] = "NOAUTH Authentication required.";
@@ -272,20 +321,20 @@ int verbs_dispatch_row(struct session *s, struct registry *reg, const struct ver
 		s->multi_dirty |= s->in_multi; /* Redis: EXEC then answers -EXECABORT */
 		return VERB_DONE;
 	}
-	if (s->in_multi && !multi_runs_now(v)) {
-		multi_queue_request(s, v, req, out);
+	if (s->in_multi && !(v->flags & VERB_TXN)) {
+		queue_request(s, v, req, out);
 		return VERB_DONE;
 	}
 	/* EXEC runs its queue in one go: it waits while a file job holds a
 	 * filter one of them would change. */
-	if (v->run == cmd_exec && s->in_multi && multi_waits(s))
+	if ((v->flags & VERB_REPLY_MASK) == VERB_REPLY_EXEC && s->in_multi && queue_waits(s))
 		return VERB_WAIT;
 	struct verb_call c = { .req = req, .out = out, .reg = reg, .sess = s, .peer = &s->peer };
 	if (v->key > 0) {
 		const char *name = req->argv[v->key];
 		c.key_rc = strlen(name) == req->lens[v->key] ? shmf_name_check(name) : SHMF_E_NAME;
 	}
-	if (!roles_allow(&c, v))
+	if (!allow_verb(&c, v))
 		return VERB_DONE;
 	/* A file job holds the filter: what would change it, or wait on its
 	 * relocation lock, comes after, in order. Reads go on. */

@@ -19,7 +19,7 @@
 #include "fscred.h"
 #include "reply.h"
 #include "request.h"
-#include "roles.h"
+#include "roles-config.h"
 
 struct registry;
 struct session;
@@ -41,6 +41,8 @@ enum {
 	VERB_CREATES = 1 << 9,     /* creates a filter: a writer may too when [roles] writer_create = yes */
 	VERB_LOCKS = 1 << 10,      /* reads under the filter's relocation lock: waits, as writes do, while a
 				    * job of the file worker holds the filter (jobs.h) */
+	VERB_TXN = 1 << 11,        /* runs at once inside MULTI, never queued (MULTI, EXEC, DISCARD, WATCH, UNWATCH,
+				    * QUIT, RESET) */
 	/* The most its reply can take, known from the request before it runs
 	 * (verbs_reply_max()); none of these: a reply of fixed shape, at most
 	 * VERB_REPLY_SMALL. A value in the top bits, one per row at most. */
@@ -50,6 +52,7 @@ enum {
 	VERB_REPLY_CHUNK = 4u << 24,   /* a chunk of a dump (SHMF_CHUNK_BYTES) */
 	VERB_REPLY_FLEET = 5u << 24,   /* every replicated filter with its nodes */
 	VERB_REPLY_COMMAND = 6u << 24, /* COMMAND's entries: every verb's, or one per argument */
+	VERB_REPLY_EXEC = 7u << 24,    /* EXEC: the replies of the queued requests (queue.h) */
 	VERB_REPLY_MASK = 7u << 24,
 };
 
@@ -99,7 +102,8 @@ struct verb {
  */
 size_t verb_reply_max(const struct verb *v, const struct request *req);
 
-/** The role (ROLE_READER, ROLE_WRITER, ROLE_ADMIN of roles.h) verb @p v needs; ROLE_NONE for a row without one. */
+/** The role (ROLE_READER, ROLE_WRITER, ROLE_ADMIN of roles-config.h) verb @p v needs; ROLE_NONE for a row without one.
+ */
 static inline int verb_role(const struct verb *v)
 {
 	return v->flags & VERB_ROLE_ADMIN    ? ROLE_ADMIN
@@ -136,7 +140,7 @@ size_t verbs_reply_max(const struct session *s, const struct verb *v, const stru
  * -NOAUTH before AUTH where a password is set (unless the verb runs
  * before AUTH), -ERR for an unknown verb, for a verb refused over TCP and
  * for a wrong number of arguments, -NOPERM for a role or file permission
- * the connection lacks (roles_allow()); else the verb's handler, which may
+ * the connection lacks (allow_verb()); else the verb's handler, which may
  * change the session (s->quit, s->limits_changed) and the registry.
  * A verb that writes (or VERB_LOCKS) on a filter that a job of the file
  * worker holds is not run: commands on one filter keep their order.

@@ -18,6 +18,7 @@
 #include "fixture.h"
 #include "request.h"
 #include "session.h"
+#include "verbs.h"
 
 static struct fixture fx;
 

@@ -33,6 +33,7 @@
 #include "registry-internal.h"
 #include "scandump.h"
 #include "session.h"
+#include "verbs.h"
 #include "snapshot.h"
 #include "spec.h"
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "reply.h"
+#include "roles.h"
 #include "session.h"
 #include "verb-docs.h"
 #include "verbs.h"
