@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "clock.h"
+#include "bench/clock.h"
 
 #define RUNS 5
 

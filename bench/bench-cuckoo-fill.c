@@ -28,9 +28,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "hash.h"
-#include "shmf.h"
+#include "libclient/cuckoo.h"
+#include "libclient/hash.h"
+#include <shmf.h>
 
 struct table {
 	void *base;

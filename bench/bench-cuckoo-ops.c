@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "hash.h"
-#include "registry.h"
+#include "bench/clock.h"
+#include "libclient/hash.h"
+#include "shmd/store/registry.h"
 
 #define KEY_LEN 16
 #define RUNS    9

@@ -49,13 +49,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bloom.h"
-#include "clock.h"
-#include "grow.h"
-#include "journal.h"
-#include "registry-internal.h"
-#include "registry.h"
-#include "segment.h"
+#include "libclient/bloom.h"
+#include "bench/clock.h"
+#include "shmd/files/grow.h"
+#include "libclient/journal.h"
+#include "shmd/store/generations.h"
+#include "shmd/store/registry.h"
+#include "libclient/segment.h"
 
 #define KEY_LEN 16
 #define RUNS    7

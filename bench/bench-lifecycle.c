@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "registry.h"
-#include "snapshot.h"
+#include "bench/clock.h"
+#include "shmd/store/registry.h"
+#include "common/snapshot.h"
 
 #define RUNS     5
 #define CHECKERS 4

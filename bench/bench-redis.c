@@ -35,17 +35,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
-#include "die.h"
-#include "jobs.h"
-#include "keys.h"
-#include "latency.h"
-#include "remote.h"
-#include "results.h"
-#include "samples.h"
-#include "target.h"
-#include "ticks.h"
-#include "workers.h"
+#include "libclient/bloom.h"
+#include "bench/die.h"
+#include "bench/check-jobs.h"
+#include "bench/keys.h"
+#include "bench/latency.h"
+#include "bench/remote.h"
+#include "bench/results.h"
+#include "bench/samples.h"
+#include "bench/target.h"
+#include "bench/ticks.h"
+#include "bench/workers.h"
 
 #define BATCH          100  /* keys per call in the batch rows */
 #define ABSENT_SET     2u   /* + key length: the absent probes */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "die.h"
+#include "bench/die.h"
 
 void die(const char *fmt, ...)
 {

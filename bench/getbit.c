@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
-#include "die.h"
-#include "hash.h"
-#include "remote.h"
+#include "libclient/bloom.h"
+#include "bench/die.h"
+#include "libclient/hash.h"
+#include "bench/remote.h"
 
 /* Decimal digits of @p v into @p buf (no NUL); returns the length. */
 static size_t u64_dec(char *buf, uint64_t v)

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "keys.h"
+#include "libclient/hash.h"
+#include "bench/keys.h"
 
 #define GOLDEN UINT64_C(0x9e3779b97f4a7c15)
 

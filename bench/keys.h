@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 #define KEYS_FILL    1u /* the set a filter is filled with */
 #define KEYS_MAX_LEN 64u

@@ -1,9 +1,9 @@
 /* latency.c - the timed loops of shmfilter's calls and of a baseline's round trips. */
 #include <stdlib.h>
 
-#include "die.h"
-#include "latency.h"
-#include "ticks.h"
+#include "bench/die.h"
+#include "bench/latency.h"
+#include "bench/ticks.h"
 
 static volatile int sink;
 

@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keys.h"
-#include "remote.h"
-#include "samples.h"
-#include "shmf.h"
+#include "bench/keys.h"
+#include "bench/remote.h"
+#include "bench/samples.h"
+#include <shmf.h>
 
 #define LOCAL_GROUP 32
 

@@ -1,5 +1,5 @@
 /* remote.c - a baseline's connection, copied for a worker process. */
-#include "remote.h"
+#include "bench/remote.h"
 
 void remote_reconnect(struct remote *r, const struct remote *proto)
 {

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "resp.h"
-#include "shmf.h"
+#include "bench/resp.h"
+#include <shmf.h>
 
 /* Where a key's bits lie in the shmfilter filter, and so in the Redis
  * string: the data header's seed, blocks and k. */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "die.h"
-#include "resp.h"
+#include "bench/die.h"
+#include "bench/resp.h"
 
 int endpoint_parse(struct endpoint *e, const char *server, const char *transport, const char *text, char *err,
 		   size_t errlen)

@@ -1,7 +1,7 @@
 /* results.c - rows of the CSV, and the same on stdout. */
 #include <stdio.h>
 
-#include "results.h"
+#include "bench/results.h"
 
 int results_open(struct results *r, const char *path)
 {

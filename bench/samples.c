@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "samples.h"
+#include "bench/samples.h"
 
 void samples_add(struct samples *s, double ns)
 {

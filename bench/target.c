@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
-#include "die.h"
-#include "keys.h"
-#include "segment.h"
-#include "target.h"
-#include "ticks.h"
+#include "libclient/bloom.h"
+#include "bench/die.h"
+#include "bench/keys.h"
+#include "libclient/segment.h"
+#include "bench/target.h"
+#include "bench/ticks.h"
 
 /* BF.RESERVE at this rate gives k = 16 (bloom.c picks the k that needs
  * the fewest blocks); the capacity then sets m. */

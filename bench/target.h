@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 
-#include "remote.h"
-#include "results.h"
-#include "shmf.h"
+#include "bench/remote.h"
+#include "bench/results.h"
+#include <shmf.h>
 
 /* The click-dedupe configuration: m/n = 50 bits per key, k = 16. */
 #define CLICK_BITS_PER_KEY 50

@@ -1,7 +1,7 @@
 /* ticks.c - the rate of the bench's clock. */
 #include <stdio.h>
 
-#include "ticks.h"
+#include "bench/ticks.h"
 
 static double rate = 1.0; /* ticks per ns */
 static char method[128] = "CLOCK_MONOTONIC";

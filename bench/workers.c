@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "die.h"
-#include "ticks.h"
-#include "workers.h"
+#include "bench/die.h"
+#include "bench/ticks.h"
+#include "bench/workers.h"
 
 #define WORKERS_MAX 64
 

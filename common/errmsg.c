@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "errmsg.h"
+#include "common/errmsg.h"
 
 int errmsg(char *err, size_t errlen, int code, const char *fmt, ...)
 {

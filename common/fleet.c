@@ -8,8 +8,8 @@
 
 #include <xxhash.h>
 
-#include "fleet.h"
-#include "shmf.h"
+#include "common/fleet.h"
+#include <shmf.h>
 
 uint64_t fleet_seed(const char *secret, const char *name)
 {

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "journal.h"
-#include "segment-format.h"
+#include "libclient/journal.h"
+#include "libclient/segment-format.h"
 
 #define FLEET_STREAM_VERSION "1"
 #define FLEET_BATCH_MAX      4096u /* journal entries per stream entry */

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuckoo.h"
-#include "segment-format.h"
-#include "snapshot.h"
+#include "libclient/cuckoo.h"
+#include "libclient/segment-format.h"
+#include "common/snapshot.h"
 
 void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *spec, const struct shmf_geometry *g,
 			  uint64_t seed, uint64_t created_epoch, uint64_t snapshot_epoch)

@@ -17,11 +17,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "errmsg.h"
-#include "geometry.h"
-#include "segment-format.h"
-#include "rundir.h"
-#include "snapshot.h"
+#include "common/errmsg.h"
+#include "libclient/geometry.h"
+#include "libclient/segment-format.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
 
 /* ---- File operations -------------------------------------------------- */
 

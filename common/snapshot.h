@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "geometry.h"
-#include "snapshot-format.h"
-#include "spec.h"
+#include "libclient/geometry.h"
+#include "common/snapshot-format.h"
+#include "common/spec.h"
 
 #define SNAPSHOT_ERR_MAX 512
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuckoo.h"
-#include "spec.h"
+#include "libclient/cuckoo.h"
+#include "common/spec.h"
 
 void spec_defaults(struct filter_spec *s, const char *name)
 {

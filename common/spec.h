@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 /* What a filter is created from (configuration file or BF.RESERVE). */
 struct filter_spec {

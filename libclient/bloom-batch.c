@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #include <stdatomic.h>
 
-#include "bloom.h"
+#include "libclient/bloom.h"
 
 #define CHUNK 32u
 

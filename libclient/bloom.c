@@ -1,7 +1,7 @@
 /* bloom.c - sizing and estimates for the blocked Bloom filter. */
 #include <math.h>
 
-#include "bloom.h"
+#include "libclient/bloom.h"
 
 static double poisson_pmf(double lambda, uint64_t i)
 {

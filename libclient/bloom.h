@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "hash.h"
+#include "libclient/hash.h"
 
 /* What shmf_bloom_size() chose. */
 struct shmf_bloom_params {

@@ -35,13 +35,13 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
-#include "bloom.h"
-#include "cuckoo.h"
-#include "journal.h"
-#include "layers.h"
-#include "rundir.h"
-#include "segment.h"
-#include "shmf.h"
+#include "libclient/bloom.h"
+#include "libclient/cuckoo.h"
+#include "libclient/journal.h"
+#include "libclient/layers.h"
+#include "libclient/rundir.h"
+#include "libclient/segment.h"
+#include <shmf.h>
 
 /* ThreadSanitizer builds only: liburcu is not instrumented, so tell the
  * sanitizer what a grace period means. A thread leaving its read-side

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
+#include "libclient/cuckoo.h"
 
 /* Reads that race a move this many times fall back to count_stable(),
  * which gives up checking the versions after STABLE_TRIES (backing off,

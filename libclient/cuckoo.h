@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
+#include "libclient/hash.h"
 
 #define SHMF_CUCKOO_SLOTS_DEFAULT 4u     /* bucket size when none is asked for */
 #define SHMF_CUCKOO_SLOTS_MAX     8u     /* the most slots one 64-bit word holds (8-bit fingerprints) */

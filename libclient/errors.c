@@ -1,7 +1,7 @@
 /* errors.c - shmf_strerror: one sentence for every error code. */
 #include <string.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 const char *shmf_strerror(int err)
 {

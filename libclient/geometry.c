@@ -4,9 +4,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "bloom.h"
-#include "cuckoo.h"
-#include "geometry.h"
+#include "libclient/bloom.h"
+#include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
 
 static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 			 int headroom, struct shmf_geometry *out)

@@ -5,7 +5,7 @@
  * outputs from seed 0x73686d66 ("shmf"), fixed here once: they are part of
  * the segment format (SHMF_FORMAT_VERSION 2), so they never change.
  */
-#include "hash.h"
+#include "libclient/hash.h"
 
 _Alignas(64) const uint32_t shmf_pos_salt[SHMF_K_MAX] = {
 	0x1bdd56a3u, 0xf1b8d051u, 0xbd313c17u, 0x5d80bbddu, 0x944c858bu, 0x84e2a97du, 0x3c01a36du, 0xa4785763u,

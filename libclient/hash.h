@@ -15,7 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "segment-format.h"
+#include "libclient/segment-format.h"
 
 static inline uint64_t shmf_hash(const void *key, size_t len, uint64_t seed)
 {

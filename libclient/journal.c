@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "journal.h"
-#include "rundir.h"
+#include "libclient/journal.h"
+#include "libclient/rundir.h"
 
 /* Adds missed between two tries of a writer that found no journal or no
  * free ring, at most: a try costs an open() (or a scan of the owners), so

@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "segment.h"
-#include "shmf.h"
+#include "libclient/segment.h"
+#include <shmf.h>
 
 /* ---- Handles ------------------------------------------------------------ */
 

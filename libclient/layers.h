@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 /* One layer (or generation) of a filter, as the handle maps it. */
 struct shmf_layer_status {

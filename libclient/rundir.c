@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rundir.h"
-#include "segment-format.h"
-#include "shmf.h"
+#include "libclient/rundir.h"
+#include "libclient/segment-format.h"
+#include <shmf.h>
 
 int shmf_name_check(const char *name)
 {

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 /* Format versions: 2: multiply-shift bit positions (hash.h); 3: cuckoo
  * filters; 4: time windows (slot of 512 bytes); 5: fleet journal, slot

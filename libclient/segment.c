@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "geometry.h"
-#include "rundir.h"
-#include "segment.h"
+#include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
+#include "libclient/rundir.h"
+#include "libclient/segment.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "geometry.h"
-#include "segment-format.h"
+#include "libclient/geometry.h"
+#include "libclient/segment-format.h"
 
 /* An open instance directory, checked for a trusted owner and mode. */
 struct shmf_dir {

@@ -6,7 +6,7 @@
 # its .c file. Prints each file the map lacks and exits
 # 1; 0 when none is missing. Run by meson test (suite unit).
 # A header goes with its .c file: naming x.c names x.h; a header without a
-# .c file of its own (segment-format.h, registry-internal.h) is named itself.
+# .c file of its own (segment-format.h, generations.h) is named itself.
 set -u
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
+#include "tests/daemon-process.h"
 
 static uint64_t now_ms(void)
 {

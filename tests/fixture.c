@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixture.h"
-#include "run-named.h"
-#include "hash.h"
-#include "rundir.h"
-#include "snapshot.h"
+#include "tests/fixture.h"
+#include "tests/run-named.h"
+#include "libclient/hash.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
 
 void fixture_setup(struct fixture *fx)
 {

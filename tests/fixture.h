@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <sys/types.h>
 
-#include "registry.h"
+#include "shmd/store/registry.h"
 
 #define FIXTURE_INSTANCE "test"
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ping-timing.h"
+#include "tests/ping-timing.h"
 
 double ping_now_ms(void)
 {

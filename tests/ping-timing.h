@@ -16,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "shmf.h"
+#include <shmf.h>
 
 #define PING_BOUND_MS   50.0
 #define PING_SLOW_PCT   5

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "run-named.h"
+#include "tests/run-named.h"
 
 int run_named_tests(const char *group, const char *which, const struct CMUnitTest *tests, size_t n,
 		    const char *const *names, size_t nnames, CMFixtureFunction setup, CMFixtureFunction teardown)

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
-#include "fixture.h"
+#include "libclient/bloom.h"
+#include "tests/fixture.h"
 
 static struct fixture fx;
 

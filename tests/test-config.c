@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "shmd/config/config.h"
+#include "shmd/base/log.h"
 
 static void test_embedded_default(void **state)
 {

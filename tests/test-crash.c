@@ -42,11 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "daemon-process.h"
-#include "fixture.h"
-#include "rundir.h"
-#include "snapshot.h"
+#include "libclient/cuckoo.h"
+#include "tests/daemon-process.h"
+#include "tests/fixture.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
 
 static unsigned runs;
 static const char *shmd_path;

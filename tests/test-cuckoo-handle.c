@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
 
 static struct fixture fx;
 

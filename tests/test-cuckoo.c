@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
-#include "geometry.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
+#include "libclient/geometry.h"
 
 struct table {
 	char path[64];

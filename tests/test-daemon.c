@@ -24,8 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "shmf.h"
+#include "tests/daemon-process.h"
+#include <shmf.h>
 
 static const char *shmd_path;
 static char root[64], sock_path[100];

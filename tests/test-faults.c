@@ -30,11 +30,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
-#include "periodic.h"
-#include "snapshot.h"
-#include "spec.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
+#include "shmd/files/periodic.h"
+#include "common/snapshot.h"
+#include "common/spec.h"
 
 static struct fixture fx;
 static int long_mode;

@@ -38,10 +38,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "ping-timing.h"
-#include "shmf.h"
-#include "run-named.h"
+#include "tests/daemon-process.h"
+#include "tests/ping-timing.h"
+#include <shmf.h>
+#include "tests/run-named.h"
 
 #define INSTANCE "files"
 static const char *shmd_path, *shmctl_path;

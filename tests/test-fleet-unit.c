@@ -19,11 +19,11 @@
 
 #include <xxhash.h>
 
-#include "config.h"
-#include "fixture.h"
-#include "fleet.h"
-#include "journal.h"
-#include "spec.h"
+#include "shmd/config/config.h"
+#include "tests/fixture.h"
+#include "common/fleet.h"
+#include "libclient/journal.h"
+#include "common/spec.h"
 
 static void test_seed(void **state)
 {

@@ -63,9 +63,9 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
-#include "daemon-process.h"
-#include "segment-format.h"
-#include "shmf.h"
+#include "tests/daemon-process.h"
+#include "libclient/segment-format.h"
+#include <shmf.h>
 
 #define REPL_TEXT 640 /* a text field of SHMF.REPLICATION */
 

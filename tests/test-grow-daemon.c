@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "shmf.h"
+#include "tests/daemon-process.h"
+#include <shmf.h>
 
 #define WORKERS     4
 #define WORKER_KEYS 140000 /* each; with the socket's, past the 7 layers of 508,000 keys */

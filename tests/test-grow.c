@@ -28,14 +28,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
-#include "grow.h"
-#include "hash.h"
-#include "journal.h"
-#include "layers.h"
-#include "rundir.h"
-#include "snapshot.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
+#include "shmd/files/grow.h"
+#include "libclient/hash.h"
+#include "libclient/journal.h"
+#include "libclient/layers.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
 
 static struct fixture fx;
 

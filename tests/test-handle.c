@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "tests/fixture.h"
 
 static struct fixture fx;
 

@@ -46,9 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
-#include "rundir.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
+#include "libclient/rundir.h"
 
 static struct fixture fx;
 static int long_mode;

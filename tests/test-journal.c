@@ -55,10 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bloom.h"
-#include "fixture.h"
-#include "journal.h"
-#include "rundir.h"
+#include "libclient/bloom.h"
+#include "tests/fixture.h"
+#include "libclient/journal.h"
+#include "libclient/rundir.h"
 
 static struct fixture fx;
 

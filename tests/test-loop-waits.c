@@ -38,11 +38,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuckoo.h"
-#include "daemon-process.h"
-#include "ping-timing.h"
-#include "segment-format.h"
-#include "users.h"
+#include "libclient/cuckoo.h"
+#include "tests/daemon-process.h"
+#include "tests/ping-timing.h"
+#include "libclient/segment-format.h"
+#include "tests/users.h"
 
 #define INSTANCE        "loopwait"
 #define LOCK_TIMEOUT_MS 1500

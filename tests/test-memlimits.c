@@ -52,9 +52,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "users.h"
-#include "run-named.h"
+#include "tests/daemon-process.h"
+#include "tests/users.h"
+#include "tests/run-named.h"
 
 #define INSTANCE "ml"
 #define PING     "*1\r\n$4\r\nPING\r\n"

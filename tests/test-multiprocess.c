@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "tests/fixture.h"
 
 #define ADDERS    4
 #define CHECKERS  2

@@ -45,10 +45,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "fixture.h"
-#include "rundir.h"
-#include "users.h"
+#include "tests/daemon-process.h"
+#include "tests/fixture.h"
+#include "libclient/rundir.h"
+#include "tests/users.h"
 
 #define INSTANCE "pm"
 static const char *shmd_path;

@@ -15,10 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture.h"
-#include "request.h"
-#include "session.h"
-#include "verbs.h"
+#include "tests/fixture.h"
+#include "shmd/verbs/dispatch.h"
+#include "shmd/resp/request.h"
+#include "shmd/session/session.h"
+#include "shmd/verbs/verbs.h"
 
 static struct fixture fx;
 
@@ -57,8 +58,8 @@ static char *run_wire(const char *wire, size_t len, size_t piece, int *status)
 		while ((rc = request_reader_next(rr, &req)) == 1) {
 			/* Every reply within what its verb's row says it can
 			 * take (the server judges requests by that). */
-			size_t most = verbs_reply_max(&sess, verbs_of(&req), &req), before = out.len;
-			verbs_dispatch(&sess, &fx.reg, &req, &out);
+			size_t most = dispatch_reply_max(&sess, verbs_of(&req), &req), before = out.len;
+			dispatch_request(&sess, &fx.reg, &req, &out);
 			if (out.len - before > most)
 				fail_msg("'%s': a reply of %zu bytes, more than the %zu its row allows", req.argv[0],
 					 out.len - before, most);

@@ -29,9 +29,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "daemon-process.h"
-#include "snapshot-format.h"
-#include "run-named.h"
+#include "tests/daemon-process.h"
+#include "common/snapshot-format.h"
+#include "tests/run-named.h"
 
 #define PASSWORD "pull-test-pw"
 #define NKEYS    20000

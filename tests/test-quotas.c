@@ -37,10 +37,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "fixture.h"
-#include "users.h"
-#include "run-named.h"
+#include "tests/daemon-process.h"
+#include "tests/fixture.h"
+#include "tests/users.h"
+#include "tests/run-named.h"
 
 #define INSTANCE "qt"
 #define QUOTA    (2u << 20)

@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-process.h"
-#include "shmf.h"
+#include "tests/daemon-process.h"
+#include <shmf.h>
 
 #define ADDERS 2 /* per filter */
 static const char *shmd_path;

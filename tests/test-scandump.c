@@ -28,14 +28,15 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "fixture.h"
-#include "merge.h"
-#include "registry-internal.h"
-#include "scandump.h"
-#include "session.h"
-#include "verbs.h"
-#include "snapshot.h"
-#include "spec.h"
+#include "tests/fixture.h"
+#include "shmd/verbs/dispatch.h"
+#include "shmd/files/merge.h"
+#include "shmd/store/generations.h"
+#include "shmd/store/scandump.h"
+#include "shmd/session/session.h"
+#include "shmd/verbs/verbs.h"
+#include "common/snapshot.h"
+#include "common/spec.h"
 
 static struct fixture fx;
 static struct server_view view; /* unix-socket clients, no password */
@@ -60,7 +61,7 @@ static void call(struct session *s, int argc, const char *const *argv, const siz
 	}
 	struct request req = { .argc = argc, .argv = av, .lens = l };
 	struct reply out = { 0 };
-	verbs_dispatch(s, &fx.reg, &req, &out);
+	dispatch_request(s, &fx.reg, &req, &out);
 	assert_false(out.oom);
 	a->raw = calloc(1, out.len + 1);
 	assert_non_null(a->raw);

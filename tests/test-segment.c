@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fixture.h"
-#include "rundir.h"
+#include "tests/fixture.h"
+#include "libclient/rundir.h"
 
 static struct fixture fx;
 static char data_path[512], ctl_path[512], dir_path[512];

@@ -26,9 +26,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "cuckoo.h"
-#include "fixture.h"
-#include "snapshot.h"
+#include "libclient/cuckoo.h"
+#include "tests/fixture.h"
+#include "common/snapshot.h"
 
 static struct fixture fx;
 

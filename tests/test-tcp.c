@@ -32,8 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "daemon-process.h"
+#include "shmd/config/config.h"
+#include "tests/daemon-process.h"
 
 #define PASSWORD    "tcp-test-pw"
 #define MAXCLIENTS  64

@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture.h"
-#include "snapshot.h"
+#include "tests/fixture.h"
+#include "common/snapshot.h"
 
 static struct fixture fx;
 

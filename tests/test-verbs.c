@@ -20,11 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "reply.h"
-#include "roles.h"
-#include "session.h"
-#include "verb-docs.h"
-#include "verbs.h"
+#include "shmd/verbs/dispatch.h"
+#include "shmd/resp/reply.h"
+#include "shmd/session/roles.h"
+#include "shmd/session/session.h"
+#include "shmd/verbs/verb-docs.h"
+#include "shmd/verbs/verbs.h"
 
 #define MAX_ARGS 8
 
@@ -41,7 +42,7 @@ static char *run(struct session *s, int argc, const char *const *words)
 		lens[i] = strlen(words[i]);
 	}
 	struct request req = { .argc = argc, .argv = argv, .lens = lens };
-	verbs_dispatch(s, NULL, &req, &out);
+	dispatch_request(s, NULL, &req, &out);
 	char *r = calloc(1, out.len + 1);
 	if (out.len > 0)
 		memcpy(r, out.data, out.len);

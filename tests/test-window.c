@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "tests/fixture.h"
 
 static struct fixture fx;
 

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "users.h"
+#include "tests/users.h"
 
 /* What was made, as the command that removes it: the users' userdel
  * first, then the groups' groupdel (a group goes only once no user has

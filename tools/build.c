@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bloom.h"
-#include "cuckoo.h"
-#include "geometry.h"
-#include "offline.h"
-#include "rundir.h"
-#include "snapshot.h"
-#include "spec.h"
+#include "libclient/bloom.h"
+#include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
+#include "tools/offline.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
+#include "common/spec.h"
 
 #define READ_BLOCK (1u << 20)
 #define BATCH      1024

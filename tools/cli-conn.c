@@ -16,9 +16,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "rundir.h"
-#include "shmf.h"
+#include "tools/cli.h"
+#include "libclient/rundir.h"
+#include <shmf.h>
 
 static const char *instance_name = "default", *socket_given;
 static redisContext *conn;

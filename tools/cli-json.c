@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "cli.h"
+#include "tools/cli.h"
 
 void json_escape(FILE *to, const char *s)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "keys.h"
+#include "tools/cli.h"
+#include "tools/cli-keys.h"
 
 /* Keys per batch. */
 #define CHUNK 10000

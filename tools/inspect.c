@@ -8,10 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "offline.h"
-#include "snapshot.h"
-#include "spec.h"
+#include "tools/cli.h"
+#include "tools/offline.h"
+#include "common/snapshot.h"
+#include "common/spec.h"
 
 static const char *when(uint64_t epoch, char *buf, size_t len)
 {

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "pull.h"
-#include "rundir.h"
-#include "shmf.h"
-#include "snapshot-format.h"
+#include "tools/pull.h"
+#include "libclient/rundir.h"
+#include <shmf.h>
+#include "common/snapshot-format.h"
 
 #define EXIT_ERROR 2
 /* Dumps begun again when the filter changed during one, at most. */

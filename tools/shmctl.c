@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "keys.h"
-#include "offline.h"
-#include "pull.h"
-#include "rundir.h"
-#include "shmf.h"
+#include "tools/cli.h"
+#include "tools/cli-keys.h"
+#include "tools/offline.h"
+#include "tools/pull.h"
+#include "libclient/rundir.h"
+#include <shmf.h>
 
 /* ---- info and list ---------------------------------------------------- */
 

@@ -46,8 +46,8 @@
 
 #include <xxhash.h>
 
-#include "segment.h"
-#include "shmf.h"
+#include "libclient/segment.h"
+#include <shmf.h>
 
 struct opts {
 	const char *dir, *to, *filter, *plain, *prefix, *cursor, *op;

@@ -13,11 +13,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "config.h"
-#include "cuckoo.h"
-#include "fuzz.h"
-#include "request.h"
-#include "rundir.h"
+#include "shmd/config/config.h"
+#include "libclient/cuckoo.h"
+#include "tests/fuzz/fuzz.h"
+#include "shmd/resp/request.h"
+#include "libclient/rundir.h"
 
 static struct config cfg;
 

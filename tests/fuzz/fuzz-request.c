@@ -19,8 +19,8 @@
 
 #include <xxhash.h>
 
-#include "fuzz.h"
-#include "request.h"
+#include "tests/fuzz/fuzz.h"
+#include "shmd/resp/request.h"
 
 #define MAX_REQS 4096
 

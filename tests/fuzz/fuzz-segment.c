@@ -35,12 +35,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuzz.h"
-#include "cuckoo.h"
-#include "geometry.h"
-#include "rundir.h"
-#include "segment.h"
-#include "shmf.h"
+#include "tests/fuzz/fuzz.h"
+#include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
+#include "libclient/rundir.h"
+#include "libclient/segment.h"
+#include <shmf.h>
 
 #define INSTANCE  "fz"
 #define FILE_MAX  (UINT64_C(64) << 20)

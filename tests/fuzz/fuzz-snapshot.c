@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "fuzz.h"
-#include "snapshot.h"
+#include "tests/fuzz/fuzz.h"
+#include "common/snapshot.h"
 
 static int in_fd = -1, out_fd = -1;
 static char in_path[64];

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "registry.h"
-#include "rundir.h"
-#include "snapshot.h"
+#include "shmd/config/config.h"
+#include "shmd/store/registry.h"
+#include "libclient/rundir.h"
+#include "common/snapshot.h"
 
 static const char *out;
 

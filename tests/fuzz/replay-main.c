@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fuzz.h"
+#include "tests/fuzz/fuzz.h"
 
 static int replay_file(const char *path)
 {

@@ -1,0 +1,166 @@
+/*
+ * dispatch.c - a request run as its row of the verb table says (see
+ * dispatch.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/snapshot-format.h"
+#include "libclient/rundir.h"
+#include "shmd/files/jobs.h"
+#include "shmd/session/queue.h"
+#include "shmd/session/session.h"
+#include "shmd/verbs/allow.h"
+#include "shmd/verbs/dispatch.h"
+#include "shmd/verbs/handlers.h"
+#include "shmd/verbs/verbs.h"
+
+/* ---- What a reply can take at most (the VERB_REPLY_* kinds) ----------- */
+
+size_t dispatch_verb_reply_max(const struct verb *v, const struct request *req)
+{
+	size_t n = 64;
+	switch (v->flags & VERB_REPLY_MASK) {
+	case VERB_REPLY_ITEMS:
+		/* An item per argument (those before the items too), or an
+		 * error in the place of one. */
+		return VERB_REPLY_SMALL + 5 * (size_t)req->argc;
+	case VERB_REPLY_ECHO:
+		for (int i = 1; i < req->argc; i++)
+			n += req->lens[i] + 16;
+		return n;
+	case VERB_REPLY_LIST:
+		/* At most a line or a name (63 bytes) for each of the
+		 * SHMF_SLOTS filters (INFO, KEYS, SCAN, SHMF.LIST, SHMF.RELOAD's
+		 * report of RELOAD_LINES lines), one filter's fields with its
+		 * generations and layers, CLIENT INFO with a 4 KiB name. */
+		return (size_t)SHMF_SLOTS * 1024;
+	case VERB_REPLY_CHUNK: return SHMF_CHUNK_BYTES + VERB_REPLY_SMALL;
+	case VERB_REPLY_FLEET:
+		/* Each replicated filter's fields and up to 32 nodes. */
+		return (size_t)SHMF_SLOTS * (8u << 10);
+	case VERB_REPLY_COMMAND: return command_reply_max(req);
+	default: return VERB_REPLY_SMALL;
+	}
+}
+
+size_t dispatch_reply_max(const struct session *s, const struct verb *v, const struct request *req)
+{
+	if (v == NULL || !verb_arity_ok(v, req->argc) || (s->in_multi && !(v->flags & VERB_TXN)))
+		return VERB_REPLY_SMALL; /* an error, or +QUEUED */
+	if ((v->flags & VERB_REPLY_MASK) == VERB_REPLY_EXEC)
+		return 64 + queue_reply_max(s->multi);
+	return dispatch_verb_reply_max(v, req);
+}
+
+/* Inside MULTI, take request @p req (verb @p v) for the queue: reply
+ * +QUEUED, or the error that makes EXEC abort. */
+static void queue_request(struct session *s, const struct verb *v, const struct request *req, struct reply *out)
+{
+	int rc;
+	if (v->flags & VERB_NAMES_FILE) {
+		reply_error(out, "ERR Command not allowed inside a transaction: %s names a file on the daemon's host",
+			    v->name);
+		s->multi_dirty = 1;
+		return;
+	}
+	rc = queue_push(&s->multi, req, dispatch_verb_reply_max(v, req));
+	if (rc == SHMF_E_TOOBIG) {
+		reply_error(out, "ERR transaction too large: at most %d commands and %u MiB queued", QUEUE_MAX_REQUESTS,
+			    QUEUE_MAX_BYTES >> 20);
+		s->multi_dirty = 1;
+	} else if (rc == -ERANGE) {
+		reply_error(out,
+			    "ERR transaction too large: EXEC's replies could pass %u MiB, the most a connection's "
+			    "unread replies may hold (docs/protocol.md, Limits)",
+			    REPLY_UNSENT_MAX >> 20);
+		s->multi_dirty = 1;
+	} else if (rc < 0) {
+		reply_error(out, "ERR out of memory queueing the command");
+		s->multi_dirty = 1;
+	} else {
+		reply_status(out, "QUEUED");
+	}
+}
+
+/* Whether a request EXEC would run waits: a file job holds a filter it
+ * would change or lock. */
+static int queue_waits(const struct session *s)
+{
+	for (size_t i = 0; i < queue_len(s->multi); i++) {
+		const struct request *req = queue_at(s->multi, i);
+		const struct verb *v = verbs_find(req->argv[0], req->lens[0]);
+		if (v != NULL && v->key > 0 && v->key < req->argc && (v->flags & (VERB_WRITES | VERB_LOCKS)) &&
+		    jobs_busy(req->argv[v->key]))
+			return 1;
+	}
+	return 0;
+}
+
+static const char NOAUTH[] = "NOAUTH Authentication required.";
+
+/* 1 if session @p s may run verb @p v (NULL: unknown) with these
+ * arguments; else 0, and the reply says why. */
+static int may_run(const struct session *s, const struct verb *v, const struct request *req, struct reply *out)
+{
+	if (!s->authed && (v == NULL || !(v->flags & VERB_NOAUTH)))
+		reply_error(out, "%s", NOAUTH);
+	else if (v == NULL && keyspace_foreign_verb(req->argv[0], req->lens[0]))
+		reply_error(out,
+			    "ERR shmd serves only Bloom and cuckoo filters: '%.*s' is a Redis data command it does "
+			    "not have (BF.*, CF.* and the keyspace commands are served)",
+			    32, req->argv[0]);
+	else if (v == NULL)
+		reply_error(out, "ERR unknown command '%.*s'", 64, req->argv[0]);
+	else if (s->kind == SESSION_TCP && !(v->flags & VERB_TCP_OK))
+		reply_error(out, "ERR %.*s is refused over TCP: %s (use the unix socket)", 16, req->argv[0],
+			    v->flags & VERB_NAMES_FILE
+				    ? "it names a file on the daemon's host, which a network client may not"
+				    : "it administers the daemon itself, which a network client may not");
+	else if (!verb_arity_ok(v, req->argc))
+		reply_error(out, "ERR wrong number of arguments for '%s' command", v->name);
+	else
+		return 1;
+	return 0;
+}
+
+int dispatch_request(struct session *s, struct registry *reg, const struct request *req, struct reply *out)
+{
+	return dispatch_row(s, reg, verbs_of(req), req, out);
+}
+
+int dispatch_row(struct session *s, struct registry *reg, const struct verb *v, const struct request *req,
+		 struct reply *out)
+{
+	out->proto = s->proto;
+	if (req->argc < 1) {
+		reply_error(out, "ERR empty request");
+		return VERB_DONE;
+	}
+	if (!may_run(s, v, req, out)) {
+		s->multi_dirty |= s->in_multi; /* Redis: EXEC then answers -EXECABORT */
+		return VERB_DONE;
+	}
+	if (s->in_multi && !(v->flags & VERB_TXN)) {
+		queue_request(s, v, req, out);
+		return VERB_DONE;
+	}
+	/* EXEC runs its queue in one go: it waits while a file job holds a
+	 * filter one of them would change. */
+	if ((v->flags & VERB_REPLY_MASK) == VERB_REPLY_EXEC && s->in_multi && queue_waits(s))
+		return VERB_WAIT;
+	struct verb_call c = { .req = req, .out = out, .reg = reg, .sess = s, .peer = &s->peer };
+	if (v->key > 0) {
+		const char *name = req->argv[v->key];
+		c.key_rc = strlen(name) == req->lens[v->key] ? shmf_name_check(name) : SHMF_E_NAME;
+	}
+	if (!allow_verb(&c, v))
+		return VERB_DONE;
+	/* A file job holds the filter: what would change it, or wait on its
+	 * relocation lock, comes after, in order. Reads go on. */
+	if (c.key_rc == 0 && v->key > 0 && (v->flags & (VERB_WRITES | VERB_LOCKS)) && jobs_busy(req->argv[v->key]))
+		return VERB_WAIT;
+	v->run(&c);
+	return c.parked ? VERB_PARKED : c.wait ? VERB_WAIT : VERB_DONE;
+}

@@ -1,0 +1,50 @@
+/*
+ * dispatch.h - a request run as its row of the verb table says: who may
+ * run it (AUTH, TCP, the role: allow.h) and with how many arguments,
+ * queued inside MULTI, held while a job of the file worker has its
+ * filter, and what its reply can take at most.
+ *
+ * Single-threaded, like the registry: called from the server loop only.
+ */
+#ifndef SHMD_DISPATCH_H
+#define SHMD_DISPATCH_H
+
+#include <stddef.h>
+
+#include "shmd/verbs/verb.h"
+
+/**
+ * The most bytes the reply of verb @p v to @p req can take, from its
+ * VERB_REPLY_* kind (the server holds or refuses a request whose reply
+ * could overflow the connection's unsent replies: reply.h).
+ */
+size_t dispatch_verb_reply_max(const struct verb *v, const struct request *req);
+
+/**
+ * The most bytes the reply to @p req (verb @p v, verbs_of(req)) can take
+ * in session @p s: the row's reply_max, a small bound for a request that
+ * is refused or queued (inside MULTI), and for EXEC the sum of what it
+ * queued (verbs-multi.c).
+ */
+size_t dispatch_reply_max(const struct session *s, const struct verb *v, const struct request *req);
+
+/**
+ * Execute @p req for session @p s and append exactly one reply to @p out:
+ * -NOAUTH before AUTH where a password is set (unless the verb runs
+ * before AUTH), -ERR for an unknown verb, for a verb refused over TCP and
+ * for a wrong number of arguments, -NOPERM for a role or file permission
+ * the connection lacks (allow_verb()); else the verb's handler, which may
+ * change the session (s->quit, s->limits_changed) and the registry.
+ * A verb that writes (or VERB_LOCKS) on a filter that a job of the file
+ * worker holds is not run: commands on one filter keep their order.
+ * @return VERB_DONE, VERB_PARKED (the reply is appended to @p out when
+ *         the job ends: send nothing else meanwhile) or VERB_WAIT (nothing
+ *         appended: call again with the same request once a job ended).
+ */
+int dispatch_request(struct session *s, struct registry *reg, const struct request *req, struct reply *out);
+
+/** dispatch_request() of a request whose row the caller looked up: @p v is verbs_of(@p req). */
+int dispatch_row(struct session *s, struct registry *reg, const struct verb *v, const struct request *req,
+		 struct reply *out);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * verbs.c - the verb table (see verbs.h).
+ *
+ * The rows are in the order COMMAND lists them: the connection verbs,
+ * then the filter verbs by family. The handlers live in a file per
+ * family (handlers.h): verbs-connection.c, verbs-compat.c (COMMAND,
+ * INFO), verbs-multi.c, verbs-keyspace.c, verbs-bloom.c, verbs-cuckoo.c,
+ * verbs-admin.c, verbs-perms.c and verbs-scandump.c.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "common/snapshot-format.h"
+#include "shmd/verbs/handlers.h"
+#include "shmd/verbs/verbs.h"
+
+/* Most verbs: allowed over TCP once authenticated. */
+#define READS  (VERB_READONLY | VERB_TCP_OK)
+#define WRITES (VERB_WRITES | VERB_TCP_OK)
+#define CONN   (VERB_CONN | VERB_TCP_OK)
+/* Administration that names a file on the daemon's host: never over TCP. */
+#define FILE_VERB (VERB_WRITES | VERB_NAMES_FILE)
+/* The role column (roles.h): who may run the verb. */
+#define READER VERB_ROLE_READER
+#define WRITER VERB_ROLE_WRITER
+#define ADMIN  VERB_ROLE_ADMIN
+
+/*
+ * The role column: connection verbs, checks and descriptions are for
+ * readers; adds and deletes for writers; everything that creates, drops,
+ * replaces, rotates, reshapes or writes a filter to or from a file is for
+ * admins. BF.RESERVE and CF.RESERVE create (VERB_CREATES: a writer may
+ * when [roles] writer_create = yes, within its quotas). BF.INSERT,
+ * CF.INSERT and CF.INSERTNX add, and create the filter they name when it
+ * is missing (unless NOCREATE): writer, and the create is checked where it
+ * happens (call_create() asks allow_create()).
+ */
+static const struct verb verbs[] = {
+	{ "auth", 2, -1, CONN | VERB_NOAUTH | READER, 0, cmd_auth, "Authenticates the connection." },
+	{ "hello", 1, -1, CONN | VERB_NOAUTH | READER, 0, cmd_hello,
+	  "Handshakes with the server in RESP2 or RESP3, optionally authenticating and naming the connection." },
+	{ "quit", 1, -1, CONN | VERB_TXN | VERB_NOAUTH | READER, 0, cmd_quit, "Closes the connection." },
+	{ "reset", 1, 1, CONN | VERB_TXN | VERB_NOAUTH | READER, 0, cmd_reset,
+	  "Resets the connection: its name, its library and, over TCP with a password, its authentication." },
+	{ "client", 2, -1, CONN | READER | VERB_REPLY_LIST, 0, cmd_client, "Names and describes the connection." },
+	{ "select", 2, 2, CONN | READER, 0, cmd_select, "Selects database 0, the only one." },
+	{ "echo", 2, 2, CONN | READER | VERB_REPLY_ECHO, 0, cmd_echo, "Returns the given string." },
+	{ "command", 1, -1, CONN | READER | VERB_REPLY_COMMAND, 0, cmd_command, "Describes the verbs shmd serves." },
+	{ "info", 1, -1, CONN | READER | VERB_REPLY_LIST, 0, cmd_info,
+	  "Describes the server: server, clients, stats and keyspace." },
+	{ "ping", 1, 2, READS | READER | VERB_REPLY_ECHO, 0, cmd_ping, "Returns PONG, or the given string." },
+	{ "time", 1, 1, CONN | READER, 0, cmd_time, "Returns the server's time: unix seconds and microseconds." },
+	/* Transactions (verbs-multi.c): MULTI queues, EXEC runs the queue in one go. */
+	{ "multi", 1, 1, CONN | VERB_TXN | READER, 0, cmd_multi, "Starts a transaction." },
+	{ "exec", 1, 1, CONN | VERB_TXN | READER | VERB_REPLY_EXEC, 0, cmd_exec,
+	  "Executes the commands queued since MULTI, with no other client's between." },
+	{ "discard", 1, 1, CONN | VERB_TXN | READER, 0, cmd_discard, "Discards the commands queued since MULTI." },
+	{ "watch", 2, -1, CONN | VERB_TXN | READER, 0, cmd_watch,
+	  "Accepted and ignored: EXEC never aborts for a watched filter." },
+	{ "unwatch", 1, 1, CONN | VERB_TXN | READER, 0, cmd_unwatch, "Accepted and ignored." },
+
+	/* The keyspace (verbs-keyspace.c): the filters' names are its keys.
+	 * Dropping a filter, or setting the time it will be dropped, is
+	 * administration, as SHMF.DROP is. */
+	{ "del", 2, -1, WRITES | ADMIN, 1, cmd_del, "Drops filters: how many there were." },
+	{ "unlink", 2, -1, WRITES | ADMIN, 1, cmd_del, "Drops filters: how many there were (as DEL)." },
+	{ "exists", 2, -1, READS | READER, 1, cmd_exists, "Returns how many of the names are filters." },
+	{ "type", 2, 2, READS | READER, 1, cmd_type,
+	  "Returns a filter's type: MBbloom-- (Bloom), MBbloomCF (cuckoo) or none." },
+	{ "scan", 2, -1, READS | READER | VERB_REPLY_LIST, 0, cmd_scan, "Iterates over the filters' names." },
+	{ "keys", 2, 2, READS | READER | VERB_REPLY_LIST, 0, cmd_keys,
+	  "Returns the filters' names matching a glob pattern." },
+	{ "dbsize", 1, 1, READS | READER, 0, cmd_dbsize, "Returns the number of filters." },
+	{ "flushall", 1, 2, WRITES | ADMIN, 0, cmd_flushall,
+	  "Drops every filter (only with flushall = yes in [defaults])." },
+	{ "flushdb", 1, 2, WRITES | ADMIN, 0, cmd_flushall,
+	  "Drops every filter (only with flushall = yes in [defaults])." },
+	{ "expire", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter after a number of seconds." },
+	{ "pexpire", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter after a number of milliseconds." },
+	{ "expireat", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter at a unix time in seconds." },
+	{ "pexpireat", 3, 4, WRITES | ADMIN, 1, cmd_expire, "Drops a filter at a unix time in milliseconds." },
+	{ "persist", 2, 2, WRITES | ADMIN, 1, cmd_persist, "Removes a filter's expiry." },
+	{ "ttl", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns a filter's time to live in seconds (-1 none, -2 no filter)." },
+	{ "pttl", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns a filter's time to live in milliseconds (-1 none, -2 no filter)." },
+	{ "expiretime", 2, 2, READS | READER, 1, cmd_ttl, "Returns the unix time in seconds a filter expires at." },
+	{ "pexpiretime", 2, 2, READS | READER, 1, cmd_ttl,
+	  "Returns the unix time in milliseconds a filter expires at." },
+
+	{ "bf.reserve", 4, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_bf_reserve,
+	  "Creates a Bloom filter for a capacity and an error rate." },
+	{ "bf.add", 3, 3, WRITES | WRITER, 1, cmd_bf_add, "Adds an item to a Bloom filter: 1 if it was new." },
+	{ "bf.madd", 3, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_bf_madd,
+	  "Adds items to a Bloom filter: 1 for each that was new." },
+	{ "bf.exists", 3, 3, READS | READER, 1, cmd_bf_exists, "Checks whether an item may be in a Bloom filter." },
+	{ "bf.mexists", 3, -1, READS | READER | VERB_REPLY_ITEMS, 1, cmd_bf_mexists,
+	  "Checks whether each item may be in a Bloom filter." },
+	{ "bf.info", 2, 3, READS | READER | VERB_REPLY_LIST, 1, cmd_bf_info,
+	  "Returns a Bloom filter's capacity, size and items." },
+	{ "bf.card", 2, 2, READS | READER, 1, cmd_bf_card, "Returns how many items were added to a Bloom filter." },
+	{ "bf.insert", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_bf_insert,
+	  "Adds items to a Bloom filter, creating it when missing." },
+
+	{ "cf.reserve", 3, -1, WRITES | ADMIN | VERB_CREATES, 1, cmd_cf_reserve,
+	  "Creates a cuckoo filter for a capacity." },
+	{ "cf.add", 3, 3, WRITES | WRITER, 1, cmd_cf_add, "Adds a copy of an item to a cuckoo filter." },
+	{ "cf.addnx", 3, 3, WRITES | WRITER, 1, cmd_cf_addnx,
+	  "Adds an item to a cuckoo filter unless it may be there." },
+	{ "cf.insert", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_cf_insert,
+	  "Adds items to a cuckoo filter, creating it when missing." },
+	{ "cf.insertnx", 4, -1, WRITES | WRITER | VERB_REPLY_ITEMS, 1, cmd_cf_insertnx,
+	  "Adds the items that may not be there to a cuckoo filter, creating it when missing." },
+	{ "cf.exists", 3, 3, READS | READER, 1, cmd_cf_exists, "Checks whether an item may be in a cuckoo filter." },
+	{ "cf.mexists", 3, -1, READS | READER | VERB_REPLY_ITEMS, 1, cmd_cf_mexists,
+	  "Checks whether each item may be in a cuckoo filter." },
+	{ "cf.del", 3, 3, WRITES | WRITER, 1, cmd_cf_del, "Deletes one copy of an item from a cuckoo filter." },
+	{ "cf.count", 3, 3, READS | READER, 1, cmd_cf_count,
+	  "Returns how many copies of an item a cuckoo filter may hold." },
+	{ "cf.info", 2, 2, READS | READER | VERB_REPLY_LIST, 1, cmd_cf_info,
+	  "Returns a cuckoo filter's size, buckets and items." },
+	{ "cf.compact", 2, 2, WRITES | WRITER, 1, cmd_cf_compact,
+	  "Does nothing: a cuckoo filter here is one table, with nothing to compact." },
+	{ "shmf.addcapped", 4, 4, WRITES | WRITER, 1, cmd_shmf_addcapped,
+	  "Adds a copy of an item to a cuckoo filter only while it holds fewer than a cap." },
+
+	{ "shmf.list", 1, 1, READS | READER | VERB_REPLY_LIST, 0, cmd_shmf_list, "Returns the names of the filters." },
+	{ "shmf.info", 2, 2, READS | READER | VERB_REPLY_LIST, 1, cmd_shmf_info,
+	  "Describes a filter: its shape, items, data file, mode and time window." },
+	{ "shmf.drop", 2, 2, WRITES | ADMIN, 1, cmd_shmf_drop, "Drops a filter and removes its data files." },
+	{ "shmf.snapshot", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_snapshot,
+	  "Writes a snapshot of a filter to a file on the daemon's host (FORCE: over a file that is not a snapshot)." },
+	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_swap,
+	  "Replaces a filter with the one in a snapshot file on the daemon's host (RESHAPE: also of another shape)." },
+	{ "shmf.restore", 3, 3, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_restore,
+	  "Creates or replaces a filter from a snapshot file on the daemon's host." },
+	{ "shmf.rotate", 2, 2, WRITES | ADMIN, 1, cmd_shmf_rotate,
+	  "Starts a new generation of a time-windowed filter, retiring the oldest." },
+	/* Key 0: the filter is optional (none: every replicated filter). */
+	{ "shmf.replication", 1, 2, READS | READER | VERB_REPLY_FLEET, 0, cmd_shmf_replication,
+	  "Describes the replication of one or every replicated filter: state, cursor, lag, counters, nodes." },
+	{ "shmf.chmod", 3, 3, WRITES | ADMIN, 1, cmd_shmf_chmod,
+	  "Changes the mode of a filter's data files, every live generation's, in place." },
+	{ "shmf.resize", 3, 4, WRITES | ADMIN, 1, cmd_shmf_resize,
+	  "Gives a filter a new capacity (and error rate) where that can be done without its keys." },
+
+	/* Fleets: a filter chunk by chunk (shmd's chunks, which
+	 * RedisBloom does not load; dumps are reads, a load creates or
+	 * replaces a filter), and a Bloom snapshot merged into a live filter. */
+	{ "bf.scandump", 3, 3, READS | READER | VERB_LOCKS | VERB_REPLY_CHUNK, 1, cmd_bf_scandump,
+	  "Returns the next chunk of a Bloom filter's dump, from iterator 0 until the iterator is 0." },
+	{ "bf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_bf_loadchunk,
+	  "Loads a chunk of a Bloom filter's dump; the last one publishes the filter, new or replaced." },
+	{ "cf.scandump", 3, 3, READS | READER | VERB_LOCKS | VERB_REPLY_CHUNK, 1, cmd_cf_scandump,
+	  "Returns the next chunk of a cuckoo filter's dump, from iterator 0 until the iterator is 0." },
+	{ "cf.loadchunk", 4, 4, WRITES | ADMIN, 1, cmd_cf_loadchunk,
+	  "Loads a chunk of a cuckoo filter's dump; the last one publishes the filter, new or replaced." },
+	{ "shmf.merge", 3, 3, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, cmd_shmf_merge,
+	  "ORs a Bloom snapshot file on the daemon's host into the live filter of the same shape." },
+
+	/* The daemon itself: never over TCP, like the file verbs. */
+	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN | VERB_REPLY_LIST, 0, cmd_shmf_reload,
+	  "Reloads shmd's configuration file: creates new filters, applies what changes live, refuses shape "
+	  "changes; returns what it did." },
+};
+
+const struct verb *verbs_at(size_t i)
+{
+	return i < sizeof(verbs) / sizeof(verbs[0]) ? &verbs[i] : NULL;
+}
+
+const struct verb *verbs_find(const char *name, size_t len)
+{
+	/* The first letter first: most rows differ there, and a check over
+	 * TCP should not pay for a string comparison with every verb. */
+	const int first = tolower((unsigned char)name[0]);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (verbs[i].name[0] == first && strcasecmp(name, verbs[i].name) == 0 && strlen(name) == len)
+			return &verbs[i];
+	return NULL;
+}
+
+const struct verb *verbs_of(const struct request *req)
+{
+	return req->argc > 0 ? verbs_find(req->argv[0], req->lens[0]) : NULL;
+}
