@@ -6,7 +6,7 @@
 # listener on a free 127.0.0.1 port with a password), one after the other,
 # and sends both the same corpus, in the same order, over the unix socket
 # and over TCP, recording the raw reply bytes of every request:
-#  - generated: every verb of shmd/verbs.c with valid arguments, wrong
+#  - generated: every verb of shmd/verbs/verbs.c with valid arguments, wrong
 #    arity, bad arguments, unknown and invalid filter names, each in
 #    RESP2 and RESP3 (HELLO 3); Bloom and cuckoo filters reserved, added
 #    to (past capacity: layers, NONSCALING, a full cuckoo filter),
@@ -72,7 +72,7 @@ done
 old=$(realpath "$1")
 new=$(realpath "$2")
 src=$(cd "$(dirname "$0")/.." && pwd)
-verbs_c=$src/shmd/verbs.c
+verbs_c=$src/shmd/verbs/verbs.c
 seeds=$src/tests/fuzz/corpus/request
 [[ -r $verbs_c && -d $seeds ]] || { echo "$0: $verbs_c or $seeds missing" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "$0: python3 is needed" >&2; exit 2; }
