@@ -24,7 +24,6 @@
 #include "shmd/resp/reply.h"
 #include "shmd/session/roles.h"
 #include "shmd/session/session.h"
-#include "shmd/verbs/verb-docs.h"
 #include "shmd/verbs/verbs.h"
 
 #define MAX_ARGS 8
@@ -147,9 +146,12 @@ static void test_flags_follow_the_design(void **state)
 			fail_msg("%s: role %s, the design says %s", v->name, role_name(verb_role(v)), role_name(want));
 		if (!!(v->flags & VERB_CREATES) != is_create)
 			fail_msg("%s: VERB_CREATES should be %s", v->name, is_create ? "set" : "clear");
-		const struct verb_doc *d = verb_doc_find(v->name);
-		if (d == NULL || (v->key != 0) != (d->args[0] == 'k' && !strncmp(d->args, "key", 3)))
-			fail_msg("%s: no COMMAND DOCS entry, or its first argument is not its key", v->name);
+		if (v->syntax == NULL || v->group == NULL || v->summary == NULL ||
+		    (v->key != 0) != (v->syntax[0] == 'k' && !strncmp(v->syntax, "key", 3)))
+			fail_msg("%s: no COMMAND DOCS syntax, group or summary, or its first argument is not its key",
+				 v->name);
+		if (v->key == 0 && v->last_key != 0)
+			fail_msg("%s: a last key without a first", v->name);
 		if (!!(v->flags & VERB_NAMES_FILE) != names_file)
 			fail_msg("%s: VERB_NAMES_FILE should be %s", v->name, names_file ? "set" : "clear");
 		if (((v->flags & VERB_TCP_OK) == 0) != (names_file || daemon_admin))
@@ -363,8 +365,8 @@ static void test_command_reads_the_table(void **state)
 							       : "*2\r\n+write\r\n+denyoom\r\n";
 		snprintf(want, sizeof(want),
 			 "*1\r\n*10\r\n$%zu\r\n%s\r\n:%d\r\n%s:%d\r\n:%d\r\n:%d\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
-			 strlen(v->name), v->name, arity, flags, v->key,
-			 v->key != 0 && verb_doc_find(v->name)->last_key < 0 ? -1 : v->key, v->key);
+			 strlen(v->name), v->name, arity, flags, v->key, v->key != 0 && v->last_key < 0 ? -1 : v->key,
+			 v->key);
 		expect(run(&s, 3, (const char *[]){ "COMMAND", "INFO", v->name }), want, v->name);
 		n++;
 	}

@@ -86,7 +86,13 @@ struct verb {
 	int max_args;     /* -1: no limit */
 	unsigned flags;   /* VERB_* */
 	int key;          /* argument that names a filter (COMMAND's first key), 0: none */
+	int last_key;     /* COMMAND's last key: 0 none, -1 every argument from the first key, else key */
 	verb_handler *run;
+	const char *group;   /* COMMAND DOCS: Redis' groups (connection, server, generic, transactions), or
+			      * the family of a module's verb (bf, cf, shmf), reported as "module" */
+	const char *syntax;  /* COMMAND DOCS' arguments, written as the docs write them, the verb excluded:
+			      * "key item:string...", "[EXPANSION expansion:integer]", "[ASYNC|SYNC]"
+			      * (command-docs.c) */
 	const char *summary; /* COMMAND DOCS: one line */
 };
 

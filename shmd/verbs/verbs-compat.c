@@ -3,7 +3,7 @@
  * libraries and tools about itself. Enough for redis-cli,
  * redis-py and phpredis to connect and for tools that read INFO's
  * redis_version. COMMAND describes each verb from its row of the verb
- * table (verbs.c) and its docs (verb-docs.c: arguments, group, last key);
+ * table (verbs.c: arguments, group, last key too, command-docs.c);
  * COMMAND DOCS serves them as Redis 7 does, so that redis-cli's hints and
  * client libraries' key routing work.
 
@@ -20,7 +20,7 @@
 
 #include "shmd/verbs/handlers.h"
 #include "shmd/session/session.h"
-#include "shmd/verbs/verb-docs.h"
+#include "shmd/verbs/command-docs.h"
 #include "shmd/verbs/verbs.h"
 
 /* Redis 7's command entry: name, arity, flags, first key, last key, step,
@@ -42,7 +42,6 @@ static void reply_entry(struct reply *out, const struct verb *v)
 		flags[nflags++] = "write";
 		flags[nflags++] = "denyoom";
 	}
-	const struct verb_doc *d = verb_doc_find(v->name);
 	reply_array(out, 10);
 	reply_bulk_str(out, v->name);
 	reply_int(out, v->max_args == v->min_args ? v->min_args : -v->min_args);
@@ -50,7 +49,7 @@ static void reply_entry(struct reply *out, const struct verb *v)
 	for (size_t i = 0; i < nflags; i++)
 		reply_status(out, flags[i]);
 	reply_int(out, v->key);
-	reply_int(out, v->key == 0 ? 0 : d != NULL && d->last_key < 0 ? -1 : v->key);
+	reply_int(out, v->key == 0 ? 0 : v->last_key < 0 ? -1 : v->key);
 	reply_int(out, v->key != 0);
 	reply_array(out, 0);
 	reply_array(out, 0);
@@ -101,7 +100,7 @@ static void command_docs(const struct request *req, struct reply *out, size_t to
 		reply_map(out, total);
 		for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
 			reply_bulk_str(out, v->name);
-			verb_doc_reply(out, v);
+			command_docs_reply(out, v);
 		}
 		return;
 	}
@@ -113,7 +112,7 @@ static void command_docs(const struct request *req, struct reply *out, size_t to
 		if ((v = verbs_find(req->argv[i], req->lens[i])) == NULL)
 			continue;
 		reply_bulk_str(out, v->name);
-		verb_doc_reply(out, v);
+		command_docs_reply(out, v);
 	}
 }
 
@@ -133,7 +132,7 @@ static size_t entry_max(void)
 			size_t a = r.len;
 			r.len = 0;
 			reply_bulk_str(&r, v->name);
-			verb_doc_reply(&r, v);
+			command_docs_reply(&r, v);
 			if (a > max)
 				max = a;
 			if (r.len > max)

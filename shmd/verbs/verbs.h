@@ -1,13 +1,14 @@
 /*
  * verbs.h - the table of every verb shmd serves, as Redis keeps its
- * command table: one row per verb (verb.h) with its arity, its flags,
- * where its filter name is, its handler and its COMMAND DOCS summary.
+ * command table: one row per verb (verb.h), everything about it: its
+ * arity, its flags, its first and last key, its handler, and its group,
+ * argument syntax and summary for COMMAND DOCS.
  *
  * The dispatcher (dispatch.h) reads it to decide who may run a verb
- * (AUTH, TCP, the role the connection needs: roles.h) and with how many
- * arguments; COMMAND reads it to describe
- * the verbs to client libraries; the tests read it to check that every
- * verb is described. Adding a verb is adding a row and a handler.
+ * (AUTH, TCP, the role the connection needs: allow.h) and with how many
+ * arguments; COMMAND reads it to describe the verbs to client libraries;
+ * the tests read it to check that every verb is described. Adding a verb
+ * is adding a row and a handler.
  *
  * Single-threaded, like the registry: called from the server loop only.
  */
