@@ -566,14 +566,10 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-/* The header fields say a filter this build can hold, in exactly the
- * shape the sizing gives for its parameters (or gave:
- * shmf_geometry_sized()), and a file size that follows from them. */
-static int header_fields_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
+/* The header's own bytes: its size, the name, the reserved bytes, and
+ * the flags and expansion each version may set. */
+static int header_bytes_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
 {
-	double fpr;
-	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
-
 	if (h->header_size != sizeof(*h))
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: header size %u at byte 12, expected %zu", p,
 			      h->header_size, sizeof(*h));
@@ -605,6 +601,17 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 			      "%s: flags 0x%x and expansion %u (bytes 200-207) do not describe a filter (a growing one "
 			      "expands by 1 to %u and has no window; NONSCALING is for a Bloom filter that does not grow)",
 			      p, h->flags, h->expansion, SHMF_EXPANSION_MAX);
+	return 0;
+}
+
+/* The filter the header describes: a type, sections and a window this
+ * build can hold, in exactly the shape the sizing gives for its
+ * parameters (or gave: shmf_geometry_sized()), and a file size that
+ * follows from them. */
+static int header_shape_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
+{
+	double fpr;
+	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
 	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: filter type %u at byte 16 is unknown", p, h->type);
 	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS)
@@ -660,6 +667,14 @@ static int header_fields_check(const struct shmf_snap_header *h, const char *p, 
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "%s: file size field %" PRIu64 " at byte 112, expected %" PRIu64, p, h->file_bytes, want);
 	return 0;
+}
+
+/* The header fields say a filter this build can hold (header_bytes_check(),
+ * header_shape_check()). */
+static int header_fields_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
+{
+	int rc = header_bytes_check(h, p, err, errlen);
+	return rc < 0 ? rc : header_shape_check(h, p, err, errlen);
 }
 
 int snapshot_header_check(const struct shmf_snap_header *h, const char *what, char *err, size_t errlen)

@@ -883,55 +883,131 @@ static int watch_listener(struct server *s, struct listener *l)
 	return epoll_ctl(s->ep, EPOLL_CTL_ADD, l->fd, &e);
 }
 
-int server_run(struct registry *reg, const struct server_opts *o, volatile sig_atomic_t *stop,
-	       void (*tick)(struct registry *reg, void *arg), void *tick_arg)
+/* The server's state from the options @p o. */
+static void server_init(struct server *s, struct registry *reg, const struct server_opts *o)
 {
-	struct server s = {
+	*s = (struct server){
 		.reg = reg,
 		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
 		.wake = { o->wake_fd, -1 },
 		.jobs = { jobs_fd(), -1 },
 		.limits = { request_limits_max, request_limits_max },
 	};
-	s.limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
-	s.admit.max[SESSION_UNIX] = o->unix_maxclients ? o->unix_maxclients : SERVER_MAX_CLIENTS;
-	s.admit.max[SESSION_TCP] = o->tcp_maxclients;
-	s.admit.per_peer[SESSION_UNIX] = o->unix_maxclients_per_user ? o->unix_maxclients_per_user : UINT32_MAX;
-	s.admit.per_peer[SESSION_TCP] = o->tcp_maxclients_per_addr ? o->tcp_maxclients_per_addr : UINT32_MAX;
-	s.idle_ms[SESSION_UNIX] = (uint64_t)o->unix_timeout * 1000;
-	s.idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
-	s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	s.mem_limit = o->maxmemory_clients ? o->maxmemory_clients : MAXMEMORY_CLIENTS_DEFAULT;
-	s.view = (struct server_view){
+	s->limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
+	s->admit.max[SESSION_UNIX] = o->unix_maxclients ? o->unix_maxclients : SERVER_MAX_CLIENTS;
+	s->admit.max[SESSION_TCP] = o->tcp_maxclients;
+	s->admit.per_peer[SESSION_UNIX] = o->unix_maxclients_per_user ? o->unix_maxclients_per_user : UINT32_MAX;
+	s->admit.per_peer[SESSION_TCP] = o->tcp_maxclients_per_addr ? o->tcp_maxclients_per_addr : UINT32_MAX;
+	s->idle_ms[SESSION_UNIX] = (uint64_t)o->unix_timeout * 1000;
+	s->idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	s->mem_limit = o->maxmemory_clients ? o->maxmemory_clients : MAXMEMORY_CLIENTS_DEFAULT;
+	s->view = (struct server_view){
 		.started = (uint64_t)time(NULL),
 		.requirepass = o->requirepass ? o->requirepass : "",
 		.roles = o->roles,
 		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
-		.maxclients = { s.admit.max[SESSION_UNIX], o->tcp_maxclients },
+		.maxclients = { s->admit.max[SESSION_UNIX], o->tcp_maxclients },
 		.defaults = o->defaults ? o->defaults : &filter_defaults_builtin,
-		.maxmemory_clients = s.mem_limit,
+		.maxmemory_clients = s->mem_limit,
 	};
-	int rc = 0;
-	s.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (s.ep < 0 || watch_listener(&s, &s.lis[0]) < 0 || watch_listener(&s, &s.lis[1]) < 0 ||
-	    watch_listener(&s, &s.wake) < 0 || watch_listener(&s, &s.jobs) < 0) {
-		rc = -errno;
+}
+
+/* Watch the listeners, the wake and the jobs' descriptors, and say where
+ * the server listens. 0, or -errno after logging. */
+static int server_listen_all(struct server *s, const struct server_opts *o)
+{
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s->ep < 0 || watch_listener(s, &s->lis[0]) < 0 || watch_listener(s, &s->lis[1]) < 0 ||
+	    watch_listener(s, &s->wake) < 0 || watch_listener(s, &s->jobs) < 0) {
+		int rc = -errno;
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
+		return rc;
 	}
-	if (rc == 0) {
+	log_msg(LOG_INFO,
+		"listening on %s (at most %u clients, %u per user, idle timeout %us; clients hold at most %zu "
+		"MiB in all)",
+		o->unix_path, s->admit.max[SESSION_UNIX], s->admit.per_peer[SESSION_UNIX], o->unix_timeout,
+		s->mem_limit >> 20);
+	if (o->tcp_fd >= 0)
 		log_msg(LOG_INFO,
-			"listening on %s (at most %u clients, %u per user, idle timeout %us; clients hold at most %zu "
-			"MiB in all)",
-			o->unix_path, s.admit.max[SESSION_UNIX], s.admit.per_peer[SESSION_UNIX], o->unix_timeout,
-			s.mem_limit >> 20);
-		if (o->tcp_fd >= 0)
-			log_msg(LOG_INFO,
-				"listening on tcp %s (%s, at most %u clients, %u per address, idle timeout %us, requests "
-				"up to %zu bytes)",
-				o->tcp_name, s.view.requirepass[0] ? "AUTH required" : "no password", o->tcp_maxclients,
-				s.admit.per_peer[SESSION_TCP], o->tcp_timeout, s.limits[SESSION_TCP].max_bytes);
+			"listening on tcp %s (%s, at most %u clients, %u per address, idle timeout %us, requests "
+			"up to %zu bytes)",
+			o->tcp_name, s->view.requirepass[0] ? "AUTH required" : "no password", o->tcp_maxclients,
+			s->admit.per_peer[SESSION_TCP], o->tcp_timeout, s->limits[SESSION_TCP].max_bytes);
+	return 0;
+}
+
+/* One batch of @p n events: connections first, listeners last, so that a
+ * connection freed in this batch (only ever while its own event is
+ * handled) cannot share its address with one accepted for a later event.
+ * A listener is told by its address, never by reading through an event's
+ * pointer, which may be a freed connection's by then. */
+static void server_events(struct server *s, struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (evs[i].data.ptr != &s->lis[0] && evs[i].data.ptr != &s->lis[1] && evs[i].data.ptr != &s->wake &&
+		    evs[i].data.ptr != &s->jobs)
+			conn_event(s, evs[i].data.ptr, evs[i].events);
+	for (int i = 0; i < n; i++)
+		if (evs[i].data.ptr == &s->jobs)
+			jobs_ended(s);
+	for (int i = 0; i < n; i++)
+		if (evs[i].data.ptr == &s->lis[0] || evs[i].data.ptr == &s->lis[1])
+			accept_clients(s, evs[i].data.ptr);
+	/* The connections whose turn ended at OUTPUT_PER_TURN go on. */
+	for (struct conn *c = s->conns, *next; c != NULL && s->yielded > 0; c = next) {
+		next = c->next; /* c may be freed; others only become C_DEAD */
+		if (c->yield)
+			conn_resume(s, c);
 	}
+	reap(s); /* no event of this batch is left to point at them */
+}
+
+/* Every 250 ms: idle connections closed, and the heap trimmed when
+ * clients gave back 16 MiB or more. */
+static void server_sweep(struct server *s, uint64_t *last_sweep)
+{
+	uint64_t now = now_ms();
+	if (now - *last_sweep < 250)
+		return;
+	sweep(s, now);
+	*last_sweep = now;
+	/* Buffers under the mapping threshold (main.c) came from the heap:
+	 * give back what clients gave back. */
+	if (s->mem_peak - s->mem_total >= (16u << 20)) {
+		malloc_trim(0);
+		s->mem_peak = s->mem_total;
+	}
+}
+
+/* The end: jobs of the file worker end (cancelled where they can be)
+ * before the connections waiting for them get their last replies. */
+static void server_close(struct server *s, struct registry *reg, const struct server_opts *o)
+{
+	jobs_stop(reg);
+	while (s->conns != NULL) {
+		conn_flush(s->conns);
+		conn_free(s, s->conns);
+	}
+	conn_limits_free(&s->admit);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
+	if (s->ep >= 0)
+		close(s->ep);
+	close(o->unix_fd);
+	if (o->tcp_fd >= 0)
+		close(o->tcp_fd);
+	unlink(o->unix_path);
+}
+
+int server_run(struct registry *reg, const struct server_opts *o, volatile sig_atomic_t *stop,
+	       void (*tick)(struct registry *reg, void *arg), void *tick_arg)
+{
+	struct server s;
+	server_init(&s, reg, o);
+	int rc = server_listen_all(&s, o);
 	struct epoll_event evs[EVENTS_PER_WAIT];
 	uint64_t last_sweep = now_ms();
 	/* The loop never waits on a cuckoo filter's lock or racing reads: a
@@ -949,56 +1025,10 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 				log_msg(LOG_WARNING, "epoll_wait: %s", strerror(errno));
 			continue;
 		}
-		/* Connections first, listeners last, so that a connection freed
-		 * in this batch (only ever while its own event is handled) cannot
-		 * share its address with one accepted for a later event. A
-		 * listener is told by its address, never by reading through an
-		 * event's pointer, which may be a freed connection's by then. */
-		for (int i = 0; i < n; i++)
-			if (evs[i].data.ptr != &s.lis[0] && evs[i].data.ptr != &s.lis[1] &&
-			    evs[i].data.ptr != &s.wake && evs[i].data.ptr != &s.jobs)
-				conn_event(&s, evs[i].data.ptr, evs[i].events);
-		for (int i = 0; i < n; i++)
-			if (evs[i].data.ptr == &s.jobs)
-				jobs_ended(&s);
-		for (int i = 0; i < n; i++)
-			if (evs[i].data.ptr == &s.lis[0] || evs[i].data.ptr == &s.lis[1])
-				accept_clients(&s, evs[i].data.ptr);
-		/* The connections whose turn ended at OUTPUT_PER_TURN go on. */
-		for (struct conn *c = s.conns, *next; c != NULL && s.yielded > 0; c = next) {
-			next = c->next; /* c may be freed; others only become C_DEAD */
-			if (c->yield)
-				conn_resume(&s, c);
-		}
-		reap(&s); /* no event of this batch is left to point at them */
-		uint64_t now = now_ms();
-		if (now - last_sweep >= 250) {
-			sweep(&s, now);
-			last_sweep = now;
-			/* Clients gave back 16 MiB or more: so does the heap, where
-			 * buffers under the mapping threshold (main.c) came from. */
-			if (s.mem_peak - s.mem_total >= (16u << 20)) {
-				malloc_trim(0);
-				s.mem_peak = s.mem_total;
-			}
-		}
+		server_events(&s, evs, n);
+		server_sweep(&s, &last_sweep);
 	}
 	shmf_cuckoo_wait_deadline(saved_deadline);
-	/* Jobs of the file worker end (cancelled where they can be) before
-	 * the connections waiting for them get their last replies. */
-	jobs_stop(reg);
-	while (s.conns != NULL) {
-		conn_flush(s.conns);
-		conn_free(&s, s.conns);
-	}
-	conn_limits_free(&s.admit);
-	if (s.spare_fd >= 0)
-		close(s.spare_fd);
-	if (s.ep >= 0)
-		close(s.ep);
-	close(o->unix_fd);
-	if (o->tcp_fd >= 0)
-		close(o->tcp_fd);
-	unlink(o->unix_path);
+	server_close(&s, reg, o);
 	return rc;
 }

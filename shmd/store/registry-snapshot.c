@@ -304,6 +304,68 @@ static int free_slot(struct registry *r)
 	return SHMF_E_FULL;
 }
 
+/* A window's generations begin no later than now plus the skew
+ * tolerance (fleet.h): one that began later would keep the window from
+ * turning until then (its age, or for a replicated window the clock,
+ * decides). A snapshot of a host whose clock is ahead by more is refused,
+ * as its entries would be. 0, or SHMF_E_FORMAT with @p err. */
+static int load_window_check(const char *name, const struct shmf_snap_header *h, const struct shmf_snap_section *sec,
+			     char *err, size_t errlen)
+{
+	if (h->window_secs == 0)
+		return 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+		 skew = fleet_skew_ms(h->window_secs);
+	for (unsigned i = 0; i < h->nsections; i++)
+		if (sec[i].created_epoch > (now_ms + skew) / 1000)
+			return errmsg(err, errlen, SHMF_E_FORMAT,
+				      "filter '%s': generation %u of the snapshot began at %" PRIu64 ", %" PRIu64
+				      " s after this host's clock (more than the skew tolerance, %" PRIu64
+				      " ms): its window would not turn until then; is the clock of the host "
+				      "that wrote it ahead?",
+				      name, i, sec[i].created_epoch, sec[i].created_epoch - now_ms / 1000, skew);
+	return 0;
+}
+
+/* The data files of @p ld's new generations, numbered so that the newest
+ * (section 0) is the highest, made and opened read-write. 0, or a
+ * negative code with @p err (the caller aborts the load). */
+static int load_files_make(struct registry *r, struct registry_load *ld, const char *name,
+			   const struct shmf_snap_header *h, const struct shmf_snap_section *sec, char *err,
+			   size_t errlen)
+{
+	int rc = 0;
+	unsigned n = h->nsections;
+	uint64_t base = r->ctl.hdr->last_generation + 1;
+	ld->ring.n = n;
+	for (unsigned i = 0; i < n; i++) {
+		ld->ring.gen[i] = base + (n - 1 - i);
+		ld->ring.created[i] = sec[i].created_epoch;
+	}
+	r->ctl.hdr->last_generation = base + n - 1;
+	for (unsigned i = 0; i < n; i++) {
+		char fname[128];
+		/* A growing filter's layer carries its own capacity and rate. */
+		struct filter_spec ls;
+		struct shmf_geometry lg;
+		if (registry_layer_spec(&ld->spec, ld->spec.expansion ? n - 1 - i : 0, &ls, &lg) < 0)
+			ls = ld->spec;
+		if ((rc = registry_data_create(r, &ls, &ld->gs[i], ld->ring.gen[i], h->seed, 1, err, errlen)) < 0)
+			break;
+		ld->made = i + 1;
+		shmf_data_filename(name, ld->ring.gen[i], fname, sizeof(fname));
+		ld->fd[i] = openat(r->dir.fd, fname, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (ld->fd[i] < 0) {
+			rc = errmsg(err, errlen, -errno, "%s/%s: cannot open the new generation: %s", r->dir_path,
+				    fname, strerror(errno));
+			break;
+		}
+	}
+	return rc;
+}
+
 int registry_load_begin(struct registry *r, const char *name, const struct shmf_snap_header *h,
 			const struct shmf_snap_section *sec, int how, struct registry_load *ld, char *err,
 			size_t errlen)
@@ -353,56 +415,9 @@ int registry_load_begin(struct registry *r, const char *name, const struct shmf_
 	    (rc = quotas_may_change(r, slot, total, how == REGISTRY_SWAP ? "a swap" : "replacing it", err, errlen)) < 0)
 		return rc;
 
-	/* A window's generations begin no later than now plus the skew
-	 * tolerance (fleet.h): one that began later would keep the window
-	 * from turning until then (its age, or for a replicated window the
-	 * clock, decides). A snapshot of a host whose clock is ahead by more
-	 * is refused, as its entries would be. */
-	if (h->window_secs != 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
-			 skew = fleet_skew_ms(h->window_secs);
-		for (unsigned i = 0; i < h->nsections; i++)
-			if (sec[i].created_epoch > (now_ms + skew) / 1000)
-				return errmsg(err, errlen, SHMF_E_FORMAT,
-					      "filter '%s': generation %u of the snapshot began at %" PRIu64
-					      ", %" PRIu64
-					      " s after this host's clock (more than the skew tolerance, %" PRIu64
-					      " ms): its window would not turn until then; is the clock of the host "
-					      "that wrote it ahead?",
-					      name, i, sec[i].created_epoch, sec[i].created_epoch - now_ms / 1000,
-					      skew);
-	}
-
-	/* New generations, numbered so that the newest (section 0) is the
-	 * highest. */
-	unsigned n = h->nsections;
-	uint64_t base = r->ctl.hdr->last_generation + 1;
-	ld->ring.n = n;
-	for (unsigned i = 0; i < n; i++) {
-		ld->ring.gen[i] = base + (n - 1 - i);
-		ld->ring.created[i] = sec[i].created_epoch;
-	}
-	r->ctl.hdr->last_generation = base + n - 1;
-	for (unsigned i = 0; i < n; i++) {
-		char fname[128];
-		/* A growing filter's layer carries its own capacity and rate. */
-		struct filter_spec ls;
-		struct shmf_geometry lg;
-		if (registry_layer_spec(&ld->spec, ld->spec.expansion ? n - 1 - i : 0, &ls, &lg) < 0)
-			ls = ld->spec;
-		if ((rc = registry_data_create(r, &ls, &ld->gs[i], ld->ring.gen[i], h->seed, 1, err, errlen)) < 0)
-			break;
-		ld->made = i + 1;
-		shmf_data_filename(name, ld->ring.gen[i], fname, sizeof(fname));
-		ld->fd[i] = openat(r->dir.fd, fname, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (ld->fd[i] < 0) {
-			rc = errmsg(err, errlen, -errno, "%s/%s: cannot open the new generation: %s", r->dir_path,
-				    fname, strerror(errno));
-			break;
-		}
-	}
+	if ((rc = load_window_check(name, h, sec, err, errlen)) < 0)
+		return rc;
+	rc = load_files_make(r, ld, name, h, sec, err, errlen);
 	if (rc < 0)
 		registry_load_abort(r, ld);
 	return rc;
