@@ -317,13 +317,13 @@ static int serve(struct daemon *d)
 	char err[512];
 	periodic_init(&t.periodic, &d->cfg, (uint64_t)time(NULL));
 	d->reload.periodic = &t.periodic;
-	/* After daemon(): threads do not survive a fork. Redis is the
+	/* After daemonize(): threads do not survive a fork. Redis is the
 	 * engine's to reach; shmd serves whether it can or not. */
 	if (d->cfg.repl.enabled && replication_start(&t.repl, &d->cfg.repl, &d->reg, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERR, "%s", err);
 		return 1;
 	}
-	/* The file worker, after daemon() too; server_run() stops it. */
+	/* The file worker, after daemonize() too; server_run() stops it. */
 	if (jobs_start(err, sizeof(err)) < 0) {
 		log_msg(LOG_ERR, "%s", err);
 		replication_stop(t.repl);

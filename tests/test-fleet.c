@@ -850,7 +850,7 @@ static uint64_t newest_window(const struct node *n, const char *filter)
 	return 0;
 }
 
-/* Issue 25, item 3: one entry wiped a windowed filter on every node. A
+/* One forged entry once wiped a windowed filter on every node. A
  * window of 50 days (past 49.7, where window x length x 1000 wraps 64
  * bits); 1,000 keys added on A reach B; then entries of huge window
  * numbers are forged into A's journal as a local writer and into the
