@@ -45,9 +45,13 @@
  * filters (the flags LAYERED and NONSCALING, the expansion at bytes
  * 204-207 and each section's layer at section bytes 32-35) and the cuckoo
  * bucket size (bytes 208-211), reserved and zero before: older files read
- * as fixed filters of one layer, their cuckoo buckets of 4 fingerprints.
- * Readers accept all three. */
-#define SHMF_SNAP_VERSION     3u
+ * as fixed filters of one layer, their cuckoo buckets of 4 fingerprints;
+ * 4 the filter's scheme (bytes 212-215, reserved and zero before: older
+ * files hold shmfilter's own filters), so that a filter imported from
+ * RedisBloom (its payload a struct shmf_rb_table and RedisBloom's links,
+ * segment-format.h) is snapshotted, restored, dumped and pulled as one.
+ * Readers accept all four. */
+#define SHMF_SNAP_VERSION     4u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
@@ -80,7 +84,9 @@ struct shmf_snap_header {
 	uint32_t flags;               /* 200: v2: SHMF_SNAP_F_* */
 	uint32_t expansion;           /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
 	uint32_t bucket_size;         /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
-	uint8_t reserved[36];         /* 212: zero */
+	uint32_t scheme;              /* 212: v4: SHMF_SCHEME_* (0: shmfilter's own; else an import from
+					 RedisBloom: one section, its payload the import's, k 0) */
+	uint8_t reserved[32];         /* 216: zero */
 	uint64_t header_xxh3;         /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
@@ -156,6 +162,7 @@ _Static_assert(offsetof(struct shmf_snap_header, cursor_ms) == 184, "cursor offs
 _Static_assert(offsetof(struct shmf_snap_header, flags) == 200, "flags offset");
 _Static_assert(offsetof(struct shmf_snap_header, expansion) == 204, "expansion offset");
 _Static_assert(offsetof(struct shmf_snap_header, bucket_size) == 208, "bucket size offset");
+_Static_assert(offsetof(struct shmf_snap_header, scheme) == 212, "scheme offset");
 _Static_assert(offsetof(struct shmf_snap_section, layer) == 32, "section layer offset");
 _Static_assert(offsetof(struct shmf_snap_header, header_xxh3) == 248, "header checksum last");
 _Static_assert(sizeof(struct shmf_snap_section) == 64, "section header is 64 bytes");

@@ -22,6 +22,7 @@ void snapshot_header_fill(struct shmf_snap_header *h, const struct filter_spec *
 	h->nbuckets = g->nbuckets;
 	h->max_kicks = g->max_kicks;
 	h->bucket_size = g->bucket_size;
+	h->scheme = g->scheme;
 	h->seed = seed;
 	h->created_epoch = created_epoch;
 	h->snapshot_epoch = snapshot_epoch;
@@ -43,6 +44,7 @@ void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g
 				     .nbuckets = h->nbuckets,
 				     .max_kicks = h->max_kicks,
 				     .bucket_size = h->bucket_size,
+				     .scheme = h->scheme,
 				     .data_bytes = SHMF_DATA_BLOCKS_OFF + h->nblocks * SHMF_BLOCK_BYTES };
 	/* Before version 3 every cuckoo bucket held 4 fingerprints (and the
 	 * field was reserved, zero). */

@@ -590,6 +590,10 @@ static int header_bytes_check(const struct shmf_snap_header *h, const char *p, c
 			      "%s: version %u header has version 3's flags, expansion or bucket size (bytes 200-211) "
 			      "set",
 			      p, h->version);
+	/* Before version 4 bytes 212-215 were reserved: shmfilter's own filters. */
+	if (h->version < 4 && h->scheme != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: version %u header has version 4's scheme (bytes 212-215) set", p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
 	if ((h->flags & SHMF_SNAP_F_LAYERED)
@@ -601,6 +605,19 @@ static int header_bytes_check(const struct shmf_snap_header *h, const char *p, c
 			      "%s: flags 0x%x and expansion %u (bytes 200-207) do not describe a filter (a growing one "
 			      "expands by 1 to %u and has no window; NONSCALING is for a Bloom filter that does not grow)",
 			      p, h->flags, h->expansion, SHMF_EXPANSION_MAX);
+	return 0;
+}
+
+/* A filter imported from RedisBloom: one section, no window, layer,
+ * journal or relocation bound; its shape is in its payload's table, which
+ * shmd checks before it publishes one (redisbloom.h), not a sizing's. */
+static int header_import_check(const struct shmf_snap_header *h, const char *p, char *err, size_t errlen)
+{
+	if (h->nsections != 1 || h->window_gens != 0 || h->flags != 0 || h->max_kicks != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: a filter imported from RedisBloom (scheme %u at byte 212) has one section and no "
+			      "window, flags or relocation bound (bytes 60, 96, 200, 56)",
+			      p, h->scheme);
 	return 0;
 }
 
@@ -633,13 +650,16 @@ static int header_shape_check(const struct shmf_snap_header *h, const char *p, c
 			      h->chunk_bytes);
 	struct shmf_geometry g;
 	snapshot_geometry(h, &g);
-	if (shmf_geometry_check(g.type, g.k, g.bucket_size, g.nblocks, g.nbuckets) < 0)
+	if (shmf_geometry_check(g.type, g.scheme, g.k, g.bucket_size, g.nblocks, g.nbuckets) < 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: shape (k %u, bucket size %u, %" PRIu64 " blocks, %" PRIu64
-			      " buckets at bytes 20, 208, 40, 48) is inconsistent",
-			      p, h->k, g.bucket_size, h->nblocks, h->nbuckets);
+			      "%s: shape (scheme %u, k %u, bucket size %u, %" PRIu64 " blocks, %" PRIu64
+			      " buckets at bytes 212, 20, 208, 40, 48) is inconsistent",
+			      p, h->scheme, h->k, g.bucket_size, h->nblocks, h->nbuckets);
 	int rc;
-	if (h->flags & SHMF_SNAP_F_LAYERED) {
+	if (g.scheme != SHMF_SCHEME_NATIVE) {
+		if ((rc = header_import_check(h, p, err, errlen)) < 0)
+			return rc;
+	} else if (h->flags & SHMF_SNAP_F_LAYERED) {
 		/* A growing filter's first layer: as shmf_geometry_layer() makes it. */
 		struct shmf_layer l0;
 		rc = shmf_geometry_layer((int)h->type, h->capacity, fpr, h->max_kicks, g.bucket_size, h->expansion, 0,

@@ -148,6 +148,7 @@ extern "C" {
 #define SHMF_E_PROTO      (-5015) /**< the control socket answered something unexpected */
 #define SHMF_E_BUSY       (-5016) /**< a cuckoo filter's relocation lock stayed held past its timeout */
 #define SHMF_E_NONSCALING (-5017) /**< a NONSCALING Bloom filter holds its capacity: a new key is refused */
+#define SHMF_E_IMPORTED   (-5018) /**< the filter was imported from RedisBloom: it answers checks and counts only */
 #define SHMF_E_FIRST      (-5099) /**< lowest library code */
 #define SHMF_E_LAST       (-5000) /**< highest library code */
 

@@ -39,6 +39,7 @@
 #include "libclient/cuckoo.h"
 #include "libclient/journal.h"
 #include "libclient/layers.h"
+#include "libclient/redisbloom.h"
 #include "libclient/rundir.h"
 #include "libclient/segment.h"
 #include <shmf.h>
@@ -80,8 +81,13 @@ struct part {
 	_Atomic uint64_t *state;      /* its layer state word (SHMF_LAYER_*) */
 	uint64_t capacity;            /* keys it holds before it is full (growing and NONSCALING filters) */
 	unsigned layer;               /* growing filter: its layer number, 0 the oldest */
+	struct shmf_rb *rb;           /* imported from RedisBloom (scheme RB_*): its table, checked; else NULL */
 	struct shmf_data_map data;
 };
+
+/* A view's type for a filter imported from RedisBloom: neither of the
+ * native types, so that their hot paths never take it for theirs. */
+#define VIEW_IMPORTED 0x100u
 
 /* What a handle uses: the generations the slot published, mapped.
  * Immutable once published in a handle. A plain filter has one part; a
@@ -123,9 +129,11 @@ static void view_free(struct view *v)
 {
 	if (v == NULL)
 		return;
-	for (unsigned i = 0; i < v->nalloc; i++)
+	for (unsigned i = 0; i < v->nalloc; i++) {
 		if (v->p[i].data.base != NULL)
 			shmf_data_map_close(&v->p[i].data);
+		shmf_rb_free(v->p[i].rb);
+	}
 	free(v);
 }
 
@@ -142,6 +150,15 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 	pt->deletes = &pt->data.counters[f->stripe].deletes;
 	pt->state = &pt->data.state->bits;
 	pt->step_mask = UINT64_MAX;
+	if (pt->data.hdr.scheme != SHMF_SCHEME_NATIVE) {
+		/* RedisBloom's table, copied and checked before any check reads
+		 * the payload. */
+		r = shmf_rb_open(pt->data.hdr.scheme, pt->data.blocks, pt->data.hdr.nblocks * SHMF_BLOCK_BYTES,
+				 &pt->rb);
+		if (r < 0)
+			shmf_data_map_close(&pt->data);
+		return r;
+	}
 	if (pt->data.hdr.type == SHMF_TYPE_CUCKOO) {
 		/* The timeout from the slot, which only shmd writes: a writer
 		 * of the data file cannot make this process wait longer. */
@@ -229,7 +246,7 @@ static int view_open(struct shmf *f, struct view **out)
 		}
 	v->published = &f->ctl.slots[f->slot].generation;
 	v->generation = atomic_load_explicit(&copy.generation, memory_order_relaxed);
-	v->type = v->p[0].data.hdr.type;
+	v->type = v->p[0].rb != NULL ? VIEW_IMPORTED : v->p[0].data.hdr.type;
 	v->window_secs = copy.window_secs;
 	v->window_gens = copy.window_gens;
 	for (unsigned i = 0; i < v->nparts; i++)
@@ -550,10 +567,12 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 	if (__builtin_expect(v->type == SHMF_TYPE_BLOOM, 1)) {
 		const struct shmf_bloom_geom *g = &v->p[0].bloom;
 		r = bloom_has(g, shmf_hash(key, len, g->seed));
-	} else {
+	} else if (__builtin_expect(v->type == SHMF_TYPE_CUCKOO, 1)) {
 		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
 		r = cuckoo_count_in(&v->p[0], &k);
 		r = r < 0 ? r : r > 0;
+	} else {
+		r = shmf_rb_check(v->p[0].rb, key, len);
 	}
 	if (__builtin_expect(r == 0 && v->nparts > 1, 0))
 		r = in_older(v, key, len);
@@ -671,14 +690,20 @@ static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key,
 	return 1;
 }
 
-/* Enter for a write: a read-write handle and a valid key. */
+/* Enter for a write: a read-write handle, a valid key, and a filter that
+ * takes writes (an import from RedisBloom takes none). */
 static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct view **v)
 {
 	if (__builtin_expect(!(f->flags & SHMF_RDWR), 0))
 		return SHMF_E_READONLY;
 	if (__builtin_expect(key == NULL && len != 0, 0))
 		return SHMF_E_INVAL;
-	return enter(f, v);
+	int r = enter(f, v);
+	if (__builtin_expect(r == 0 && (*v)->type == VIEW_IMPORTED, 0)) {
+		leave();
+		return SHMF_E_IMPORTED;
+	}
+	return r;
 }
 
 __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
@@ -873,6 +898,8 @@ int shmf_count(shmf_t *f, const void *key, size_t len)
 			int older = count_older(v, h);
 			r = older < 0 ? older : r + older;
 		}
+	} else if (v->type == VIEW_IMPORTED) {
+		r = shmf_rb_count(v->p[0].rb, key, len);
 	} else {
 		r = SHMF_E_TYPE;
 	}
@@ -993,8 +1020,11 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	size_t present = 0;
 	if (v->type == SHMF_TYPE_BLOOM) {
 		present = shmf_bloom_check_batch(&v->p[0].bloom, keys, n, out, SHMF_BLOOM_AUTO);
-	} else {
+	} else if (v->type == SHMF_TYPE_CUCKOO) {
 		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			present += out[i] = (uint8_t)shmf_rb_check(v->p[0].rb, keys[i].ptr, keys[i].len);
 	}
 	if (r >= 0 && v->nparts > 1 && present < n)
 		present += check_many_older(v, keys, n, out, &r);
@@ -1037,6 +1067,10 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v)) < 0)
 		return r;
+	if (v->type == VIEW_IMPORTED) {
+		leave();
+		return SHMF_E_IMPORTED;
+	}
 	size_t fresh = 0;
 	/* One generation or layer, and (a growing or NONSCALING filter) not
 	 * full nor close to it: the batch code, the keys counted at once. */
@@ -1080,6 +1114,23 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	return r < 0 ? r : (int)fresh;
 }
 
+/* What shmf_info() says of a filter imported from RedisBloom: the
+ * counts its table carries, and estimates from its links. */
+static void info_imported(const struct shmf_rb *rb, shmf_info_t *out)
+{
+	out->bits = rb->bits;
+	out->items = rb->items;
+	out->deletes = rb->deletes;
+	if (rb->scheme == SHMF_SCHEME_RB_CUCKOO) {
+		out->bucket_size = rb->bucket_size;
+		out->buckets = rb->capacity / rb->bucket_size;
+		out->fingerprint_bits = 8;
+	} else {
+		out->k = rb->part[rb->nlinks - 1].k;
+	}
+	shmf_rb_estimates(rb, &out->fill_ratio, &out->fpr_estimate);
+}
+
 int shmf_info(shmf_t *f, shmf_info_t *out)
 {
 	struct view *v;
@@ -1109,7 +1160,9 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	out->items = shmf_data_items(&p->data);
 	for (unsigned i = 0; i < end; i++)
 		out->items_live += shmf_data_items(&v->p[i].data);
-	if (v->type == SHMF_TYPE_BLOOM) {
+	if (v->type == VIEW_IMPORTED) {
+		info_imported(p->rb, out);
+	} else if (v->type == SHMF_TYPE_BLOOM) {
 		const struct shmf_bloom_geom *g = &p->bloom;
 		out->bits = g->nblocks * SHMF_BLOCK_BITS;
 		out->fill_ratio = shmf_bloom_fill(out->items, g->nblocks, g->k);
@@ -1219,6 +1272,8 @@ static int apply_one(struct view *v, const struct shmf_jentry *e)
 {
 	if (e->op == 0 || e->op > SHMF_JOP_MAX)
 		return SHMF_E_INVAL;
+	if (v->type == VIEW_IMPORTED)
+		return SHMF_E_IMPORTED;
 	if (v->type == SHMF_TYPE_BLOOM && e->op != SHMF_JOP_ADD)
 		return SHMF_E_TYPE;
 	if (v->grows) {

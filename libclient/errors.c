@@ -28,6 +28,9 @@ const char *shmf_strerror(int err)
 		       "stopped or stuck holding it, or its bytes overwritten)";
 	case SHMF_E_NONSCALING:
 		return "non scaling filter is full (a NONSCALING Bloom filter holds its capacity and refuses new keys)";
+	case SHMF_E_IMPORTED:
+		return "the filter was imported from RedisBloom and is read-only: it answers checks (and cuckoo "
+		       "counts) as RedisBloom did, and takes no add or delete";
 	default: break;
 	}
 	if (err < 0 && err > -4096)

@@ -148,8 +148,8 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 
 static int same_shape(const struct shmf_geometry *a, const struct shmf_geometry *b)
 {
-	return a->type == b->type && a->k == b->k && a->nblocks == b->nblocks && a->nbuckets == b->nbuckets &&
-	       a->max_kicks == b->max_kicks && a->bucket_size == b->bucket_size;
+	return a->type == b->type && a->scheme == b->scheme && a->k == b->k && a->nblocks == b->nblocks &&
+	       a->nbuckets == b->nbuckets && a->max_kicks == b->max_kicks && a->bucket_size == b->bucket_size;
 }
 
 int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double fpr)
@@ -167,10 +167,17 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
 	return r < 0 ? r : SHMF_E_FORMAT;
 }
 
-int shmf_geometry_check(uint32_t type, uint32_t k, uint32_t bucket_size, uint64_t nblocks, uint64_t nbuckets)
+int shmf_geometry_check(uint32_t type, uint32_t scheme, uint32_t k, uint32_t bucket_size, uint64_t nblocks,
+			uint64_t nbuckets)
 {
 	if (nblocks == 0 || nblocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 		return SHMF_E_FORMAT;
+	if (scheme != SHMF_SCHEME_NATIVE)
+		return ((scheme == SHMF_SCHEME_RB_BLOOM && type == SHMF_TYPE_BLOOM) ||
+			(scheme == SHMF_SCHEME_RB_CUCKOO && type == SHMF_TYPE_CUCKOO)) &&
+				       k == 0 && bucket_size == 0 && nbuckets == 0 && nblocks >= 3
+			       ? 0
+			       : SHMF_E_FORMAT;
 	switch (type) {
 	case SHMF_TYPE_BLOOM: return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 && bucket_size == 0 ? 0 : SHMF_E_FORMAT;
 	case SHMF_TYPE_CUCKOO:

@@ -16,6 +16,7 @@ struct shmf_geometry {
 	uint64_t nbuckets;    /* cuckoo: buckets; Bloom: 0 */
 	uint32_t max_kicks;   /* cuckoo: relocation bound; Bloom: 0 */
 	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4 or 8); Bloom: 0 */
+	uint32_t scheme;      /* SHMF_SCHEME_*: 0 shmfilter's own; else an import, whose shape is in its payload */
 	uint64_t data_bytes;  /* the whole data segment */
 };
 
@@ -78,9 +79,13 @@ struct shmf_layer {
 int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 			uint32_t expansion, unsigned i, struct shmf_layer *out);
 
-/** Type, k, bucket size, blocks and buckets agree with each other and the
- * size limit (max_kicks and data_bytes are not looked at). @return 0 or
- * SHMF_E_FORMAT. */
-int shmf_geometry_check(uint32_t type, uint32_t k, uint32_t bucket_size, uint64_t nblocks, uint64_t nbuckets);
+/** Type, scheme, k, bucket size, blocks and buckets agree with each other
+ * and the size limit (max_kicks and data_bytes are not looked at). A
+ * filter imported from RedisBloom (scheme RB_BLOOM with type Bloom,
+ * RB_CUCKOO with type cuckoo) has k, bucket size and buckets 0 and at
+ * least three blocks (its table, then its links: the rest is checked in
+ * its payload, redisbloom.h). @return 0 or SHMF_E_FORMAT. */
+int shmf_geometry_check(uint32_t type, uint32_t scheme, uint32_t k, uint32_t bucket_size, uint64_t nblocks,
+			uint64_t nbuckets);
 
 #endif

@@ -45,8 +45,11 @@
  * cuckoo relocation lock's timeout is in the slot (which only shmd
  * writes), no longer in the data header, where any writer could raise it
  * to an hour and make every locked call of every process, shmd's
- * included, wait that long. */
-#define SHMF_FORMAT_VERSION 8u
+ * included, wait that long; 9: a filter's scheme (the slot's and the data
+ * header's former zero pads): how its keys map to its payload, shmfilter's
+ * own or a filter imported from RedisBloom (struct shmf_rb_table), which a
+ * client of format 8 would read as blocks or buckets of its own. */
+#define SHMF_FORMAT_VERSION 9u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -94,6 +97,17 @@ _Static_assert(SHMF_WINDOW_SECS_MAX < (UINT64_C(1) << 32) &&
 #define SHMF_SLOT_NONSCALING 0x8u /* Bloom: adds of new keys past its capacity are refused */
 /* Every flag defined; others make the slot malformed. */
 #define SHMF_SLOT_FLAGS (SHMF_SLOT_REPLICATED | SHMF_SLOT_LAYERED | SHMF_SLOT_STANDBY | SHMF_SLOT_NONSCALING)
+
+/* Schemes (struct shmf_slot.scheme, struct shmf_data_header.scheme): how
+ * a filter's keys map to its payload. A filter imported from RedisBloom
+ * keeps RedisBloom's hashing and positions, so that it answers every key
+ * as RedisBloom did; it is read-only (no add, delete, window, layer or
+ * journal), its shape is in its payload (struct shmf_rb_table), and its
+ * slot's k, buckets and bucket size are 0. */
+#define SHMF_SCHEME_NATIVE    0u /* shmfilter's own: blocked Bloom (hash.h), cuckoo buckets (cuckoo.h) */
+#define SHMF_SCHEME_RB_BLOOM  1u /* type Bloom: RedisBloom's scalable chain of Bloom filters */
+#define SHMF_SCHEME_RB_CUCKOO 2u /* type cuckoo: RedisBloom's cuckoo filter and its sub-filters */
+#define SHMF_SCHEME_MAX       SHMF_SCHEME_RB_CUCKOO
 
 /* Layer state bits (struct shmf_layer_state.bits). */
 #define SHMF_LAYER_OPENED 0x1u /* a standby layer that adds go to: checks look at it from now on */
@@ -156,7 +170,8 @@ struct shmf_slot {
 						   4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
 	uint32_t lock_timeout_ms;               /* shmd writes; cuckoo: longest wait for a layer's relocation
 						   lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
-	uint32_t lock_pad;                      /* zero */
+	uint32_t scheme;                        /* shmd writes; SHMF_SCHEME_*: how keys map to the payload
+						   (0: shmfilter's own; else a read-only RedisBloom import) */
 	uint8_t pad[512 - 448];
 };
 
@@ -181,7 +196,7 @@ struct shmf_data_header {
 	uint32_t reserved;        /* zero; nobody reads it (format 7 kept the lock timeout here,
 				     where every writer could change it: it is in the slot now) */
 	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket, as the slot says; Bloom: 0 */
-	uint32_t bucket_pad;      /* zero */
+	uint32_t scheme;          /* SHMF_SCHEME_*, as the slot says */
 	char name[SHMF_NAME_MAX + 1];
 };
 
@@ -205,6 +220,73 @@ struct shmf_counter {
 	_Atomic uint64_t deletes; /* cuckoo: clients with RDWR handles add removed copies */
 	uint64_t pad[6];
 };
+
+/*
+ * The payload of a filter imported from RedisBloom (scheme RB_BLOOM or
+ * RB_CUCKOO; docs/design.md, "Filters imported from RedisBloom"). Written
+ * once by shmd before the generation is published and never changed; a
+ * client copies the table and checks every link against the payload's
+ * size before its first check (libclient/redisbloom.h):
+ *
+ *   0                 struct shmf_rb_table
+ *   64                nlinks struct shmf_rb_link, 64 bytes each
+ *   link[i].offset    link i's bytes as RedisBloom holds them: a Bloom
+ *                     link's bit array (bit x is bit x % 8 of byte x / 8),
+ *                     a cuckoo sub-filter's buckets (bucket_size one-byte
+ *                     fingerprints each, 0 empty); the first link first,
+ *                     each at the first multiple of 64 after the one before
+ *                     (the table's end for link 0), zero up to the next
+ *
+ * A Bloom chain answers a key present when one link has all its k bits:
+ * bit i of a link is (a + i * b) mod 2^64 mod m, m the link's modulus
+ * (2^n2, or its bit count when n2 is 0), (a, b) the key's hash pair
+ * (SHMF_RB_HASH_*). A cuckoo key is h = MurmurHash64A(key, seed 0), its
+ * fingerprint h mod 255 + 1, its buckets h and h ^ fingerprint * 0x5bd1e995,
+ * each mod the sub-filter's bucket count.
+ */
+#define SHMF_RB_MAGIC      UINT64_C(0x00544252464d4853) /* "SHMFRBT\0" little-endian */
+#define SHMF_RB_LINKS_MAX  1024u                        /* links (sub-filters) an imported filter may have */
+#define SHMF_RB_HASHES_MAX 1075u                        /* k of a link: RedisBloom's bound (BLOOM_MAX_HASHES) */
+#define SHMF_RB_HASH_MURMUR64                                             \
+	1u /* Bloom (RedisBloom's FORCE64 chains, every chain since 2.0): \
+	      a = MurmurHash64A(key, 0xc6a4a7935bd1e995), b = MurmurHash64A(key, a) */
+#define SHMF_RB_HASH_MURMUR32                                                            \
+	2u                     /* Bloom, older chains: a = MurmurHash2(key, 0x9747b28c), \
+				  b = MurmurHash2(key, a) (32-bit values) */
+#define SHMF_RB_HASH_CUCKOO 3u /* cuckoo: h = MurmurHash64A(key, 0) */
+
+/* The table's header: written by shmd once, read (copied) by clients. */
+struct shmf_rb_table {
+	uint64_t magic;          /* SHMF_RB_MAGIC */
+	uint32_t nlinks;         /* 1..SHMF_RB_LINKS_MAX */
+	uint32_t hash;           /* SHMF_RB_HASH_*, the one the scheme takes */
+	uint64_t items;          /* RedisBloom's count at the dump: Bloom size, cuckoo numItems */
+	uint64_t deletes;        /* cuckoo: numDeletes; Bloom: 0 */
+	uint32_t options;        /* Bloom: RedisBloom's option bits (NOROUND 1, FORCE64 4, NO_SCALING 8); cuckoo: 0 */
+	uint32_t growth;         /* Bloom: growth (EXPANSION); cuckoo: expansion */
+	uint32_t bucket_size;    /* cuckoo: fingerprints per bucket, 1..255; Bloom: 0 */
+	uint32_t max_iterations; /* cuckoo: RedisBloom's MAXITERATIONS; Bloom: 0 */
+	uint64_t pad[2];         /* zero */
+};
+
+/* One link of a chain, or one sub-filter of a cuckoo filter. */
+struct shmf_rb_link {
+	uint64_t offset;     /* its bytes' offset in the payload (the layout above) */
+	uint64_t bytes;      /* Bloom: bytes of its bit array; cuckoo: buckets * bucket_size */
+	uint64_t bits;       /* Bloom: bytes * 8; cuckoo: its buckets */
+	uint64_t entries;    /* Bloom: the keys it was sized for; cuckoo: 0 */
+	uint64_t size;       /* Bloom: keys added to it; cuckoo: 0 */
+	uint64_t error_bits; /* Bloom: its error rate, IEEE-754 double; cuckoo: 0 */
+	uint64_t bpe_bits;   /* Bloom: bits per entry, IEEE-754 double; k = ceil(ln 2 * bpe); cuckoo: 0 */
+	uint32_t hashes;     /* Bloom: k; cuckoo: 0 */
+	uint32_t n2;         /* Bloom: 0 (modulus: bits) or 1..63 (modulus: 2^n2 <= bits); cuckoo: 0 */
+};
+
+_Static_assert(sizeof(struct shmf_rb_table) == 64, "imported table header is one cache line");
+_Static_assert(sizeof(struct shmf_rb_link) == 64, "imported link is one cache line");
+_Static_assert(offsetof(struct shmf_rb_link, hashes) == 56, "imported link k offset");
+_Static_assert(offsetof(struct shmf_rb_table, bucket_size) == 40, "imported table bucket size offset");
+_Static_assert((uint64_t)(SHMF_RB_LINKS_MAX + 1) * 64 < SHMF_DATA_MAX_BYTES, "an imported table fits a payload");
 
 /*
  * The fleet journal of a replicated filter: <name>.journal.
@@ -305,6 +387,8 @@ _Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
 _Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
 _Static_assert(offsetof(struct shmf_slot, bucket_size) == 436, "slot bucket size offset");
+_Static_assert(offsetof(struct shmf_slot, scheme) == 444, "slot scheme offset");
+_Static_assert(offsetof(struct shmf_data_header, scheme) == 108, "data header scheme offset");
 _Static_assert(sizeof(struct shmf_journal_header) == 192, "journal header is three cache lines");
 _Static_assert(sizeof(struct shmf_journal_header) <= SHMF_JOURNAL_HDR_BYTES, "journal header fits its page");
 _Static_assert(offsetof(struct shmf_journal_header, name) == 64, "journal name offset");

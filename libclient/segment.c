@@ -67,6 +67,8 @@ uint64_t shmf_layout_fingerprint(void)
 		SHMF_CUCKOO_SLOTS_MAX,
 		SHMF_DATA_STATE_OFF, sizeof(struct shmf_layer_state), offsetof(struct shmf_slot, expansion),
 		SHMF_LAYER_OPENED, SHMF_LAYER_FULL, SHMF_LAYER_NEAR,
+		offsetof(struct shmf_slot, scheme), offsetof(struct shmf_data_header, scheme), SHMF_SCHEME_MAX,
+		sizeof(struct shmf_rb_table), sizeof(struct shmf_rb_link), SHMF_RB_LINKS_MAX,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
@@ -249,11 +251,14 @@ int shmf_slot_check(const struct shmf_slot *s)
 	uint64_t gen = atomic_load_explicit(&((struct shmf_slot *)s)->generation, memory_order_relaxed);
 	if (gen == 0)
 		return SHMF_E_NOTFOUND;
-	if (shmf_geometry_check(s->type, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 ||
+	if (shmf_geometry_check(s->type, s->scheme, s->k, s->bucket_size, s->nblocks, s->nbuckets) < 0 ||
 	    s->data_bytes != SHMF_DATA_BLOCKS_OFF + s->nblocks * SHMF_BLOCK_BYTES ||
 	    memchr(s->name, '\0', sizeof(s->name)) == NULL || shmf_name_check(s->name) < 0 ||
-	    (s->flags & ~SHMF_SLOT_FLAGS) != 0 || s->lock_pad != 0 ||
+	    (s->flags & ~SHMF_SLOT_FLAGS) != 0 ||
 	    (s->type == SHMF_TYPE_CUCKOO ? s->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX : s->lock_timeout_ms != 0))
+		return SHMF_E_FORMAT;
+	/* An import is one read-only generation: no window, layer or journal. */
+	if (s->scheme != SHMF_SCHEME_NATIVE && (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		/* A growing filter: no window, no NONSCALING, up to
@@ -289,6 +294,9 @@ int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *ou
 {
 	if (j >= s->nlive || s->nlive > SHMF_WINDOW_MAX)
 		return SHMF_E_FORMAT;
+	/* An import is one read-only generation: no window, layer or journal. */
+	if (s->scheme != SHMF_SCHEME_NATIVE && (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
+		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		double fpr;
 		memcpy(&fpr, &s->fpr_bits, sizeof(fpr));
@@ -309,6 +317,7 @@ int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *ou
 					 .nblocks = s->nblocks,
 					 .nbuckets = s->nbuckets,
 					 .bucket_size = s->bucket_size,
+					 .scheme = s->scheme,
 					 .data_bytes = s->data_bytes };
 	return 0;
 }
@@ -346,10 +355,11 @@ static int header_check_layer(const struct shmf_data_header *h, const struct shm
 	if (h->layout != shmf_layout_fingerprint())
 		return SHMF_E_LAYOUT;
 	if (h->header_size != sizeof(*h) || h->type != slot->type || h->k != g->k || h->nblocks != g->nblocks ||
-	    h->nbuckets != g->nbuckets || h->bucket_size != g->bucket_size || h->bucket_pad != 0 ||
-	    shmf_geometry_check(h->type, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
-	    (h->type == SHMF_TYPE_CUCKOO ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
-					 : h->max_kicks != 0) ||
+	    h->nbuckets != g->nbuckets || h->bucket_size != g->bucket_size || h->scheme != slot->scheme ||
+	    shmf_geometry_check(h->type, h->scheme, h->k, h->bucket_size, h->nblocks, h->nbuckets) < 0 ||
+	    (h->type == SHMF_TYPE_CUCKOO && h->scheme == SHMF_SCHEME_NATIVE
+		     ? h->max_kicks == 0 || h->max_kicks > SHMF_CUCKOO_KICKS_LIMIT
+		     : h->max_kicks != 0) ||
 	    h->blocks_offset != SHMF_DATA_BLOCKS_OFF || h->counters_offset != SHMF_DATA_COUNTERS_OFF ||
 	    h->generation != gen || memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, slot->name) != 0)
 		return SHMF_E_FORMAT;

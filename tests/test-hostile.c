@@ -184,7 +184,7 @@ static const struct field slot_fields[] = {
 	F(shmf_slot, window_secs), F(shmf_slot, window_gens), F(shmf_slot, nlive),      FA(shmf_slot, live, 0),
 	FA(shmf_slot, live, 1),   FA(shmf_slot, live, 2),    FA(shmf_slot, live, 3),    FA(shmf_slot, live, 15),
 	FA(shmf_slot, live_created, 0), FA(shmf_slot, live_created, 2), F(shmf_slot, bucket_size),
-	F(shmf_slot, expansion),  F(shmf_slot, lock_timeout_ms), F(shmf_slot, lock_pad),
+	F(shmf_slot, expansion),  F(shmf_slot, lock_timeout_ms), F(shmf_slot, scheme),
 };
 
 static const struct field data_fields[] = {
@@ -194,7 +194,7 @@ static const struct field data_fields[] = {
 	F(shmf_data_header, capacity), F(shmf_data_header, fpr_bits),   F(shmf_data_header, blocks_offset),
 	F(shmf_data_header, counters_offset), F(shmf_data_header, nbuckets), F(shmf_data_header, max_kicks),
 	F(shmf_data_header, reserved), FA(shmf_data_header, name, 0),   FA(shmf_data_header, name, 63),
-	F(shmf_data_header, bucket_size), F(shmf_data_header, bucket_pad),
+	F(shmf_data_header, bucket_size), F(shmf_data_header, scheme),
 };
 // clang-format on
 

@@ -91,6 +91,14 @@ int merge_begin(struct registry *r, const char *name, const struct snap_file *sf
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a cuckoo filter: %s", name, undefined);
 	if (sf->hdr.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "snapshot %s holds a cuckoo filter: %s", sf->path, undefined);
+	/* An import is read-only, and its bits are RedisBloom's, laid out
+	 * unlike a filter of shmfilter's own. */
+	if (p->copy.scheme != SHMF_SCHEME_NATIVE || sf->hdr.scheme != SHMF_SCHEME_NATIVE)
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "%s %s was imported from RedisBloom: an import is read-only and merges with nothing; "
+			      "restore or pull it whole instead",
+			      p->copy.scheme != SHMF_SCHEME_NATIVE ? "filter" : "snapshot",
+			      p->copy.scheme != SHMF_SCHEME_NATIVE ? name : sf->path);
 	/* Layers of different shapes do not line up bit for bit. */
 	if ((p->copy.flags & SHMF_SLOT_LAYERED) || (sf->hdr.flags & SHMF_SNAP_F_LAYERED))
 		return errmsg(err, errlen, SHMF_E_TYPE,

@@ -77,6 +77,11 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
+	if (copy.scheme != SHMF_SCHEME_NATIVE)
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "filter '%s' was imported from RedisBloom and is read-only: its shape is RedisBloom's; "
+			      "build a filter of shmfilter's own from the keys instead (shmctl build)",
+			      name);
 	struct filter_spec spec;
 	struct shmf_geometry old, g;
 	registry_spec_of(r, &copy, &spec, &old);

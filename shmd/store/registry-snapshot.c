@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "libclient/cuckoo.h"
+#include "libclient/redisbloom.h"
 #include "common/errmsg.h"
 #include "common/fleet.h"
 #include "shmd/base/log.h"
@@ -103,6 +104,11 @@ int registry_ring_copy(struct ring_maps *m, unsigned i, const char *name, char *
 		return errmsg(err, errlen, -errno, "filter '%s': no memory for a copy of %zu bytes: %s", name, bytes,
 			      strerror(errno));
 	m->copy[i] = dst;
+	if (dm->hdr.scheme != SHMF_SCHEME_NATIVE) {
+		/* An import is never written after publication: a plain copy. */
+		memcpy(dst, dm->blocks, bytes);
+		return 0;
+	}
 	struct shmf_cuckoo_lock lock;
 	shmf_cuckoo_lock_init(&lock, m->lock_timeout_ms);
 	struct shmf_cuckoo_geom g = registry_cuckoo_geom(dm, &lock);
@@ -141,7 +147,8 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 				   .nblocks = dh->nblocks,
 				   .nbuckets = dh->nbuckets,
 				   .max_kicks = dh->max_kicks,
-				   .bucket_size = dh->bucket_size };
+				   .bucket_size = dh->bucket_size,
+				   .scheme = dh->scheme };
 	if (spec.expansion != 0) {
 		spec.capacity = copy->capacity;
 		memcpy(&spec.fpr, &copy->fpr_bits, sizeof(spec.fpr));
@@ -476,7 +483,8 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 				  .nblocks = ld->gs[i].nblocks,
 				  .nbuckets = ld->gs[i].nbuckets,
 				  .data_bytes = ld->gs[i].data_bytes,
-				  .bucket_size = ld->gs[i].bucket_size };
+				  .bucket_size = ld->gs[i].bucket_size,
+				  .scheme = ld->gs[i].scheme };
 	atomic_store_explicit(&copy.generation, ld->ring.gen[i], memory_order_relaxed);
 	snprintf(copy.name, sizeof(copy.name), "%s", ld->name);
 	struct shmf_data_map dm = { .fd = -1 };
@@ -486,6 +494,17 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 			      shmf_strerror(rc));
 	atomic_store_explicit(&dm.counters[0].items, ld->sec[i].items, memory_order_relaxed);
 	atomic_store_explicit(&dm.counters[0].deletes, ld->sec[i].deletes, memory_order_relaxed);
+	if (dm.hdr.scheme != SHMF_SCHEME_NATIVE) {
+		/* An import's table, as every client will check it: refused here,
+		 * before anything is published, rather than by each client. */
+		rc = shmf_rb_open(dm.hdr.scheme, dm.blocks, dm.hdr.nblocks * SHMF_BLOCK_BYTES, NULL);
+		shmf_data_map_close(&dm);
+		return rc < 0 ? errmsg(err, errlen, SHMF_E_FORMAT,
+				       "filter '%s': the table of the RedisBloom filter it holds does not hold "
+				       "together (a damaged or forged copy); nothing published",
+				       ld->name)
+			      : 0;
+	}
 	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
 		/* A copy has no move open and its lock free; make sure of it
 		 * rather than trust the file (an odd version would send readers

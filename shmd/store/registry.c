@@ -353,6 +353,7 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
 	h.nbuckets = p->nbuckets;
 	h.max_kicks = p->max_kicks;
 	h.bucket_size = p->bucket_size;
+	h.scheme = p->scheme;
 	h.seed = seed;
 	h.generation = gen;
 	h.capacity = spec->capacity;
@@ -392,7 +393,7 @@ void registry_publish(struct registry *r, int slot, const struct filter_spec *sp
 	s->nbuckets = p->nbuckets;
 	s->bucket_size = p->bucket_size;
 	s->lock_timeout_ms = spec->type == SHMF_TYPE_CUCKOO ? spec->lock_timeout_ms : 0;
-	s->lock_pad = 0;
+	s->scheme = p->scheme;
 	s->data_bytes = p->data_bytes;
 	s->created_epoch = ring->created[ring->n - 1];
 	memset(s->name, 0, sizeof(s->name));
@@ -842,6 +843,7 @@ void registry_spec_of(struct registry *r, const struct shmf_slot *s, struct filt
 				     .nblocks = s->nblocks,
 				     .nbuckets = s->nbuckets,
 				     .bucket_size = s->bucket_size,
+				     .scheme = s->scheme,
 				     .data_bytes = s->data_bytes };
 }
 
@@ -997,6 +999,10 @@ int registry_replicate(struct registry *r, int slot, char *err, size_t errlen)
 	snprintf(name, sizeof(name), "%s", s->name);
 	if (s->flags & SHMF_SLOT_REPLICATED)
 		return 0;
+	if (s->scheme != SHMF_SCHEME_NATIVE)
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "filter '%s' was imported from RedisBloom and is read-only: it has no adds to replicate",
+			      name);
 	int rc = fleet_ready(r, name, err, errlen);
 	if (rc < 0)
 		return rc;

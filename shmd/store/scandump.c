@@ -145,7 +145,7 @@ static int view_take(struct registry *r, const char *name, int type, struct dump
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < v->m.n; i++)
-		v->moves[i] = v->m.dm[i].hdr.type == SHMF_TYPE_CUCKOO
+		v->moves[i] = v->m.dm[i].hdr.type == SHMF_TYPE_CUCKOO && v->m.dm[i].hdr.scheme == SHMF_SCHEME_NATIVE
 				      ? atomic_load_explicit(&((struct shmf_cuckoo_meta *)v->m.dm[i].blocks)->moves,
 							     memory_order_relaxed)
 				      : 0;
@@ -284,7 +284,9 @@ int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandum
 	 * a filter with no move between them share a tag: either's chunks
 	 * hold every key stored before the earlier began. */
 	for (unsigned i = 0; i < h->v.m.n; i++)
-		h->v.moves[i] = ((const struct shmf_cuckoo_meta *)h->v.m.copy[i])->moves;
+		h->v.moves[i] = h->v.m.dm[i].hdr.scheme == SHMF_SCHEME_NATIVE
+					? ((const struct shmf_cuckoo_meta *)h->v.m.copy[i])->moves
+					: 0;
 	h->v.tag = dump_tag(h->v.seed, h->v.m.n, h->v.copy.live + h->v.m.first, h->v.moves);
 	if ((rc = head_chunk(r, &h->v, out)) < 0) {
 		held_free(h);
