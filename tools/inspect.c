@@ -11,6 +11,7 @@
 #include "tools/cli.h"
 #include "tools/offline.h"
 #include "common/snapshot.h"
+#include "libclient/segment-format.h"
 #include "common/spec.h"
 
 static const char *when(uint64_t epoch, char *buf, size_t len)
@@ -31,7 +32,8 @@ static void print_text(const struct snap_file *sf)
 	printf("file            %s\n", sf->path);
 	printf("format          shmfilter snapshot, version %u, little-endian\n", h->version);
 	printf("filter          %s\n", h->name);
-	printf("type            %s\n", spec_type_name((int)h->type));
+	printf("type            %s%s\n", spec_type_name((int)h->type),
+	       h->scheme != SHMF_SCHEME_NATIVE ? ", imported from RedisBloom (read-only, RedisBloom's hashing)" : "");
 	printf("capacity        %" PRIu64 "\n", h->capacity);
 	printf("error_rate      %.17g\n", fpr);
 	printf("%-15s %u\n", h->type == SHMF_TYPE_CUCKOO ? "fingerprint" : "k", h->k);
@@ -90,17 +92,12 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 		const char *key;
 		uint64_t v;
 	} nums[] = {
-		{ "capacity", h->capacity },
-		{ "k", h->k },
-		{ "blocks", h->nblocks },
-		{ "buckets", h->nbuckets },
-		{ "bucket_size", g.bucket_size },
-		{ "max_kicks", h->max_kicks },
-		{ "seed", h->seed },
-		{ "created", h->created_epoch },
-		{ "snapshot_taken", h->snapshot_epoch },
-		{ "window_secs", h->window_secs },
-		{ "window_generations", h->window_gens },
+		{ "capacity", h->capacity },       { "k", h->k },
+		{ "scheme", h->scheme },           { "blocks", h->nblocks },
+		{ "buckets", h->nbuckets },        { "bucket_size", g.bucket_size },
+		{ "max_kicks", h->max_kicks },     { "seed", h->seed },
+		{ "created", h->created_epoch },   { "snapshot_taken", h->snapshot_epoch },
+		{ "window_secs", h->window_secs }, { "window_generations", h->window_gens },
 		{ "file_bytes", h->file_bytes },
 	};
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {

@@ -12,6 +12,7 @@
 
 #include "libclient/cuckoo.h"
 #include "common/errmsg.h"
+#include "common/redisbloom-dump.h"
 #include "shmd/base/log.h"
 #include "shmd/store/generations.h"
 #include "shmd/store/scandump.h"
@@ -401,6 +402,8 @@ struct load {
 	uint64_t moves[SHMF_SNAP_SECTIONS];
 	struct registry *reg;
 	struct registry_load ld;
+	struct rb_dump *rb; /* a load of RedisBloom's chunks: its header, checked; NULL for shmd's own */
+	uint64_t rb_next;   /* RedisBloom's: the dump byte expected next (counted from 0 over its links) */
 };
 
 static struct load loads[SCANDUMP_LOADS_MAX];
@@ -410,6 +413,8 @@ static void discard(struct load *l, const char *why)
 	log_msg(LOG_WARNING, "filter '%s': load by chunks discarded after %" PRIu64 " of %" PRIu64 " chunks (%s)",
 		l->ld.name, l->next, l->total + 1, why);
 	registry_load_abort(l->reg, &l->ld);
+	free(l->rb);
+	l->rb = NULL;
 	l->used = 0;
 }
 
@@ -472,8 +477,8 @@ static int chunk_parse(const char *what, const void *data, size_t len, struct sh
 	memcpy(ch, data, sizeof(*ch));
 	if (memcmp(ch->magic, SHMF_CHUNK_MAGIC, sizeof(ch->magic)) != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: bytes 0-7 are not \"%s\": not a chunk of a shmd dump (RedisBloom's chunks do not "
-			      "load into shmd)",
+			      "%s: bytes 0-7 are not \"%s\": not a chunk of a shmd dump, nor RedisBloom's header chunk "
+			      "(which comes with iterator 1; a load begins with the dump's first chunk)",
 			      what, SHMF_CHUNK_MAGIC);
 	if (ch->version != SHMF_CHUNK_VERSION)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: chunk format version %u, this build reads version %u",
@@ -633,6 +638,142 @@ static void say_discarded(char *err, size_t errlen, const char *name)
 		snprintf(err + n, errlen - n, "; the load of filter '%s' is discarded, nothing of it published", name);
 }
 
+/* The last chunk of load @p l came: publish, as a restore would. 1, or an
+ * error (the load is gone either way). */
+static int load_publish(struct registry *r, struct load *l, const char *name, char *err, size_t errlen)
+{
+	uint64_t gen = l->ld.ring.gen[0];
+	int rc = target_type_ok(r, name, l->ld.hdr.type, err, errlen);
+	if (rc < 0) {
+		discard(l, "the filter it would replace has another type now");
+		return rc;
+	}
+	l->used = 0;
+	const char *from = l->rb != NULL ? " of RedisBloom's dump" : "";
+	free(l->rb);
+	l->rb = NULL;
+	if ((rc = registry_load_commit(r, &l->ld, REGISTRY_RESTORE, err, errlen)) < 0) {
+		log_msg(LOG_WARNING, "filter '%s': load by chunks not published: %s", name, err);
+		return rc;
+	}
+	log_msg(LOG_INFO,
+		"filter '%s': loaded from %" PRIu64 " chunks%s as generation %" PRIu64 " (%" PRIu64
+		" items), stream cursor %" PRIu64 "-%" PRIu64,
+		name, l->next, from, gen, l->ld.sec[0].items, l->ld.hdr.cursor_ms, l->ld.hdr.cursor_seq);
+	return 1;
+}
+
+/* ---- RedisBloom's own chunks ------------------------------------------- */
+
+/* A free load, or NULL with @p err said. */
+static struct load *load_slot(const char *what, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < SCANDUMP_LOADS_MAX; i++)
+		if (!loads[i].used)
+			return &loads[i];
+	errmsg(err, errlen, -EBUSY, "%s: %u loads by chunks are in progress already, the most there may be", what,
+	       SCANDUMP_LOADS_MAX);
+	return NULL;
+}
+
+/* RedisBloom's header chunk @p data: the new filter's files made and its
+ * table written (redisbloom-dump.h). */
+static int rb_load_begin(struct registry *r, uint64_t owner, const char *name, const char *what, int type,
+			 const void *data, size_t len, char *err, size_t errlen)
+{
+	char why[SNAPSHOT_ERR_MAX];
+	struct rb_dump *d;
+	int rc = rb_dump_parse(type, data, len, &d, why, sizeof(why));
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "%s: %s", what, why);
+	struct load *l = NULL;
+	if ((rc = target_type_ok(r, name, d->type, err, errlen)) < 0 || (l = load_slot(what, err, errlen)) == NULL) {
+		free(d);
+		return rc < 0 ? rc : -EBUSY;
+	}
+	struct shmf_snap_header h;
+	struct shmf_snap_section sec;
+	rb_dump_snapshot(d, name, (uint64_t)time(NULL), &h, &sec);
+	void *table = malloc(d->table_bytes);
+	if (table == NULL || (rc = snapshot_header_check(&h, what, err, errlen)) < 0 ||
+	    (rc = registry_load_begin(r, name, &h, &sec, REGISTRY_RESTORE, &l->ld, err, errlen)) < 0) {
+		free(table);
+		free(d);
+		return table == NULL ? errmsg(err, errlen, -ENOMEM, "%s: out of memory", what) : rc;
+	}
+	rb_dump_table(d, table);
+	rc = registry_load_fill(&l->ld, 0, 0, table, (size_t)d->table_bytes, err, errlen);
+	free(table);
+	*l = (struct load){ .used = 1, .owner = owner, .last_ms = now_ms(), .next = 1, .reg = r, .ld = l->ld, .rb = d };
+	if (rc < 0) {
+		discard(l, "its table could not be written");
+		return rc;
+	}
+	log_msg(LOG_INFO,
+		"filter '%s': load of RedisBloom's chunks begun: a %s filter of %" PRIu32 " %s, %" PRIu64
+		" bytes of them, %" PRIu64 " items",
+		name, spec_type_name((int)d->type), d->t.nlinks, d->type == SHMF_TYPE_CUCKOO ? "sub-filters" : "links",
+		d->dump_bytes, d->t.items);
+	return 0;
+}
+
+/* A data chunk of RedisBloom's for load @p l: the next bytes of the dump,
+ * within one link. 0, 1 when the dump is complete, or an error. */
+static int rb_load_data(struct load *l, const char *what, int type, uint64_t iter, const void *data, size_t len,
+			char *err, size_t errlen)
+{
+	const struct rb_dump *d = l->rb;
+	if ((int)d->type != type)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: the load in progress is of a %s filter; its chunks go to %s", what,
+			      spec_type_name((int)d->type),
+			      d->type == SHMF_TYPE_CUCKOO ? "CF.LOADCHUNK" : "BF.LOADCHUNK");
+	if (len == 0 || iter <= len || iter - 1 - len != l->rb_next)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: %zu bytes ending before dump byte %" PRIu64 ", where byte %" PRIu64 " of %" PRIu64
+			      " was expected next (RedisBloom's chunks load once each, in the order SCANDUMP gave them)",
+			      what, len, iter > 0 ? iter - 1 : 0, l->rb_next, d->dump_bytes);
+	uint64_t off, left;
+	if (rb_dump_locate(d, l->rb_next, &off, &left) < 0 || len > left)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: %zu bytes from dump byte %" PRIu64 " run past the end of %s (%" PRIu64
+			      " bytes of it left)",
+			      what, len, l->rb_next, l->rb_next >= d->dump_bytes ? "the dump" : "their link",
+			      l->rb_next >= d->dump_bytes ? 0 : left);
+	int rc = registry_load_fill(&l->ld, 0, off, data, len, err, errlen);
+	if (rc < 0)
+		return rc;
+	l->rb_next += len;
+	l->next++;
+	return l->rb_next == d->dump_bytes;
+}
+
+/* A chunk of RedisBloom's dump (iterator 1: its header chunk) for filter
+ * @p name; @p l is the load of @p name in progress, @p mine the same if it
+ * is this connection's. */
+static int rb_load(struct registry *r, uint64_t owner, const char *name, int type, uint64_t iter, const void *data,
+		   size_t len, struct load *l, struct load *mine, const char *what, char *err, size_t errlen)
+{
+	if (iter == 1) {
+		if (mine != NULL)
+			discard(mine, "its connection began it again");
+		else if (l != NULL)
+			return errmsg(err, errlen, -EBUSY,
+				      "%s: another connection is loading filter '%s' (until its last chunk, its "
+				      "connection closes or %" PRIu64 " s pass without a chunk)",
+				      what, name, scandump_idle_ms / 1000);
+		return rb_load_begin(r, owner, name, what, type, data, len, err, errlen);
+	}
+	int rc = rb_load_data(mine, what, type, iter, data, len, err, errlen);
+	if (rc < 0) {
+		discard(mine, "a chunk was refused");
+		say_discarded(err, errlen, name);
+		return rc;
+	}
+	mine->last_ms = now_ms();
+	return rc == 0 ? 0 : load_publish(r, mine, name, err, errlen);
+}
+
 int scandump_load(struct registry *r, uint64_t owner, const char *name, int type, uint64_t iter, const void *data,
 		  size_t len, char *err, size_t errlen)
 {
@@ -640,6 +781,18 @@ int scandump_load(struct registry *r, uint64_t owner, const char *name, int type
 	snprintf(what, sizeof(what), "filter '%s', chunk of iterator %" PRIu64, name, iter);
 	scandump_expire();
 	struct load *l = load_of(name), *mine = l != NULL && l->owner == owner ? l : NULL;
+	/* RedisBloom's own chunks: its header chunk (iterator 1, without
+	 * shmd's magic) begins a load of them, and the chunks that follow on
+	 * the connection loading them are theirs, whatever their bytes. */
+	int ours = len >= sizeof(struct shmf_chunk_header) && memcmp(data, SHMF_CHUNK_MAGIC, 8) == 0;
+	if ((mine != NULL && mine->rb != NULL && !(iter == 1 && ours)) || (!ours && iter == 1))
+		return rb_load(r, owner, name, type, iter, data, len, l, mine, what, err, errlen);
+	if (!ours && mine == NULL)
+		return errmsg(err, errlen, SHMF_E_NOTFOUND,
+			      "%s: no load of filter '%s' in progress on this connection, and this is not a chunk of a "
+			      "shmd dump (a load begins with the dump's first chunk; RedisBloom's header chunk comes "
+			      "with iterator 1)",
+			      what, name);
 	struct shmf_chunk_header ch;
 	const char *body = (const char *)data + sizeof(ch);
 	int rc = chunk_parse(what, data, len, &ch, err, errlen);
@@ -672,21 +825,5 @@ int scandump_load(struct registry *r, uint64_t owner, const char *name, int type
 	mine->last_ms = now_ms();
 	if (ch.index < mine->total)
 		return 0;
-	/* The last chunk: publish, as a restore would. */
-	uint64_t gen = mine->ld.ring.gen[0];
-	rc = target_type_ok(r, name, mine->ld.hdr.type, err, errlen);
-	if (rc < 0) {
-		discard(mine, "the filter it would replace has another type now");
-		return rc;
-	}
-	mine->used = 0;
-	if ((rc = registry_load_commit(r, &mine->ld, REGISTRY_RESTORE, err, errlen)) < 0) {
-		log_msg(LOG_WARNING, "filter '%s': load by chunks not published: %s", name, err);
-		return rc;
-	}
-	log_msg(LOG_INFO,
-		"filter '%s': loaded from %" PRIu64 " chunks as generation %" PRIu64 " (%" PRIu64
-		" items), stream cursor %" PRIu64 "-%" PRIu64,
-		name, mine->total + 1, gen, mine->ld.sec[0].items, mine->ld.hdr.cursor_ms, mine->ld.hdr.cursor_seq);
-	return 1;
+	return load_publish(r, mine, name, err, errlen);
 }
