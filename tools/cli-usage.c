@@ -86,6 +86,18 @@ static const struct help {
 	{ "replication", "[--json] [FILTER]", "fleet: state, cursor, lag, counters and nodes", "" },
 	{ "pull", "FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]",
 	  "copy a live filter from a peer shmd's TCP listener", "With the peer's stream cursor.\n" },
+	{ "import", "[--password P] [--user U] [--db N] REDIS KEY [AS NAME]",
+	  "copy a RedisBloom filter from a running Redis (read-only here)",
+	  "REDIS is HOST:PORT, [IPV6]:PORT, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or the path of\n"
+	  "Redis' unix socket; KEY a Bloom (BF.RESERVE, BF.ADD) or cuckoo (CF.*) filter there. Its\n"
+	  "chunks (BF.SCANDUMP / CF.SCANDUMP) are loaded here as filter NAME (default: KEY), replacing a\n"
+	  "filter of that name. It keeps RedisBloom's hashing, so it answers every key as RedisBloom did,\n"
+	  "false positives included; it takes no add or delete (rebuild it with 'shmctl build' for that).\n"
+	  "A filter that changes during the dump is taken again (5 tries). An empty cuckoo filter cannot be\n"
+	  "dumped by RedisBloom; a chain with a bf-hash-seed is refused.\n"
+	  "  --password P, --user U   AUTH on Redis (a redis:// URL may carry them)\n"
+	  "  --db N                   SELECT N first\n"
+	  "  --as NAME                the same as AS NAME\n" },
 	{ "reload", "", "make shmd reload its configuration file (as SIGHUP does)",
 	  "Prints what the reload did: filters created, settings applied, changes refused (a filter's\n"
 	  "shape never changes in place) and those that need a restart. A file that does not parse\n"

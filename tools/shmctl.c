@@ -20,6 +20,7 @@
 #include "tools/cli-keys.h"
 #include "tools/offline.h"
 #include "tools/pull.h"
+#include "tools/import.h"
 #include "libclient/rundir.h"
 #include <shmf.h>
 
@@ -657,6 +658,12 @@ static int verb_pull(int argc, char **argv, int json)
 	return shmctl_pull(argc, argv, cli_conn);
 }
 
+static int verb_import(int argc, char **argv, int json)
+{
+	(void)json;
+	return shmctl_import(argc, argv, cli_conn);
+}
+
 static int verb_help(int argc, char **argv, int json)
 {
 	(void)json;
@@ -693,6 +700,7 @@ static const struct verb {
 	{ "inspect", verb_inspect, 0 },
 	{ "replication", verb_replication, 0 },
 	{ "pull", verb_pull, 0 },
+	{ "import", verb_import, 0 },
 	{ "merge", verb_merge, 0 },
 	{ "chmod", verb_chmod, 0 },
 	{ "resize", verb_resize, 0 },
