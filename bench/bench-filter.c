@@ -5,6 +5,7 @@
  *   bench-filter [--quick | --demo] [--no-attach]
  *   bench-filter --snapshot-wait [GiB]
  *   bench-filter --layers [BASE]
+ *   bench-filter --imported [KEYS...]
  *
  * Default: filters of 1M and 100M keys, then the attach test. --quick uses
  * 10M instead of 100M keys; --demo measures only the 1M-key filter and
@@ -14,7 +15,10 @@
  * a growing filter (1% declared, expansion 2, BASE keys first, 65,536 by
  * default) grown to 1, 2, 4 and 8 layers, its current layer half full,
  * beside a filter created with the right capacity for the same keys (one
- * layer): what a layer costs.
+ * layer): what a layer costs. --imported measures checks on filters
+ * imported from RedisBloom (a chain of one link, and one grown to four)
+ * beside a filter of shmfilter's own for the same keys at the same
+ * declared rate (1%), for 1M and 10M keys or the counts given.
  *
  * Everything runs in one process, side by side, on filters it creates in
  * private runtime directories: under /dev/shm (4 KiB pages) and, when it
@@ -37,6 +41,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +55,8 @@
 #include <unistd.h>
 
 #include "libclient/bloom.h"
+#include "libclient/redisbloom.h"
+#include "common/redisbloom-dump.h"
 #include "bench/clock.h"
 #include "shmd/files/grow.h"
 #include "libclient/journal.h"
@@ -1133,6 +1140,167 @@ static int run_layers(const char *root, uint64_t base)
 	return 0;
 }
 
+/* ---- Filters imported from RedisBloom (--imported) --------------------- */
+
+/* One link of a RedisBloom chain, as its bloom_init() sizes one
+ * (NOROUND | FORCE64, RedisBloom's default) for @p entries at @p error,
+ * and its bits. */
+struct rb_link {
+	uint64_t entries, bytes, bits, size;
+	double error, bpe;
+	uint32_t k;
+	uint8_t *data;
+};
+
+static void rb_link_make(struct rb_link *l, uint64_t entries, double error)
+{
+	l->entries = entries;
+	l->error = error;
+	l->bpe = -(log(error) / 0.480453013918201);
+	uint64_t bits = (uint64_t)((double)entries * l->bpe);
+	l->bytes = (bits + 63) / 64 * 8;
+	l->bits = l->bytes * 8;
+	l->k = (uint32_t)ceil(0.693147180559945 * l->bpe);
+	l->size = 0;
+	l->data = calloc(1, l->bytes);
+}
+
+/* Add a key as RedisBloom does: bits (a + i b) mod 2^64 mod bits. */
+static void rb_link_add(struct rb_link *l, const void *key, size_t len)
+{
+	uint64_t a = shmf_murmur64a(key, len, UINT64_C(0xc6a4a7935bd1e995)), b = shmf_murmur64a(key, len, a);
+	for (uint32_t i = 0; i < l->k; i++) {
+		uint64_t x = (a + i * b) % l->bits;
+		l->data[x / 8] |= (uint8_t)(1u << (x % 8));
+	}
+	l->size++;
+}
+
+/* RedisBloom's BF.RESERVE name 0.01 CAPACITY (its first link at 0.5%),
+ * grown to @p nlinks links (each twice the keys at half the rate), holding
+ * @p t's keys as RedisBloom would place them, loaded into @p reg as its
+ * header and chunks would be (redisbloom-dump.h). */
+static int rb_import(struct registry *reg, struct target *t, const char *name, uint64_t capacity, unsigned nlinks)
+{
+	struct rb_link l[8];
+	unsigned char hdr[RB_DUMP_BLOOM_HEAD + 8 * RB_DUMP_BLOOM_LINK], *q = hdr + RB_DUMP_BLOOM_HEAD;
+	uint64_t at = 0, items = 0;
+	for (unsigned i = 0; i < nlinks; i++) {
+		rb_link_make(&l[i], capacity << i, 0.005 / (double)(1u << i));
+		for (uint64_t j = 0; j < l[i].entries && at < t->npresent; j++)
+			rb_link_add(&l[i], t->present + at++ * KEY_LEN, KEY_LEN);
+		items += l[i].size;
+		uint32_t n2 = 0;
+		memcpy(q, &l[i].bytes, 8), memcpy(q + 8, &l[i].bits, 8), memcpy(q + 16, &l[i].size, 8);
+		memcpy(q + 24, &l[i].error, 8), memcpy(q + 32, &l[i].bpe, 8), memcpy(q + 40, &l[i].k, 4);
+		memcpy(q + 44, &l[i].entries, 8), memcpy(q + 52, &n2, 1);
+		q += RB_DUMP_BLOOM_LINK;
+	}
+	uint32_t head[3] = { nlinks, 1u | 4u, 2 };
+	memcpy(hdr, &items, 8);
+	memcpy(hdr + 8, head, 12);
+	char err[SNAPSHOT_ERR_MAX];
+	struct rb_dump *d;
+	struct registry_load ld;
+	struct shmf_snap_header h;
+	struct shmf_snap_section sec;
+	if (rb_dump_parse(SHMF_TYPE_BLOOM, hdr, (size_t)(q - hdr), &d, err, sizeof(err)) < 0)
+		goto bad;
+	rb_dump_snapshot(d, name, (uint64_t)time(NULL), &h, &sec);
+	void *table = malloc(d->table_bytes);
+	rb_dump_table(d, table);
+	int rc = registry_load_begin(reg, name, &h, &sec, REGISTRY_RESTORE, &ld, err, sizeof(err));
+	if (rc == 0)
+		rc = registry_load_fill(&ld, 0, 0, table, (size_t)d->table_bytes, err, sizeof(err));
+	for (unsigned i = 0; i < nlinks; i++) {
+		if (rc == 0)
+			rc = registry_load_fill(&ld, 0, d->link[i].offset, l[i].data, l[i].bytes, err, sizeof(err));
+		free(l[i].data);
+	}
+	free(table);
+	free(d);
+	if (rc < 0 || registry_load_commit(reg, &ld, REGISTRY_RESTORE, err, sizeof(err)) < 0 ||
+	    shmf_open(reg->instance, name, SHMF_RDONLY, &t->rw) < 0)
+		goto bad;
+	t->label = name;
+	return 0;
+bad:
+	fprintf(stderr, "%s: %s\n", name, err);
+	return -1;
+}
+
+/* Checks of imports beside a filter of our own, @p n keys each. */
+static int run_imported_n(struct registry *reg, uint64_t n)
+{
+	const uint64_t nprobe = 4000000;
+	struct target own = { .nprobe = nprobe }, one = { .nprobe = nprobe }, four = { .nprobe = nprobe };
+	char *present = make_keys(n, 31), *absent = make_keys(nprobe / 2 + 1, 32);
+	struct target *ts[] = { &own, &one, &four };
+	for (int i = 0; i < 3; i++)
+		ts[i]->present = present, ts[i]->absent = absent, ts[i]->npresent = n;
+	char err[REGISTRY_ERR_MAX];
+	struct filter_spec spec = { .name = "own", .type = SHMF_TYPE_BLOOM, .capacity = n, .fpr = 0.01, .mode = 0640 };
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+	    shmf_open(reg->instance, "own", SHMF_RDWR, &own.rw) < 0)
+		return -1;
+	own.label = "own";
+	fill(&own);
+	/* A chain reserved with the right capacity: one link; one reserved
+	 * for a fifteenth of the keys: four links (1 + 2 + 4 + 8). */
+	if (rb_import(reg, &one, "rb1", n, 1) < 0 || rb_import(reg, &four, "rb4", n / 15 + 1, 4) < 0)
+		return -1;
+	double v[3][2][RUNS];
+	for (int r = 0; r < RUNS; r++)
+		for (int w = 0; w < 3; w++) {
+			v[w][0][r] = bench_check(ts[w]);
+			v[w][1][r] = bench_check_many(ts[w], 64);
+		}
+	shmf_info_t info[3];
+	for (int w = 0; w < 3; w++)
+		shmf_info(ts[w]->rw, &info[w]);
+	const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64" };
+	for (int o = 0; o < 2; o++) {
+		double a = bench_median(v[0][o], RUNS), b = bench_median(v[1][o], RUNS),
+		       c = bench_median(v[2][o], RUNS);
+		printf("%9" PRIu64 " %-20s %7.1f ns %7.1f ns %7.1f ns %7.2fx %7.2fx\n", n, ops[o], a, b, c, b / a,
+		       c / a);
+	}
+	printf("%9s %-20s %7.1f MB %7.1f MB %7.1f MB\n", "", "data file", info[0].bytes / 1e6, info[1].bytes / 1e6,
+	       info[2].bytes / 1e6);
+	for (int w = 0; w < 3; w++) {
+		shmf_close(ts[w]->rw);
+		registry_drop(reg, ts[w]->label, NULL, 0);
+	}
+	free(present);
+	free(absent);
+	return 0;
+}
+
+static int run_imported(const char *root, int argc, char **argv)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct registry reg;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	printf("checks of filters imported from RedisBloom (BF.RESERVE at 1%%: one link, or grown to four) beside "
+	       "a filter of shmfilter's own at 1%%, the same keys; half the keys checked present, half absent; 4 KiB "
+	       "pages\n");
+	printf("%9s %-20s %10s %10s %10s %8s %8s\n", "keys", "operation", "own", "RB 1 link", "RB 4 links", "1 link",
+	       "4 links");
+	uint64_t counts[8] = { 1000000, 10000000 };
+	int nc = 2;
+	for (int i = 0; i < argc && i < 8; i++, nc = i)
+		counts[i] = strtoull(argv[i], NULL, 10);
+	int rc = 0;
+	for (int i = 0; i < nc && rc == 0; i++)
+		rc = run_imported_n(&reg, counts[i]);
+	registry_close(&reg, 1);
+	return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "--snapshot-wait")) {
@@ -1145,6 +1313,14 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "--attach-child"))
 		return attach_child(argv[2]);
+	if (argc >= 2 && !strcmp(argv[1], "--imported")) {
+		char root[] = "/dev/shm/shmf-bench-XXXXXX";
+		if (mkdtemp(root) == NULL)
+			return 1;
+		int rc = run_imported(root, argc - 2, argv + 2);
+		rmdir(root);
+		return rc;
+	}
 	if (argc >= 2 && !strcmp(argv[1], "--layers")) {
 		char root[] = "/dev/shm/shmf-bench-XXXXXX";
 		if (mkdtemp(root) == NULL)
@@ -1163,7 +1339,8 @@ int main(int argc, char **argv)
 			attach = 0;
 		else {
 			fprintf(stderr,
-				"usage: %s [--quick | --demo] [--no-attach] | --layers [BASE] | --snapshot-wait [GiB]\n",
+				"usage: %s [--quick | --demo] [--no-attach] | --layers [BASE] | --imported [KEYS...] | "
+				"--snapshot-wait [GiB]\n",
 				argv[0]);
 			return 2;
 		}

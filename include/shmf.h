@@ -103,6 +103,15 @@
  *   already present still answers 0. Close to the capacity every new key
  *   is counted, so one adding handle stops exactly at it; several racing
  *   adders may store a few keys more.
+ * - Filters imported from RedisBloom (shmctl import, or RedisBloom's own
+ *   chunks through BF.LOADCHUNK / CF.LOADCHUNK) keep RedisBloom's hashing
+ *   and layout, so every key answers as it did in RedisBloom. They are
+ *   read-only: shmf_add, shmf_add_many, shmf_add_unique, shmf_add_capped
+ *   and shmf_del answer SHMF_E_IMPORTED and change nothing; shmf_check,
+ *   shmf_check_many and (cuckoo) shmf_count work. A check costs more than
+ *   on a filter of shmd's own (a key's k bits lie in k places of each of
+ *   RedisBloom's links, not in one cache line; figures in
+ *   docs/benchmarks.md).
  */
 #ifndef SHMF_H
 #define SHMF_H
@@ -261,6 +270,7 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  *         no room even after relocating, nor in a next layer; the filter
  *         is unchanged), SHMF_E_NONSCALING (a NONSCALING Bloom filter
  *         holds its capacity and the key is new; nothing changed),
+ *         SHMF_E_IMPORTED (a filter imported from RedisBloom: read-only),
  *         SHMF_E_DROPPED, SHMF_E_BUSY (cuckoo: the add had to relocate and
  *         the relocation lock stayed held past the filter's lock timeout;
  *         nothing was stored), or an error from remapping.

@@ -1023,8 +1023,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	} else if (v->type == SHMF_TYPE_CUCKOO) {
 		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
 	} else {
-		for (size_t i = 0; i < n; i++)
-			present += out[i] = (uint8_t)shmf_rb_check(v->p[0].rb, keys[i].ptr, keys[i].len);
+		present = shmf_rb_check_many(v->p[0].rb, keys, n, out);
 	}
 	if (r >= 0 && v->nparts > 1 && present < n)
 		present += check_many_older(v, keys, n, out, &r);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "libclient/segment-format.h"
+#include <shmf.h>
 
 /* MurmurHash64A (Austin Appleby's 64-bit MurmurHash2, bytes read
  * little-endian), as RedisBloom hashes keys. */
@@ -29,12 +30,14 @@ uint32_t shmf_murmur2(const void *key, size_t len, uint32_t seed);
 
 /* One link (sub-filter) as a check reads it, private to the reader. */
 struct shmf_rb_part {
-	const uint8_t *bytes; /* its bytes in the mapping */
-	uint64_t mod;         /* Bloom: the modulus (2^n2 or bits); cuckoo: buckets */
-	uint64_t wrap;        /* Bloom: 2^64 mod mod, for the positions' incremental remainders */
-	uint64_t size;        /* Bloom: keys added to it (RedisBloom's count) */
-	uint32_t k;           /* Bloom: bits per key; cuckoo: fingerprints per bucket */
-	uint32_t pow2;        /* Bloom: the modulus is a power of 2 */
+	const uint8_t *bytes;  /* its bytes in the mapping */
+	uint64_t mod;          /* Bloom: the modulus (2^n2 or bits); cuckoo: buckets */
+	uint64_t wrap;         /* Bloom: 2^64 mod mod, for the positions' incremental remainders */
+	unsigned __int128 inv; /* Bloom, a modulus not a power of 2: ceil(2^128 / mod), for remainders
+				  by multiplication (redisbloom.c, rb_mod) */
+	uint64_t size;         /* Bloom: keys added to it (RedisBloom's count) */
+	uint32_t k;            /* Bloom: bits per key; cuckoo: fingerprints per bucket */
+	uint32_t pow2;         /* Bloom: the modulus is a power of 2 */
 };
 
 /* An imported filter: its table, copied and checked. */
@@ -87,6 +90,13 @@ static inline uint64_t shmf_rb_align(uint64_t end)
  * would answer 1 for the key, else 0.
  */
 int shmf_rb_check(const struct shmf_rb *rb, const void *key, size_t len);
+
+/**
+ * shmf_rb_check() of keys[0..n) into out[0..n) (a chain's keys hashed a
+ * few ahead, their first positions prefetched).
+ * @return the number present.
+ */
+size_t shmf_rb_check_many(const struct shmf_rb *rb, const shmf_key_t *keys, size_t n, uint8_t *out);
 
 /**
  * Cuckoo: what RedisBloom's CF.COUNT answers for the key (the matching

@@ -153,12 +153,18 @@ static int naive_check(const uint8_t *p, unsigned n, int wide, const char *key, 
 
 /* Links whose moduli are odd multiples of 8 (a + i b wraps 2^64 within
  * most keys' k steps, so the remainder's correction is exercised), a
- * power of 2 smaller than its bits, and a k of 40. */
-static void positions_in(int wide)
+ * power of 2 smaller than its bits, a k of 1, 40 and 81. */
+static const struct linkdef few[] = { { 8 * 1237, 7, 0, 300 },
+				      { 8 * 40961, 40, 0, 300 },
+				      { 8 * 4100, 5, 15, 300 },
+				      { 8 * 97, 1, 0, 300 } };
+static const struct linkdef many[] = { { 8 * 1237, 40, 0, 300 },
+				       { 8 * 40961, 40, 0, 300 },
+				       { 8 * 8200, 40, 15, 300 },
+				       { 8 * 9001, 81, 0, 300 } };
+
+static void positions_in(int wide, const struct linkdef *d)
 {
-	static const struct linkdef d[] = {
-		{ 8 * 1237, 7, 0, 300 }, { 8 * 40961, 40, 0, 300 }, { 8 * 4100, 5, 15, 300 }, { 8 * 97, 1, 0, 300 }
-	};
 	uint64_t bytes;
 	uint8_t *p = chain_new(d, 4, wide, &bytes);
 	char key[32];
@@ -172,11 +178,23 @@ static void positions_in(int wide)
 			assert_int_equal(shmf_rb_check(rb, key, (size_t)snprintf(key, sizeof(key), "key-%u-%u", j, i)),
 					 1);
 	unsigned fp = 0;
+	enum { BATCH = 100 };
+	char keys[BATCH][32];
+	shmf_key_t batch[BATCH];
+	uint8_t want[BATCH], got[BATCH];
 	for (unsigned i = 0; i < 200000; i++) {
-		size_t n = (size_t)snprintf(key, sizeof(key), "absent-%u", i);
-		int want = naive_check(p, 4, wide, key, n);
-		assert_int_equal(shmf_rb_check(rb, key, n), want);
-		fp += (unsigned)want;
+		size_t n = (size_t)snprintf(keys[i % BATCH], 32, "absent-%u", i);
+		batch[i % BATCH] = (shmf_key_t){ keys[i % BATCH], n };
+		want[i % BATCH] = (uint8_t)naive_check(p, 4, wide, keys[i % BATCH], n);
+		assert_int_equal(shmf_rb_check(rb, keys[i % BATCH], n), want[i % BATCH]);
+		fp += want[i % BATCH];
+		if (i % BATCH == BATCH - 1) {
+			size_t present = 0;
+			for (unsigned j = 0; j < BATCH; j++)
+				present += want[j];
+			assert_int_equal(shmf_rb_check_many(rb, batch, BATCH, got), present);
+			assert_memory_equal(got, want, BATCH);
+		}
 	}
 	/* The chain holds keys: some absent keys answer present, not all. */
 	assert_true(fp > 0 && fp < 200000);
@@ -188,8 +206,10 @@ static void positions_in(int wide)
 static void test_positions(void **state)
 {
 	(void)state;
-	positions_in(1);
-	positions_in(0);
+	positions_in(1, few);
+	positions_in(0, few);
+	positions_in(1, many);
+	positions_in(0, many);
 }
 
 /* ---- Tables refused ------------------------------------------------------ */

@@ -19,7 +19,8 @@ Cases:
   hostile    truncated headers, absurd sizes, chunks out of order,
              repeated, across links, past the end, of the other family,
              a connection closed mid-load: each refused with an error
-             that says why, nothing created, nothing changed
+             that says why, nothing created, nothing changed; an import's
+             table scribbled in its data file: refused by a new handle
   import     shmctl import from a fake Redis serving the model's dumps
              (host:port, redis:// URL, AUTH, a filter that changes during
              the dump is taken again); a wrong password, a missing key, a
@@ -175,6 +176,14 @@ class Lib:
         for fn in ("shmf_check", "shmf_count", "shmf_add"):
             getattr(self.lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         self.lib.shmf_close.argtypes = [ctypes.c_void_p]
+
+    def open_rc(self, name):
+        """shmf_open's result for filter @name (the handle closed again)."""
+        h = ctypes.c_void_p()
+        rc = self.lib.shmf_open(b"default", name.encode(), 0, ctypes.byref(h))
+        if rc == 0:
+            self.lib.shmf_close(h)
+        return rc
 
     def answers(self, name, ks, fn):
         h = ctypes.c_void_p()
@@ -452,7 +461,36 @@ def case_hostile(d, lib):
         compare(c, lib, "after", m, keys("m", 300), keys("absent-after", 5000))
     if load(c, "CF.LOADCHUNK", "cafter", cgood):
         compare(c, lib, "cafter", cm, keys("c", 300), keys("absent-cafter", 5000), cuckoo=True)
+    scribbled(d, c, lib)
     c.close()
+
+
+def scribbled(d, c, lib):
+    """An import's table scribbled in its data file (a writer of the file
+    could): a new handle refuses the filter (SHMF_E_FORMAT), the daemon's
+    handle, which checked its private copy at open, answers as before."""
+    SHMF_E_FORMAT = -5002
+    path = [os.path.join(d.run, "default", f) for f in d.data_files() if f.startswith("after.")][0]
+    table = 8192  # the payload's first byte (segment-format.h)
+    want = mexists(c, "BF.MEXISTS", "after", keys("m", 300) + keys("x", 300))
+    for off, value, what in [(0, b"\0" * 8, "magic"), (8, struct.pack("<I", 0), "no link"),
+                             (8, struct.pack("<I", 3), "a link too many"), (16, struct.pack("<Q", 1 << 40), "items"),
+                             (64 + 16, struct.pack("<Q", 1 << 40), "link 0's bits"),
+                             (64 + 0, struct.pack("<Q", 1 << 40), "link 0's offset"),
+                             (64 + 56, struct.pack("<I", 1075), "link 0's k")]:
+        with open(path, "r+b") as f:
+            f.seek(table + off)
+            orig = f.read(len(value))
+            f.seek(table + off)
+            f.write(value)
+        rc = lib.open_rc("after")
+        check(rc == SHMF_E_FORMAT, "a table with %s scribbled: shmf_open refuses it (%d)" % (what, rc))
+        check(mexists(c, "BF.MEXISTS", "after", keys("m", 300) + keys("x", 300)) == want,
+              "a table with %s scribbled: the daemon's handle answers as before" % what)
+        with open(path, "r+b") as f:
+            f.seek(table + off)
+            f.write(orig)
+    check(lib.open_rc("after") == 0, "the table restored: shmf_open takes it again")
 
 
 # ---------------------------------------------------------------------------
