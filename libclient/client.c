@@ -1124,6 +1124,7 @@ static void info_imported(const struct shmf_rb *rb, shmf_info_t *out)
 		out->bucket_size = rb->bucket_size;
 		out->buckets = rb->capacity / rb->bucket_size;
 		out->fingerprint_bits = 8;
+		out->max_kicks = rb->max_iterations;
 	} else {
 		out->k = rb->part[rb->nlinks - 1].k;
 	}
@@ -1221,6 +1222,7 @@ int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
 			.nblocks = p->data.hdr.nblocks,
 			.max_kicks = p->data.hdr.max_kicks,
 			.bucket_size = p->data.hdr.bucket_size,
+			.links = p->rb != NULL ? p->rb->nlinks : 0,
 		};
 		memcpy(&out[i].fpr, &p->data.hdr.fpr_bits, sizeof(double));
 	}

@@ -185,6 +185,7 @@ int shmf_rb_open(uint32_t scheme, const void *payload, uint64_t bytes, struct sh
 					.hash = t.hash,
 					.nlinks = t.nlinks,
 					.bucket_size = t.bucket_size,
+					.max_iterations = t.max_iterations,
 					.items = t.items,
 					.deletes = t.deletes,
 					.growth = t.growth,

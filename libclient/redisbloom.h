@@ -45,14 +45,15 @@ struct shmf_rb {
 	uint32_t scheme; /* SHMF_SCHEME_RB_BLOOM or SHMF_SCHEME_RB_CUCKOO */
 	uint32_t hash;   /* SHMF_RB_HASH_* */
 	uint32_t nlinks;
-	uint32_t bucket_size; /* cuckoo */
-	uint64_t items;       /* RedisBloom's count at the dump */
-	uint64_t deletes;     /* cuckoo */
-	uint64_t capacity;    /* Bloom: the links' entries summed; cuckoo: buckets * bucket size summed */
-	uint64_t bits;        /* Bloom: the links' bits summed; cuckoo: their fingerprint bits */
-	uint32_t growth;      /* the table's growth (expansion) */
-	uint32_t options;     /* Bloom: RedisBloom's option bits */
-	double error;         /* Bloom: the first link's error rate; cuckoo: 0 */
+	uint32_t bucket_size;    /* cuckoo */
+	uint32_t max_iterations; /* cuckoo: RedisBloom's MAXITERATIONS */
+	uint64_t items;          /* RedisBloom's count at the dump */
+	uint64_t deletes;        /* cuckoo */
+	uint64_t capacity;       /* Bloom: the links' entries summed; cuckoo: buckets * bucket size summed */
+	uint64_t bits;           /* Bloom: the links' bits summed; cuckoo: their fingerprint bits */
+	uint32_t growth;         /* the table's growth (expansion) */
+	uint32_t options;        /* Bloom: RedisBloom's option bits */
+	double error;            /* Bloom: the first link's error rate; cuckoo: 0 */
 	struct shmf_rb_part part[];
 };
 

@@ -745,7 +745,8 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	if (out->expansion == 0) {
 		/* A filter that does not grow: one filter (a window's
 		 * generations are not RedisBloom's sub-filters), as before. */
-		out->nlayers = 1;
+		/* An import from RedisBloom: its links, as RedisBloom counts its filters. */
+		out->nlayers = out->nparts == 1 && out->layer[0].links != 0 ? out->layer[0].links : 1;
 		out->capacity_total = out->info.capacity;
 		out->deletes_total = out->info.deletes;
 		out->fpr_total = out->info.fpr_estimate;

@@ -306,10 +306,16 @@ def case_loadchunk(d, lib):
     m = bloom_models()[0][1]
     check(fields.get("Capacity") == sum(l.entries for l in m.links), "BF.INFO capacity: the links' %r" % fields)
     check(fields.get("Number of items inserted") == m.size, "BF.INFO items: RedisBloom's count %r" % fields)
+    check(fields.get("Number of filters") == len(m.links), "BF.INFO filters: the links, %r" % fields)
     for name, m, added in cuckoo_models():
         if load(c, "CF.LOADCHUNK", name, m.scandump()):
             compare(c, lib, name, m, added, keys("absent-" + name, 20000), cuckoo=True)
         writes_refused(c, name, True)
+        info = c.call("CF.INFO", name)
+        fields = dict(zip(info[0::2], info[1::2]))
+        check(fields.get("Number of filters") == len(m.filters) and fields.get("Max iterations") == m.max_iterations
+              and fields.get("Number of items inserted") == m.num_items,
+              "CF.INFO of %s: RedisBloom's sub-filters, MAXITERATIONS and count: %r" % (name, fields))
     name, m, added = cuckoo_models()[0]
     if load(c, "CF.LOADCHUNK", "cf-small", m.scandump(max_chunk=100)):
         compare(c, None, "cf-small", m, added, keys("absent-cf-small", 5000), cuckoo=True)
