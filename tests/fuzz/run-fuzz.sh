@@ -6,7 +6,7 @@
 #   tests/fuzz/run-fuzz.sh [--merge] [--minimize] [--seeds] [SECONDS] [HARNESS...]
 #
 # SECONDS per harness (default 60); HARNESS among snapshot, segment,
-# request, config (default all). Each runs over a working copy of its
+# request, config, redisbloom (default all). Each runs over a working copy of its
 # corpus (build-fuzz/work/NAME); --merge then adds the inputs that reach
 # new coverage, minimized, to tests/fuzz/corpus/NAME (commit them: they
 # replay in every test run). --minimize (with SECONDS 0: no fuzzing) shrinks
@@ -28,8 +28,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(snapshot segment request config)
-declare -A maxlen=([snapshot]=65536 [segment]=20000 [request]=4096 [config]=4096)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(snapshot segment request config redisbloom)
+declare -A maxlen=([snapshot]=65536 [segment]=20000 [request]=4096 [config]=4096 [redisbloom]=20000)
 
 command -v clang >/dev/null || apt-get install -y clang >/dev/null || { echo "run-fuzz: clang is needed"; exit 2; }
 b=build-fuzz

@@ -109,6 +109,24 @@ class Conn:
         return self.reply()
 
 
+def die_with_parent():
+    """In a child: SIGKILL when the harness dies, however it dies."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def sanitizer_preload(libshmf):
+    """A sanitizer build's libshmf needs its runtime loaded first: run this
+    harness again with it preloaded (python itself is not instrumented)."""
+    with open(libshmf, "rb") as f:
+        instrumented = b"__asan_init" in f.read()
+    if not instrumented or "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    env = dict(os.environ, LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0")
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 class Daemon:
     def __init__(self, shmd, root):
         self.root = root
@@ -119,7 +137,7 @@ class Daemon:
             f.write("[instance]\nname = default\n")
         self.log = open(os.path.join(root, "shmd.log"), "w")
         self.env = dict(os.environ, SHMF_RUNTIME_DIR=self.run)
-        self.p = subprocess.Popen([shmd, "-f", "-c", ini], env=self.env, stderr=self.log)
+        self.p = subprocess.Popen([shmd, "-f", "-c", ini], env=self.env, stderr=self.log, preexec_fn=die_with_parent)
         self.sock = os.path.join(self.run, "default.sock")
         for _ in range(400):
             try:
@@ -644,6 +662,7 @@ def main():
     ap.add_argument("--shmctl", required=True)
     ap.add_argument("--libshmf", required=True)
     args = ap.parse_args()
+    sanitizer_preload(args.libshmf)
     root = tempfile.mkdtemp(prefix="shmf-rbimport-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     d = None
     try:
