@@ -761,13 +761,15 @@ static void test_connection_verbs(void **state)
 	   "*2\r\n*10\r\n$10\r\nbf.mexists\r\n:-3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
 	   "$-1\r\n",
 	   "COMMAND", "INFO", "bf.mexists", "nosuch");
-	/* COMMAND DOCS: every verb (a flat map in RESP2); one verb's, Redis 7's shape. */
+	/* COMMAND DOCS: every verb (a flat map in RESP2); one verb's, Redis 7's shape (a module's verb
+	 * names its module). */
 	r = CMD(fd, "COMMAND", "DOCS");
 	assert_int_equal(r->elements, 2 * count);
 	freeReplyObject(r);
 	RT(fd,
-	   "*2\r\n$6\r\nbf.add\r\n*8\r\n$7\r\nsummary\r\n$48\r\nAdds an item to a Bloom filter: 1 if it was new.\r\n"
-	   "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$9\r\narguments\r\n*2\r\n"
+	   "*2\r\n$6\r\nbf.add\r\n*10\r\n$7\r\nsummary\r\n$48\r\nAdds an item to a Bloom filter: 1 if it was new.\r\n"
+	   "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\nbf\r\n"
+	   "$9\r\narguments\r\n*2\r\n"
 	   "*4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
 	   "*4\r\n$4\r\nname\r\n$4\r\nitem\r\n$4\r\ntype\r\n$6\r\nstring\r\n",
 	   "COMMAND", "DOCS", "BF.ADD", "NOSUCH");

@@ -2,7 +2,8 @@
  * test-verbs.c - the verb table (shmd/verbs.c) and the dispatcher that
  * reads it: every row consistent with the rules of docs/design.md (which
  * verbs are administration, which name files and so never run over TCP),
- * and the dispatcher and COMMAND answering from the row, for every verb.
+ * and the dispatcher and COMMAND answering from the row, for every verb;
+ * COMMAND DOCS' syntax column agreeing with the arity columns.
  *
  * The dispatcher's refusals (arity, AUTH, TCP, an invalid filter name)
  * must come before a handler touches a filter, so these requests run
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shmd/verbs/command-docs.h"
 #include "shmd/verbs/dispatch.h"
 #include "shmd/resp/reply.h"
 #include "shmd/session/roles.h"
@@ -375,6 +377,68 @@ static void test_command_reads_the_table(void **state)
 	session_free(&s);
 }
 
+/* COMMAND DOCS' syntax column, for every row: it parses, and the words it
+ * allows are those the arity columns allow (a syntax with no limit only
+ * where the row has none). A few syntaxes outside the table: the malformed
+ * ones refused, nested and repeated groups counted, and one entry replied
+ * byte for byte in the shape Redis documents (a oneof with its pure-tokens
+ * under "arguments", a repeated token-introduced argument). */
+static void test_docs_syntax_from_the_row(void **state)
+{
+	(void)state;
+	const struct verb *v;
+	int lo, hi;
+	for (size_t i = 0; (v = verbs_at(i)) != NULL; i++) {
+		if (command_docs_arity(v, &lo, &hi) != 0)
+			fail_msg("%s: syntax \"%s\" is malformed", v->name, v->syntax);
+		if (lo != v->min_args || (v->max_args >= 0 && hi != v->max_args) || (hi < 0 && v->max_args >= 0))
+			fail_msg("%s: syntax \"%s\" takes %d to %d words, the row %d to %d", v->name, v->syntax, lo, hi,
+				 v->min_args, v->max_args);
+	}
+	static const char *const bad[] = { "key [UNCLOSED", "key name:enum", "key []",        "key ]",
+					   "key [A|lower]", "key :string",   "[[[[[deep]]]]]" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct verb b = { .name = "x.bad", .syntax = bad[i] };
+		if (command_docs_arity(&b, &lo, &hi) == 0)
+			fail_msg("syntax \"%s\" accepted", bad[i]);
+	}
+	static const struct {
+		const char *syntax;
+		int lo, hi;
+	} counted[] = {
+		{ "", 1, 1 },
+		{ "key [A|B|C]", 2, 3 },
+		{ "[protover:integer [AUTH u:string p:string] [SETNAME n:string]]", 1, 7 },
+		{ "key [GET pattern:pattern]...", 2, -1 },
+		{ "key ITEMS item:string...", 4, -1 },
+		{ "[a:integer b:integer]", 1, 3 },
+	};
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++) {
+		struct verb c = { .name = "x.count", .syntax = counted[i].syntax };
+		assert_int_equal(command_docs_arity(&c, &lo, &hi), 0);
+		if (lo != counted[i].lo || hi != counted[i].hi)
+			fail_msg("syntax \"%s\": %d to %d words, want %d to %d", counted[i].syntax, lo, hi,
+				 counted[i].lo, counted[i].hi);
+	}
+	struct verb x = { .name = "x.y", .group = "x", .summary = "S.", .syntax = "key [A|B] [GET p:pattern]..." };
+	struct reply r = { .proto = 3 };
+	command_docs_reply(&r, &x);
+	const char *want =
+		"%5\r\n$7\r\nsummary\r\n$2\r\nS.\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+		"$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$1\r\nx\r\n$9\r\narguments\r\n*3\r\n"
+		"%2\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+		"%4\r\n$4\r\nname\r\n$3\r\na-b\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+		"$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+		"%3\r\n$4\r\nname\r\n$1\r\na\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$1\r\nA\r\n"
+		"%3\r\n$4\r\nname\r\n$1\r\nb\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$1\r\nB\r\n"
+		"%4\r\n$4\r\nname\r\n$1\r\np\r\n$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$3\r\nGET\r\n"
+		"$5\r\nflags\r\n~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n";
+	char *got = calloc(1, r.len + 1);
+	memcpy(got, r.data, r.len);
+	reply_free(&r);
+	expect(got, want, "COMMAND DOCS of \"key [A|B] [GET p:pattern]...\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_tcp_rules_from_the_row),
 		cmocka_unit_test(test_invalid_names_refused_before_the_registry),
 		cmocka_unit_test(test_command_reads_the_table),
+		cmocka_unit_test(test_docs_syntax_from_the_row),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
