@@ -53,10 +53,6 @@ void call_grow(struct verb_call *c, int slot);
 /** A cuckoo expansion as RedisBloom keeps it: rounded up to a power of 2 (0 stays 0: never grow). */
 uint32_t call_cuckoo_expansion(uint32_t e);
 
-/* RedisBloom's largest capacity through BF.* and CF.* (2^30; shmd's own
- * doors take more). */
-#define CALL_RB_CAPACITY_MAX (UINT64_C(1) << 30)
-
 /** An integer as RedisBloom reads one (Redis' string2ll: an optional
  * minus, then digits with no leading zero, within a long long). 0 or
  * SHMF_E_INVAL. */

@@ -81,14 +81,16 @@ static int growth_apply(struct verb_call *c, const struct growth *g, int insert,
 	return 0;
 }
 
-/* A capacity as RedisBloom takes one through BF.*: an integer from 1 to
- * 2^30. 0, RB_BAD_CAPACITY (no integer) or RB_CAPACITY_RANGE. */
+/* A capacity as RedisBloom reads one through BF.*: an integer, 1 or more
+ * (RedisBloom's range text says up to 2^30; shmd takes larger ones, bound
+ * by the host's memory). 0, RB_BAD_CAPACITY (no integer) or
+ * RB_CAPACITY_RANGE. */
 static int rb_capacity(const char *text, uint64_t *out)
 {
 	long long v;
 	if (call_rb_integer(text, &v) < 0)
 		return RB_BAD_CAPACITY;
-	if (v < 1 || (uint64_t)v > CALL_RB_CAPACITY_MAX)
+	if (v < 1)
 		return RB_CAPACITY_RANGE;
 	*out = (uint64_t)v;
 	return 0;

@@ -123,7 +123,7 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 		reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
 		return SHMF_E_INVAL;
 	}
-	if (capacity < 2 * bucket || (uint64_t)capacity > CALL_RB_CAPACITY_MAX) {
+	if (capacity < 2 * bucket) {
 		reply_rb_error(c->out, RB_CF_CAPACITY_RANGE);
 		return SHMF_E_INVAL;
 	}
@@ -222,7 +222,8 @@ void cmd_cf_reserve(struct verb_call *c)
 }
 
 /* CF.ADD key item: creates the filter from [defaults] when missing; true,
- * or RedisBloom's "ERR Filter is full". */
+ * or RedisBloom's "Filter is full" ("Maximum expansions reached" past
+ * the last layer of a growing filter). */
 void cmd_cf_add(struct verb_call *c)
 {
 	int slot = call_add_target(c, SHMF_TYPE_CUCKOO);
@@ -329,8 +330,7 @@ static void insert(struct verb_call *c, int nx)
 				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 				return;
 			}
-			if (cap < 2 * (long long)session_defaults(c->sess)->cuckoo_bucket_size ||
-			    (uint64_t)cap > CALL_RB_CAPACITY_MAX) {
+			if (cap < 2 * (long long)session_defaults(c->sess)->cuckoo_bucket_size) {
 				reply_rb_error(c->out, RB_CF_INSERT_CAPACITY_RANGE);
 				return;
 			}

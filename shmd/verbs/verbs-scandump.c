@@ -200,7 +200,7 @@ static int chunk_refused(struct verb_call *c, int type, uint64_t iter, int rc, c
 	if (type == SHMF_TYPE_BLOOM)
 		reply_rb_error(c->out, RB_BF_BAD_CHUNK);
 	else
-		reply_rb_error(c->out, iter == 1 ? RB_CF_BAD_HEADER : RB_CF_BAD_CHUNK);
+		reply_rb_error(c->out, (iter & 0xffffffffu) == 1 ? RB_CF_BAD_HEADER : RB_CF_BAD_CHUNK);
 	return 1;
 }
 
