@@ -162,8 +162,9 @@ static int dump_all(struct session *s, const char *verb, const char *name, struc
 			assert_true(d->n > 0 && d->c[0].len >= sizeof(h));
 			memcpy(&h, d->c[0].data, sizeof(h));
 			if (d->n != h.total + 1) {
-				snprintf(err, errlen, "the dump ended after %zu of %" PRIu64 " chunks: start the dump again",
-					 d->n, h.total + 1);
+				snprintf(err, errlen,
+					 "the dump ended after %zu of %" PRIu64 " chunks: start the dump again", d->n,
+					 h.total + 1);
 				dump_free(d);
 				return -1;
 			}

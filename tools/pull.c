@@ -192,8 +192,9 @@ static int pull_end(struct pull *p, const struct tally *t)
 		    p->filter, p->from, p->as);
 	if (t->chunks == t->total + 1)
 		return 0;
-	fprintf(stderr, "shmctl: pull: the dump of '%s' ended after %" PRIu64 " of %" PRIu64
-			" chunks (the filter changed on %s); taking the dump again\n",
+	fprintf(stderr,
+		"shmctl: pull: the dump of '%s' ended after %" PRIu64 " of %" PRIu64
+		" chunks (the filter changed on %s); taking the dump again\n",
 		p->filter, t->chunks, t->total + 1, p->from);
 	return 1;
 }

@@ -217,8 +217,8 @@ static void loadchunk(struct verb_call *c, int type)
 	if (neg)
 		snprintf(err, sizeof(err), "iterator %s is negative", c->req->argv[2]);
 	else
-		rc = scandump_load(c->reg, c->sess->id, c->req->argv[1], type, iter, c->req->argv[3],
-				   c->req->lens[3], err, sizeof(err));
+		rc = scandump_load(c->reg, c->sess->id, c->req->argv[1], type, iter, c->req->argv[3], c->req->lens[3],
+				   err, sizeof(err));
 	if (rc >= 0)
 		reply_status(c->out, "OK");
 	else if (rc == SHMF_E_TYPE || !chunk_refused(c, type, iter, rc, err))
