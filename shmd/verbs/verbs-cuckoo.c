@@ -70,12 +70,12 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 
 /*
  * RedisBloom's checks of CF.RESERVE's numbers, in its order: MAXITERATIONS
- * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), EXPANSION
- * (an integer, 0 or more), then the capacity (at least twice the bucket
- * size: the one asked for, else [defaults]' cuckoo_bucket_size,
- * RedisBloom's default 2); then shmd's own: the bucket sizes that are one
- * word, and its limit on EXPANSION. @p capacity is the capacity argument,
- * an integer already; @p expansion the EXPANSION value, NULL if not given
+ * (an integer, 1 to 65535; else [defaults]' cuckoo_max_iterations,
+ * RedisBloom's 20), BUCKETSIZE (an integer, 1 to 255; else [defaults]'
+ * cuckoo_bucket_size, RedisBloom's 2), EXPANSION (an integer, 0 to 32768),
+ * then the capacity (at least twice the bucket size); then shmd's own: the
+ * bucket sizes that are one word. @p capacity is the capacity argument, an
+ * integer already; @p expansion the EXPANSION value, NULL if not given
  * (spec->expansion is set only if it was: rounded up to a power of 2, as
  * RedisBloom keeps it). 0, or SHMF_E_INVAL after replying.
  */
