@@ -155,6 +155,19 @@ static int dump_all(struct session *s, const char *verb, const char *name, struc
 			else
 				assert_null(c.data);
 			free(c.data);
+			/* A dump shmd no longer holds (the filter changed) answers
+			 * its end early, as RedisBloom answers any iterator: the
+			 * header chunk says how many chunks a whole one has. */
+			struct shmf_chunk_header h;
+			assert_true(d->n > 0 && d->c[0].len >= sizeof(h));
+			memcpy(&h, d->c[0].data, sizeof(h));
+			if (d->n != h.total + 1) {
+				snprintf(err, errlen,
+					 "the dump ended after %zu of %" PRIu64 " chunks: start the dump again", d->n,
+					 h.total + 1);
+				dump_free(d);
+				return -1;
+			}
 			return 0;
 		}
 		assert_true(d->n < sizeof(d->c) / sizeof(d->c[0]));
@@ -499,7 +512,7 @@ static void test_cuckoo_churn(void **state)
 	snprintf(it, sizeof(it), "%" PRIu64, d->c[1].iter);
 	const char *next[] = { "CF.SCANDUMP", "churn", it };
 	call(&s, 3, next, NULL, &a);
-	expect(&a, "-ERR ", "start the dump again from iterator 0");
+	expect(&a, "*2\r\n:0\r\n$-1\r\n", NULL); /* RedisBloom's end of a dump, for an iterator no dump goes with */
 	/* A load begun from that dump's header takes no chunk of another
 	 * (moves after it, so that the next dump's tag differs). */
 	add_keys("churn", 42, capacity / 100);
@@ -508,7 +521,7 @@ static void test_cuckoo_churn(void **state)
 	load_one(&s, "CF.LOADCHUNK", "churn-mixed", d->c[0].iter, d->c[0].data, d->c[0].len, &a);
 	expect(&a, "+OK", NULL);
 	load_one(&s, "CF.LOADCHUNK", "churn-mixed", d2->c[1].iter, d2->c[1].data, d2->c[1].len, &a);
-	expect(&a, "-ERR ", "another dump");
+	expect(&a, "-Couldn't load chunk!\r\n", NULL); /* RedisBloom's text; "of another dump" goes to the log */
 	assert_int_equal(scandump_loads(), 0);
 	assert_true(registry_find(&fx.reg, "churn-mixed") < 0);
 	assert_int_equal(scandump_dumps(), 0);
@@ -583,7 +596,7 @@ static void test_bad_chunks(void **state)
 	size_t sizes[] = { 0, 1, 95, 96, 97, 400, 100000 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		load_one(&s, "BF.LOADCHUNK", "copy", 1, junk, sizes[i], &a);
-		expect(&a, "-ERR ", "not a chunk of a shmd dump");
+		expect(&a, "-ERR received bad data\r\n", NULL);
 		load_one(&s, "BF.LOADCHUNK", "main", d->c[0].iter, junk, sizes[i], &a);
 		expect(&a, "-ERR ", NULL);
 	}
@@ -603,9 +616,9 @@ static void test_bad_chunks(void **state)
 	}
 	/* The header chunk with the wrong iterator, or through CF.LOADCHUNK. */
 	load_one(&s, "BF.LOADCHUNK", "copy", d->c[0].iter + 1, d->c[0].data, d->c[0].len, &a);
-	expect(&a, "-ERR ", "first iterator");
+	expect(&a, "-ERR received bad data\r\n", NULL);
 	load_one(&s, "CF.LOADCHUNK", "copy", d->c[0].iter, d->c[0].data, d->c[0].len, &a);
-	expect(&a, "-ERR ", "load it with BF.LOADCHUNK");
+	expect(&a, "-Couldn't create filter!\r\n", NULL);
 	/* Over a filter of the other type: RedisBloom's WRONGTYPE. */
 	load_one(&s, "BF.LOADCHUNK", "cf", d->c[0].iter, d->c[0].data, d->c[0].len, &a);
 	expect(&a, "-WRONGTYPE ", NULL);
@@ -613,7 +626,7 @@ static void test_bad_chunks(void **state)
 
 	/* A payload chunk with no load begun. */
 	load_one(&s, "BF.LOADCHUNK", "copy", d->c[1].iter, d->c[1].data, d->c[1].len, &a);
-	expect(&a, "-ERR ", "no load of filter 'copy' in progress");
+	expect(&a, "-ERR received bad data\r\n", NULL);
 
 	/* Begun, then: a damaged payload chunk (first byte, a middle one, the
 	 * last), a truncated one, one out of order, one twice, one of another
@@ -647,9 +660,9 @@ static void test_bad_chunks(void **state)
 		char *p = damaged(c, at, cases[i].x);
 		size_t len = cases[i].cut ? c->len - cases[i].cut : c->len;
 		load_one(&s, "BF.LOADCHUNK", "main", c->iter + (uint64_t)cases[i].iter_delta, p, len, &a);
-		if (strncmp(a.raw, "-ERR ", 5) != 0 || strstr(a.raw, cases[i].says) == NULL ||
-		    strstr(a.raw, "discarded") == NULL)
-			fail_msg("%s: %s", cases[i].why, a.raw);
+		/* RedisBloom's text; shmd's sentence (cases[i].says) goes to the log. */
+		if (strcmp(a.raw, "-ERR received bad data\r\n") != 0 || scandump_loads() != 0)
+			fail_msg("%s (%s): %s", cases[i].why, cases[i].says, a.raw);
 		free(a.raw);
 		free(p);
 		assert_nothing_changed(gen, files);
@@ -687,7 +700,7 @@ static void test_bad_chunks(void **state)
 	load_one(&other, "BF.LOADCHUNK", "copy", d->c[0].iter, d->c[0].data, d->c[0].len, &a);
 	expect(&a, "-ERR ", "another connection");
 	load_one(&other, "BF.LOADCHUNK", "copy", d->c[1].iter, d->c[1].data, d->c[1].len, &a);
-	expect(&a, "-ERR ", "no load");
+	expect(&a, "-ERR received bad data\r\n", NULL);
 	for (size_t i = 1; i < d->n; i++) {
 		load_one(&s, "BF.LOADCHUNK", "copy", d->c[i].iter, d->c[i].data, d->c[i].len, &a);
 		expect(&a, "+OK", NULL);
@@ -714,26 +727,29 @@ static void test_bad_chunks(void **state)
 		{ "BF.LOADCHUNK", "src", "0", "x" },
 		{ "BF.LOADCHUNK", "bad/name", "1", "x" },
 	};
-	const char *const says[] = { "wrong number of arguments",
-				     "wrong number of arguments",
-				     "wrong number of arguments",
-				     "invalid iterator",
-				     "invalid iterator",
-				     "invalid iterator",
-				     "invalid iterator",
-				     "invalid iterator",
-				     "past the end",
-				     "not one that SCANDUMP returned",
-				     "start the dump again",
-				     "not found",
-				     "invalid filter name",
-				     "invalid iterator",
-				     "not a chunk",
-				     "invalid filter name" };
+	/* RedisBloom's answers: an iterator no dump goes with (negative, past
+	 * the end, never handed out) gets the end of the dump, [0, ""]. */
+#define BF_END "*2\r\n:0\r\n$0\r\n\r\n"
+	const char *const says[] = { "-ERR wrong number of arguments",
+				     "-ERR wrong number of arguments",
+				     "-ERR wrong number of arguments",
+				     BF_END,
+				     "-Second argument must be numeric\r\n",
+				     "-Second argument must be numeric\r\n",
+				     "-Second argument must be numeric\r\n",
+				     "-Second argument must be numeric\r\n",
+				     BF_END,
+				     BF_END,
+				     BF_END,
+				     "-ERR not found\r\n",
+				     "-ERR invalid filter name",
+				     "-ERR received bad data\r\n",
+				     "-ERR received bad data\r\n",
+				     "-ERR invalid filter name" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int argc = bad[i][3] ? 4 : bad[i][2] ? 3 : 2;
 		call(&s, argc, bad[i], NULL, &a);
-		if (strncmp(a.raw, "-ERR ", 5) != 0 || strstr(a.raw, says[i]) == NULL)
+		if (strncmp(a.raw, says[i], strlen(says[i])) != 0)
 			fail_msg("%s %s %s: %s", bad[i][0], bad[i][1], bad[i][2] ? bad[i][2] : "", a.raw);
 		free(a.raw);
 	}
@@ -793,7 +809,7 @@ static void test_abandoned(void **state)
 			/* Its last chunk now finds no load. */
 			size_t last = d->n - 1;
 			load_one(&t, "BF.LOADCHUNK", "copy", d->c[last].iter, d->c[last].data, d->c[last].len, &a);
-			expect(&a, "-ERR ", "no load");
+			expect(&a, "-ERR received bad data\r\n", NULL); /* the load was discarded: no load to go on */
 			session_free(&t);
 		}
 		assert_int_equal(scandump_loads(), 0);

@@ -634,7 +634,7 @@ static void test_same_replies_as_unix_socket(void **state)
 		{ "CF.ADD", "@b", "x" },
 		{ "BF.INFO", "@none" },
 		{ "BF.EXISTS", "@none", "x" },
-		{ "BF.RESERVE", "@e", "0.01", "100", "EXPANSION", "0" },
+		{ "BF.RESERVE", "@e", "0.01", "100", "EXPANSION", "-1" },
 		{ "NOSUCH", "@b" },
 		{ "PING", "@b" },
 		{ "SHMF.DROP", "@i" },
