@@ -46,6 +46,7 @@
 #include "shmd/session/connlimits.h"
 #include "libclient/cuckoo.h"
 #include "common/errmsg.h"
+#include "shmd/base/clock.h"
 #include "shmd/files/grow.h"
 #include "shmd/files/jobs.h"
 #include "shmd/base/log.h"
@@ -958,6 +959,7 @@ static void server_init(struct server *s, struct registry *reg, const struct ser
 	s->idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
 	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->mem_limit = o->maxmemory_clients ? o->maxmemory_clients : MAXMEMORY_CLIENTS_DEFAULT;
+	clock_init(); /* the clock the dispatcher times requests with */
 	s->stats.nverbs = dispatch_rows();
 	s->stats.verbs = calloc(s->stats.nverbs, sizeof(struct verb_stats)); /* NULL: not counted */
 	s->clients = (struct server_clients){ .loop = s, .each = clients_each, .kill = clients_kill };

@@ -53,7 +53,8 @@ struct slowlog;
 /* A row of the verb table as INFO commandstats counts it (Redis' fields). */
 struct verb_stats {
 	uint64_t calls;    /* its handler ran */
-	uint64_t usec;     /* in its handler, in all (a job's time on the file worker is not counted) */
+	uint64_t ticks;    /* in its handler, in all, in clock.h's ticks (a job's time on the file worker is
+			    * not counted) */
 	uint64_t rejected; /* refused before its handler: arity, TCP, AUTH, the role, inside MULTI */
 	uint64_t failed;   /* its handler answered an error */
 };

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "common/snapshot-format.h"
+#include "shmd/base/clock.h"
 #include "libclient/rundir.h"
 #include "shmd/files/jobs.h"
 #include "shmd/session/queue.h"
@@ -215,11 +215,18 @@ static struct verb_stats *stats_of(const struct session *s, const struct verb *v
 	return i < st->nverbs ? &st->verbs[i] : NULL;
 }
 
-static uint64_t now_us(void)
+/* Log request @p c, which ran @p ticks, if it is slow. EXEC's requests
+ * are logged one by one, as they run (Redis' skip_slowlog). A verb that
+ * runs before AUTH may carry a password: its arguments are never logged. */
+static void log_if_slow(struct session *s, const struct verb *v, struct verb_call *c, uint64_t ticks)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	const struct slowlog_config *cfg = s->srv->slowlog_cfg;
+	int threshold = cfg != NULL ? cfg->log_slower_than : SLOWLOG_SLOWER_THAN_DEFAULT;
+	if (threshold < 0 || ticks < clock_ticks_of_us((uint64_t)threshold) ||
+	    (v->flags & VERB_REPLY_MASK) == VERB_REPLY_EXEC)
+		return;
+	slowlog_push(s->srv->slowlog, c->req, !!(v->flags & VERB_NOAUTH), s, clock_us(ticks),
+		     cfg != NULL ? cfg->max_len : SLOWLOG_MAX_LEN_DEFAULT);
 }
 
 /* Run verb @p v's handler for @p c, counting the call, its time and an
@@ -227,28 +234,21 @@ static uint64_t now_us(void)
 static void run_counted(struct session *s, const struct verb *v, struct verb_call *c)
 {
 	struct verb_stats *st = stats_of(s, v);
+	int logged = s->srv != NULL && s->srv->slowlog != NULL;
 	size_t before = c->out->len;
-	int timed = st != NULL || (s->srv != NULL && s->srv->slowlog != NULL);
-	uint64_t start = timed ? now_us() : 0;
+	uint64_t start = st != NULL || logged ? clock_ticks() : 0;
 	v->run(c);
 	if (c->wait)
 		return; /* it did nothing: counted when it runs */
 	s->last_cmd = v->name;
-	uint64_t us = timed ? now_us() - start : 0;
+	uint64_t ticks = st != NULL || logged ? clock_ticks() - start : 0;
 	if (st != NULL) {
 		st->calls++;
-		st->usec += us;
+		st->ticks += ticks;
 		st->failed += !c->parked && c->out->len > before && c->out->data[before] == '-';
 	}
-	/* EXEC's requests are logged one by one, as they run (Redis'
-	 * skip_slowlog). A verb that runs before AUTH may carry a password:
-	 * its arguments are never logged. */
-	const struct slowlog_config *cfg = s->srv != NULL ? s->srv->slowlog_cfg : NULL;
-	int threshold = cfg != NULL ? cfg->log_slower_than : SLOWLOG_SLOWER_THAN_DEFAULT;
-	if (timed && s->srv->slowlog != NULL && threshold >= 0 && us >= (uint64_t)threshold &&
-	    (v->flags & VERB_REPLY_MASK) != VERB_REPLY_EXEC)
-		slowlog_push(s->srv->slowlog, c->req, !!(v->flags & VERB_NOAUTH), s, us,
-			     cfg != NULL ? cfg->max_len : SLOWLOG_MAX_LEN_DEFAULT);
+	if (logged)
+		log_if_slow(s, v, c, ticks);
 }
 
 int dispatch_row(struct session *s, struct registry *reg, const struct verb *v, const struct request *req,

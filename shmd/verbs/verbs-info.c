@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shmd/base/clock.h"
 #include "shmd/base/memstat.h"
 #include "shmd/session/session.h"
 #include "shmd/store/quotas.h"
@@ -173,9 +174,10 @@ static void sec_commandstats(struct info *t)
 		const struct verb_stats *c = &st->verbs[i];
 		if (c->calls == 0 && c->rejected == 0 && c->failed == 0)
 			continue;
+		double usec = (double)c->ticks / clock_rate.per_us;
 		add(t, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
-		    v->name, (unsigned long long)c->calls, (unsigned long long)c->usec,
-		    c->calls ? (double)c->usec / (double)c->calls : 0.0, (unsigned long long)c->rejected,
+		    v->name, (unsigned long long)c->calls, (unsigned long long)usec,
+		    c->calls ? usec / (double)c->calls : 0.0, (unsigned long long)c->rejected,
 		    (unsigned long long)c->failed);
 	}
 }
