@@ -237,10 +237,10 @@ static void run_counted(struct session *s, const struct verb *v, struct verb_cal
 	int logged = s->srv != NULL && s->srv->slowlog != NULL;
 	size_t before = c->out->len;
 	uint64_t start = st != NULL || logged ? clock_ticks() : 0;
+	s->last_cmd = v->name; /* CLIENT LIST's cmd: the one running, as Redis */
 	v->run(c);
 	if (c->wait)
 		return; /* it did nothing: counted when it runs */
-	s->last_cmd = v->name;
 	uint64_t ticks = st != NULL || logged ? clock_ticks() - start : 0;
 	if (st != NULL) {
 		st->calls++;
