@@ -63,7 +63,7 @@ size_t dispatch_rows(void)
 
 size_t dispatch_place(const struct verb *v)
 {
-	if (table.first == NULL)
+	if (__builtin_expect(table.first == NULL, 0))
 		table_learn();
 	return (size_t)(v - table.first);
 }
@@ -229,11 +229,10 @@ static void log_if_slow(struct session *s, const struct verb *v, struct verb_cal
 		     cfg != NULL ? cfg->max_len : SLOWLOG_MAX_LEN_DEFAULT);
 }
 
-/* Run verb @p v's handler for @p c, counting the call, its time and an
- * error reply, and logging it when slow. */
-static void run_counted(struct session *s, const struct verb *v, struct verb_call *c)
+/* Run verb @p v's handler for @p c, counting the call in @p st (NULL:
+ * not counted), its time and an error reply, and logging it when slow. */
+static void run_counted(struct session *s, const struct verb *v, struct verb_call *c, struct verb_stats *st)
 {
-	struct verb_stats *st = stats_of(s, v);
 	int logged = s->srv != NULL && s->srv->slowlog != NULL;
 	size_t before = c->out->len;
 	uint64_t start = st != NULL || logged ? clock_ticks() : 0;
@@ -290,6 +289,6 @@ int dispatch_row(struct session *s, struct registry *reg, const struct verb *v, 
 	 * relocation lock, comes after, in order. Reads go on. */
 	if (c.key_rc == 0 && v->key > 0 && (v->flags & (VERB_WRITES | VERB_LOCKS)) && jobs_busy(req->argv[v->key]))
 		return VERB_WAIT;
-	run_counted(s, v, &c);
+	run_counted(s, v, &c, st);
 	return c.parked ? VERB_PARKED : c.wait ? VERB_WAIT : VERB_DONE;
 }
