@@ -8,8 +8,14 @@
 
 #include "shmd/base/memstat.h"
 
+/* A sanitizer's allocator replaces glibc's (the sanitizer build of the
+ * tests), and mallinfo2() then says 0: ask it instead. */
+extern size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
+
 uint64_t memstat_heap(void)
 {
+	if (__sanitizer_get_current_allocated_bytes != NULL)
+		return __sanitizer_get_current_allocated_bytes();
 	struct mallinfo2 mi = mallinfo2();
 	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
 }

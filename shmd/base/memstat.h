@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** Bytes the allocator has handed out and not had back (glibc's mallinfo2(): arenas' and mapped chunks' in-use bytes).
+/**
+ * Bytes the allocator has handed out and not had back: glibc's mallinfo2()
+ * (arenas' and mapped chunks' in-use bytes), or a sanitizer's allocator's
+ * own count when one replaces glibc's.
  */
 uint64_t memstat_heap(void);
 
