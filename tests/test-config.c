@@ -44,6 +44,9 @@ static void test_embedded_default(void **state)
 	assert_int_equal(c.timeout, 0);
 	/* What all clients may hold: 256 MiB. */
 	assert_int_equal(c.maxmemory_clients, (size_t)256 << 20);
+	/* The slow log: Redis' defaults, 10 ms and 128 entries. */
+	assert_int_equal(c.slowlog.log_slower_than, 10000);
+	assert_int_equal(c.slowlog.max_len, 128);
 }
 
 static void test_full_file(void **state)
@@ -68,6 +71,8 @@ static void test_full_file(void **state)
 			    "maxclients_per_user = 300\n"
 			    "timeout = 10m\n"
 			    "maxmemory_clients = 2g\n"
+			    "slowlog_log_slower_than = 0\n"
+			    "slowlog_max_len = 1024\n"
 			    "\n"
 			    "[filter clicks]\n"
 			    "type = bloom\n"
@@ -110,6 +115,8 @@ static void test_full_file(void **state)
 	assert_int_equal(c.maxclients_per_user, 300);
 	assert_int_equal(c.timeout, 600);
 	assert_int_equal(c.maxmemory_clients, (size_t)2 << 30);
+	assert_int_equal(c.slowlog.log_slower_than, 0);
+	assert_int_equal(c.slowlog.max_len, 1024);
 	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
@@ -239,6 +246,13 @@ static void test_bad_values_are_named(void **state)
 		{ "[instance]\nmaxmemory_clients = 2t\n", "cfg: [instance] maxmemory_clients '2t'" },
 		{ "[instance]\nmaxmemory_clients = 1025g\n", "cfg: [instance] maxmemory_clients '1025g'" },
 		{ "[instance]\nmaxmemory_clients = 0\n", "cfg: [instance] maxmemory_clients '0'" },
+		{ "[instance]\nslowlog_log_slower_than = -2\n",
+		  "cfg: [instance] slowlog_log_slower_than '-2': microseconds from 0 to 2147483647, or -1 (log nothing)" },
+		{ "[instance]\nslowlog_log_slower_than = 10ms\n", "cfg: [instance] slowlog_log_slower_than '10ms'" },
+		{ "[instance]\nslowlog_max_len = 0\n",
+		  "cfg: [instance] slowlog_max_len '0': an integer from 1 to 1024" },
+		{ "[instance]\nslowlog_max_len = 1025\n", "cfg: [instance] slowlog_max_len '1025'" },
+		{ "[instance]\nslowlog_maxlen = 5\n", "cfg: [instance] unknown key 'slowlog_maxlen' in [instance]" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;
