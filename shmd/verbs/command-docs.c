@@ -311,13 +311,13 @@ static void args_reply(struct reply *out, const struct doc *d, int i)
 	}
 }
 
-void command_docs_reply(struct reply *out, const struct verb *v)
+void command_docs_reply(struct reply *out, const struct verb *v, size_t extra)
 {
 	static struct doc d; /* single-threaded, like the verb table's readers */
 	const char *dot = strchr(v->name, '.');
 	int module = dot != NULL;
 	doc_parse(&d, v->syntax);
-	reply_map(out, 4 + (size_t)module);
+	reply_map(out, 4 + (size_t)module + extra);
 	reply_bulk_str(out, "summary");
 	reply_bulk_str(out, v->summary);
 	reply_bulk_str(out, "since");
@@ -378,7 +378,9 @@ int command_docs_arity(const struct verb *v, int *min_args, int *max_args)
 	int lo, hi;
 	doc_parse(&d, v->syntax);
 	list_bounds(&d, d.first, &lo, &hi);
-	*min_args = 1 + lo;
-	*max_args = hi < 0 ? -1 : 1 + hi;
+	/* The verb's words: a subcommand's row ("client|kill") counts two. */
+	int words = strchr(v->name, '|') != NULL ? 2 : 1;
+	*min_args = words + lo;
+	*max_args = hi < 0 ? -1 : words + hi;
 	return d.err ? -1 : 0;
 }

@@ -25,10 +25,12 @@
 #include "shmd/verbs/verb.h"
 
 /** COMMAND DOCS' entry for @p v: a map of summary, since, group, module (a
- * module's verb, one whose name has a dot: bf, cf or shmf) and arguments. */
-void command_docs_reply(struct reply *out, const struct verb *v);
+ * module's verb, one whose name has a dot: bf, cf or shmf) and arguments,
+ * sized for @p extra more fields, which the caller then appends (a verb's
+ * "subcommands"). */
+void command_docs_reply(struct reply *out, const struct verb *v, size_t extra);
 
-/** The fewest and most words, the verb included, that @p v's syntax allows
+/** The fewest and most words, the verb (and a subcommand) included, that @p v's syntax allows
  * in *min_args and *max_args (-1: no limit), for the tests that hold the
  * syntax column to the arity columns. Returns 0, or -1 if the syntax is
  * malformed (an unknown type, an unbalanced bracket, an empty group, too

@@ -135,6 +135,26 @@ static void command_getkeys(const struct request *req, struct reply *out)
 	}
 }
 
+/* COMMAND DOCS' entry of verb @p v, a verb with subcommand rows with
+ * their entries under "subcommands", as Redis 7 gives CLIENT's. */
+static void docs_entry(struct reply *out, const struct verb *v)
+{
+	const struct verb *w;
+	size_t n = 0;
+	for (size_t i = 0; !is_sub(v) && (w = verbs_at(i)) != NULL; i++)
+		n += sub_of(w, v);
+	command_docs_reply(out, v, n > 0);
+	if (n == 0)
+		return;
+	reply_bulk_str(out, "subcommands");
+	reply_map(out, n);
+	for (size_t i = 0; (w = verbs_at(i)) != NULL; i++)
+		if (sub_of(w, v)) {
+			reply_bulk_str(out, w->name);
+			command_docs_reply(out, w, 0);
+		}
+}
+
 /* COMMAND DOCS [name...]: a map of each known verb's docs (all of them
  * without a name; an unknown name is left out, as Redis does). */
 static void command_docs(const struct request *req, struct reply *out, size_t total)
@@ -146,7 +166,7 @@ static void command_docs(const struct request *req, struct reply *out, size_t to
 			if (is_sub(v))
 				continue;
 			reply_bulk_str(out, v->name);
-			command_docs_reply(out, v);
+			docs_entry(out, v);
 		}
 		return;
 	}
@@ -158,7 +178,7 @@ static void command_docs(const struct request *req, struct reply *out, size_t to
 		if ((v = verbs_find(req->argv[i], req->lens[i])) == NULL)
 			continue;
 		reply_bulk_str(out, v->name);
-		command_docs_reply(out, v);
+		docs_entry(out, v);
 	}
 }
 
@@ -178,7 +198,7 @@ static size_t entry_max(void)
 			size_t a = r.len;
 			r.len = 0;
 			reply_bulk_str(&r, v->name);
-			command_docs_reply(&r, v);
+			docs_entry(&r, v);
 			if (a > max)
 				max = a;
 			if (r.len > max)

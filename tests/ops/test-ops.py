@@ -143,7 +143,7 @@ def case_info(d):
         r.ping()
         r.ping()
         check(refused(lambda: r.execute_command("BF.ADD", "f"), "wrong number of arguments"), "%s: BF.ADD of arity 2 refused" % name)
-        check(refused(lambda: r.execute_command("CF.DEL", "nosuch", "x"), "not found"), "%s: CF.DEL of no filter fails" % name)
+        check(refused(lambda: r.execute_command("CF.DEL", "nosuch", "x"), "Not found"), "%s: CF.DEL of no filter fails (RedisBloom's text)" % name)
         cs = r.info("commandstats")
         add, ex, ping = cs["cmdstat_bf.add"], cs["cmdstat_bf.exists"], cs["cmdstat_ping"]
         check(add["calls"] == 5 and add["rejected_calls"] == 1 and add["failed_calls"] == 0, "%s: bf.add calls=5 rejected=1: %s" % (name, add))
