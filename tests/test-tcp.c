@@ -134,10 +134,8 @@ static const char TCP_MAIN[] = "[tcp]\nenabled = yes\nport = %d\nrequirepass = "
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/dev/shm/shmf-tcp-XXXXXX");
-	if (mkdtemp(root) == NULL)
+	if (daemon_rundir_make(root, sizeof(root), "tcp") < 0)
 		return -1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	struct rlimit rl = { 4096, 4096 };
 	setrlimit(RLIMIT_NOFILE, &rl);
 	signal(SIGPIPE, SIG_IGN);
@@ -147,14 +145,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[160];
 	for (int i = 0; i < nspawned; i++)
 		if (waitpid(spawned[i], NULL, WNOHANG) == 0) {
 			kill(spawned[i], SIGKILL);
 			waitpid(spawned[i], NULL, 0);
 		}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return daemon_rundir_remove(root);
 }
 
 /* ---- talking RESP ------------------------------------------------------ */
