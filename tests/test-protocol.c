@@ -23,18 +23,13 @@
 
 static struct fixture fx;
 
+/* The group's set-up: one fixture for every test, with Bloom filter
+ * "main"; fixture_down() is the tear-down. */
 static int setup(void **state)
 {
-	(void)state;
-	fixture_setup(&fx);
+	*state = &fx;
+	fixture_up(state);
 	fixture_bloom(&fx, "main", 10000, 0.01);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fixture_teardown(&fx);
 	return 0;
 }
 
@@ -267,27 +262,43 @@ static void test_cf_verbs_reply_in_redisbloom_shapes(void **state)
 	}
 }
 
-static void test_bad_cf_requests_change_nothing(void **state)
+/* One request and the start of the error it must get. */
+struct refusal {
+	int argc;
+	const char *argv[8];
+	const char *want;
+};
+
+/* Send each of the @p n requests of @p cases: each must be answered with
+ * its error. */
+static void expect_refusals(struct refusal *cases, size_t n)
 {
-	(void)state;
-	expect(CMD("CF.RESERVE", "cfm", "1000"), "+OK\r\n");
-	expect(CMD("CF.ADD", "cfm", "seed"), ":1\r\n");
-	int files = count_files();
-	struct {
-		int argc;
-		const char *argv[8];
-		const char *want;
-	} cases[] = {
+	for (size_t i = 0; i < n; i++)
+		expect_prefix(cmd(cases[i].argc, cases[i].argv), cases[i].want);
+}
+
+/* Cuckoo verbs with too few or too many arguments: Redis's text, naming
+ * the verb. */
+static void check_cf_arity_refused(void)
+{
+	struct refusal cases[] = {
 		{ 2, { "CF.RESERVE", "x" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
 		{ 1, { "CF.RESERVE" }, "-ERR wrong number of arguments for 'cf.reserve' command" },
 		{ 2, { "CF.ADD", "cfm" }, "-ERR wrong number of arguments for 'cf.add' command" },
 		{ 3, { "CF.INSERT", "cfm", "ITEMS" }, "-ERR wrong number of arguments for 'cf.insert' command" },
 		{ 3, { "CF.INFO", "cfm", "x" }, "-ERR wrong number of arguments for 'cf.info' command" },
 		{ 3, { "SHMF.ADDCAPPED", "cfm", "x" }, "-ERR wrong number of arguments for 'shmf.addcapped' command" },
-		/* The capacity: RedisBloom's "Bad capacity" for what is no integer
-		 * (as Redis reads one: no sign but minus, no leading zero), and
-		 * its range rule, at least twice the bucket size (RedisBloom's 2
-		 * unless BUCKETSIZE says). */
+	};
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* CF.RESERVE's capacity: RedisBloom's "Bad capacity" for what is no
+ * integer (as Redis reads one: no sign but minus, no leading zero), and
+ * its range rule, at least twice the bucket size (RedisBloom's 2 unless
+ * BUCKETSIZE says). */
+static void check_cf_capacity_refused(void)
+{
+	struct refusal cases[] = {
 		{ 3, { "CF.RESERVE", "x", "ten" }, "-Bad capacity\r\n" },
 		{ 3, { "CF.RESERVE", "x", "99999999999999999999" }, "-Bad capacity\r\n" },
 		{ 3, { "CF.RESERVE", "x", "+100" }, "-Bad capacity\r\n" },
@@ -307,8 +318,16 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 5,
 		  { "CF.RESERVE", "x", "1", "BUCKETSIZE", "1" },
 		  "-Capacity must be in the range [2 * BUCKETSIZE, 1073741824]\r\n" },
-		/* BUCKETSIZE: RedisBloom's texts outside 1..255, shmd's for the
-		 * sizes inside whose bucket is not one word. */
+	};
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* BUCKETSIZE: RedisBloom's texts outside 1..255, shmd's for the sizes
+ * inside whose bucket is not one word; 8 fingerprints of 16 bits, which
+ * the default 1% (or less) needs, are not one word either. */
+static void check_cf_bucket_size_refused(void)
+{
+	struct refusal cases[] = {
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "0" },
 		  "-BUCKETSIZE: value must be in the range [1, 255]\r\n" },
@@ -329,8 +348,6 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		  "bits, 4 at 16 bits)\r\n" },
 		{ 5, { "CF.RESERVE", "x", "100", "BUCKETSIZE", "16" }, "-ERR BUCKETSIZE 16 is not supported: " },
 		{ 5, { "CF.RESERVE", "x", "1000", "BUCKETSIZE", "255" }, "-ERR BUCKETSIZE 255 is not supported: " },
-		/* 8 fingerprints of 16 bits, which the default 1% (or less) needs,
-		 * are not one word. */
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "8" },
 		  "-ERR filter 'x': a bucket of 8 fingerprints holds only 8-bit ones (8 x 8 bits fill the 64-bit word a "
@@ -338,8 +355,15 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 7,
 		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "8", "ERROR", "0.001" },
 		  "-ERR filter 'x': a bucket of 8 fingerprints holds only 8-bit ones" },
-		/* MAXITERATIONS: RedisBloom's texts, and its order (checked before
-		 * BUCKETSIZE and the capacity's range). */
+	};
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* MAXITERATIONS: RedisBloom's texts, and its order (checked before
+ * BUCKETSIZE and the capacity's range). */
+static void check_cf_max_iterations_refused(void)
+{
+	struct refusal cases[] = {
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "MAXITERATIONS", "0" },
 		  "-MAXITERATIONS: value must be in the range [1, 65535]\r\n" },
@@ -359,8 +383,15 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		  { "CF.RESERVE", "x", "1", "MAXITERATIONS", "5", "BUCKETSIZE", "300" },
 		  "-BUCKETSIZE: value must be in the range [1, 255]\r\n" },
 		{ 5, { "CF.RESERVE", "x", "ten", "MAXITERATIONS", "0" }, "-Bad capacity\r\n" },
-		/* EXPANSION: RedisBloom's texts, checked after BUCKETSIZE and
-		 * before the capacity's range; shmd's past its limit. */
+	};
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* EXPANSION: RedisBloom's texts, checked after BUCKETSIZE and before the
+ * capacity's range; shmd's past its limit. */
+static void check_cf_expansion_refused(void)
+{
+	struct refusal cases[] = {
 		{ 5, { "CF.RESERVE", "x", "100", "EXPANSION", "two" }, "-Couldn't parse EXPANSION\r\n" },
 		{ 5,
 		  { "CF.RESERVE", "x", "100", "EXPANSION", "-1" },
@@ -380,6 +411,15 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 7,
 		  { "CF.RESERVE", "x", "100", "BUCKETSIZE", "3", "EXPANSION", "40000" },
 		  "-EXPANSION: value must be in the range [0, 32768]\r\n" },
+	};
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* ERROR out of range, unknown options, CF.INSERT's CAPACITY and ITEMS,
+ * SHMF.ADDCAPPED's cap, a filter that is not there and a bad name. */
+static void check_cf_other_bad_requests_refused(void)
+{
+	struct refusal cases[] = {
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "0.00001" }, "-ERR filter 'x': error rate 1e-05 is below" },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "2" }, "-ERR bad ERROR '2'" },
 		{ 4, { "CF.RESERVE", "x", "100", "COLOR" }, "-ERR option 'COLOR' needs a value, or is unknown" },
@@ -400,8 +440,21 @@ static void test_bad_cf_requests_change_nothing(void **state)
 		{ 3, { "CF.DEL", "nosuch", "a" }, "-Not found\r\n" },
 		{ 3, { "CF.ADD", "../cfm", "a" }, "-ERR invalid filter name '../cfm'" },
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		expect_prefix(cmd(cases[i].argc, cases[i].argv), cases[i].want);
+	expect_refusals(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+static void test_bad_cf_requests_change_nothing(void **state)
+{
+	(void)state;
+	expect(CMD("CF.RESERVE", "cfm", "1000"), "+OK\r\n");
+	expect(CMD("CF.ADD", "cfm", "seed"), ":1\r\n");
+	int files = count_files();
+	check_cf_arity_refused();
+	check_cf_capacity_refused();
+	check_cf_bucket_size_refused();
+	check_cf_max_iterations_refused();
+	check_cf_expansion_refused();
+	check_cf_other_bad_requests_refused();
 	expect(CMD("SHMF.LIST"), "*2\r\n$4\r\nmain\r\n$3\r\ncfm\r\n");
 	expect(CMD("CF.COUNT", "cfm", "seed"), ":1\r\n");
 	expect(CMD("CF.EXISTS", "cfm", "x"), ":0\r\n");
@@ -760,5 +813,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_reader_memory_follows_bytes),
 		cmocka_unit_test(test_replies_within_rows),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, fixture_down);
 }
