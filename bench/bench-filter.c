@@ -1009,85 +1009,77 @@ static double new_adds(struct target *t, uint64_t salt, uint64_t n)
 	return dt / (double)n;
 }
 
-static int run_layers(const char *root, uint64_t base)
+/* One row group of --layers: a growing filter of first layer @p base grown
+ * to @p L layers (its current layer half full) beside one created with the
+ * right capacity for the same keys, checks of @p absent (@p nprobe probes)
+ * and adds timed on both, alternating run by run. */
+static void compare_grown_layers(struct registry *reg, uint64_t base, unsigned L, char *absent, uint64_t nprobe)
+{
+	/* Layers 0..L-2 full, layer L-1 half: base (2^(L-1) - 1 + 2^(L-2)). */
+	uint64_t n = L == 1 ? base / 2 : base * ((UINT64_C(1) << (L - 1)) - 1) + (base << (L - 1)) / 2;
+	struct target g = { .nprobe = nprobe, .absent = absent }, one = { .nprobe = nprobe, .absent = absent };
+	g.present = one.present = make_keys(n, 100 + L);
+	char gname[32], oname[32];
+	snprintf(gname, sizeof(gname), "grown%u", L);
+	snprintf(oname, sizeof(oname), "one%u", L);
+	/* The adds measured below: a 64th of the keys a run, so that the
+	 * grown filter's current layer stays short of full and the other
+	 * one, sized for the keys it ends with, has one layer throughout. */
+	uint64_t nadd = n / 64 ? n / 64 : 1;
+	int gs = grown(reg, &g, gname, base, n);
+	grown(reg, &one, oname, n + RUNS * nadd, n);
+	struct shmf_layer_status st[SHMF_LAYERS_MAX];
+	int got = shmf_layers(g.rw, st, SHMF_LAYERS_MAX);
+	int nl = 0;
+	for (int i = 0; i < got; i++)
+		nl += !st[i].standby || (st[i].state & SHMF_LAYER_OPENED);
+	if (nl != (int)L || reg->ctl.slots[gs].nlive < L)
+		fprintf(stderr, "%s: %d layers, want %u\n", gname, nl, L);
+	double v[2][5][RUNS];
+	for (int r = 0; r < RUNS; r++)
+		for (int w = 0; w < 2; w++) {
+			/* Alternating, run by run: the same conditions for both. */
+			struct target *t = w ? &one : &g;
+			v[w][0][r] = bench_check(t);
+			v[w][1][r] = bench_check_many(t, 64);
+			v[w][2][r] = new_adds(t, 1000 + (uint64_t)r * 10 + L, nadd);
+			v[w][3][r] = bench_add_present(t);
+		}
+	const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64", "shmf_add of new keys",
+			      "shmf_add of present keys" };
+	for (int o = 0; o < 4; o++) {
+		double a = bench_median(v[0][o], RUNS), b = bench_median(v[1][o], RUNS);
+		printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", L, n, ops[o], a, b, a / b);
+	}
+	got = shmf_layers(one.rw, st, SHMF_LAYERS_MAX);
+	if (got > 2 || (got == 2 && !st[1].standby))
+		fprintf(stderr, "%s: more than one layer\n", oname);
+	shmf_close(g.rw);
+	shmf_close(one.rw);
+	free(g.present);
+	registry_drop(reg, gname, NULL, 0);
+	registry_drop(reg, oname, NULL, 0);
+}
+
+/* What a standby costs a one-layer filter: made at half its capacity, it
+ * is looked at (one load of its state word) by every check that the
+ * current layer answers "absent", until an add opens it. Beside a fixed
+ * filter (expansion 0, no standby ever) of the same keys (4 @p base).
+ * @return 0, or 1 if the fixed filter could not be made. */
+static int compare_standby(struct registry *reg, uint64_t base, char *absent, uint64_t nprobe)
 {
 	char err[REGISTRY_ERR_MAX];
-	struct registry reg;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
-	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	const uint64_t nprobe = 4000000;
-	char *absent = make_keys(nprobe / 2 + 1, 2);
-	printf("growing Bloom filters (1%% declared, expansion 2, first layer %" PRIu64
-	       " keys, the current layer half full) beside one created with the right capacity; 4 KiB pages\n",
-	       base);
-	printf("%-7s %9s %-24s %10s %10s %8s\n", "layers", "keys", "operation (16-byte keys)", "grown", "one layer",
-	       "ratio");
-	const unsigned layers[] = { 1, 2, 4, 8 };
-	for (size_t li = 0; li < sizeof(layers) / sizeof(layers[0]); li++) {
-		unsigned L = layers[li];
-		/* Layers 0..L-2 full, layer L-1 half: base (2^(L-1) - 1 + 2^(L-2)). */
-		uint64_t n = L == 1 ? base / 2 : base * ((UINT64_C(1) << (L - 1)) - 1) + (base << (L - 1)) / 2;
-		struct target g = { .nprobe = nprobe, .absent = absent }, one = { .nprobe = nprobe, .absent = absent };
-		g.present = one.present = make_keys(n, 100 + L);
-		char gname[32], oname[32];
-		snprintf(gname, sizeof(gname), "grown%u", L);
-		snprintf(oname, sizeof(oname), "one%u", L);
-		/* The adds measured below: a 64th of the keys a run, so that the
-		 * grown filter's current layer stays short of full and the other
-		 * one, sized for the keys it ends with, has one layer throughout. */
-		uint64_t nadd = n / 64 ? n / 64 : 1;
-		int gs = grown(&reg, &g, gname, base, n);
-		grown(&reg, &one, oname, n + RUNS * nadd, n);
-		struct shmf_layer_status st[SHMF_LAYERS_MAX];
-		int got = shmf_layers(g.rw, st, SHMF_LAYERS_MAX);
-		int nl = 0;
-		for (int i = 0; i < got; i++)
-			nl += !st[i].standby || (st[i].state & SHMF_LAYER_OPENED);
-		if (nl != (int)L || reg.ctl.slots[gs].nlive < L)
-			fprintf(stderr, "%s: %d layers, want %u\n", gname, nl, L);
-		double v[2][5][RUNS];
-		for (int r = 0; r < RUNS; r++)
-			for (int w = 0; w < 2; w++) {
-				/* Alternating, run by run: the same conditions for both. */
-				struct target *t = w ? &one : &g;
-				v[w][0][r] = bench_check(t);
-				v[w][1][r] = bench_check_many(t, 64);
-				v[w][2][r] = new_adds(t, 1000 + (uint64_t)r * 10 + L, nadd);
-				v[w][3][r] = bench_add_present(t);
-			}
-		const char *ops[] = { "shmf_check, loop", "shmf_check_many, 64", "shmf_add of new keys",
-				      "shmf_add of present keys" };
-		for (int o = 0; o < 4; o++) {
-			double a = bench_median(v[0][o], RUNS), b = bench_median(v[1][o], RUNS);
-			printf("%-7u %9" PRIu64 " %-24s %7.1f ns %7.1f ns %7.2fx\n", L, n, ops[o], a, b, a / b);
-		}
-		got = shmf_layers(one.rw, st, SHMF_LAYERS_MAX);
-		if (got > 2 || (got == 2 && !st[1].standby))
-			fprintf(stderr, "%s: more than one layer\n", oname);
-		shmf_close(g.rw);
-		shmf_close(one.rw);
-		free(g.present);
-		registry_drop(&reg, gname, NULL, 0);
-		registry_drop(&reg, oname, NULL, 0);
-	}
-	/* What a standby costs a one-layer filter: made at half its capacity,
-	 * it is looked at (one load of its state word) by every check that
-	 * the current layer answers "absent", until an add opens it. Beside
-	 * a fixed filter (expansion 0, no standby ever) of the same keys. */
 	uint64_t n = base * 4;
 	struct target sb = { .nprobe = nprobe, .absent = absent }, fx = { .nprobe = nprobe, .absent = absent };
 	sb.present = fx.present = make_keys(n, 77);
-	int ss = grown(&reg, &sb, "standby", n + n / 8, n);
+	int ss = grown(reg, &sb, "standby", n + n / 8, n);
 	struct filter_spec spec = { .type = SHMF_TYPE_BLOOM, .capacity = n + n / 8, .fpr = 0.005, .mode = 0640 };
 	snprintf(spec.name, sizeof(spec.name), "fixed");
-	if (registry_create(&reg, &spec, err, sizeof(err)) < 0 || shmf_open("bench", "fixed", SHMF_RDWR, &fx.rw) < 0)
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open("bench", "fixed", SHMF_RDWR, &fx.rw) < 0)
 		return 1;
 	fx.npresent = n;
 	fill(&fx);
-	if (!(reg.ctl.slots[ss].flags & SHMF_SLOT_STANDBY))
+	if (!(reg->ctl.slots[ss].flags & SHMF_SLOT_STANDBY))
 		fprintf(stderr, "standby: none made\n");
 	double v[2][2][RUNS];
 	for (int r = 0; r < RUNS; r++)
@@ -1107,10 +1099,16 @@ static int run_layers(const char *root, uint64_t base)
 	shmf_close(sb.rw);
 	shmf_close(fx.rw);
 	free(sb.present);
-	free(absent);
+	return 0;
+}
 
-	/* What making a layer costs shmd: its sizing (the first time a shape
-	 * is asked for; cached after) and its data file, allocated whole. */
+/* What making a layer costs shmd: its sizing (the first time a shape is
+ * asked for; cached after) and its data file, allocated whole, for layers
+ * 4 to 12 of a filter of 4,096 keys at 1%, expansion 2. @return 0, or 1
+ * on an error. */
+static int time_layer_making(struct registry *reg)
+{
+	char err[REGISTRY_ERR_MAX];
 	printf("\nmaking a layer (1%% declared, expansion 2): sizing the first time, and the data file\n");
 	printf("%-7s %11s %10s %12s %12s\n", "layer", "keys", "MiB", "sizing", "file");
 	struct filter_spec made = {
@@ -1123,19 +1121,46 @@ static int run_layers(const char *root, uint64_t base)
 		if (registry_layer_spec(&made, layer, &ls, &g) < 0)
 			return 1;
 		double sized = bench_now_ns() - t0;
-		uint64_t gen = reg.ctl.hdr->last_generation + 1;
-		reg.ctl.hdr->last_generation = gen;
+		uint64_t gen = reg->ctl.hdr->last_generation + 1;
+		reg->ctl.hdr->last_generation = gen;
 		t0 = bench_now_ns();
-		if (registry_data_create(&reg, &ls, &g, gen, 1, 0, err, sizeof(err)) < 0) {
+		if (registry_data_create(reg, &ls, &g, gen, 1, 0, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}
 		double file = bench_now_ns() - t0;
 		struct live_ring one = { .n = 1, .gen = { gen } };
-		registry_unlink_ring(&reg, "made", &one);
+		registry_unlink_ring(reg, "made", &one);
 		printf("%-7u %11" PRIu64 " %10.1f %9.2f ms %9.2f ms\n", layer, ls.capacity,
 		       (double)g.data_bytes / 1048576.0, sized / 1e6, file / 1e6);
 	}
+	return 0;
+}
+
+static int run_layers(const char *root, uint64_t base)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct registry reg;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	const uint64_t nprobe = 4000000;
+	char *absent = make_keys(nprobe / 2 + 1, 2);
+	printf("growing Bloom filters (1%% declared, expansion 2, first layer %" PRIu64
+	       " keys, the current layer half full) beside one created with the right capacity; 4 KiB pages\n",
+	       base);
+	printf("%-7s %9s %-24s %10s %10s %8s\n", "layers", "keys", "operation (16-byte keys)", "grown", "one layer",
+	       "ratio");
+	const unsigned layers[] = { 1, 2, 4, 8 };
+	for (size_t li = 0; li < sizeof(layers) / sizeof(layers[0]); li++)
+		compare_grown_layers(&reg, base, layers[li], absent, nprobe);
+	if (compare_standby(&reg, base, absent, nprobe) != 0)
+		return 1;
+	free(absent);
+	if (time_layer_making(&reg) != 0)
+		return 1;
 	registry_close(&reg, 1);
 	return 0;
 }

@@ -90,21 +90,15 @@ static void checker(struct board *b, const char *instance, unsigned id)
 	_exit(0);
 }
 
-int main(int argc, char **argv)
+/* 1. Snapshot and restore of a big Bloom filter (866M keys at 1%: 1 GiB;
+ * 54M with @p quick) in runtime directory @p root: each timed RUNS times,
+ * the medians printed. */
+static void bench_snapshot_restore(struct registry *reg, const char *root, int quick)
 {
-	int quick = argc > 1 && !strcmp(argv[1], "--quick");
-	char root[] = "/dev/shm/shmf-bench-lc-XXXXXX", err[REGISTRY_ERR_MAX], path[256];
-	if (mkdtemp(root) == NULL)
-		return 1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
-	struct registry reg;
-	if (registry_open(&reg, "lc", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0)
-		die("registry", err);
-
-	/* 1. Snapshot and restore of a big Bloom filter (866M keys at 1%: 1 GiB). */
+	char err[REGISTRY_ERR_MAX], path[256];
 	uint64_t cap = quick ? 54000000 : 866000000;
 	struct filter_spec spec = { .name = "big", .type = SHMF_TYPE_BLOOM, .capacity = cap, .fpr = 0.01, .mode = 0640 };
-	if (registry_create(&reg, &spec, err, sizeof(err)) < 0)
+	if (registry_create(reg, &spec, err, sizeof(err)) < 0)
 		die("create", err);
 	shmf_t *f;
 	if (shmf_open("lc", "big", SHMF_RDWR, &f) < 0)
@@ -120,10 +114,10 @@ int main(int argc, char **argv)
 	double snap[RUNS], rest[RUNS];
 	for (int r = 0; r < RUNS; r++) {
 		uint64_t t0 = now_ns();
-		if (registry_snapshot(&reg, "big", path, NULL, err, sizeof(err)) < 0)
+		if (registry_snapshot(reg, "big", path, NULL, err, sizeof(err)) < 0)
 			die("snapshot", err);
 		uint64_t t1 = now_ns();
-		replace(&reg, "big", path, REGISTRY_SWAP);
+		replace(reg, "big", path, REGISTRY_SWAP);
 		uint64_t t2 = now_ns();
 		snap[r] = (double)info.bytes / (double)(t1 - t0); /* bytes per ns = GB/s */
 		rest[r] = (double)info.bytes / (double)(t2 - t1);
@@ -133,19 +127,23 @@ int main(int argc, char **argv)
 	       bench_median(snap, RUNS), (double)info.bytes / 1048576.0, RUNS);
 	printf("%-44s %8.2f GB/s  (validated, new generation, published)\n", "restore (swap) of that snapshot",
 	       bench_median(rest, RUNS));
-	registry_drop(&reg, "big", NULL, 0);
+	registry_drop(reg, "big", NULL, 0);
 	unlink(path);
+}
 
-	/* 2. Publish-to-use latency of a swap under 1 checking process (the
-	 * machine has a core to spare for it) and under 4 (more than cores:
-	 * a checker that is not running sees the swap when it runs next). */
+/* 2. Publish-to-use latency of swaps of filter sw from snapshot @p path
+ * under 1 checking process (the machine has a core to spare for it) and
+ * under CHECKERS (more than cores: a checker that is not running sees the
+ * swap when it runs next); the medians printed. Leaves @p path. */
+static void bench_swap_latency(struct registry *reg, const char *path, int quick)
+{
+	char err[REGISTRY_ERR_MAX];
 	struct filter_spec small = {
 		.name = "sw", .type = SHMF_TYPE_BLOOM, .capacity = 1000000, .fpr = 0.01, .mode = 0640
 	};
-	if (registry_create(&reg, &small, err, sizeof(err)) < 0)
+	if (registry_create(reg, &small, err, sizeof(err)) < 0)
 		die("create", err);
-	snprintf(path, sizeof(path), "%s/sw.snap", root);
-	if (registry_snapshot(&reg, "sw", path, NULL, err, sizeof(err)) < 0)
+	if (registry_snapshot(reg, "sw", path, NULL, err, sizeof(err)) < 0)
 		die("snapshot", err);
 	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	const unsigned counts[2] = { 1, CHECKERS };
@@ -165,9 +163,9 @@ int main(int argc, char **argv)
 		for (int s = 0; s < nswaps; s++) {
 			for (unsigned i = 0; i < nck; i++)
 				atomic_store(&b->seen_ns[i], 0);
-			atomic_store(&b->want_gen, reg.ctl.hdr->last_generation + 1);
-			replace(&reg, "sw", path, REGISTRY_SWAP);
-			uint64_t pub = reg.last_publish_ns;
+			atomic_store(&b->want_gen, reg->ctl.hdr->last_generation + 1);
+			replace(reg, "sw", path, REGISTRY_SWAP);
+			uint64_t pub = reg->last_publish_ns;
 			double w = 0;
 			for (unsigned i = 0; i < nck; i++) {
 				uint64_t seen;
@@ -190,6 +188,21 @@ int main(int argc, char **argv)
 		       bench_median(worst, nswaps), nswaps, bench_median(all, nall));
 	}
 	munmap(b, sizeof(*b));
+}
+
+int main(int argc, char **argv)
+{
+	int quick = argc > 1 && !strcmp(argv[1], "--quick");
+	char root[] = "/dev/shm/shmf-bench-lc-XXXXXX", err[REGISTRY_ERR_MAX], path[256];
+	if (mkdtemp(root) == NULL)
+		return 1;
+	setenv("SHMF_RUNTIME_DIR", root, 1);
+	struct registry reg;
+	if (registry_open(&reg, "lc", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0)
+		die("registry", err);
+	bench_snapshot_restore(&reg, root, quick);
+	snprintf(path, sizeof(path), "%s/sw.snap", root);
+	bench_swap_latency(&reg, path, quick);
 	registry_close(&reg, 1);
 	unlink(path); /* sw.snap: the directory goes only empty */
 	rmdir(root);

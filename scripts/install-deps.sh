@@ -3,10 +3,13 @@
 # with, when any is missing. Runs apt-get update once, only if needed.
 set -eu
 # redis-server and gnuplot-nox: the bench suite's test runs bench-redis against a Redis of its own and plots.
+# redis-tools: redis-cli, which the integration suite drives over TCP and, interactively, in a
+# pseudo-terminal (tests/test-redis-cli.py, Python's standard library only).
 # valgrind: suite valgrind runs the client library's tests under memcheck.
 # clang-format: scripts/check-format.sh (Debian 12's is version 14, the one .clang-format is written for).
+# python3-redis: redis-py, the client the conformance and redis-py tests drive shmd with.
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
-      libinih-dev libcmocka-dev redis-tools python3 redis-server gnuplot-nox valgrind clang-format"
+      libinih-dev libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

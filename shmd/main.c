@@ -334,6 +334,7 @@ static int serve(struct daemon *d)
 		.unix_path = d->sock_path,
 		.tcp_fd = d->tcp_fd,
 		.tcp_name = d->tcp_name,
+		.tcp_bind = d->cfg.tcp.bind,
 		.tcp_port = d->cfg.tcp.port,
 		.requirepass = d->cfg.tcp.requirepass,
 		.unix_maxclients = d->cfg.maxclients,
@@ -345,6 +346,7 @@ static int serve(struct daemon *d)
 		.tcp_max_request = d->cfg.tcp.max_request,
 		.maxmemory_clients = d->cfg.maxmemory_clients,
 		.defaults = &d->cfg.defaults,
+		.slowlog = &d->cfg.slowlog,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,
 	};

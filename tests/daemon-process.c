@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,6 +51,42 @@ int daemon_rundir_remove(const char *root)
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	return system(cmd) == 0 ? 0 : -1;
+}
+
+int daemon_dir_make(struct daemon_dir *d, const char *what, const char *instance, mode_t mode)
+{
+	if (daemon_rundir_make(d->root, sizeof(d->root), what) < 0 || (mode != 0 && chmod(d->root, mode) < 0))
+		return -1;
+	if ((size_t)snprintf(d->conf, sizeof(d->conf), "%s/shmd.conf", d->root) >= sizeof(d->conf) ||
+	    (size_t)snprintf(d->log, sizeof(d->log), "%s/shmd.log", d->root) >= sizeof(d->log) ||
+	    (size_t)snprintf(d->sock, sizeof(d->sock), "%s/%s.sock", d->root, instance) >= sizeof(d->sock) ||
+	    (size_t)snprintf(d->idir, sizeof(d->idir), "%s/%s", d->root, instance) >= sizeof(d->idir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int daemon_dir_make_as_root(struct daemon_dir *d, const char *test, int (*make_users)(void), const char *what,
+			    const char *instance)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "%s needs root (it creates users and groups and runs shmd as root)\n", test);
+		return -1;
+	}
+	if (make_users() < 0) {
+		fprintf(stderr, "%s: cannot create the test users and groups\n", test);
+		return -1;
+	}
+	return daemon_dir_make(d, what, instance, 0755);
+}
+
+int daemon_dir_remove(struct daemon_dir *d, pid_t *pid, int sig)
+{
+	if (*pid > 0)
+		daemon_stop(*pid, sig);
+	*pid = 0;
+	return daemon_rundir_remove(d->root);
 }
 
 int daemon_write_conf(const char *path, const char *fmt, ...)

@@ -1,7 +1,8 @@
 /*
  * daemon-process.h - a real shmd for the tests that need one (test-daemon,
- * test-tcp, test-crash, test-permissions, test-restart), the socket calls
- * to talk to it, and fork_child() for the other processes they fork.
+ * test-tcp, test-crash, test-permissions, test-restart, ...), the runtime
+ * directory it runs in, the socket calls to talk to it, and fork_child()
+ * for the other processes they fork.
  *
  * Every process started here dies with the test program (PR_SET_PDEATHSIG),
  * so a failed assertion leaves no daemon behind.
@@ -21,6 +22,45 @@ int daemon_rundir_make(char *root, size_t size, const char *what);
 
 /** Remove runtime directory @p root with all it holds. @return 0, or -1. */
 int daemon_rundir_remove(const char *root);
+
+/**
+ * The runtime directory of a test that runs one shmd instance in it, and
+ * the paths of that instance's files (each fits a unix socket's path).
+ */
+struct daemon_dir {
+	char root[64];  /* /dev/shm/shmf-WHAT-XXXXXX: SHMF_RUNTIME_DIR */
+	char conf[100]; /* root/shmd.conf: the configuration the test writes */
+	char log[100];  /* root/shmd.log: shmd's stderr */
+	char sock[100]; /* root/INSTANCE.sock: shmd's socket */
+	char idir[100]; /* root/INSTANCE: the instance directory, shmd's files */
+};
+
+/**
+ * daemon_rundir_make() into @p d->root, with mode @p mode unless it is 0
+ * (0755, as /run/shmd, lets other users pass to the socket; 0 keeps
+ * mkdtemp's 0700), and the paths of the files of instance @p instance in
+ * the rest of @p d. @return 0, or -1 (errno set).
+ */
+int daemon_dir_make(struct daemon_dir *d, const char *what, const char *instance, mode_t mode);
+
+/**
+ * The set-up of a test program that runs shmd as root for real local
+ * users: fails, saying "@p test needs root", unless it runs as root;
+ * calls @p make_users (the test's users and groups, made with users.h),
+ * failing with a message when it returns < 0; then
+ * daemon_dir_make(@p d, @p what, @p instance, 0755), so that the users
+ * may pass to the socket. @return 0, or -1.
+ */
+int daemon_dir_make_as_root(struct daemon_dir *d, const char *test, int (*make_users)(void), const char *what,
+			    const char *instance);
+
+/**
+ * The tear-down that goes with daemon_dir_make(): send @p sig to daemon
+ * *@p pid and reap it when it runs (*@p pid > 0; 0 after), then remove
+ * @p d->root with all it holds. @return 0, or -1 if it could not be
+ * removed.
+ */
+int daemon_dir_remove(struct daemon_dir *d, pid_t *pid, int sig);
 
 /**
  * Write the file @p path (a configuration, most often), made or emptied,

@@ -44,6 +44,9 @@ static void test_embedded_default(void **state)
 	assert_int_equal(c.timeout, 0);
 	/* What all clients may hold: 256 MiB. */
 	assert_int_equal(c.maxmemory_clients, (size_t)256 << 20);
+	/* The slow log: Redis' defaults, 10 ms and 128 entries. */
+	assert_int_equal(c.slowlog.log_slower_than, 10000);
+	assert_int_equal(c.slowlog.max_len, 128);
 }
 
 static void test_full_file(void **state)
@@ -68,6 +71,8 @@ static void test_full_file(void **state)
 			    "maxclients_per_user = 300\n"
 			    "timeout = 10m\n"
 			    "maxmemory_clients = 2g\n"
+			    "slowlog_log_slower_than = 0\n"
+			    "slowlog_max_len = 1024\n"
 			    "\n"
 			    "[filter clicks]\n"
 			    "type = bloom\n"
@@ -110,6 +115,8 @@ static void test_full_file(void **state)
 	assert_int_equal(c.maxclients_per_user, 300);
 	assert_int_equal(c.timeout, 600);
 	assert_int_equal(c.maxmemory_clients, (size_t)2 << 30);
+	assert_int_equal(c.slowlog.log_slower_than, 0);
+	assert_int_equal(c.slowlog.max_len, 1024);
 	assert_int_equal(c.nfilters, 4);
 	assert_string_equal(c.filters[0].name, "clicks");
 	assert_int_equal(c.filters[0].capacity, 50000000);
@@ -146,109 +153,115 @@ static void test_full_file(void **state)
 	assert_string_equal(err, "/nonexistent/shmd.conf: No such file or directory");
 }
 
+/* Configurations with one bad value each, and the start of the message
+ * that must name it. */
+static const struct {
+	const char *text;
+	const char *want;
+} bad_values[] = {
+	{ "[instance]\nname = ../x\n", "cfg: [instance] invalid instance name '../x'" },
+	{ "[instance]\ncolour = blue\n", "cfg: [instance] unknown key 'colour' in [instance]" },
+	{ "[instance]\ndir_mode = 0770\n", "cfg: [instance] dir_mode '0770'" },
+	{ "[instance]\ndir_mode = rwx\n", "cfg: [instance] dir_mode 'rwx'" },
+	{ "[instance]\nsocket_mode = 0666\n", "cfg: [instance] socket_mode '0666'" },
+	{ "[instance]\ngroup = no-such-group-here\n", "cfg: [instance] group 'no-such-group-here': no such group" },
+	{ "[instance]\nremove_on_exit = maybe\n", "cfg: [instance] remove_on_exit 'maybe'" },
+	{ "[instance]\nhuge_pages = always\n", "cfg: [instance] huge_pages 'always'" },
+	{ "[daemon]\nx = 1\n", "cfg: [daemon] unknown section [daemon]" },
+	{ "[filter ../up]\ncapacity = 10\n", "cfg: [filter ../up] invalid filter name '../up'" },
+	{ "[filter a/b]\ncapacity = 10\n", "cfg: [filter a/b] invalid filter name 'a/b'" },
+	{ "[filter x]\ncapacity = 10\n[filter x]\nfpr = 0.1\n", "cfg: [filter x] filter 'x' declared twice" },
+	{ "[filter x]\ntype = quotient\n", "cfg: [filter x] type 'quotient': expected bloom or cuckoo" },
+	{ "[filter x]\ntype = cuckoo\nmax_kicks = 0\n",
+	  "cfg: [filter x] max_kicks '0': must be an integer from 1 to 65535" },
+	{ "[filter x]\ntype = cuckoo\nmax_kicks = 65536\n", "cfg: [filter x] max_kicks '65536'" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = 3\n",
+	  "cfg: [filter x] bucket_size '3': fingerprints per bucket, 1, 2, 4 or 8 (a bucket is one word that a "
+	  "lookup reads in one atomic load" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = 0\n", "cfg: [filter x] bucket_size '0': fingerprints" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = 16\n", "cfg: [filter x] bucket_size '16': fingerprints" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = 256\n", "cfg: [filter x] bucket_size '256': fingerprints" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = -4\n", "cfg: [filter x] bucket_size '-4': fingerprints" },
+	{ "[filter x]\ntype = bloom\nbucket_size = 4\n", "cfg: [filter x] bucket_size applies to type = cuckoo only" },
+	{ "[filter x]\ntype = cuckoo\nbucket_size = 8\nfpr = 0.01\n",
+	  "cfg: [filter x] bucket_size 8: a bucket of 8 fingerprints holds only 8-bit ones (8 x 8 bits fill the "
+	  "64-bit word a lookup reads at once), which reach an error rate of 0.0587 at capacity, not 0.01: ask "
+	  "for 0.0588 or more, or a bucket size of 1, 2 or 4" },
+	{ "[defaults]\ncuckoo_bucket_size = 3\n",
+	  "cfg: [defaults] cuckoo_bucket_size '3': 1, 2, 4 or 8 (a bucket is one word" },
+	{ "[defaults]\ncuckoo_bucket_size = 255\n", "cfg: [defaults] cuckoo_bucket_size '255'" },
+	{ "[defaults]\ncuckoo_bucket_size = 8\n",
+	  "cfg: [defaults] cuckoo_bucket_size 8: cuckoo filters created on the fly have error rate 0.01, and a "
+	  "bucket of 8 fingerprints holds only 8-bit ones" },
+	{ "[defaults]\ncuckoo_max_iterations = 65536\n", "cfg: [defaults] cuckoo_max_iterations '65536'" },
+	{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 0\n",
+	  "cfg: [filter x] lock_timeout_ms '0': must be an integer from 1 to 3600000" },
+	{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 3600001\n", "cfg: [filter x] lock_timeout_ms '3600001'" },
+	{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
+	{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
+	{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },
+	{ "[filter x]\ncapacity = +5\n", "cfg: [filter x] capacity '+5'" },
+	{ "[filter x]\nmode = +640\n", "cfg: [filter x] mode '+640'" },
+	{ "[filter x]\ncapacity = 99999999999999999999999\n", "cfg: [filter x] capacity '99999999999999999999999'" },
+	{ "[filter x]\nfpr = 0\n", "cfg: [filter x] fpr '0': must be a number strictly between 0 and 1" },
+	{ "[filter x]\nfpr = 1\n", "cfg: [filter x] fpr '1'" },
+	{ "[filter x]\nfpr = 1%\n", "cfg: [filter x] fpr '1%'" },
+	{ "[filter x]\nfpr = nan\n", "cfg: [filter x] fpr 'nan'" },
+	{ "[filter x]\nmode = 0646\n", "cfg: [filter x] mode '0646'" },
+	{ "[filter x]\nsize = 3\n", "cfg: [filter x] unknown key 'size' in a filter section" },
+	{ "[instance]\nthis line has no equals sign\n", "cfg:2: syntax error" },
+	{ "[instance]\nsnapshot_dir = relative/dir\n",
+	  "cfg: [instance] snapshot_dir 'relative/dir': must be an absolute path" },
+	{ "[filter x]\nsnapshot_every = 5\n", "cfg: [filter x] snapshot_every needs a snapshot_dir" },
+	{ "[filter x]\nsnapshot_every = 5w\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '5w': a duration" },
+	{ "[filter x]\nsnapshot_every = 0\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '0'" },
+	{ "[filter x]\nsnapshot_every = -1m\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '-1m'" },
+	{ "[filter x]\nsnapshot_keep = 0\n", "cfg: [filter x] snapshot_keep '0': an integer from 1 to 1000" },
+	{ "[filter x]\ngenerations = 3\n", "cfg: [filter x] generations needs a window length" },
+	{ "[filter x]\nwindow = 10m\ngenerations = 17\n", "cfg: [filter x] generations '17': an integer from 1 to 16" },
+	{ "[filter x]\nwindow = soon\n", "cfg: [filter x] window 'soon': a duration" },
+	{ "[instance]\nlog_level = loud\n",
+	  "cfg: [instance] log_level 'loud': expected debug, info, notice, warning or error" },
+	{ "[instance]\nlog_file = shmd.log\n", "cfg: [instance] log_file 'shmd.log': must be an absolute path" },
+	{ "[instance]\nmount_tmpfs = maybe\n", "cfg: [instance] mount_tmpfs 'maybe': expected auto, yes or no" },
+	{ "[instance]\nmaxclients = 1\n", "cfg: [instance] maxclients '1': an integer from 2 to 65536" },
+	{ "[instance]\nmaxclients = 70000\n", "cfg: [instance] maxclients '70000'" },
+	{ "[instance]\nmaxclients_per_user = 0\n",
+	  "cfg: [instance] maxclients_per_user '0': an integer from 1 to 65536" },
+	{ "[instance]\nmaxclients_per_user = many\n", "cfg: [instance] maxclients_per_user 'many'" },
+	{ "[instance]\ntimeout = -1\n", "cfg: [instance] timeout '-1': 0 (never), seconds, or a duration" },
+	{ "[instance]\ntimeout = 2y\n", "cfg: [instance] timeout '2y'" },
+	{ "[instance]\ntimeout = 400d\n", "cfg: [instance] timeout '400d'" },
+	{ "[instance]\nmaxmemory_clients = 15m\n", "cfg: [instance] maxmemory_clients '15m': bytes from 16m to 1024g" },
+	{ "[instance]\nmaxmemory_clients = 2t\n", "cfg: [instance] maxmemory_clients '2t'" },
+	{ "[instance]\nmaxmemory_clients = 1025g\n", "cfg: [instance] maxmemory_clients '1025g'" },
+	{ "[instance]\nmaxmemory_clients = 0\n", "cfg: [instance] maxmemory_clients '0'" },
+	{ "[instance]\nslowlog_log_slower_than = -2\n",
+	  "cfg: [instance] slowlog_log_slower_than '-2': microseconds from 0 to 2147483647, or -1 (log nothing)" },
+	{ "[instance]\nslowlog_log_slower_than = 10ms\n", "cfg: [instance] slowlog_log_slower_than '10ms'" },
+	{ "[instance]\nslowlog_max_len = 0\n", "cfg: [instance] slowlog_max_len '0': an integer from 1 to 1024" },
+	{ "[instance]\nslowlog_max_len = 1025\n", "cfg: [instance] slowlog_max_len '1025'" },
+	{ "[instance]\nslowlog_maxlen = 5\n", "cfg: [instance] unknown key 'slowlog_maxlen' in [instance]" },
+};
+
+/* Parse @p text as file "cfg": refused (SHMF_E_INVAL) with a message that
+ * starts with @p want; case @p i of bad_values in a failure's message. */
+static void check_bad_value_named(size_t i, const char *text, const char *want)
+{
+	struct config c;
+	char err[512] = "";
+	int rc = config_parse(&c, text, "cfg", err, sizeof(err));
+	if (rc != SHMF_E_INVAL)
+		fail_msg("case %zu (%s): returned %d, want SHMF_E_INVAL", i, text, rc);
+	if (strncmp(err, want, strlen(want)) != 0)
+		fail_msg("case %zu: got '%s', want '%s...'", i, err, want);
+}
+
 static void test_bad_values_are_named(void **state)
 {
 	(void)state;
-	struct {
-		const char *text;
-		const char *want;
-	} cases[] = {
-		{ "[instance]\nname = ../x\n", "cfg: [instance] invalid instance name '../x'" },
-		{ "[instance]\ncolour = blue\n", "cfg: [instance] unknown key 'colour' in [instance]" },
-		{ "[instance]\ndir_mode = 0770\n", "cfg: [instance] dir_mode '0770'" },
-		{ "[instance]\ndir_mode = rwx\n", "cfg: [instance] dir_mode 'rwx'" },
-		{ "[instance]\nsocket_mode = 0666\n", "cfg: [instance] socket_mode '0666'" },
-		{ "[instance]\ngroup = no-such-group-here\n",
-		  "cfg: [instance] group 'no-such-group-here': no such group" },
-		{ "[instance]\nremove_on_exit = maybe\n", "cfg: [instance] remove_on_exit 'maybe'" },
-		{ "[instance]\nhuge_pages = always\n", "cfg: [instance] huge_pages 'always'" },
-		{ "[daemon]\nx = 1\n", "cfg: [daemon] unknown section [daemon]" },
-		{ "[filter ../up]\ncapacity = 10\n", "cfg: [filter ../up] invalid filter name '../up'" },
-		{ "[filter a/b]\ncapacity = 10\n", "cfg: [filter a/b] invalid filter name 'a/b'" },
-		{ "[filter x]\ncapacity = 10\n[filter x]\nfpr = 0.1\n", "cfg: [filter x] filter 'x' declared twice" },
-		{ "[filter x]\ntype = quotient\n", "cfg: [filter x] type 'quotient': expected bloom or cuckoo" },
-		{ "[filter x]\ntype = cuckoo\nmax_kicks = 0\n",
-		  "cfg: [filter x] max_kicks '0': must be an integer from 1 to 65535" },
-		{ "[filter x]\ntype = cuckoo\nmax_kicks = 65536\n", "cfg: [filter x] max_kicks '65536'" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = 3\n",
-		  "cfg: [filter x] bucket_size '3': fingerprints per bucket, 1, 2, 4 or 8 (a bucket is one word that a "
-		  "lookup reads in one atomic load" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = 0\n", "cfg: [filter x] bucket_size '0': fingerprints" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = 16\n", "cfg: [filter x] bucket_size '16': fingerprints" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = 256\n", "cfg: [filter x] bucket_size '256': fingerprints" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = -4\n", "cfg: [filter x] bucket_size '-4': fingerprints" },
-		{ "[filter x]\ntype = bloom\nbucket_size = 4\n",
-		  "cfg: [filter x] bucket_size applies to type = cuckoo only" },
-		{ "[filter x]\ntype = cuckoo\nbucket_size = 8\nfpr = 0.01\n",
-		  "cfg: [filter x] bucket_size 8: a bucket of 8 fingerprints holds only 8-bit ones (8 x 8 bits fill the "
-		  "64-bit word a lookup reads at once), which reach an error rate of 0.0587 at capacity, not 0.01: ask "
-		  "for 0.0588 or more, or a bucket size of 1, 2 or 4" },
-		{ "[defaults]\ncuckoo_bucket_size = 3\n",
-		  "cfg: [defaults] cuckoo_bucket_size '3': 1, 2, 4 or 8 (a bucket is one word" },
-		{ "[defaults]\ncuckoo_bucket_size = 255\n", "cfg: [defaults] cuckoo_bucket_size '255'" },
-		{ "[defaults]\ncuckoo_bucket_size = 8\n",
-		  "cfg: [defaults] cuckoo_bucket_size 8: cuckoo filters created on the fly have error rate 0.01, and a "
-		  "bucket of 8 fingerprints holds only 8-bit ones" },
-		{ "[defaults]\ncuckoo_max_iterations = 65536\n", "cfg: [defaults] cuckoo_max_iterations '65536'" },
-		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 0\n",
-		  "cfg: [filter x] lock_timeout_ms '0': must be an integer from 1 to 3600000" },
-		{ "[filter x]\ntype = cuckoo\nlock_timeout_ms = 3600001\n",
-		  "cfg: [filter x] lock_timeout_ms '3600001'" },
-		{ "[filter x]\ncapacity = 0\n", "cfg: [filter x] capacity '0': must be a positive integer" },
-		{ "[filter x]\ncapacity = -5\n", "cfg: [filter x] capacity '-5'" },
-		{ "[filter x]\ncapacity = 10k\n", "cfg: [filter x] capacity '10k'" },
-		{ "[filter x]\ncapacity = +5\n", "cfg: [filter x] capacity '+5'" },
-		{ "[filter x]\nmode = +640\n", "cfg: [filter x] mode '+640'" },
-		{ "[filter x]\ncapacity = 99999999999999999999999\n",
-		  "cfg: [filter x] capacity '99999999999999999999999'" },
-		{ "[filter x]\nfpr = 0\n", "cfg: [filter x] fpr '0': must be a number strictly between 0 and 1" },
-		{ "[filter x]\nfpr = 1\n", "cfg: [filter x] fpr '1'" },
-		{ "[filter x]\nfpr = 1%\n", "cfg: [filter x] fpr '1%'" },
-		{ "[filter x]\nfpr = nan\n", "cfg: [filter x] fpr 'nan'" },
-		{ "[filter x]\nmode = 0646\n", "cfg: [filter x] mode '0646'" },
-		{ "[filter x]\nsize = 3\n", "cfg: [filter x] unknown key 'size' in a filter section" },
-		{ "[instance]\nthis line has no equals sign\n", "cfg:2: syntax error" },
-		{ "[instance]\nsnapshot_dir = relative/dir\n",
-		  "cfg: [instance] snapshot_dir 'relative/dir': must be an absolute path" },
-		{ "[filter x]\nsnapshot_every = 5\n", "cfg: [filter x] snapshot_every needs a snapshot_dir" },
-		{ "[filter x]\nsnapshot_every = 5w\nsnapshot_dir = /s\n",
-		  "cfg: [filter x] snapshot_every '5w': a duration" },
-		{ "[filter x]\nsnapshot_every = 0\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '0'" },
-		{ "[filter x]\nsnapshot_every = -1m\nsnapshot_dir = /s\n", "cfg: [filter x] snapshot_every '-1m'" },
-		{ "[filter x]\nsnapshot_keep = 0\n", "cfg: [filter x] snapshot_keep '0': an integer from 1 to 1000" },
-		{ "[filter x]\ngenerations = 3\n", "cfg: [filter x] generations needs a window length" },
-		{ "[filter x]\nwindow = 10m\ngenerations = 17\n",
-		  "cfg: [filter x] generations '17': an integer from 1 to 16" },
-		{ "[filter x]\nwindow = soon\n", "cfg: [filter x] window 'soon': a duration" },
-		{ "[instance]\nlog_level = loud\n",
-		  "cfg: [instance] log_level 'loud': expected debug, info, notice, warning or error" },
-		{ "[instance]\nlog_file = shmd.log\n",
-		  "cfg: [instance] log_file 'shmd.log': must be an absolute path" },
-		{ "[instance]\nmount_tmpfs = maybe\n",
-		  "cfg: [instance] mount_tmpfs 'maybe': expected auto, yes or no" },
-		{ "[instance]\nmaxclients = 1\n", "cfg: [instance] maxclients '1': an integer from 2 to 65536" },
-		{ "[instance]\nmaxclients = 70000\n", "cfg: [instance] maxclients '70000'" },
-		{ "[instance]\nmaxclients_per_user = 0\n",
-		  "cfg: [instance] maxclients_per_user '0': an integer from 1 to 65536" },
-		{ "[instance]\nmaxclients_per_user = many\n", "cfg: [instance] maxclients_per_user 'many'" },
-		{ "[instance]\ntimeout = -1\n", "cfg: [instance] timeout '-1': 0 (never), seconds, or a duration" },
-		{ "[instance]\ntimeout = 2y\n", "cfg: [instance] timeout '2y'" },
-		{ "[instance]\ntimeout = 400d\n", "cfg: [instance] timeout '400d'" },
-		{ "[instance]\nmaxmemory_clients = 15m\n",
-		  "cfg: [instance] maxmemory_clients '15m': bytes from 16m to 1024g" },
-		{ "[instance]\nmaxmemory_clients = 2t\n", "cfg: [instance] maxmemory_clients '2t'" },
-		{ "[instance]\nmaxmemory_clients = 1025g\n", "cfg: [instance] maxmemory_clients '1025g'" },
-		{ "[instance]\nmaxmemory_clients = 0\n", "cfg: [instance] maxmemory_clients '0'" },
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct config c;
-		char err[512] = "";
-		int rc = config_parse(&c, cases[i].text, "cfg", err, sizeof(err));
-		if (rc != SHMF_E_INVAL)
-			fail_msg("case %zu (%s): returned %d, want SHMF_E_INVAL", i, cases[i].text, rc);
-		if (strncmp(err, cases[i].want, strlen(cases[i].want)) != 0)
-			fail_msg("case %zu: got '%s', want '%s...'", i, err, cases[i].want);
-	}
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++)
+		check_bad_value_named(i, bad_values[i].text, bad_values[i].want);
 }
 
 /* [roles], [user NAME] and a filter's writers =: values, defaults, and

@@ -1,9 +1,10 @@
 #!/bin/bash
 # test-conformance.sh - the RedisBloom conformance suite (tests/redisbloom/)
 # against a private shmd, in RESP2 (redis-py and a raw client) and RESP3
-# (the raw client; Debian's redis-py 4.3 has no RESP3).
+# (the raw client; Debian's redis-py 4.3 has no RESP3); or, given SCRIPT
+# (a path under tests/), that Python script against a private shmd.
 #
-#   tests/test-conformance.sh PATH-TO-SHMD
+#   tests/test-conformance.sh PATH-TO-SHMD [SCRIPT]
 #
 # Installs python3-redis when it is missing, as test-tcp-clients.sh does
 # (exit 77, meson's SKIP, with the reason when that is impossible).
@@ -29,4 +30,4 @@ if ! $PY -c 'import redis' >/dev/null 2>&1; then
 		exit 77
 	fi
 fi
-exec "$PY" "$HERE/redisbloom/conformance.py" "$SHMD"
+exec "$PY" "$HERE/${2:-redisbloom/conformance.py}" "$SHMD"

@@ -61,7 +61,7 @@
 #define PING     "*1\r\n$4\r\nPING\r\n"
 
 static const char *shmd_path, *shmctl_path;
-static char root[64], conf[128], logpath[128], sock_path[100];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
 static char group_name[32], user_name[2][32];
 static gid_t group_gid;
 static uid_t uid_a, uid_b;
@@ -91,12 +91,12 @@ static void start_shmd(const char *instance_keys, const char *tcp_keys)
 		snprintf(tcp, sizeof(tcp), "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n%s\n",
 			 tcp_port, tcp_keys);
 	}
-	assert_int_equal(daemon_write_conf(conf,
+	assert_int_equal(daemon_write_conf(shmd.conf,
 					   "[instance]\nname = " INSTANCE "\nsocket_mode = 0660\ngroup = %s\n%s\n"
 					   "[filter f]\ncapacity = 1000\nfpr = 0.01\nmode = 0660\n%s",
 					   group_name, instance_keys, tcp),
 			 0);
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 /* SIGTERM: a clean exit (status 0), connections and all. */
@@ -107,7 +107,7 @@ static void stop_shmd(void)
 	int st = daemon_stop(daemon_pid, SIGTERM);
 	daemon_pid = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		daemon_log_tail(logpath, 20);
+		daemon_log_tail(shmd.log, 20);
 		fail_msg("shmd exited with status %d on SIGTERM", st);
 	}
 }
@@ -223,7 +223,7 @@ static void holder_start(struct holder *h, uid_t uid, int n, const char *from, c
 		become(uid);
 		struct counts c = { 0 };
 		for (int i = 0; i < n; i++) {
-			int fd = from != NULL ? tcp_connect_from(from) : sock_unix_connect(sock_path);
+			int fd = from != NULL ? tcp_connect_from(from) : sock_unix_connect(shmd.sock);
 			if (fd < 0) {
 				other(&c, "connect: %s", strerror(-fd));
 				continue;
@@ -275,7 +275,7 @@ static const char *per_user(uid_t uid, int limit)
 /* Root (an administrator) connects and PINGs. */
 static void root_ping(void)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	struct counts c = { 0 };
 	if (!probe(fd, 1, NULL, &c))
@@ -296,7 +296,7 @@ static void shmctl_as(uid_t uid, int *status, char *err, size_t errlen, const ch
 		dup2(p[1], 2);
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
-		execl(shmctl_path, "shmctl", "-s", sock_path, verb, arg, (char *)NULL);
+		execl(shmctl_path, "shmctl", "-s", shmd.sock, verb, arg, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -312,7 +312,7 @@ static void shmctl_as(uid_t uid, int *status, char *err, size_t errlen, const ch
 /* Unix-socket clients connected now, as INFO says (this one included). */
 static long unix_clients(void)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	static const char info[] = "*2\r\n$4\r\nINFO\r\n$7\r\nclients\r\n";
 	sock_send_all(fd, info, strlen(info));
@@ -352,7 +352,7 @@ static void test_per_user(void **state)
 	expect_counts("per_user: user A again, after closing its 20", &a2.c, 21, 20, 1);
 	holder_stop(&a2);
 	holder_stop(&b);
-	assert_true(daemon_log_count(logpath, "refused: max connections per user (20) reached for uid") >= 1);
+	assert_true(daemon_log_count(shmd.log, "refused: max connections per user (20) reached for uid") >= 1);
 	stop_shmd();
 }
 
@@ -426,7 +426,7 @@ static void test_idle(void **state)
 	if (busy == 0) {
 		become(uid_a);
 		struct counts c = { 0 };
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		c.opened = fd >= 0;
 		for (int i = 0; i < 40 && fd >= 0; i++) {
 			(void)!send(fd, PING, strlen(PING), MSG_NOSIGNAL);
@@ -442,7 +442,7 @@ static void test_idle(void **state)
 		_exit(0);
 	}
 	close(res[1]);
-	int idle_unix = sock_unix_connect(sock_path), idle_tcp = sock_tcp_connect(tcp_port);
+	int idle_unix = sock_unix_connect(shmd.sock), idle_tcp = sock_tcp_connect(tcp_port);
 	assert_true(idle_unix >= 0 && idle_tcp >= 0);
 	/* A served request, then nothing. */
 	struct counts c = { 0 };
@@ -481,7 +481,7 @@ static void flood_start(struct flood *f, uid_t uid, int n, const char *refusal)
 		struct counts c = { 0 };
 		int *fds = calloc((size_t)n, sizeof(int));
 		for (int i = 0; i < n; i++) {
-			fds[i] = sock_unix_connect(sock_path);
+			fds[i] = sock_unix_connect(shmd.sock);
 			if (fds[i] < 0) {
 				other(&c, "connect: %s", strerror(-fds[i]));
 				continue;
@@ -591,7 +591,7 @@ static void test_abrupt(void **state)
 	(void)state;
 	static const char line[] = "-ERR max connections per user (5) reached for uid 33\r\n";
 	char path[96];
-	snprintf(path, sizeof(path), "%s/abrupt.sock", root);
+	snprintf(path, sizeof(path), "%s/abrupt.sock", shmd.root);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -609,9 +609,9 @@ static void test_abrupt(void **state)
 		}
 	}
 	close(lfd);
-	char saved[sizeof(sock_path)];
-	memcpy(saved, sock_path, sizeof(saved));
-	snprintf(sock_path, sizeof(sock_path), "%s", path);
+	char saved[sizeof(shmd.sock)];
+	memcpy(saved, shmd.sock, sizeof(saved));
+	snprintf(shmd.sock, sizeof(shmd.sock), "%s", path);
 	int ok = 0, after_close = 0, sigpipe = 0;
 	char err[512], bad[600] = "";
 	for (int i = 0; i < 50; i++) {
@@ -625,7 +625,7 @@ static void test_abrupt(void **state)
 		after_close += strstr(err, "connection refused by shmd: ") != NULL;
 		sigpipe += WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE;
 	}
-	memcpy(sock_path, saved, sizeof(saved));
+	memcpy(shmd.sock, saved, sizeof(saved));
 	kill(srv, SIGKILL);
 	waitpid(srv, NULL, 0);
 	unlink(path);
@@ -666,20 +666,8 @@ static void test_tcp_addr(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "test-connlimits needs root (it creates users and runs shmd as root)\n");
+	if (daemon_dir_make_as_root(&shmd, "test-connlimits", make_users, "connlim", INSTANCE) < 0)
 		return -1;
-	}
-	if (make_users() < 0) {
-		fprintf(stderr, "cannot create the test users and group\n");
-		return -1;
-	}
-	/* As /run/shmd: others may pass to the socket. */
-	if (daemon_rundir_make(root, sizeof(root), "connlim") < 0 || chmod(root, 0755) < 0)
-		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return 0;
@@ -688,9 +676,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (daemon_pid > 0)
-		daemon_stop(daemon_pid, SIGKILL);
-	int rc = daemon_rundir_remove(root);
+	int rc = daemon_dir_remove(&shmd, &daemon_pid, SIGKILL);
 	users_remove();
 	return rc;
 }

@@ -438,18 +438,19 @@ static void test_lock_holder(void **state)
 /* ---- shmd killed during its operations ---------------------------------- */
 
 #define INSTANCE "cr"
-static char root[64], conf[128], logpath[128], files[128], sock_path[100];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
+static char files[128];        /* shmd.root/files: the snapshots */
 static pid_t daemon_pid;
 static int case_passed;
 
 static int connect_shmd(void)
 {
-	return sock_unix_connect(sock_path);
+	return sock_unix_connect(shmd.sock);
 }
 
 static void start_shmd(void)
 {
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 static void kill_shmd(void)
@@ -523,7 +524,7 @@ static void assert_no_orphans(void)
 	assert_int_equal(shmf_dir_open(INSTANCE, &d), 0);
 	assert_int_equal(shmf_ctl_map_open(&d, 0, &m), 0);
 	char path[128];
-	snprintf(path, sizeof(path), "%s/%s", root, INSTANCE);
+	snprintf(path, sizeof(path), "%s/%s", shmd.root, INSTANCE);
 	DIR *dir = opendir(path);
 	assert_non_null(dir);
 	struct dirent *e;
@@ -571,14 +572,11 @@ static unsigned live_generations(const char *name, uint64_t gens[SHMF_WINDOW_MAX
 static int shmd_setup(void **state)
 {
 	(void)state;
-	if (daemon_rundir_make(root, sizeof(root), "crash") < 0)
+	if (daemon_dir_make(&shmd, "crash", INSTANCE, 0) < 0)
 		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(files, sizeof(files), "%s/files", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
+	snprintf(files, sizeof(files), "%s/files", shmd.root);
 	mkdir(files, 0700);
-	if (daemon_write_conf(conf,
+	if (daemon_write_conf(shmd.conf,
 			      "[instance]\nname = " INSTANCE "\n"
 			      "[filter sw]\ntype = bloom\ncapacity = 8000000\nfpr = 0.01\nmode = 0660\n"
 			      "[filter rot]\ntype = bloom\ncapacity = 20000000\nfpr = 0.01\nmode = 0660\nwindow = 1d\n"
@@ -596,9 +594,9 @@ static int shmd_teardown(void **state)
 	(void)state;
 	if (daemon_pid > 0)
 		kill_shmd();
-	if (!case_passed && daemon_log_tail(logpath, 25) < 0)
+	if (!case_passed && daemon_log_tail(shmd.log, 25) < 0)
 		return -1;
-	return daemon_rundir_remove(root);
+	return daemon_dir_remove(&shmd, &daemon_pid, SIGKILL);
 }
 
 /* Snapshot files made offline, in another instance of the same runtime
@@ -794,7 +792,7 @@ static void test_shmd_rotate(void **state)
 	while (atomic_load(&b->progress) < 100)
 		sleep_us(1000);
 	unsigned replied = 0, rotated_unanswered = 0,
-		 orphans_before = (unsigned)daemon_log_count(logpath, "no filter names this data file");
+		 orphans_before = (unsigned)daemon_log_count(shmd.log, "no filter names this data file");
 	uint64_t checked = 0;
 	shmf_t *check = open_filter("rot", SHMF_RDONLY);
 	unsigned run;
@@ -839,7 +837,7 @@ static void test_shmd_rotate(void **state)
 		fail_msg("the adder saw %llu errors, the last %s", (unsigned long long)atomic_load(&b->errors),
 			 shmf_strerror(atomic_load(&b->last_error)));
 	shmf_close(check);
-	unsigned orphans = (unsigned)daemon_log_count(logpath, "no filter names this data file") - orphans_before;
+	unsigned orphans = (unsigned)daemon_log_count(shmd.log, "no filter names this data file") - orphans_before;
 	print_message("shmd killed during a rotation (%llu µs unkilled): %u runs; killed before answering %u times (%u "
 		      "of them after publishing), after %u; %u stray data files removed at restart; an adder went on "
 		      "through every kill (%llu adds, %llu errors), and %llu checks of keys in live generations all hit\n",

@@ -788,6 +788,117 @@ static struct shmf_cuckoo_geom image_of(const struct table *t, void *img)
 }
 
 /*
+ * A writer of test_copy_while_moving(), in a forked child: adds @p churn
+ * keys of @p family, then deletes and adds back every other one, round
+ * after round, until *@p stop. Exits 0, or 2-4 at the first add or
+ * delete that failed.
+ */
+static void churn_until_stopped(struct table *t, unsigned family, uint64_t churn, _Atomic int *stop)
+{
+	for (uint64_t i = 0; i < churn; i++) {
+		struct shmf_cuckoo_key k = key(t, family, i);
+		if (shmf_cuckoo_add(&t->g, &k) != 0)
+			_exit(2);
+	}
+	for (uint64_t round = 0; !atomic_load(stop); round++) {
+		for (uint64_t i = round & 1; i < churn; i += 2) {
+			struct shmf_cuckoo_key k = key(t, family, i);
+			if (shmf_cuckoo_del(&t->g, &k) != 1)
+				_exit(3);
+		}
+		for (uint64_t i = round & 1; i < churn; i += 2) {
+			struct shmf_cuckoo_key k = key(t, family, i);
+			if (shmf_cuckoo_add(&t->g, &k) != 0)
+				_exit(4);
+		}
+	}
+	_exit(0);
+}
+
+/* What the copies of copy_ten_times() met. */
+struct copy_run {
+	unsigned copies, cancelled; /* copies that completed; copies the writers cancelled */
+	uint64_t most;              /* the most moves during one completed copy */
+};
+
+/*
+ * Ten copies of table @p t into @p img (t->len bytes), a millisecond a
+ * piece (stall_copy) while the writers move keys, each tried again when
+ * cancelled (100 cancels at most): each image holds every one of the
+ * @p stable keys of family 16, with no move in progress and the lock free.
+ */
+static struct copy_run copy_ten_times(struct table *t, void *img, uint64_t stable)
+{
+	struct copy_run run = { 0 };
+	shmf_cuckoo_copy_hook = stall_copy;
+	while (run.copies < 10) {
+		uint64_t m0 = atomic_load(&t->g.meta->moves);
+		int r = shmf_cuckoo_copy(&t->g, img, t->len);
+		if (r == -EAGAIN) {
+			run.cancelled++;
+			assert_true(run.cancelled < 100);
+			continue;
+		}
+		assert_int_equal(r, 0);
+		run.copies++;
+		uint64_t during = atomic_load(&t->g.meta->moves) - m0;
+		run.most = during > run.most ? during : run.most;
+		struct shmf_cuckoo_geom g = image_of(t, img);
+		assert_int_equal(atomic_load(&g.meta->moving), 0);
+		assert_false(shmf_cuckoo_lock_held(g.meta));
+		for (uint64_t i = 0; i < stable; i++) {
+			struct shmf_cuckoo_key k = key(t, 16, i);
+			if (shmf_cuckoo_count(&g, &k) < 1)
+				fail_msg("copy %u: stable key %llu missing from the image (%llu moves during the copy)",
+					 run.copies, (unsigned long long)i, (unsigned long long)during);
+		}
+	}
+	shmf_cuckoo_copy_hook = NULL;
+	return run;
+}
+
+/*
+ * A copier (a forked child) stopped in the middle of its copy of @p t into
+ * @p img: writers go on. This process adds and deletes 20,000 keys of
+ * family 19 at high load meanwhile; the writers cancel the copy, and the
+ * copier, let go, finds it cancelled. @return the slowest of those adds,
+ * in ns.
+ */
+static uint64_t add_past_stopped_copier(struct table *t, void *img)
+{
+	uint64_t worst_ns = 0;
+	pid_t copier = fork();
+	assert_true(copier >= 0);
+	if (copier == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		shmf_cuckoo_copy_hook = stop_once;
+		int r = shmf_cuckoo_copy(&t->g, img, t->len);
+		_exit(r == -EAGAIN ? 0 : r == 0 ? 5 : 6);
+	}
+	int st;
+	assert_int_equal(waitpid(copier, &st, WUNTRACED), copier);
+	assert_true(WIFSTOPPED(st)); /* copying (the churning writers may cancel it already) */
+	for (uint64_t i = 0; i < 20000; i++) {
+		struct shmf_cuckoo_key k = key(t, 19, i);
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		int r = shmf_cuckoo_add(&t->g, &k);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		assert_true(r == 0 || r == SHMF_E_FULL);
+		uint64_t ns = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec));
+		worst_ns = ns > worst_ns ? ns : worst_ns;
+		if (r == 0 && shmf_cuckoo_del(&t->g, &k) != 1)
+			fail_msg("key 19/%llu added, then not found by its delete", (unsigned long long)i);
+	}
+	assert_int_equal(atomic_load(&t->g.cow->active), 0); /* the writers cancelled the copy */
+	kill(copier, SIGCONT);
+	assert_int_equal(waitpid(copier, &st, 0), copier);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the stopped copier's copy was not cancelled (status %#x)", st);
+	return worst_ns;
+}
+
+/*
  * shmf_cuckoo_copy() while 2 writers add and delete at 90-95% load (moves
  * all the time): every key stored before the copy began is in the image,
  * once (the stable keys are each added once; the image counts no more
@@ -811,33 +922,14 @@ static void test_copy_while_moving(void **state)
 	for (int p = 0; p < 2; p++) {
 		pids[p] = fork();
 		assert_true(pids[p] >= 0);
-		if (pids[p] != 0)
-			continue;
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failing test ends its writers too */
-		unsigned family = 17 + (unsigned)p;
-		for (uint64_t i = 0; i < churn; i++) {
-			struct shmf_cuckoo_key k = key(&t, family, i);
-			if (shmf_cuckoo_add(&t.g, &k) != 0)
-				_exit(2);
+		if (pids[p] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failing test ends its writers too */
+			churn_until_stopped(&t, 17 + (unsigned)p, churn, stop);
 		}
-		for (uint64_t round = 0; !atomic_load(stop); round++) {
-			for (uint64_t i = round & 1; i < churn; i += 2) {
-				struct shmf_cuckoo_key k = key(&t, family, i);
-				if (shmf_cuckoo_del(&t.g, &k) != 1)
-					_exit(3);
-			}
-			for (uint64_t i = round & 1; i < churn; i += 2) {
-				struct shmf_cuckoo_key k = key(&t, family, i);
-				if (shmf_cuckoo_add(&t.g, &k) != 0)
-					_exit(4);
-			}
-		}
-		_exit(0);
 	}
 	void *img = malloc(t.len);
 	assert_non_null(img);
-	unsigned copies = 0, cancelled = 0;
-	uint64_t moves0 = atomic_load(&t.g.meta->moves), most = 0;
+	uint64_t moves0 = atomic_load(&t.g.meta->moves);
 	/* Copy once the writers relocate, a millisecond per piece: moves then
 	 * run during every copy. */
 	for (unsigned ms = 0; atomic_load(&t.g.meta->moves) - moves0 < 10000; ms++) {
@@ -845,63 +937,8 @@ static void test_copy_while_moving(void **state)
 			fail_msg("the writers made no 10,000 moves in a minute");
 		usleep(1000);
 	}
-	shmf_cuckoo_copy_hook = stall_copy;
-	while (copies < 10) {
-		uint64_t m0 = atomic_load(&t.g.meta->moves);
-		int r = shmf_cuckoo_copy(&t.g, img, t.len);
-		if (r == -EAGAIN) {
-			cancelled++;
-			assert_true(cancelled < 100);
-			continue;
-		}
-		assert_int_equal(r, 0);
-		copies++;
-		uint64_t during = atomic_load(&t.g.meta->moves) - m0;
-		most = during > most ? during : most;
-		struct shmf_cuckoo_geom g = image_of(&t, img);
-		assert_int_equal(atomic_load(&g.meta->moving), 0);
-		assert_false(shmf_cuckoo_lock_held(g.meta));
-		for (uint64_t i = 0; i < stable; i++) {
-			struct shmf_cuckoo_key k = key(&t, 16, i);
-			if (shmf_cuckoo_count(&g, &k) < 1)
-				fail_msg("copy %u: stable key %llu missing from the image (%llu moves during the copy)",
-					 copies, (unsigned long long)i, (unsigned long long)during);
-		}
-	}
-	shmf_cuckoo_copy_hook = NULL;
-	/* The copier stopped in the middle: writers go on. */
-	uint64_t worst_ns = 0;
-	{
-		pid_t copier = fork();
-		assert_true(copier >= 0);
-		if (copier == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			shmf_cuckoo_copy_hook = stop_once;
-			int r = shmf_cuckoo_copy(&t.g, img, t.len);
-			_exit(r == -EAGAIN ? 0 : r == 0 ? 5 : 6);
-		}
-		int st;
-		assert_int_equal(waitpid(copier, &st, WUNTRACED), copier);
-		assert_true(WIFSTOPPED(st)); /* copying (the churning writers may cancel it already) */
-		/* This process adds at high load too, timing each add. */
-		for (uint64_t i = 0; i < 20000; i++) {
-			struct shmf_cuckoo_key k = key(&t, 19, i);
-			struct timespec a, b;
-			clock_gettime(CLOCK_MONOTONIC, &a);
-			int r = shmf_cuckoo_add(&t.g, &k);
-			clock_gettime(CLOCK_MONOTONIC, &b);
-			assert_true(r == 0 || r == SHMF_E_FULL);
-			uint64_t ns = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec));
-			worst_ns = ns > worst_ns ? ns : worst_ns;
-			if (r == 0 && shmf_cuckoo_del(&t.g, &k) != 1)
-				fail_msg("key 19/%llu added, then not found by its delete", (unsigned long long)i);
-		}
-		assert_int_equal(atomic_load(&t.g.cow->active), 0); /* the writers cancelled the copy */
-		kill(copier, SIGCONT);
-		assert_int_equal(waitpid(copier, &st, 0), copier);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fail_msg("the stopped copier's copy was not cancelled (status %#x)", st);
-	}
+	struct copy_run run = copy_ten_times(&t, img, stable);
+	uint64_t worst_ns = add_past_stopped_copier(&t, img);
 	atomic_store(stop, 1);
 	for (int p = 0; p < 2; p++) {
 		int st;
@@ -911,9 +948,9 @@ static void test_copy_while_moving(void **state)
 	}
 	printf("%u consistent copies (%u cancelled and tried again) while writers made %llu moves, up to %llu "
 	       "during one copy; with the copier stopped, the slowest add took %.1f ms\n",
-	       copies, cancelled, (unsigned long long)(atomic_load(&t.g.meta->moves) - moves0),
-	       (unsigned long long)most, (double)worst_ns / 1e6);
-	assert_true(most > 100);
+	       run.copies, run.cancelled, (unsigned long long)(atomic_load(&t.g.meta->moves) - moves0),
+	       (unsigned long long)run.most, (double)worst_ns / 1e6);
+	assert_true(run.most > 100);
 	if (worst_ns > 2000 * 1000000u)
 		fail_msg("an add waited %.1f ms for a stopped copier (the log wait is 5 ms)", (double)worst_ns / 1e6);
 	free(img);

@@ -45,7 +45,7 @@
 
 #define INSTANCE "files"
 static const char *shmd_path, *shmctl_path;
-static char root[128], sock[256], logpath[256], conf[256];
+static struct daemon_dir shmd;  /* shmd's runtime directory and files */
 static char mnt[160], img[160]; /* the slow file system; "" none */
 static int frozen_fd = -1;
 static char files_dir[192]; /* test_targets' files; "" none */
@@ -118,15 +118,15 @@ static void slow_fs_remove(void)
  * 1-second window of 3), and @p extra lines in [instance]. */
 static void start(uint64_t big_capacity, const char *extra)
 {
-	assert_int_equal(daemon_write_conf(conf,
+	assert_int_equal(daemon_write_conf(shmd.conf,
 					   "[instance]\nname = " INSTANCE "\n%s\n"
 					   "[filter big]\ncapacity = %" PRIu64 "\nfpr = 0.01\n"
 					   "[filter other]\ncapacity = 1000\nfpr = 0.01\n"
 					   "[filter w]\ncapacity = 1000\nfpr = 0.01\nwindow = 1s\ngenerations = 3\n",
 					   extra, big_capacity),
 			 0);
-	daemon_pid = daemon_start(shmd_path, conf, sock, logpath);
-	rc = redisConnectUnix(sock);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
+	rc = redisConnectUnix(shmd.sock);
 	assert_true(rc != NULL && rc->err == 0);
 }
 
@@ -144,10 +144,7 @@ static int setup(void **state)
 {
 	(void)state;
 	signal(SIGPIPE, SIG_IGN);
-	assert_int_equal(daemon_rundir_make(root, sizeof(root), "files"), 0);
-	snprintf(sock, sizeof(sock), "%s/" INSTANCE ".sock", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(conf, sizeof(conf), "%s/shmd.ini", root);
+	assert_int_equal(daemon_dir_make(&shmd, "files", INSTANCE, 0), 0);
 	return 0;
 }
 
@@ -163,7 +160,7 @@ static int teardown(void **state)
 		run(cmd);
 		files_dir[0] = '\0';
 	}
-	daemon_rundir_remove(root);
+	daemon_rundir_remove(shmd.root);
 	return 0;
 }
 
@@ -200,7 +197,7 @@ static void refused(redisReply *r, const char *text)
 /* A raw connection for requests whose reply comes later. */
 static int raw_connect(void)
 {
-	int fd = sock_unix_connect(sock);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	return fd;
 }
@@ -215,7 +212,7 @@ static void raw_send(int fd, int argc, const char **argv)
 static void test_fifo(shmf_t *w)
 {
 	char fifo[192];
-	snprintf(fifo, sizeof(fifo), "%s/never-opened.fifo", root);
+	snprintf(fifo, sizeof(fifo), "%s/never-opened.fifo", shmd.root);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	/* Refused at once: O_NONBLOCK opens a FIFO without a writer without
 	 * waiting, and it is not a regular file. */
@@ -281,7 +278,7 @@ static void test_slow(void **state)
 	thaw();
 	resp_read_line(a, line, sizeof(line), 30000);
 	if (strncmp(line, "+OK", 3) != 0)
-		fail_msg("snapshot after thawing: '%s'; log: %s", line, daemon_read_file(logpath));
+		fail_msg("snapshot after thawing: '%s'; log: %s", line, daemon_read_file(shmd.log));
 	resp_read_line(c, line, sizeof(line), 5000);
 	assert_string_equal(line, ":1\r\n"); /* new: added after the copy */
 	close(a);
@@ -314,7 +311,7 @@ static void test_targets(void **state)
 	snprintf(link, sizeof(link), "%s/link", dir);
 	snprintf(notsnap, sizeof(notsnap), "%s/notes.txt", dir);
 	snprintf(good, sizeof(good), "%s/good.snap", dir);
-	snprintf(control, sizeof(control), "%s/" INSTANCE "/control", root);
+	snprintf(control, sizeof(control), "%s/" INSTANCE "/control", shmd.root);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	assert_int_equal(mkdir(sub, 0700), 0);
@@ -342,7 +339,7 @@ static void test_targets(void **state)
 	assert_int_equal(stat(control, &after), 0);
 	assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size);
 	char pidfile[256];
-	snprintf(pidfile, sizeof(pidfile), "%s/" INSTANCE ".pid", root);
+	snprintf(pidfile, sizeof(pidfile), "%s/" INSTANCE ".pid", shmd.root);
 	refused(ASK("SHMF.SNAPSHOT", "other", pidfile, "FORCE"), "is the name of an instance's pidfile");
 	refused(ASK("SHMF.SNAPSHOT", "other", notsnap), "is not a snapshot");
 	assert_string_equal(daemon_read_file(notsnap), "precious notes\n");
@@ -448,7 +445,7 @@ static void test_killed(void **state)
 	start(150000000, extra);
 	printf("# after the restart: %d\n", temporaries(mnt));
 	assert_int_equal(temporaries(mnt), 0);
-	assert_true(daemon_log_count(logpath, "left by a snapshot that did not finish") >= 1);
+	assert_true(daemon_log_count(shmd.log, "left by a snapshot that did not finish") >= 1);
 
 	/* Killed again; a daemon that does not know the directory: the next
 	 * snapshot into it removes the file. */
@@ -495,7 +492,7 @@ static void test_killed(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	printf("# SIGTERM mid-snapshot: %d temporary file(s) left\n", temporaries(mnt));
 	assert_int_equal(temporaries(mnt), 0);
-	assert_true(daemon_log_count(logpath, "file job(s) cancelled") >= 1);
+	assert_true(daemon_log_count(shmd.log, "file job(s) cancelled") >= 1);
 	/* Cancelled (no file), or done before the cancel was seen (whole). */
 	if (access(target, F_OK) == 0) {
 		snprintf(cmd, sizeof(cmd), "%s inspect %s >/dev/null", shmctl_path, target);

@@ -374,25 +374,20 @@ static const char filters[] = "[filter clicks]\ncapacity = 100000\nfpr = 0.001\n
 
 /* ---- the tests ------------------------------------------------------------ */
 
-static void test_converge(void **state)
+/* The lag of single adds, one at a time: add on A (@p ab), poll B (@p bb)
+ * until it has the key (5 s at most); the percentiles printed. @return
+ * how many of the adds were new on A. */
+static long long measure_single_add_lag(shmf_t *ab, shmf_t *bb)
 {
-	(void)state;
-	char k[32];
-	redis_start(NULL);
-	node_start(&nodes[0], NULL, filters);
-	node_start(&nodes[1], NULL, filters);
-	shmf_t *ab = open_on(&nodes[0], "clicks"), *ac = open_on(&nodes[0], "caps");
-	shmf_t *bb = open_on(&nodes[1], "clicks"), *bc = open_on(&nodes[1], "caps");
-	long long new_a = 0, new_b = 0;
-
-	/* The lag of single adds, one at a time: add on A, poll B. */
 	enum { LAGS = 200 };
 	uint64_t lag_us[LAGS];
+	char k[32];
+	long long added = 0;
 	for (unsigned i = 0; i < LAGS; i++) {
 		size_t len = key(k, "lag", i);
 		int rc = shmf_add(ab, k, len);
 		assert_true(rc >= 0);
-		new_a += rc;
+		added += rc;
 		uint64_t t0 = now_us();
 		while (shmf_check(bb, k, len) != 1) {
 			if (now_us() - t0 > 5000000u)
@@ -405,26 +400,38 @@ static void test_converge(void **state)
 	printf("replication lag, add on A until visible on B, %d adds one at a time: p50 %.2f ms, p99 %.2f ms, "
 	       "max %.2f ms\n",
 	       LAGS, lag_us[LAGS / 2] / 1000.0, lag_us[LAGS * 99 / 100] / 1000.0, lag_us[LAGS - 1] / 1000.0);
+	return added;
+}
 
-	/* A batch on A, a few on B: each side gets the other's. */
+/* A batch of 5,000 on A (@p ab), 100 single adds on B (@p bb): each side
+ * gets the other's. The adds that were new on each side are added to
+ * *@p new_a and *@p new_b. */
+static void check_batches_cross(shmf_t *ab, shmf_t *bb, long long *new_a, long long *new_b)
+{
 	enum { MANY = 5000 };
 	static shmf_key_t keys[MANY];
 	static char kb[MANY][32];
 	static uint8_t res[MANY];
+	char k[32];
 	for (unsigned i = 0; i < MANY; i++)
 		keys[i] = (shmf_key_t){ .ptr = kb[i], .len = key(kb[i], "batch", i) };
 	assert_true(shmf_add_many(ab, keys, MANY, res) >= 0);
 	for (unsigned i = 0; i < MANY; i++)
-		new_a += res[i];
+		*new_a += res[i];
 	for (unsigned i = 0; i < 100; i++) {
 		int rc = shmf_add(bb, k, key(k, "fromb", i));
 		assert_true(rc >= 0);
-		new_b += rc;
+		*new_b += rc;
 	}
 	wait_present(bb, "batch", 0, MANY, 10000);
 	wait_present(ab, "fromb", 0, 100, 10000);
+}
 
-	/* Cuckoo: adds, a second copy, deletes; B ends with A's counts. */
+/* Cuckoo: adds, a second copy, deletes on A (@p ac); B (@p bc) ends with
+ * A's counts. */
+static void check_cuckoo_counts_converge(shmf_t *ac, shmf_t *bc)
+{
+	char k[32];
 	for (unsigned i = 0; i < 300; i++)
 		assert_int_equal(shmf_add(ac, k, key(k, "cf", i)), 1);
 	for (unsigned i = 0; i < 20; i++)
@@ -448,10 +455,17 @@ static void test_converge(void **state)
 		if (got < want)
 			fail_msg("cuckoo key cf-%u: %d copies on B, %d on A", i, got, want);
 	}
+}
 
-	/* No echo: every stream entry is its adder's, and the journal entries
-	 * each node wrote are exactly its adds that changed its filter. B's
-	 * applied entries were never sent back. */
+/*
+ * No echo: every stream entry of clicks is its adder's, and the journal
+ * entries each node wrote are exactly its adds that changed its filter
+ * (@p new_a on A, @p new_b on B). B's applied entries were never sent
+ * back. Each node skips its own entries (and only those) and applies the
+ * other's; both cursors end at the stream's last entry.
+ */
+static void check_no_echo(long long new_a, long long new_b)
+{
 	redisReply *xl = redis("XLEN shmf:clicks");
 	assert_non_null(xl);
 	long long xlen = xl->integer;
@@ -463,28 +477,31 @@ static void test_converge(void **state)
 	assert_int_equal(journalled[1], new_b);
 	assert_int_equal(repl_int(&nodes[0], "clicks", "sent"), new_a);
 	assert_int_equal(repl_int(&nodes[1], "clicks", "sent"), new_b);
-	/* Each node skips its own entries (and only those) and applies the other's. */
 	wait_int(&nodes[0], "clicks", "own_skipped", entries[0], 5000);
 	wait_int(&nodes[1], "clicks", "own_skipped", entries[1], 5000);
 	wait_int(&nodes[1], "clicks", "applied", new_a, 5000);
 	wait_int(&nodes[0], "clicks", "applied", new_b, 5000);
 	assert_int_equal(repl_int(&nodes[1], "clicks", "dropped_foreign_shape"), 0);
 	assert_int_equal(repl_int(&nodes[1], "clicks", "journal_depth"), 0);
-	/* Both cursors at the stream's last entry. */
 	redisReply *last = redis("XREVRANGE shmf:clicks + - COUNT 1");
 	assert_non_null(last);
 	char want_cursor[64], got[64];
 	snprintf(want_cursor, sizeof(want_cursor), "%s", last->element[0]->element[0]->str);
 	freeReplyObject(last);
 	for (int i = 0; i < 2; i++) {
-		end = now_ms() + 5000;
+		uint64_t end = now_ms() + 5000;
 		while (strcmp(repl_str(&nodes[i], "clicks", "cursor", got, sizeof(got)), want_cursor) != 0 &&
 		       now_ms() < end)
 			usleep(10000);
 		assert_string_equal(got, want_cursor);
 		wait_state(&nodes[i], "clicks", "following", 5000);
 	}
-	/* Nodes seen: B heard from A, with A's shape. */
+}
+
+/* Nodes seen: B heard from A, with A's shape; and shmctl replication on B
+ * (--json, for one filter and for all: valid JSON; plain: following). */
+static void check_b_reports_a(void)
+{
 	redisReply *r = repl(&nodes[1], "clicks");
 	const redisReply *seen = field(r, "nodes");
 	assert_non_null(seen);
@@ -493,8 +510,6 @@ static void test_converge(void **state)
 	assert_int_equal(seen->element[0]->element[2]->integer, 0);
 	assert_true(field(r, "lag_p50_ms")->integer >= 0);
 	freeReplyObject(r);
-
-	/* shmctl replication --json, for one filter and for all: valid JSON. */
 	char cmd[1024];
 	for (int all = 0; all < 2; all++) {
 		snprintf(cmd, sizeof(cmd),
@@ -505,7 +520,21 @@ static void test_converge(void **state)
 	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR='%s' '%s' -i %s replication | grep -q '^state  *following$'",
 		 nodes[1].root, shmctl_path, nodes[1].instance);
 	assert_int_equal(system(cmd), 0);
+}
 
+static void test_converge(void **state)
+{
+	(void)state;
+	redis_start(NULL);
+	node_start(&nodes[0], NULL, filters);
+	node_start(&nodes[1], NULL, filters);
+	shmf_t *ab = open_on(&nodes[0], "clicks"), *ac = open_on(&nodes[0], "caps");
+	shmf_t *bb = open_on(&nodes[1], "clicks"), *bc = open_on(&nodes[1], "caps");
+	long long new_a = measure_single_add_lag(ab, bb), new_b = 0;
+	check_batches_cross(ab, bb, &new_a, &new_b);
+	check_cuckoo_counts_converge(ac, bc);
+	check_no_echo(new_a, new_b);
+	check_b_reports_a();
 	shmf_close(ab);
 	shmf_close(ac);
 	shmf_close(bb);

@@ -661,9 +661,17 @@ static void wait_past(uint64_t t)
 		usleep(20000);
 }
 
-static void test_window(void **state)
+/*
+ * Bloom windows of 1 s: wa's journal entries carry the window of the
+ * generation each add went to (a key present in an older live generation
+ * too: was-new 0, yet it set bits in the newest, which the other hosts'
+ * newest need as well). Applied to wb (same seed): each to the generation
+ * current in its window; entries from a host whose clock is ahead go to
+ * the newest, entries of a window before every live generation are
+ * retired.
+ */
+static void check_bloom_entries_go_to_their_window(void)
 {
-	(void)state;
 	/* b first, so its windows begin no later than a's. */
 	windowed("wb", SHMF_TYPE_BLOOM, 1, 3);
 	int sa = windowed("wa", SHMF_TYPE_BLOOM, 1, 3);
@@ -687,8 +695,6 @@ static void test_window(void **state)
 	uint32_t w1 = (uint32_t)s.live_created[0];
 	assert_true(w1 > w0);
 	assert_int_equal(add_key(a, 1, 1), 1);
-	/* Present in an older live generation: was-new 0, yet it set bits in
-	 * the newest, which the other hosts' newest need as well. */
 	assert_int_equal(add_key(a, 1, 0), 0);
 	assert_int_equal(drain_all(jr, &g, 0), 3);
 	assert_int_equal(g.e[0].window, w0);
@@ -696,7 +702,6 @@ static void test_window(void **state)
 	assert_int_equal(g.e[2].window, w1);
 	assert_int_equal(g.e[2].hash, key_hash(1, 0, seed));
 
-	/* Applied to b: each to the generation current in its window. */
 	struct shmf_slot sb;
 	slot_of("wb", &sb);
 	assert_int_equal(sb.nlive, 2);
@@ -712,8 +717,6 @@ static void test_window(void **state)
 	/* Key 1 only in the generation of its window. */
 	uint64_t h1 = key_hash(1, 1, seed), other = generation_for(&sb, w1) == sb.live[0] ? sb.live[1] : sb.live[0];
 	assert_int_equal(in_generation("wb", other, h1), 0);
-	/* Entries from a host whose clock is ahead go to the newest; entries
-	 * of a window before every live generation are retired. */
 	struct shmf_jentry ahead = { key_hash(2, 0, seed), SHMF_JOP_ADD, UINT32_MAX };
 	struct shmf_jentry old = { key_hash(2, 1, seed), SHMF_JOP_ADD, 1 };
 	assert_int_equal(shmf_journal_apply(b, &ahead), 1);
@@ -732,8 +735,18 @@ static void test_window(void **state)
 	assert_int_equal(c.changed + c.unchanged + c.failed, 0);
 	assert_int_equal(shmf_check(b, key, fixture_key(key, 1, 1)), 0);
 
-	/* Cuckoo: a delete carries the window of the generation it removed
-	 * from, and is applied there. */
+	shmf_close(a);
+	shmf_close(b);
+	shmf_journal_reader_close(jr);
+	got_free(&g);
+}
+
+/* Cuckoo windows of 1 s: a delete from wc carries the window of the
+ * generation it removed from, and is applied there in wd. */
+static void check_cuckoo_delete_goes_to_its_window(void)
+{
+	struct shmf_slot s;
+	char key[32];
 	windowed("wd", SHMF_TYPE_CUCKOO, 1, 3);
 	int sc = windowed("wc", SHMF_TYPE_CUCKOO, 1, 3);
 	make_journal("wc", 1, 64);
@@ -764,11 +777,13 @@ static void test_window(void **state)
 	shmf_close(wd);
 	shmf_journal_reader_close(jc);
 	got_free(&gc);
+}
 
-	shmf_close(a);
-	shmf_close(b);
-	shmf_journal_reader_close(jr);
-	got_free(&g);
+static void test_window(void **state)
+{
+	(void)state;
+	check_bloom_entries_go_to_their_window();
+	check_cuckoo_delete_goes_to_its_window();
 }
 
 /* ---- scribbled --------------------------------------------------------- */
@@ -814,10 +829,10 @@ static void header_field(const char *what, size_t off, size_t width, uint64_t va
 	munmap(p, len);
 }
 
-static void test_scribbled(void **state)
+/* Journal h's header fields set to a wrong value in turn (header_field()),
+ * each refused with its error. */
+static void check_bad_header_fields_refused(void)
 {
-	(void)state;
-	replicated("h", SHMF_TYPE_BLOOM, 10000, 1e-6, 2, 64);
 #define H(field)                                                     \
 #field, offsetof(struct shmf_journal_header, field),         \
 		sizeof(((struct shmf_journal_header *)0)->field) < 8 \
@@ -839,7 +854,13 @@ static void test_scribbled(void **state)
 	header_field(H(ring_bytes), 1, SHMF_E_FORMAT);
 	header_field(H(name), 'x', SHMF_E_FORMAT);
 #undef H
-	/* Unterminated name. */
+}
+
+/* Journal h (2 rings of 64) with an unterminated name, other-writable or
+ * of the wrong size, and journal l a symbolic link to it: each refused,
+ * as damaged (SHMF_E_FORMAT) or untrusted (SHMF_E_OWNER). */
+static void check_bad_journal_file_refused(void)
+{
 	size_t len;
 	char *p = map_file("h.journal", &len);
 	memset(p + offsetof(struct shmf_journal_header, name), 'h', SHMF_NAME_MAX + 1);
@@ -848,13 +869,11 @@ static void test_scribbled(void **state)
 	memset(p + offsetof(struct shmf_journal_header, name), 0, SHMF_NAME_MAX + 1);
 	p[offsetof(struct shmf_journal_header, name)] = 'h';
 	munmap(p, len);
-	/* Other-writable, or a symbolic link: refused as untrusted. */
 	char path[512];
 	fixture_path(&fx, "h.journal", path, sizeof(path));
 	assert_int_equal(chmod(path, 0642), 0);
 	assert_int_equal(shmf_journal_reader_open(&fx.reg.dir, "h", &jr), SHMF_E_OWNER);
 	assert_int_equal(chmod(path, 0640), 0);
-	/* A journal of the wrong size. */
 	assert_int_equal(truncate(path, (off_t)shmf_journal_bytes(2, 64) + 4096), 0);
 	assert_int_equal(shmf_journal_reader_open(&fx.reg.dir, "h", &jr), SHMF_E_FORMAT);
 	assert_int_equal(truncate(path, (off_t)shmf_journal_bytes(2, 64)), 0);
@@ -864,11 +883,45 @@ static void test_scribbled(void **state)
 	assert_int_equal(unlink(lpath), 0);
 	assert_int_equal(symlink(path, lpath), 0);
 	assert_int_equal(shmf_journal_reader_open(&fx.reg.dir, "l", &jr), SHMF_E_OWNER);
+}
 
-	/* Random bytes over rings and entries while adders add and a reader
-	 * drains: the drain stays within the journal and says what it found. */
+/* Scribble on the rings of journal @p m (@p len bytes, 4 rings of 64),
+ * round @p round of a sequence whose state *@p x holds: a few random bytes
+ * (never the header page, whose private copies are all anyone uses after
+ * opening), and every 7th round one of the fields that matter most set to
+ * an extreme. */
+static void scribble_rings(char *m, size_t len, unsigned round, uint64_t *x)
+{
+	for (int j = 0; j < 4; j++) {
+		*x = shmf_mix64(*x + round);
+		size_t off = SHMF_JOURNAL_HDR_BYTES + (size_t)(*x % (len - SHMF_JOURNAL_HDR_BYTES));
+		size_t n = 1 + (size_t)((*x >> 40) % 16);
+		if (off + n > len)
+			n = len - off;
+		for (size_t k = 0; k < n; k++)
+			m[off + k] = (char)(shmf_mix64(*x + k) >> 56);
+	}
+	if (round % 7 == 0) {
+		struct shmf_journal_ring *r = (struct shmf_journal_ring *)(m + SHMF_JOURNAL_HDR_BYTES +
+									   (*x % 4) * shmf_journal_ring_bytes(64));
+		static const uint64_t v[] = { 0, 1, 63, 64, 65, UINT64_MAX, UINT64_MAX - 63, UINT64_C(1) << 63 };
+		uint64_t val = v[(*x >> 8) % 8];
+		switch ((*x >> 16) % 4) {
+		case 0: atomic_store(&r->head, val); break;
+		case 1: atomic_store(&r->tail, val); break;
+		case 2: atomic_store(&r->owner, val); break;
+		default: atomic_store(&r->head, atomic_load(&r->tail) + val); break;
+		}
+	}
+}
+
+/* Random bytes over rings and entries while adders add and a reader
+ * drains: the drain stays within the journal and says what it found. */
+static void check_drain_survives_scribbles(void)
+{
+	size_t len;
 	replicated("s", SHMF_TYPE_BLOOM, 100000, 1e-3, 4, 64);
-	jr = reader("s");
+	struct shmf_journal_reader *jr = reader("s");
 	shmf_t *f[3];
 	for (int i = 0; i < 3; i++)
 		f[i] = fixture_open("s", SHMF_RDWR);
@@ -878,31 +931,7 @@ static void test_scribbled(void **state)
 	for (unsigned round = 0; round < 3000; round++) {
 		for (int i = 0; i < 3; i++)
 			assert_true(add_key(f[i], (unsigned)(10 + i), round) >= 0);
-		/* A few random bytes over the rings (never the header page, whose
-		 * private copies are all anyone uses after opening). */
-		for (int j = 0; j < 4; j++) {
-			x = shmf_mix64(x + round);
-			size_t off = SHMF_JOURNAL_HDR_BYTES + (size_t)(x % (len - SHMF_JOURNAL_HDR_BYTES));
-			size_t n = 1 + (size_t)((x >> 40) % 16);
-			if (off + n > len)
-				n = len - off;
-			for (size_t k = 0; k < n; k++)
-				m[off + k] = (char)(shmf_mix64(x + k) >> 56);
-		}
-		/* Sometimes the fields that matter most, set to extremes. */
-		if (round % 7 == 0) {
-			struct shmf_journal_ring *r = (struct shmf_journal_ring *)(m + SHMF_JOURNAL_HDR_BYTES +
-										   (x % 4) *
-											   shmf_journal_ring_bytes(64));
-			static const uint64_t v[] = { 0, 1, 63, 64, 65, UINT64_MAX, UINT64_MAX - 63, UINT64_C(1) << 63 };
-			uint64_t val = v[(x >> 8) % 8];
-			switch ((x >> 16) % 4) {
-			case 0: atomic_store(&r->head, val); break;
-			case 1: atomic_store(&r->tail, val); break;
-			case 2: atomic_store(&r->owner, val); break;
-			default: atomic_store(&r->head, atomic_load(&r->tail) + val); break;
-			}
-		}
+		scribble_rings(m, len, round, &x);
 		int n = shmf_journal_drain(jr, collect, &g, round % 5 == 0 ? SHMF_JDRAIN_RECLAIM : 0);
 		assert_true(n >= 0 && n <= 4 * 64);
 	}
@@ -917,6 +946,15 @@ static void test_scribbled(void **state)
 	munmap(m, len);
 	shmf_journal_reader_close(jr);
 	got_free(&g);
+}
+
+static void test_scribbled(void **state)
+{
+	(void)state;
+	replicated("h", SHMF_TYPE_BLOOM, 10000, 1e-6, 2, 64);
+	check_bad_header_fields_refused();
+	check_bad_journal_file_refused();
+	check_drain_survives_scribbles();
 }
 
 /* ---- threads ----------------------------------------------------------- */

@@ -51,35 +51,30 @@
 #define PIPELINED 8
 
 static const char *shmd_path;
-static char root[128], sock[256], logpath[256], conf[256], group[64], writer[64];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
+static char group[64], writer[64];
 static pid_t daemon_pid;
 
-static int setup(void **state)
+/* The writer, a member of the filter's group. */
+static int make_users(void)
 {
-	(void)state;
-	signal(SIGPIPE, SIG_IGN);
-	if (geteuid() != 0) {
-		print_message("not root: cannot make the writer's user\n");
-		return -1;
-	}
-	if (daemon_rundir_make(root, sizeof(root), "loopwait") < 0 || chmod(root, 0755) < 0)
-		return -1;
-	snprintf(sock, sizeof(sock), "%s/" INSTANCE ".sock", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(conf, sizeof(conf), "%s/shmd.ini", root);
 	if (users_make_group("shmlw", group, sizeof(group), NULL) < 0 ||
 	    users_make_user("shmlW", writer, sizeof(writer), NULL, group, NULL) < 0)
 		return -1;
 	return 0;
 }
 
+static int setup(void **state)
+{
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	return daemon_dir_make_as_root(&shmd, "test-loop-waits", make_users, "loopwait", INSTANCE) < 0 ? -1 : 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
-	if (daemon_pid > 0)
-		daemon_stop(daemon_pid, SIGKILL);
-	daemon_pid = 0;
-	daemon_rundir_remove(root);
+	daemon_dir_remove(&shmd, &daemon_pid, SIGKILL);
 	users_remove();
 	return 0;
 }
@@ -87,9 +82,7 @@ static int teardown(void **state)
 /* The newest data file of filter @p name in the instance directory. */
 static void data_path(const char *name, char *path, size_t len)
 {
-	char dir[160];
-	snprintf(dir, sizeof(dir), "%s/" INSTANCE, root);
-	DIR *d = opendir(dir);
+	DIR *d = opendir(shmd.idir);
 	assert_non_null(d);
 	unsigned long best = 0;
 	struct dirent *e;
@@ -100,7 +93,7 @@ static void data_path(const char *name, char *path, size_t len)
 		if (strncmp(e->d_name, name, n) == 0 && e->d_name[n] == '.' &&
 		    sscanf(e->d_name + n + 1, "%lu%15s", &gen, rest) == 2 && strcmp(rest, ".data") == 0 && gen > best) {
 			best = gen;
-			snprintf(path, len, "%s/%s", dir, e->d_name);
+			snprintf(path, len, "%s/%s", shmd.idir, e->d_name);
 		}
 	}
 	closedir(d);
@@ -154,7 +147,7 @@ static redisReply *ask(redisContext *c, const char *fmt, ...)
  * exit 0 when every one answered the lock's error within the bound. */
 static int pipeline_locked(void)
 {
-	redisContext *c = redisConnectUnix(sock);
+	redisContext *c = redisConnectUnix(shmd.sock);
 	if (c == NULL || c->err)
 		return 10;
 	for (int i = 0; i < PIPELINED; i++) {
@@ -202,15 +195,15 @@ static int pipeliner_done(void *arg)
 static void test_held_lock(void **state)
 {
 	(void)state;
-	assert_int_equal(daemon_write_conf(conf,
+	assert_int_equal(daemon_write_conf(shmd.conf,
 					   "[instance]\nname = " INSTANCE "\ngroup = %s\n"
 					   "[filter c]\ntype = cuckoo\ncapacity = 1000\nfpr = 0.01\nmode = 0660\n"
 					   "lock_timeout_ms = %d\n"
 					   "[filter w]\ncapacity = 1000\nfpr = 0.01\nwindow = 1s\ngenerations = 3\n",
 					   group, LOCK_TIMEOUT_MS),
 			 0);
-	daemon_pid = daemon_start(shmd_path, conf, sock, logpath);
-	redisContext *rc = redisConnectUnix(sock);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
+	redisContext *rc = redisConnectUnix(shmd.sock);
 	assert_true(rc != NULL && rc->err == 0);
 	redisReply *r = ask(rc, "CF.ADD c before");
 	assert_int_equal(r->type, REDIS_REPLY_INTEGER);

@@ -78,7 +78,7 @@
 #define BIG_CAPACITY "20000000"
 
 static const char *shmd_path;
-static char root[64], conf[128], logpath[128], sock_path[100];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
 static char group_name[32], user_name[32];
 static gid_t group_gid;
 static uid_t user_uid;
@@ -89,13 +89,13 @@ static pid_t daemon_pid;
 /* Start shmd with @p keys added to [instance]. */
 static void start_shmd_with(const char *keys)
 {
-	assert_int_equal(daemon_write_conf(conf,
+	assert_int_equal(daemon_write_conf(shmd.conf,
 					   "[instance]\nname = " INSTANCE "\nsocket_mode = 0660\ngroup = %s\n"
 					   "maxmemory_clients = %dm\n%s\n"
 					   "[filter big]\ncapacity = " BIG_CAPACITY "\nfpr = 0.01\nmode = 0660\n",
 					   group_name, LIMIT_MIB, keys),
 			 0);
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 static void start_shmd(void)
@@ -110,7 +110,7 @@ static void stop_shmd(void)
 	int st = daemon_stop(daemon_pid, SIGTERM);
 	daemon_pid = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		daemon_log_tail(logpath, 20);
+		daemon_log_tail(shmd.log, 20);
 		fail_msg("shmd exited with status %d on SIGTERM", st);
 	}
 }
@@ -258,7 +258,7 @@ static int attacker_stop(struct attacker *a)
  * baseline and @p after_mib. */
 static void run_attack(const char *what, int (*attack)(void), int hold_ms, long filter_mib, long after_mib)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	struct pings p = { 0 };
 	ping_for(fd, 200, &p);
@@ -345,7 +345,7 @@ static int attack_arrays(void)
 	for (int i = 0; i < 200; i++)
 		memcpy(empties + 6 * i, "$0\r\n\r\n", 6);
 	for (int i = 0; i < 100; i++) {
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		if (fd < 0 || sock_send_quiet(fd, "*1048576\r\n", 10) < 0 ||
 		    sock_send_quiet(fd, empties, sizeof(empties)) < 0)
 			return 10;
@@ -365,7 +365,7 @@ static void test_arrays(void **state)
 /* Print the first line of the daemon's log that says a client was closed for memory. */
 static void print_eviction(void)
 {
-	const char *log = daemon_read_file(logpath), *p = strstr(log, "past maxmemory_clients");
+	const char *log = daemon_read_file(shmd.log), *p = strstr(log, "past maxmemory_clients");
 	if (p == NULL)
 		return;
 	const char *b = p;
@@ -386,7 +386,7 @@ static int attack_partial(void)
 	char hdr[64];
 	int h = sprintf(hdr, "$%zu\r\n", arg);
 	for (int c = 0; c < 8; c++) {
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		if (fd < 0)
 			return 10;
 		if (sock_send_quiet(fd, "*4\r\n$4\r\nECHO\r\n", 14) < 0)
@@ -406,9 +406,9 @@ static void test_partial(void **state)
 {
 	(void)state;
 	start_shmd();
-	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
+	int evicted = daemon_log_count(shmd.log, "past maxmemory_clients");
 	run_attack("8 x 40 MiB of a request", attack_partial, 1000, 0, 16);
-	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	int now = daemon_log_count(shmd.log, "past maxmemory_clients");
 	printf("    clients closed for memory: %d\n", now - evicted);
 	print_eviction();
 	assert_true(now - evicted >= 1);
@@ -424,7 +424,7 @@ static long long data_iter; /* the iterator of a 4 MiB chunk of "big" */
  * and counts in shmd's RSS, once the attack dumps it). */
 static long find_chunk(void)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	size_t cap = 5u << 20, len, total = 0;
 	char *buf = malloc(cap);
@@ -458,7 +458,7 @@ static int attack_scandump(void)
 				      "*3\r\n$11\r\nBF.SCANDUMP\r\n$3\r\nbig\r\n$%d\r\n%s\r\n", l, it);
 	}
 	for (int c = 0; c < 3; c++) {
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		if (fd < 0)
 			return 10;
 		sock_send_quiet(fd, pipeline, n); /* and never read */
@@ -472,15 +472,15 @@ static void test_scandump(void **state)
 	(void)state;
 	start_shmd();
 	long filter_mib = find_chunk();
-	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
+	int evicted = daemon_log_count(shmd.log, "past maxmemory_clients");
 	run_attack("3 x 300 pipelined BF.SCANDUMPs", attack_scandump, 2000, filter_mib, 16);
-	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	int now = daemon_log_count(shmd.log, "past maxmemory_clients");
 	printf("    clients closed for memory: %d\n", now - evicted);
 	print_eviction();
 	assert_true(now - evicted >= 1);
 
 	/* A client that reads its replies gets every one of a pipeline of 40. */
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	const char *argv[] = { "BF.SCANDUMP", "big", NULL };
 	char it[32];
@@ -510,7 +510,7 @@ static int attack_multi(void)
 		memcpy(req + n, "$1\r\nx\r\n", 7);
 	int fds[4];
 	for (int c = 0; c < 4; c++) {
-		fds[c] = sock_unix_connect(sock_path);
+		fds[c] = sock_unix_connect(shmd.sock);
 		if (fds[c] < 0)
 			return 10;
 		sock_send_quiet(fds[c], "*1\r\n$5\r\nMULTI\r\n", 15);
@@ -531,14 +531,14 @@ static void test_multi(void **state)
 {
 	(void)state;
 	start_shmd();
-	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
+	int evicted = daemon_log_count(shmd.log, "past maxmemory_clients");
 	run_attack("4 x MULTI and 1,000 BF.MADDs of 10,000 items", attack_multi, 1000, 0, 16);
-	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	int now = daemon_log_count(shmd.log, "past maxmemory_clients");
 	printf("    clients closed for memory: %d\n", now - evicted);
 	print_eviction();
 	assert_true(now - evicted >= 1);
 	/* One connection alone: refused past the queue's bound, the reason named. */
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	enum { ITEMS = 10000 };
 	size_t cap = 64 + ITEMS * 7, n;
@@ -579,7 +579,7 @@ static int attack_names(void)
 	char *v = malloc(big);
 	memset(v, 'a', big);
 	for (int c = 0; c < 40; c++) {
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		if (fd < 0)
 			return 10;
 		const char *a1[] = { "CLIENT", "SETINFO", "LIB-NAME", v };
@@ -623,7 +623,7 @@ static int attack_reserved(void)
 	char hdr[64];
 	int h = sprintf(hdr, "$%zu\r\n", arg);
 	for (int c = 0; c < 3; c++) {
-		int fd = sock_unix_connect(sock_path);
+		int fd = sock_unix_connect(shmd.sock);
 		if (fd < 0)
 			return 10;
 		if (c == 2)
@@ -651,8 +651,8 @@ static void test_reserved(void **state)
 	/* Root, in the kept slot, pipelines 30 dumps (120 MiB of replies)
 	 * and reads nothing for a second: its 64 MiB and the user's 72 pass
 	 * the total. One of the user's goes, though root's holds more. */
-	int evicted = daemon_log_count(logpath, "past maxmemory_clients");
-	int fd = sock_unix_connect(sock_path);
+	int evicted = daemon_log_count(shmd.log, "past maxmemory_clients");
+	int fd = sock_unix_connect(shmd.sock);
 	assert_true(fd >= 0);
 	const char *argv[] = { "BF.SCANDUMP", "big", NULL };
 	char it[32];
@@ -661,7 +661,7 @@ static void test_reserved(void **state)
 	for (int i = 0; i < 30; i++)
 		resp_send(fd, 3, argv, NULL);
 	sleep(1);
-	int now = daemon_log_count(logpath, "past maxmemory_clients");
+	int now = daemon_log_count(shmd.log, "past maxmemory_clients");
 	printf("    clients closed for memory: %d\n", now - evicted);
 	print_eviction();
 	size_t cap = 5u << 20, len;
@@ -672,7 +672,7 @@ static void test_reserved(void **state)
 	free(buf);
 	close(fd);
 	assert_int_equal(now - evicted, 1);
-	assert_null(strstr(daemon_read_file(logpath), "(uid 0)")); /* never root's */
+	assert_null(strstr(daemon_read_file(shmd.log), "(uid 0)")); /* never root's */
 	assert_int_equal(attacker_stop(&a), 0);
 	stop_shmd();
 }
@@ -686,7 +686,7 @@ static char too_large_line[300]; /* the child's */
  * 16 MiB, whose reply fits, answered whole. */
 static int ask_too_large(void)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	if (fd < 0)
 		return 10;
 	enum { N = 100000 };
@@ -719,7 +719,7 @@ static int ask_too_large(void)
 	/* A header hiredis refuses (a leading zero) after the guard took it:
 	 * hiredis frees its buffer, and counting what the reader holds must
 	 * not read it (shmd crashed so while this test was written). */
-	fd = sock_unix_connect(sock_path);
+	fd = sock_unix_connect(shmd.sock);
 	if (fd < 0)
 		return 14;
 	sock_send_all(fd, "*01\r\n$4\r\nPING\r\n", 15);
@@ -734,7 +734,7 @@ static void test_too_large(void **state)
 	(void)state;
 	start_shmd();
 	assert_int_equal(users_run_as(user_name, ask_too_large), 0);
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	char line[64];
 	assert_true(fd >= 0);
 	sock_send_all(fd, PING, strlen(PING));
@@ -745,24 +745,20 @@ static void test_too_large(void **state)
 
 /* ---- Setup ------------------------------------------------------------------- */
 
+/* The local user and its group. */
+static int make_users(void)
+{
+	if (users_make_group("shmmlg", group_name, sizeof(group_name), &group_gid) < 0 ||
+	    users_make_user("shmmlu", user_name, sizeof(user_name), &user_uid, group_name, NULL) < 0)
+		return -1;
+	return 0;
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "test-memlimits needs root (it creates a user and runs shmd as root)\n");
+	if (daemon_dir_make_as_root(&shmd, "test-memlimits", make_users, "memlim", INSTANCE) < 0)
 		return -1;
-	}
-	if (users_make_group("shmmlg", group_name, sizeof(group_name), &group_gid) < 0 ||
-	    users_make_user("shmmlu", user_name, sizeof(user_name), &user_uid, group_name, NULL) < 0) {
-		fprintf(stderr, "cannot create the test user and group\n");
-		return -1;
-	}
-	/* As /run/shmd: others may pass to the socket. */
-	if (daemon_rundir_make(root, sizeof(root), "memlim") < 0 || chmod(root, 0755) < 0)
-		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (SANITIZED) {
@@ -778,11 +774,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (daemon_pid > 0) {
-		daemon_log_tail(logpath, 20);
-		daemon_stop(daemon_pid, SIGKILL);
-	}
-	int rc = daemon_rundir_remove(root);
+	if (daemon_pid > 0)
+		daemon_log_tail(shmd.log, 20);
+	int rc = daemon_dir_remove(&shmd, &daemon_pid, SIGKILL);
 	users_remove();
 	return rc;
 }

@@ -52,7 +52,7 @@
 
 #define INSTANCE "pm"
 static const char *shmd_path;
-static char root[64], conf[128], logpath[128], sock_path[100], idir[128];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
 static char group_name[32], member_name[32], outsider_name[32];
 static gid_t group_gid;
 static uid_t member_uid, outsider_uid;
@@ -78,12 +78,12 @@ static int make_users(void)
 
 static int connect_sock(void)
 {
-	return sock_unix_connect(sock_path);
+	return sock_unix_connect(shmd.sock);
 }
 
 static void start_shmd(void)
 {
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 static void stop_shmd(void)
@@ -111,22 +111,9 @@ static void call(int argc, const char *const *argv, char *reply, size_t cap)
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "test-permissions needs root (it creates users and runs shmd as root)\n");
+	if (daemon_dir_make_as_root(&shmd, "test-permissions", make_users, "perm", INSTANCE) < 0)
 		return -1;
-	}
-	if (make_users() < 0) {
-		fprintf(stderr, "cannot create the test users and group\n");
-		return -1;
-	}
-	if (daemon_rundir_make(root, sizeof(root), "perm") < 0 || chmod(root, 0755) < 0) /* as /run/shmd: others may
-											    pass */
-		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
-	snprintf(idir, sizeof(idir), "%s/%s", root, INSTANCE);
-	if (daemon_write_conf(conf,
+	if (daemon_write_conf(shmd.conf,
 			      "[instance]\nname = " INSTANCE "\ndir_mode = 0750\nsocket_mode = 0660\ngroup = %s\n"
 			      /* The member an admin (test-roles covers writers), so that
 			       * the file verbs run and open its files as itself. */
@@ -144,8 +131,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	stop_shmd();
-	int rc = daemon_rundir_remove(root);
+	int rc = daemon_dir_remove(&shmd, &daemon_pid, SIGTERM);
 	users_remove();
 	return rc;
 }
@@ -166,10 +152,10 @@ static void test_modes(void **state)
 {
 	(void)state;
 	char path[256];
-	assert_file(idir, S_IFDIR, 0750, 0, group_gid);
-	snprintf(path, sizeof(path), "%s/control", idir);
+	assert_file(shmd.idir, S_IFDIR, 0750, 0, group_gid);
+	snprintf(path, sizeof(path), "%s/control", shmd.idir);
 	assert_file(path, S_IFREG, 0640, 0, group_gid);
-	assert_file(sock_path, S_IFSOCK, 0660, 0, group_gid);
+	assert_file(shmd.sock, S_IFSOCK, 0660, 0, group_gid);
 	static const struct {
 		const char *name;
 		unsigned mode;
@@ -187,7 +173,7 @@ static void test_modes(void **state)
 	assert_file(path, S_IFREG, 0640, 0, group_gid);
 	/* A rotation or a swap keeps the mode: the next generation of rw. */
 	char file[128];
-	snprintf(file, sizeof(file), "%s/rw.snap", root);
+	snprintf(file, sizeof(file), "%s/rw.snap", shmd.root);
 	const char *s1[] = { "SHMF.SNAPSHOT", "rw", file };
 	call(3, s1, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
@@ -249,17 +235,17 @@ static int member_checks(void)
 		return 17;
 	/* The socket: files are opened as this user, not as root. */
 	char reply[512], path[160];
-	snprintf(path, sizeof(path), "%s/secret.snap", root);
+	snprintf(path, sizeof(path), "%s/secret.snap", shmd.root);
 	const char *restore[] = { "SHMF.RESTORE", "stolen", path };
 	call(3, restore, reply, sizeof(reply));
 	if (strncmp(reply, "-ERR", 4) != 0 || strstr(reply, "Permission denied") == NULL)
 		return 18;
-	snprintf(path, sizeof(path), "%s/rootonly/mine.snap", root);
+	snprintf(path, sizeof(path), "%s/rootonly/mine.snap", shmd.root);
 	const char *snap[] = { "SHMF.SNAPSHOT", "ro", path };
 	call(3, snap, reply, sizeof(reply));
 	if (strncmp(reply, "-ERR", 4) != 0 || strstr(reply, "Permission denied") == NULL)
 		return 19;
-	snprintf(path, sizeof(path), "%s/open/mine.snap", root);
+	snprintf(path, sizeof(path), "%s/open/mine.snap", shmd.root);
 	const char *snap2[] = { "SHMF.SNAPSHOT", "ro", path };
 	call(3, snap2, reply, sizeof(reply));
 	if (strcmp(reply, "+OK\r\n") != 0) {
@@ -278,14 +264,14 @@ static void test_users(void **state)
 	char path[160], reply[256];
 	/* A snapshot only root may read, a directory only root may write to,
 	 * and one the member may write to. */
-	snprintf(path, sizeof(path), "%s/secret.snap", root);
+	snprintf(path, sizeof(path), "%s/secret.snap", shmd.root);
 	const char *snap[] = { "SHMF.SNAPSHOT", "priv", path };
 	call(3, snap, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
 	assert_file(path, S_IFREG, 0600, 0, 0);
-	snprintf(path, sizeof(path), "%s/rootonly", root);
+	snprintf(path, sizeof(path), "%s/rootonly", shmd.root);
 	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/open", root);
+	snprintf(path, sizeof(path), "%s/open", shmd.root);
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(chown(path, member_uid, (gid_t)-1), 0);
 
@@ -296,7 +282,7 @@ static void test_users(void **state)
 	if (rc != 0)
 		fail_msg("a member of the group: check %d failed (see member_checks)", rc);
 	/* Nothing the member was refused happened. */
-	snprintf(path, sizeof(path), "%s/rootonly/mine.snap", root);
+	snprintf(path, sizeof(path), "%s/rootonly/mine.snap", shmd.root);
 	assert_int_not_equal(access(path, F_OK), 0);
 	shmf_t *f;
 	assert_int_equal(shmf_open(INSTANCE, "stolen", SHMF_RDONLY, &f), SHMF_E_NOTFOUND);
@@ -433,13 +419,13 @@ static void test_planted(void **state)
 	char path[256], saved[300], cmd[1024];
 	fixture_client_data_path(INSTANCE, "ro", path, sizeof(path));
 	plant(path, NULL, "data file");
-	snprintf(path, sizeof(path), "%s/control", idir);
+	snprintf(path, sizeof(path), "%s/control", shmd.idir);
 	plant(path, "/etc/passwd", "control file");
 
 	/* A restarted shmd does not take a planted data file either: it
 	 * removes one that no filter names ... */
 	stop_shmd();
-	snprintf(path, sizeof(path), "%s/evil.99.data", idir);
+	snprintf(path, sizeof(path), "%s/evil.99.data", shmd.idir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
 	assert_true(fd >= 0);
 	assert_int_equal(fchown(fd, outsider_uid, outsider_uid), 0);
@@ -450,7 +436,7 @@ static void test_planted(void **state)
 	assert_int_equal(run(cmd), 0);
 	start_shmd();
 	assert_int_not_equal(access(path, F_OK), 0);
-	snprintf(cmd, sizeof(cmd), "grep -q 'filter .rw.*untrusted owner.*slot cleared, files left' %s", logpath);
+	snprintf(cmd, sizeof(cmd), "grep -q 'filter .rw.*untrusted owner.*slot cleared, files left' %s", shmd.log);
 	assert_int_equal(run(cmd), 0);
 	char now[256];
 	fixture_client_data_path(INSTANCE, "rw", now, sizeof(now)); /* a new generation, owned by root */
@@ -462,11 +448,11 @@ static void test_planted(void **state)
 
 	/* The instance directory owned by another user: clients and shmd refuse it. */
 	stop_shmd();
-	assert_int_equal(chown(idir, outsider_uid, (gid_t)-1), 0);
+	assert_int_equal(chown(shmd.idir, outsider_uid, (gid_t)-1), 0);
 	expect_open("ro", SHMF_E_OWNER, "instance directory owned by another user");
 	char owner_log[160], msg[1024] = "";
-	snprintf(owner_log, sizeof(owner_log), "%s.owner", logpath);
-	pid_t pid = daemon_spawn(shmd_path, conf, owner_log);
+	snprintf(owner_log, sizeof(owner_log), "%s.owner", shmd.log);
+	pid_t pid = daemon_spawn(shmd_path, shmd.conf, owner_log);
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
@@ -476,7 +462,7 @@ static void test_planted(void **state)
 	fclose(lf);
 	if (strstr(msg, "untrusted owner") == NULL)
 		fail_msg("shmd on a directory another user owns said: %s", msg);
-	assert_int_equal(chown(idir, 0, (gid_t)-1), 0);
+	assert_int_equal(chown(shmd.idir, 0, (gid_t)-1), 0);
 	start_shmd();
 	expect_open("ro", 0, "instance directory owned by root again");
 }
@@ -523,7 +509,7 @@ static void test_names(void **state)
 		call(3, add, reply, sizeof(reply));
 		assert_int_equal(strncmp(reply, "-ERR", 4), 0);
 		char file[128];
-		snprintf(file, sizeof(file), "%s/x.snap", root);
+		snprintf(file, sizeof(file), "%s/x.snap", shmd.root);
 		const char *restore[] = { "SHMF.RESTORE", sock_bad[i], file };
 		call(3, restore, reply, sizeof(reply));
 		assert_int_equal(strncmp(reply, "-ERR", 4), 0);
@@ -542,11 +528,12 @@ static void test_names(void **state)
 	assert_non_null(strstr(reply, "absolute"));
 	/* Nothing named evil anywhere under the runtime root or in /tmp. */
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "test -z \"$(find %s /tmp /dev/shm -maxdepth 3 -name '*evil*' 2>/dev/null)\"", root);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find %s /tmp /dev/shm -maxdepth 3 -name '*evil*' 2>/dev/null)\"",
+		 shmd.root);
 	assert_int_equal(run(cmd), 0);
 	/* And in the configuration. */
 	char badconf[160];
-	snprintf(badconf, sizeof(badconf), "%s/bad.conf", root);
+	snprintf(badconf, sizeof(badconf), "%s/bad.conf", shmd.root);
 	assert_int_equal(daemon_write_conf(badconf, "[instance]\nname = other\n[filter ../escape]\ncapacity = 10\n"),
 			 0);
 	snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1 | grep -q \"invalid filter name '../escape'\"", shmd_path,

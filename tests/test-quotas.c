@@ -45,19 +45,19 @@
 #define INSTANCE "qt"
 #define QUOTA    (2u << 20)
 static const char *shmd_path;
-static char root[64], conf[128], logpath[128], sock_path[100], idir[128];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
 static char g_client[32], u_writer[32];
 static pid_t daemon_pid;
 
 static void start_shmd(void)
 {
-	assert_int_equal(daemon_write_conf(conf,
+	assert_int_equal(daemon_write_conf(shmd.conf,
 					   "[instance]\nname = " INSTANCE "\nsocket_mode = 0660\ngroup = %s\n"
 					   "[roles]\nwriter_create = yes\nwriter_max_filter_bytes = 2m\n"
 					   "writer_max_total_bytes = 64m\n",
 					   g_client),
 			 0);
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 /* SIGTERM: a clean exit, status 0 (under the sanitizers, an error found
@@ -67,7 +67,7 @@ static void stop_shmd(void)
 	int st = daemon_pid > 0 ? daemon_stop(daemon_pid, SIGTERM) : 0;
 	daemon_pid = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("shmd exited with wait status %d on SIGTERM; its log: %s", st, daemon_read_file(logpath));
+		fail_msg("shmd exited with wait status %d on SIGTERM; its log: %s", st, daemon_read_file(shmd.log));
 }
 
 /* One request on connection @p fd; the first line of its reply in @p reply. */
@@ -80,7 +80,7 @@ static void request_on(int fd, int argc, const char *const *argv, char *reply, s
 /* One request on a new unix connection (as whoever runs this). */
 static void request(int argc, const char *const *argv, char *reply, size_t cap)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	reply[0] = '\0';
 	if (fd < 0) {
 		snprintf(reply, cap, "(cannot connect: %s)", strerror(-fd));
@@ -97,14 +97,14 @@ static void request(int argc, const char *const *argv, char *reply, size_t cap)
 /* Bytes the files of the instance directory take. */
 static uint64_t instance_bytes(void)
 {
-	DIR *d = opendir(idir);
+	DIR *d = opendir(shmd.idir);
 	assert_non_null(d);
 	struct dirent *e;
 	uint64_t bytes = 0;
 	while ((e = readdir(d)) != NULL) {
 		char p[512];
 		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", idir, e->d_name);
+		snprintf(p, sizeof(p), "%s/%s", shmd.idir, e->d_name);
 		if (e->d_name[0] != '.' && stat(p, &st) == 0)
 			bytes += (uint64_t)st.st_blocks * 512;
 	}
@@ -122,22 +122,20 @@ static uint64_t shmd_rss(void)
 	return p != NULL ? strtoull(p + 6, NULL, 10) * 1024 : 0;
 }
 
-static int setup(void **state)
+/* The writer, a member of the client group. */
+static int make_users(void)
 {
-	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "test-quotas needs root (it creates a user and runs shmd as root)\n");
-		return -1;
-	}
 	if (users_make_group("shmqc", g_client, sizeof(g_client), NULL) < 0 ||
 	    users_make_user("shmqw", u_writer, sizeof(u_writer), NULL, g_client, NULL) < 0)
 		return -1;
-	if (daemon_rundir_make(root, sizeof(root), "quotas") < 0 || chmod(root, 0755) < 0)
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (daemon_dir_make_as_root(&shmd, "test-quotas", make_users, "quotas", INSTANCE) < 0)
 		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
-	snprintf(idir, sizeof(idir), "%s/%s", root, INSTANCE);
 	start_shmd();
 	return 0;
 }
@@ -145,8 +143,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	stop_shmd();
-	int rc = daemon_rundir_remove(root);
+	stop_shmd(); /* SIGTERM, its exit status checked; daemon_pid 0 after */
+	int rc = daemon_dir_remove(&shmd, &daemon_pid, SIGTERM);
 	users_remove();
 	return rc;
 }
@@ -161,7 +159,7 @@ static int teardown(void **state)
  */
 static int add_until_full(const char *verb, const char *name, const char *prefix, int max, char *refusal, size_t cap)
 {
-	int fd = sock_unix_connect(sock_path);
+	int fd = sock_unix_connect(shmd.sock);
 	if (fd < 0)
 		return -1;
 	char key[32], reply[2048];
@@ -194,8 +192,7 @@ static int writer_growth(void)
 	if (strcmp(reply, "+OK\r\n") != 0)
 		return fprintf(stderr, "  BF.RESERVE wb: %s\n", reply), 1;
 	int added = add_until_full("BF.ADD", "wb", "key", 6000, refusal, sizeof(refusal));
-	if (added < 1400 || added > 1600 ||
-	    strncmp(refusal, "-ERR Filter is full: filter 'wb' was made by a writer", 53) ||
+	if (added < 1400 || added > 1600 || strncmp(refusal, "-Filter is full: filter 'wb' was made by a writer", 49) ||
 	    !strstr(refusal, "[roles] writer_max_filter_bytes = 2097152 binds it for its whole life") ||
 	    !strstr(refusal, "growing its layer 1 of "))
 		f++, fprintf(stderr, "  Bloom: %d keys added, then: %s\n", added, refusal);
@@ -216,14 +213,14 @@ static int writer_growth(void)
 	if (absent[0] == '\0')
 		return fprintf(stderr, "  Bloom: no key of 1,000 answered absent\n"), f + 1;
 	REQ(reply, "BF.MADD", "wb", "key-1", absent);
-	if (strncmp(reply, "*2\r\n:0\r\n-ERR Filter is full: filter 'wb'", 38) != 0)
+	if (strncmp(reply, "*2\r\n:0\r\n-Filter is full: filter 'wb'", 36) != 0)
 		f++, fprintf(stderr, "  Bloom: BF.MADD: %s\n", reply);
 	/* The same for a cuckoo filter (its second layer: 33 million keys). */
 	REQ(reply, "CF.RESERVE", "wc", "1000", "EXPANSION", "32768", "MODE", "0660");
 	if (strcmp(reply, "+OK\r\n") != 0)
 		return fprintf(stderr, "  CF.RESERVE wc: %s\n", reply), f + 1;
 	added = add_until_full("CF.ADD", "wc", "key", 6000, refusal, sizeof(refusal));
-	if (added < 900 || strncmp(refusal, "-ERR Filter is full: filter 'wc' was made by a writer", 53) ||
+	if (added < 900 || strncmp(refusal, "-Filter is full: filter 'wc' was made by a writer", 49) ||
 	    !strstr(refusal, "writer_max_filter_bytes = 2097152"))
 		f++, fprintf(stderr, "  cuckoo: %d keys added, then: %s\n", added, refusal);
 	return f;
@@ -255,11 +252,11 @@ static void test_growth(void **state)
 	 * its own heap for the requests (the sanitizers' bookkeeping adds
 	 * about 2 MB): under twice the quota, where an 82 MB layer was made. */
 	assert_true(rss1 < rss0 + 2 * QUOTA);
-	assert_true(daemon_log_count(logpath, "filter 'wb' was made by a writer") >= 1);
+	assert_true(daemon_log_count(shmd.log, "filter 'wb' was made by a writer") >= 1);
 	/* The record is shmd's own: 0600, root's. */
 	char path[192];
 	struct stat st;
-	snprintf(path, sizeof(path), "%s/shmd-owners", idir);
+	snprintf(path, sizeof(path), "%s/shmd-owners", shmd.idir);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_int_equal(st.st_uid, 0);
@@ -310,7 +307,7 @@ static void test_replace(void **state)
 	/* Swap and restore: a 3.6 MB filter's snapshot. */
 	REQ(reply, "BF.RESERVE", "adminbig", "0.01", "3000000");
 	assert_string_equal(reply, "+OK\r\n");
-	snprintf(path, sizeof(path), "%s/big.snap", root);
+	snprintf(path, sizeof(path), "%s/big.snap", shmd.root);
 	REQ(reply, "SHMF.SNAPSHOT", "adminbig", path);
 	assert_string_equal(reply, "+OK\r\n");
 	REQ(reply, "SHMF.SWAP", "wr", path, "RESHAPE");
@@ -323,7 +320,7 @@ static void test_replace(void **state)
 	assert_int_equal(capacity_of("wr"), 2000);
 	/* A file within the quota swaps in. */
 	REQ(reply, "BF.RESERVE", "adminsmall", "0.01", "5000");
-	snprintf(path, sizeof(path), "%s/small.snap", root);
+	snprintf(path, sizeof(path), "%s/small.snap", shmd.root);
 	REQ(reply, "SHMF.SNAPSHOT", "adminsmall", path);
 	assert_string_equal(reply, "+OK\r\n");
 	REQ(reply, "SHMF.SWAP", "wr", path, "RESHAPE");
@@ -333,7 +330,7 @@ static void test_replace(void **state)
 	REQ(reply, "SHMF.DROP", "wr");
 	assert_string_equal(reply, "+OK\r\n");
 	char owners[192];
-	snprintf(owners, sizeof(owners), "%s/shmd-owners", idir);
+	snprintf(owners, sizeof(owners), "%s/shmd-owners", shmd.idir);
 	char *text = daemon_read_file(owners);
 	assert_true(text == NULL || strstr(text, "wr uid ") == NULL);
 	REQ(reply, "BF.RESERVE", "wr", "0.01", "1000");
@@ -361,18 +358,18 @@ static void test_host(void **state)
 	/* At half the capacity the tick tries the next layer: refused. */
 	int logged = 0;
 	for (int i = 0; i < 200 && !logged; i++, usleep(50000))
-		logged = daemon_log_count(logpath, "filter 'hostbig': layer 1 needs ") > 0;
+		logged = daemon_log_count(shmd.log, "filter 'hostbig': layer 1 needs ") > 0;
 	if (!logged)
-		fail_msg("no refusal of the layer logged: %s", daemon_read_file(logpath));
-	assert_true(daemon_log_count(logpath, "more memory than this host has") > 0 ||
-		    daemon_log_count(logpath, "has free") > 0);
+		fail_msg("no refusal of the layer logged: %s", daemon_read_file(shmd.log));
+	assert_true(daemon_log_count(shmd.log, "more memory than this host has") > 0 ||
+		    daemon_log_count(shmd.log, "has free") > 0);
 	for (int i = 600000; i < 1100000; i++) {
 		int n = snprintf(key, sizeof(key), "h%d", i);
 		assert_true(shmf_add(f, key, (size_t)n) >= 0);
 	}
 	shmf_close(f);
 	REQ(reply, "BF.ADD", "hostbig", "brand-new-key");
-	if (strncmp(reply, "-ERR Filter is full: filter 'hostbig': layer 1 needs ", 53) != 0)
+	if (strncmp(reply, "-Filter is full: filter 'hostbig': layer 1 needs ", 49) != 0)
 		fail_msg("an add past the last layer: %s", reply);
 	assert_true(instance_bytes() - bytes0 < (16u << 20));
 	REQ(reply, "PING");

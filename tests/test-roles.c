@@ -60,7 +60,7 @@
 
 #define INSTANCE "rl"
 static const char *shmd_path;
-static char root[64], conf[128], logpath[128], sock_path[100], idir[128];
+static struct daemon_dir shmd; /* shmd's runtime directory and files */
 /* Groups: the client group, admin_group, a team a filter names, and the
  * group of the restart. Users: a writer (client group), an admin (admin
  * group and client group: the socket is the client group's), a team member
@@ -94,7 +94,7 @@ static int make_users(void)
  * @p roles_extra, the filters and the TCP users. */
 static void write_conf(const char *group, const char *roles_extra)
 {
-	int rc = daemon_write_conf(conf,
+	int rc = daemon_write_conf(shmd.conf,
 				   "[instance]\nname = " INSTANCE "\ndir_mode = 0750\nsocket_mode = 0660\ngroup = %s\n"
 				   "[roles]\nadmin_group = %s\n%s"
 				   "[tcp]\nenabled = yes\nport = %d\nrequirepass = adminpw\n"
@@ -113,7 +113,7 @@ static void write_conf(const char *group, const char *roles_extra)
 
 static void start_shmd(void)
 {
-	daemon_pid = daemon_start(shmd_path, conf, sock_path, logpath);
+	daemon_pid = daemon_start(shmd_path, shmd.conf, shmd.sock, shmd.log);
 }
 
 static void stop_shmd(void)
@@ -136,7 +136,7 @@ static void restart_shmd(const char *group, const char *roles_extra)
  * not NULL); the first line of its reply in @p reply. */
 static void request(const char *const *argv, int argc, const char *const *auth, int nauth, char *reply, size_t cap)
 {
-	int fd = auth != NULL ? sock_tcp_connect(tcp_port) : sock_unix_connect(sock_path);
+	int fd = auth != NULL ? sock_tcp_connect(tcp_port) : sock_unix_connect(shmd.sock);
 	reply[0] = '\0';
 	if (fd < 0) {
 		snprintf(reply, cap, "(cannot connect: %s)", strerror(-fd));
@@ -193,7 +193,7 @@ static void assert_as(const char *user, int (*fn)(void), const char *what)
 /* Files in the instance directory and their bytes. */
 static int instance_files(uint64_t *bytes)
 {
-	DIR *d = opendir(idir);
+	DIR *d = opendir(shmd.idir);
 	assert_non_null(d);
 	struct dirent *e;
 	int n = 0;
@@ -201,7 +201,7 @@ static int instance_files(uint64_t *bytes)
 	while ((e = readdir(d)) != NULL) {
 		char p[512];
 		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", idir, e->d_name);
+		snprintf(p, sizeof(p), "%s/%s", shmd.idir, e->d_name);
 		if (e->d_name[0] != '.' && stat(p, &st) == 0) {
 			n++;
 			*bytes += (uint64_t)st.st_blocks * 512;
@@ -215,7 +215,7 @@ static int instance_files(uint64_t *bytes)
  * instance directory holds no others: shmd removes what no slot names). */
 static int data_files(const char *name, char paths[][256], int max)
 {
-	DIR *d = opendir(idir);
+	DIR *d = opendir(shmd.idir);
 	assert_non_null(d);
 	struct dirent *e;
 	int n = 0;
@@ -224,7 +224,7 @@ static int data_files(const char *name, char paths[][256], int max)
 		size_t l = strlen(e->d_name);
 		if (strncmp(e->d_name, name, nl) == 0 && e->d_name[nl] == '.' && l > 5 &&
 		    strcmp(e->d_name + l - 5, ".data") == 0)
-			snprintf(paths[n++], 256, "%s/%s", idir, e->d_name);
+			snprintf(paths[n++], 256, "%s/%s", shmd.idir, e->d_name);
 	}
 	closedir(d);
 	return n;
@@ -243,20 +243,8 @@ static unsigned mode_of(const char *path, gid_t *gid)
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "test-roles needs root (it creates users and runs shmd as root)\n");
+	if (daemon_dir_make_as_root(&shmd, "test-roles", make_users, "roles", INSTANCE) < 0)
 		return -1;
-	}
-	if (make_users() < 0) {
-		fprintf(stderr, "cannot create the test users and groups\n");
-		return -1;
-	}
-	if (daemon_rundir_make(root, sizeof(root), "roles") < 0 || chmod(root, 0755) < 0)
-		return -1;
-	snprintf(conf, sizeof(conf), "%s/shmd.conf", root);
-	snprintf(logpath, sizeof(logpath), "%s/shmd.log", root);
-	snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", root, INSTANCE);
-	snprintf(idir, sizeof(idir), "%s/%s", root, INSTANCE);
 	tcp_port = sock_free_port();
 	write_conf(g_client, "");
 	start_shmd();
@@ -266,8 +254,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	stop_shmd();
-	int rc = daemon_rundir_remove(root);
+	int rc = daemon_dir_remove(&shmd, &daemon_pid, SIGTERM);
 	users_remove();
 	return rc;
 }
@@ -336,15 +323,15 @@ static void test_writer(void **state)
 {
 	(void)state;
 	char reply[512];
-	snprintf(snap_path, sizeof(snap_path), "%s/rw.snap", root);
+	snprintf(snap_path, sizeof(snap_path), "%s/rw.snap", shmd.root);
 	const char *snap[] = { "SHMF.SNAPSHOT", "rw", snap_path };
 	request(snap, 3, NULL, 0, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
 	assert_int_equal(chmod(snap_path, 0644), 0);
-	snprintf(writer_dir, sizeof(writer_dir), "%s/writer", root);
+	snprintf(writer_dir, sizeof(writer_dir), "%s/writer", shmd.root);
 	assert_int_equal(mkdir(writer_dir, 0777), 0);
 	assert_int_equal(chmod(writer_dir, 0777), 0);
-	int before = daemon_log_count(logpath, "refused: ");
+	int before = daemon_log_count(shmd.log, "refused: ");
 	uint64_t bytes_before, bytes_after;
 	int files_before = instance_files(&bytes_before);
 
@@ -365,12 +352,12 @@ static void test_writer(void **state)
 	assert_int_not_equal(access(path, F_OK), 0);
 	assert_int_equal(instance_files(&bytes_after), files_before);
 	assert_true(bytes_after == bytes_before);
-	int logged = daemon_log_count(logpath, "refused: ") - before;
+	int logged = daemon_log_count(shmd.log, "refused: ") - before;
 	/* The adds that would have created a filter answer "not found", as
 	 * RedisBloom does with auto-create off: not a refusal, not logged. */
 	if (logged < 19)
 		fail_msg("%d refusals logged, want one for each of the 19 refused requests", logged);
-	assert_true(daemon_log_count(logpath, "refused: shmf.drop needs the admin role; this connection (uid ") >= 2);
+	assert_true(daemon_log_count(shmd.log, "refused: shmf.drop needs the admin role; this connection (uid ") >= 2);
 }
 
 /* ---- An admin: a member of admin_group ----------------------------------- */
@@ -487,12 +474,12 @@ static void test_quotas(void **state)
 	 * (shmd-owners), nothing of the refused ones. */
 	assert_int_equal(instance_files(&bytes_after), files_before + 2);
 	assert_true(bytes_after - bytes_before < (1u << 20));
-	assert_true(daemon_log_count(logpath, "over the writers' quota writer_max_filter_bytes") >= 2);
+	assert_true(daemon_log_count(shmd.log, "over the writers' quota writer_max_filter_bytes") >= 2);
 	restart_shmd(g_client, "writer_create = yes\nwriter_max_filter_bytes = 1m\nwriter_max_total_bytes = 4k\n");
 	files_before = instance_files(&bytes_before);
 	assert_as(u_writer, total_checks, "writer_create = yes, the instance over writer_max_total_bytes");
 	assert_int_equal(instance_files(&bytes_after), files_before);
-	assert_true(daemon_log_count(logpath, "over the writers' quota writer_max_total_bytes") >= 1);
+	assert_true(daemon_log_count(shmd.log, "over the writers' quota writer_max_total_bytes") >= 1);
 	restart_shmd(g_client, "");
 	const char *drop[] = { "SHMF.DROP", "wmade" };
 	char reply[256];
@@ -570,7 +557,7 @@ static void test_swap(void **state)
 {
 	(void)state;
 	char path[160], reply[1024];
-	snprintf(path, sizeof(path), "%s/cu.snap", root);
+	snprintf(path, sizeof(path), "%s/cu.snap", shmd.root);
 	const char *snap[] = { "SHMF.SNAPSHOT", "cu", path };
 	request(snap, 3, NULL, 0, reply, sizeof(reply));
 	assert_string_equal(reply, "+OK\r\n");
@@ -648,29 +635,29 @@ static void test_restart_group(void **state)
 	(void)state;
 	char ctl[200], data[256];
 	gid_t g;
-	snprintf(ctl, sizeof(ctl), "%s/control", idir);
+	snprintf(ctl, sizeof(ctl), "%s/control", shmd.idir);
 	fixture_client_data_path(INSTANCE, "ro", data, sizeof(data));
 	stop_shmd();
 	/* Wrong modes too, as an operator's chmod might leave them. */
-	assert_int_equal(chmod(idir, 0700), 0);
+	assert_int_equal(chmod(shmd.idir, 0700), 0);
 	assert_int_equal(chmod(ctl, 0600), 0);
-	int before = daemon_log_count(logpath, "permissions: ");
+	int before = daemon_log_count(shmd.log, "permissions: ");
 	write_conf(g_other, "");
 	start_shmd();
-	assert_int_equal(mode_of(idir, &g), 0750);
+	assert_int_equal(mode_of(shmd.idir, &g), 0750);
 	assert_int_equal(g, gid_other);
 	assert_int_equal(mode_of(ctl, &g), 0640);
 	assert_int_equal(g, gid_other);
-	assert_int_equal(mode_of(sock_path, &g), 0660);
+	assert_int_equal(mode_of(shmd.sock, &g), 0660);
 	assert_int_equal(g, gid_other);
 	assert_int_equal(mode_of(data, &g), 0640);
 	assert_int_equal(g, gid_other);
 	char want[300];
-	snprintf(want, sizeof(want), "permissions: %s: group %s -> %s", idir, g_client, g_other);
-	assert_int_equal(daemon_log_count(logpath, want), 1);
+	snprintf(want, sizeof(want), "permissions: %s: group %s -> %s", shmd.idir, g_client, g_other);
+	assert_int_equal(daemon_log_count(shmd.log, want), 1);
 	snprintf(want, sizeof(want), "permissions: %s: mode 0600 -> 0640", ctl);
-	assert_int_equal(daemon_log_count(logpath, want), 1);
-	assert_true(daemon_log_count(logpath, "permissions: ") - before >= 6);
+	assert_int_equal(daemon_log_count(shmd.log, want), 1);
+	assert_true(daemon_log_count(shmd.log, "permissions: ") - before >= 6);
 	/* The writer is in no group of the instance now: it cannot connect. */
 	restart_shmd(g_client, "");
 	assert_int_equal(mode_of(data, &g), 0640);
@@ -683,7 +670,7 @@ static void test_restart_group(void **state)
 static void run_as(const char *user, const char *cmd, char *out, size_t cap)
 {
 	char line[2048], file[160];
-	snprintf(file, sizeof(file), "%s/out.txt", root);
+	snprintf(file, sizeof(file), "%s/out.txt", shmd.root);
 	struct passwd *pw = getpwnam(user);
 	assert_non_null(pw);
 	snprintf(line, sizeof(line), "setpriv --reuid=%u --regid=%u --init-groups sh -c '%s' >%s 2>&1",
@@ -701,19 +688,19 @@ static void test_messages(void **state)
 	char cmd[1024], out[4096];
 	/* A user in no group of the instance: shmctl says who it is, what the
 	 * socket allows and which setting decides. */
-	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR=%s %s -i %s ping", root, shmctl_path, INSTANCE);
+	snprintf(cmd, sizeof(cmd), "SHMF_RUNTIME_DIR=%s %s -i %s ping", shmd.root, shmctl_path, INSTANCE);
 	run_as(u_out, cmd, out, sizeof(out));
 	static const char *const want[] = { "permission denied for user", "(uid ", "mode 0660",
 					    "group in [instance] of shmd's configuration" };
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		if (strstr(out, want[i]) == NULL || strstr(out, sock_path) == NULL)
+		if (strstr(out, want[i]) == NULL || strstr(out, shmd.sock) == NULL)
 			fail_msg("shmctl on a socket it may not use said: %s (want [%s] and the path)", out, want[i]);
 	/* shmd as a user whose runtime directory holds an instance directory
 	 * it may not open (root's, 0700). */
 	char denied[160], inst[200];
 	struct passwd *pw = getpwnam(u_out);
 	assert_non_null(pw);
-	snprintf(denied, sizeof(denied), "%s/outsider", root);
+	snprintf(denied, sizeof(denied), "%s/outsider", shmd.root);
 	snprintf(inst, sizeof(inst), "%s/other", denied);
 	assert_int_equal(mkdir(denied, 0700), 0);
 	assert_int_equal(chown(denied, pw->pw_uid, pw->pw_gid), 0);

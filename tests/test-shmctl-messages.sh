@@ -136,8 +136,8 @@ for _ in $(seq 200); do [ -S "$SHMF_RUNTIME_DIR/default.sock" ] && break; sleep 
 echo k >"$ROOT/keys.txt"
 "$SHMCTL" snapshot bf "$ROOT/bf.snap" >/dev/null || fail "snapshot bf"
 msg refusal 2 "create: filter 'bf' exists already \(bloom, capacity 1000, error rate 0.01, [0-9]+ bytes, mode 0640\): see it with 'shmctl info bf'; to make it anew, 'shmctl drop bf' first" -- create bf --capacity 10 --fpr 0.1
-msg refusal 2 "create: .*capacity should be larger than 0" -- create z --capacity 0 --fpr 0.1
-msg refusal 2 "create: .*0 < error rate range < 1" -- create z --capacity 10 --fpr 2
+msg refusal 2 "create: .*capacity must be in the range" -- create z --capacity 0 --fpr 0.1
+msg refusal 2 "create: .*error rate must be in the range" -- create z --capacity 10 --fpr 2
 msg refusal 2 "create: invalid filter name 'a/b'" -- create a/b --capacity 10 --fpr 0.1
 msg refusal 2 "create: bad MODE '0666'" -- create z --capacity 10 --fpr 0.1 --mode 0666
 msg refusal 2 "create: bad WINDOW '5w'" -- create z --capacity 10 --fpr 0.1 --window 5w

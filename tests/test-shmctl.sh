@@ -65,10 +65,10 @@ expect 0 '^k +[0-9]+$' '' -- info default
 # create, with its checks
 expect 0 "^created filter 'clicks': bloom, capacity 50000, error rate 0.001, [0-9]+ bytes, mode 0660$" '' -- create clicks --capacity 50000 --fpr 0.001 --mode 0660
 expect 2 '' "create: filter 'clicks' exists already \\(bloom, capacity 50000.*'shmctl info clicks'.*'shmctl drop clicks'" -- create clicks --capacity 50000 --fpr 0.001
-expect 2 '' 'capacity should be larger than 0' -- create other --capacity 0 --fpr 0.01
+expect 2 '' 'capacity must be in the range' -- create other --capacity 0 --fpr 0.01
 expect 2 '' "filter 'other': capacity 1000000000000000000 at error rate 0.01 needs more memory than this host has" -- create other --capacity 1000000000000000000 --fpr 0.01
-expect 2 '' '0 < error rate range < 1' -- create other --capacity 10 --fpr 1
-expect 2 '' '0 < error rate range < 1' -- create other --capacity 10 --fpr 0
+expect 2 '' 'error rate must be in the range' -- create other --capacity 10 --fpr 1
+expect 2 '' 'error rate must be in the range' -- create other --capacity 10 --fpr 0
 expect 2 '' "invalid filter name '../x'" -- create ../x --capacity 10 --fpr 0.1
 expect 2 '' "invalid filter name 'a/b'" -- create a/b --capacity 10 --fpr 0.1
 expect 2 '' "invalid filter name ''" -- create '' --capacity 10 --fpr 0.1
@@ -78,7 +78,7 @@ expect 2 '' "create: missing --fpr P" -- create other --capacity 10
 expect 2 '' "unknown --type 'quotient' \(bloom or cuckoo\)" -- create other --type quotient --capacity 10 --fpr 0.1
 expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --max-kicks 9
 expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach" -- create other --type cuckoo --capacity 10 --fpr 0.00001
-expect 2 '' "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive." -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
+expect 2 '' "MAXITERATIONS: value must be in the range \[1, 65535\]" -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
 expect 2 '' "bucket-size applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --bucket-size 2
 expect 2 '' "BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
 expect 2 '' "a bucket of 8 fingerprints holds only 8-bit ones" -- create other --type cuckoo --capacity 100 --fpr 0.01 --bucket-size 8
@@ -94,7 +94,7 @@ expect 0 '^layer_count +3$' '' -- info grows
 expect 0 "^created filter 'refuses': bloom, capacity 10, error rate 0.01, [0-9]+ bytes, mode 0640, nonscaling$" '' -- create refuses --capacity 10 --fpr 0.01 --nonscaling
 expect 2 '' "create: --nonscaling applies to --type bloom only" -- create other --type cuckoo --capacity 10 --fpr 0.01 --nonscaling
 expect 2 '' "create: --nonscaling and --expansion" -- create other --capacity 10 --fpr 0.01 --nonscaling --expansion 2
-expect 2 '' "expansion should be greater or equal to 1|bad expansion" -- create other --capacity 10 --fpr 0.01 --expansion -1
+expect 2 '' "expansion must be in the range|bad expansion" -- create other --capacity 10 --fpr 0.01 --expansion -1
 expect 0 '^OK$' '' -- drop grows
 expect 0 '^OK$' '' -- drop refuses
 
@@ -147,6 +147,11 @@ expect 0 '^fingerprint_bits +16$' '' -- info push
 expect 0 '^bucket_size +4$' '' -- info push
 expect 0 '^max_kicks +300$' '' -- info push
 expect 0 '^type +cuckoo$' '' -- info push
+# shmctl's door keeps shmd's defaults (buckets of 4, 500 moves); CF.RESERVE's are RedisBloom's 2 and 20
+expect 0 "^created filter 'pushd': cuckoo" '' -- create pushd --type cuckoo --capacity 1000 --fpr 0.01
+expect 0 '^bucket_size +4$' '' -- info pushd
+expect 0 '^max_kicks +500$' '' -- info pushd
+expect 0 '^OK' '' -- drop pushd
 expect 0 '^3 keys added$' '' -- add push dev-1 dev-1 dev-2
 expect 0 '^2	dev-1$' '' -- count push dev-1
 expect 0 '^0	dev-3$' '' -- count push dev-3

@@ -114,93 +114,94 @@ static void write_file(const char *path, const void *buf, size_t len);
 static void reseal(void *buf);
 
 /*
- * A cuckoo filter of each bucket size, with copies and deletes, through a
- * snapshot file and a restore under another name: the file (version 3)
- * says the bucket size, and the copy has it, with every key, count, item
- * and delete. A swap between two sizes is a change of shape. Files of
- * version 2 (every cuckoo bucket of 4 then) read as buckets of 4; a bucket
- * size edited into a file, checksum resealed, is refused.
+ * A cuckoo filter of buckets of @p b fingerprints at rate @p fpr ("b<b>"),
+ * with copies and deletes, through a snapshot file and a restore under
+ * another name ("b<b>-copy"): the file (version 3) says the bucket size,
+ * and the copy has it, with every key, count, item and delete.
  */
-static void test_bucket_sizes(void **state)
+static void check_bucket_size_round_trip(uint32_t b, double fpr)
 {
-	(void)state;
-	static const struct {
-		uint32_t b;
-		double fpr;
-	} sizes[] = { { 1, 0.01 }, { 2, 0.05 }, { 4, 0.05 }, { 8, 0.1 } };
-	char path[512], other[512], err[SNAPSHOT_ERR_MAX], key[32];
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		char name[32], copy[32];
-		snprintf(name, sizeof(name), "b%u", sizes[i].b);
-		snprintf(copy, sizeof(copy), "b%u-copy", sizes[i].b);
-		fixture_cuckoo(&fx, name, 20000, sizes[i].fpr, sizes[i].b);
-		shmf_t *f = fixture_open(name, SHMF_RDWR);
-		add_keys(f, 1, 15000);
-		/* A second copy of some, and some deleted. In buckets of 1 a key's
-		 * two copies take both its buckets, and a second copy whose part
-		 * of the bucket graph already holds as many fingerprints as
-		 * buckets has nowhere to go: SHMF_E_FULL, nothing changed (0.6%
-		 * of such adds at this load, every one of them a part with more
-		 * fingerprints than buckets; 30 to 70% of runs met one). */
-		unsigned full = 0;
-		for (uint64_t k = 0; k < 100; k++) {
-			int r = shmf_add(f, key, fixture_key(key, 1, k));
-			if (r == SHMF_E_FULL && sizes[i].b == 1)
-				full++;
-			else
-				assert_int_equal(r, 1);
-		}
-		assert_true(full <= 5);
-		for (uint64_t k = 100; k < 200; k++)
-			assert_int_equal(shmf_del(f, key, fixture_key(key, 1, k)), 1);
-		shmf_info_t before;
-		assert_int_equal(shmf_info(f, &before), 0);
-		assert_int_equal(before.bucket_size, sizes[i].b);
-		file_path(name, path, sizeof(path));
-		assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
-		struct snap_file sf;
-		assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
-		assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
-		assert_int_equal(sf.hdr.bucket_size, sizes[i].b);
-		snapshot_close(&sf);
-
-		if (fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) < 0)
-			fail_msg("restore %s: %s", copy, err);
-		shmf_t *c = fixture_open(copy, SHMF_RDONLY);
-		shmf_info_t after;
-		assert_int_equal(shmf_info(c, &after), 0);
-		assert_int_equal(after.bucket_size, sizes[i].b);
-		assert_int_equal(after.k, before.k);
-		assert_int_equal(after.buckets, before.buckets);
-		assert_int_equal(after.items, before.items);
-		assert_int_equal(after.deletes, before.deletes);
-		for (uint64_t k = 0; k < 15000; k++) {
-			size_t len = fixture_key(key, 1, k);
-			if (shmf_count(c, key, len) != shmf_count(f, key, len))
-				fail_msg("%s: key %llu counted %d, %d in the original", copy, (unsigned long long)k,
-					 shmf_count(c, key, len), shmf_count(f, key, len));
-			if (k >= 200)
-				assert_int_equal(shmf_check(c, key, len), 1);
-		}
-		shmf_close(c);
-		shmf_close(f);
+	char path[512], err[SNAPSHOT_ERR_MAX], key[32], name[32], copy[32];
+	snprintf(name, sizeof(name), "b%u", b);
+	snprintf(copy, sizeof(copy), "b%u-copy", b);
+	fixture_cuckoo(&fx, name, 20000, fpr, b);
+	shmf_t *f = fixture_open(name, SHMF_RDWR);
+	add_keys(f, 1, 15000);
+	/* A second copy of some, and some deleted. In buckets of 1 a key's
+	 * two copies take both its buckets, and a second copy whose part of
+	 * the bucket graph already holds as many fingerprints as buckets has
+	 * nowhere to go: SHMF_E_FULL, nothing changed (0.6% of such adds at
+	 * this load, every one of them a part with more fingerprints than
+	 * buckets; 30 to 70% of runs met one). */
+	unsigned full = 0;
+	for (uint64_t k = 0; k < 100; k++) {
+		int r = shmf_add(f, key, fixture_key(key, 1, k));
+		if (r == SHMF_E_FULL && b == 1)
+			full++;
+		else
+			assert_int_equal(r, 1);
 	}
-
-	/* A swap between bucket sizes changes the shape: refused without
-	 * --reshape, naming both. */
-	file_path("b2", path, sizeof(path));
+	assert_true(full <= 5);
+	for (uint64_t k = 100; k < 200; k++)
+		assert_int_equal(shmf_del(f, key, fixture_key(key, 1, k)), 1);
+	shmf_info_t before;
+	assert_int_equal(shmf_info(f, &before), 0);
+	assert_int_equal(before.bucket_size, b);
+	file_path(name, path, sizeof(path));
+	assert_int_equal(registry_snapshot(&fx.reg, name, path, NULL, err, sizeof(err)), 0);
 	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
+	assert_int_equal(sf.hdr.bucket_size, b);
+	snapshot_close(&sf);
+
+	if (fixture_replace(&fx, copy, path, REGISTRY_RESTORE, err, sizeof(err)) < 0)
+		fail_msg("restore %s: %s", copy, err);
+	shmf_t *c = fixture_open(copy, SHMF_RDONLY);
+	shmf_info_t after;
+	assert_int_equal(shmf_info(c, &after), 0);
+	assert_int_equal(after.bucket_size, b);
+	assert_int_equal(after.k, before.k);
+	assert_int_equal(after.buckets, before.buckets);
+	assert_int_equal(after.items, before.items);
+	assert_int_equal(after.deletes, before.deletes);
+	for (uint64_t k = 0; k < 15000; k++) {
+		size_t len = fixture_key(key, 1, k);
+		if (shmf_count(c, key, len) != shmf_count(f, key, len))
+			fail_msg("%s: key %llu counted %d, %d in the original", copy, (unsigned long long)k,
+				 shmf_count(c, key, len), shmf_count(f, key, len));
+		if (k >= 200)
+			assert_int_equal(shmf_check(c, key, len), 1);
+	}
+	shmf_close(c);
+	shmf_close(f);
+}
+
+/* A swap of b1 from b2's snapshot changes the shape: refused without
+ * --reshape, naming both bucket sizes; b2 from its own passes. */
+static void check_swap_between_bucket_sizes_refused(void)
+{
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	struct snap_file sf;
+	file_path("b2", path, sizeof(path));
 	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
 	assert_int_equal(registry_swap_shape(&fx.reg, "b1", &sf.hdr, err, sizeof(err)), SHMF_E_INVAL);
 	if (strstr(err, "buckets of 1") == NULL || strstr(err, "buckets of 2") == NULL)
 		fail_msg("swap shape message: %s", err);
 	assert_int_equal(registry_swap_shape(&fx.reg, "b2", &sf.hdr, err, sizeof(err)), 0);
 	snapshot_close(&sf);
+}
 
-	/* A bucket size edited in, the header checksum made good again: a size
-	 * that is no word, or another word than the stored table's, refused;
-	 * so is one in a file of version 2, where the bytes were reserved. */
+/* A bucket size edited into b2's snapshot, the header checksum made good
+ * again: a size that is no word, or another word than the stored table's,
+ * refused; so is one in a file of version 2, where the bytes were
+ * reserved. */
+static void check_edited_bucket_size_refused(void)
+{
+	char path[512], other[512], err[SNAPSHOT_ERR_MAX];
+	struct snap_file sf;
 	size_t len;
+	file_path("b2", path, sizeof(path));
 	uint8_t *orig = read_file(path, &len), *buf = malloc(len);
 	static const struct {
 		uint32_t version, bucket_size;
@@ -225,11 +226,20 @@ static void test_bucket_sizes(void **state)
 			fail_msg("bucket size %u in a version %u file: %d, '%s'", edits[e].bucket_size,
 				 edits[e].version, rc, err);
 	}
-	/* A version 2 file of a filter of buckets of 4 (bytes 208-211 zero, as
-	 * written then) restores as buckets of 4 with every key. */
-	file_path("b4", path, sizeof(path));
+	free(buf);
 	free(orig);
-	orig = read_file(path, &len);
+}
+
+/* A version 2 file of a filter of buckets of 4 (b4's snapshot made so:
+ * bytes 208-211 zero, as written then) restores as buckets of 4 with
+ * every key. */
+static void check_version2_file_restores_as_buckets_of_4(void)
+{
+	char path[512], other[512], err[SNAPSHOT_ERR_MAX];
+	size_t len;
+	file_path("b4", path, sizeof(path));
+	file_path("edited.snap", other, sizeof(other));
+	uint8_t *orig = read_file(path, &len);
 	struct shmf_snap_header *h = (struct shmf_snap_header *)orig;
 	h->version = 2;
 	h->bucket_size = 0;
@@ -253,8 +263,29 @@ static void test_bucket_sizes(void **state)
 	assert_int_equal(info.bucket_size, 4);
 	assert_int_equal(count_present(c, 1, 15000) >= 14800, 1);
 	shmf_close(c);
-	free(buf);
 	free(orig);
+}
+
+/*
+ * A cuckoo filter of each bucket size, with copies and deletes, through a
+ * snapshot file and a restore under another name: the file (version 3)
+ * says the bucket size, and the copy has it, with every key, count, item
+ * and delete. A swap between two sizes is a change of shape. Files of
+ * version 2 (every cuckoo bucket of 4 then) read as buckets of 4; a bucket
+ * size edited into a file, checksum resealed, is refused.
+ */
+static void test_bucket_sizes(void **state)
+{
+	(void)state;
+	static const struct {
+		uint32_t b;
+		double fpr;
+	} sizes[] = { { 1, 0.01 }, { 2, 0.05 }, { 4, 0.05 }, { 8, 0.1 } };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		check_bucket_size_round_trip(sizes[i].b, sizes[i].fpr);
+	check_swap_between_bucket_sizes_refused();
+	check_edited_bucket_size_refused();
+	check_version2_file_restores_as_buckets_of_4();
 }
 
 /* ---- Damaged files ----------------------------------------------------- */

@@ -134,10 +134,8 @@ static const char TCP_MAIN[] = "[tcp]\nenabled = yes\nport = %d\nrequirepass = "
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/dev/shm/shmf-tcp-XXXXXX");
-	if (mkdtemp(root) == NULL)
+	if (daemon_rundir_make(root, sizeof(root), "tcp") < 0)
 		return -1;
-	setenv("SHMF_RUNTIME_DIR", root, 1);
 	struct rlimit rl = { 4096, 4096 };
 	setrlimit(RLIMIT_NOFILE, &rl);
 	signal(SIGPIPE, SIG_IGN);
@@ -147,14 +145,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[160];
 	for (int i = 0; i < nspawned; i++)
 		if (waitpid(spawned[i], NULL, WNOHANG) == 0) {
 			kill(spawned[i], SIGKILL);
 			waitpid(spawned[i], NULL, 0);
 		}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return daemon_rundir_remove(root);
 }
 
 /* ---- talking RESP ------------------------------------------------------ */
@@ -434,13 +430,16 @@ static void test_config_section(void **state)
 
 /* ---- AUTH ---------------------------------------------------------------- */
 
-static void test_auth_required_accepted_refused(void **state)
+/* Replies before AUTH, and a wrong password's. */
+static const char NOAUTH[] = "-NOAUTH Authentication required.\r\n";
+static const char WRONG[] = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+
+/* Before AUTH: nothing but AUTH, HELLO with AUTH, QUIT and RESET; no
+ * wrong password gets in, the right one does, and a wrong one later does
+ * not log the client out. */
+static void check_nothing_but_auth_before_auth(void)
 {
-	(void)state;
-	static const char NOAUTH[] = "-NOAUTH Authentication required.\r\n";
-	static const char WRONG[] = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
 	int fd = tcp_connect();
-	/* Before AUTH: nothing but AUTH, HELLO with AUTH, QUIT and RESET. */
 	RT(fd, NOAUTH, "PING");
 	RT(fd, NOAUTH, "BF.EXISTS", "f", "k");
 	RT(fd, NOAUTH, "BF.ADD", "f", "sneaky");
@@ -473,9 +472,14 @@ static void test_auth_required_accepted_refused(void **state)
 	RT(fd, "+OK\r\n", "AUTH", "default", PASSWORD);
 	RT(fd, "+PONG\r\n", "PING");
 	close(fd);
+}
 
-	/* HELLO 2 AUTH ... SETNAME: authenticated, named, Redis' reply. */
-	fd = tcp_connect();
+/* HELLO 2 AUTH ... SETNAME: authenticated, named, Redis' reply. HELLO 3
+ * switches to RESP3 (its own reply a map), HELLO 2 back; other versions:
+ * -NOPROTO. */
+static void check_hello_authenticates_and_switches_protocol(void)
+{
+	int fd = tcp_connect();
 	redisReply *r = CMD(fd, "HELLO", "2", "AUTH", "default", PASSWORD, "SETNAME", "hello-client");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 14);
@@ -516,30 +520,40 @@ static void test_auth_required_accepted_refused(void **state)
 	RT(fd, "-ERR Protocol version is not an integer or out of range\r\n", "HELLO", "two");
 	RT(fd, "-ERR Syntax error in HELLO option 'COLOR'\r\n", "HELLO", "2", "COLOR");
 	close(fd);
+}
 
-	/* HELLO 3 before AUTH with a wrong password: refused, still unauthenticated. */
-	fd = tcp_connect();
+/* HELLO 3 before AUTH with a wrong password: refused, still
+ * unauthenticated. QUIT before AUTH: +OK and end-of-file. */
+static void check_hello_wrong_password_then_quit(void)
+{
+	int fd = tcp_connect();
 	RT(fd, WRONG, "HELLO", "3", "AUTH", "default", "wrong");
 	RT(fd, NOAUTH, "PING");
-	/* QUIT before AUTH: +OK and end-of-file. */
 	RT(fd, "+OK\r\n", "QUIT");
 	expect_eof(fd);
 	close(fd);
+}
 
-	/* The unix socket needs no AUTH; AUTH there checks the password all the same. */
-	fd = sock_unix_connect(main_d.sock);
+/* The unix socket needs no AUTH; AUTH there checks the password all the
+ * same. */
+static void check_unix_socket_needs_no_auth(void)
+{
+	int fd = sock_unix_connect(main_d.sock);
 	RT(fd, "+PONG\r\n", "PING");
 	RT(fd, WRONG, "AUTH", "wrong");
 	RT(fd, "+PONG\r\n", "PING");
 	RT(fd, "+OK\r\n", "AUTH", PASSWORD);
 	close(fd);
+}
 
-	/* Without requirepass, AUTH <password> says the configuration is wrong. */
+/* Without requirepass, AUTH <password> says the configuration is wrong. */
+static void check_auth_without_requirepass(void)
+{
 	struct daemon d;
 	assert_int_equal(start_daemon(&d, "nopass", "[tcp]\nenabled = yes\nport = %d\nunauthenticated_role = reader\n",
 				      0),
 			 0);
-	fd = sock_tcp_connect(d.port);
+	int fd = sock_tcp_connect(d.port);
 	RT(fd,
 	   "-ERR AUTH <password> called without any password configured for the default user. Are you sure "
 	   "your configuration is correct?\r\n",
@@ -547,6 +561,16 @@ static void test_auth_required_accepted_refused(void **state)
 	RT(fd, "+OK\r\n", "AUTH", "default", "anything");
 	close(fd);
 	stop_daemon(&d);
+}
+
+static void test_auth_required_accepted_refused(void **state)
+{
+	(void)state;
+	check_nothing_but_auth_before_auth();
+	check_hello_authenticates_and_switches_protocol();
+	check_hello_wrong_password_then_quit();
+	check_unix_socket_needs_no_auth();
+	check_auth_without_requirepass();
 }
 
 /* Before AUTH only small requests; AUTH lifts the limit for the very next
@@ -634,7 +658,7 @@ static void test_same_replies_as_unix_socket(void **state)
 		{ "CF.ADD", "@b", "x" },
 		{ "BF.INFO", "@none" },
 		{ "BF.EXISTS", "@none", "x" },
-		{ "BF.RESERVE", "@e", "0.01", "100", "EXPANSION", "0" },
+		{ "BF.RESERVE", "@e", "0.01", "100", "EXPANSION", "-1" },
 		{ "NOSUCH", "@b" },
 		{ "PING", "@b" },
 		{ "SHMF.DROP", "@i" },
@@ -714,7 +738,8 @@ static void test_connection_verbs(void **state)
 	RT(fd, "-ERR Unrecognized option 'COLOR'\r\n", "CLIENT", "SETINFO", "COLOR", "red");
 	RT(fd, "+OK\r\n", "CLIENT", "NO-EVICT", "on");
 	RT(fd, "+OK\r\n", "CLIENT", "REPLY", "ON");
-	RT(fd, "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n", "CLIENT", "KILL", "x");
+	RT(fd, "-ERR unknown subcommand 'FROB'. Try CLIENT HELP.\r\n", "CLIENT", "FROB", "x");
+	RT(fd, "-ERR No such client\r\n", "CLIENT", "KILL", "x");
 	RT(fd, "-ERR wrong number of arguments for 'client|setname' command\r\n", "CLIENT", "SETNAME");
 	redisReply *r = CMD(fd, "CLIENT", "INFO");
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
@@ -737,19 +762,22 @@ static void test_connection_verbs(void **state)
 	RT(fd, "$5\r\nhello\r\n", "ECHO", "hello");
 	RT(fd, "+PONG\r\n", "PING");
 
-	/* COMMAND: COUNT agrees with LIST and with the entries; INFO of one. */
+	/* COMMAND: COUNT agrees with the entries, and with LIST but for the
+	 * subcommands LIST names too ("client|kill", as Redis 7); INFO of one. */
 	r = CMD(fd, "COMMAND", "COUNT");
 	long long count = r->integer;
 	freeReplyObject(r);
 	assert_true(count >= 36);
 	r = CMD(fd, "COMMAND", "LIST");
-	assert_int_equal(r->elements, count);
-	int saw_insert = 0, saw_auth = 0;
+	int saw_insert = 0, saw_auth = 0, saw_kill = 0, subs = 0;
 	for (size_t i = 0; i < r->elements; i++) {
 		saw_insert += !strcmp(r->element[i]->str, "bf.insert");
 		saw_auth += !strcmp(r->element[i]->str, "auth");
+		saw_kill += !strcmp(r->element[i]->str, "client|kill");
+		subs += strchr(r->element[i]->str, '|') != NULL;
 	}
-	assert_int_equal(saw_insert + saw_auth, 2);
+	assert_int_equal(saw_insert + saw_auth + saw_kill, 3);
+	assert_int_equal(r->elements - subs, count);
 	freeReplyObject(r);
 	r = CMD(fd, "COMMAND");
 	assert_int_equal(r->elements, count);
@@ -761,13 +789,15 @@ static void test_connection_verbs(void **state)
 	   "*2\r\n*10\r\n$10\r\nbf.mexists\r\n:-3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
 	   "$-1\r\n",
 	   "COMMAND", "INFO", "bf.mexists", "nosuch");
-	/* COMMAND DOCS: every verb (a flat map in RESP2); one verb's, Redis 7's shape. */
+	/* COMMAND DOCS: every verb (a flat map in RESP2); one verb's, Redis 7's shape (a module's verb
+	 * names its module). */
 	r = CMD(fd, "COMMAND", "DOCS");
 	assert_int_equal(r->elements, 2 * count);
 	freeReplyObject(r);
 	RT(fd,
-	   "*2\r\n$6\r\nbf.add\r\n*8\r\n$7\r\nsummary\r\n$48\r\nAdds an item to a Bloom filter: 1 if it was new.\r\n"
-	   "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$9\r\narguments\r\n*2\r\n"
+	   "*2\r\n$6\r\nbf.add\r\n*10\r\n$7\r\nsummary\r\n$48\r\nAdds an item to a Bloom filter: 1 if it was new.\r\n"
+	   "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n$6\r\nmodule\r\n$2\r\nbf\r\n"
+	   "$9\r\narguments\r\n*2\r\n"
 	   "*4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
 	   "*4\r\n$4\r\nname\r\n$4\r\nitem\r\n$4\r\ntype\r\n$6\r\nstring\r\n",
 	   "COMMAND", "DOCS", "BF.ADD", "NOSUCH");

@@ -323,10 +323,11 @@ static void load(struct import *im, uint64_t iter, const char *data, size_t len)
 	if (r == NULL)
 		die("local shmd: %s", im->local->errstr[0] ? im->local->errstr : "no reply");
 	if (r->type == REDIS_REPLY_ERROR) {
+		/* shmd answers a chunk it refuses as RedisBloom would, and logs why. */
 		char text[1024];
 		snprintf(text, sizeof(text), "%s", cli_error_text(r));
 		freeReplyObject(r);
-		die("local shmd: %s", text);
+		die("local shmd refused chunk %" PRIu64 " of '%s': %s (shmd's log says why)", iter, im->key, text);
 	}
 	freeReplyObject(r);
 }

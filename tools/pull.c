@@ -175,8 +175,29 @@ static void peer_open(struct pull *p)
 /* What a dump brought. */
 struct tally {
 	uint64_t chunks, bytes, cursor_ms, cursor_seq;
+	uint64_t total; /* the header chunk's payload chunks: a complete dump is total + 1 chunks */
 	int replicated;
 };
+
+/* The peer said the dump ended (iterator 0). @return 0 when every chunk
+ * came, 1 when it ended early: a dump the peer no longer holds answers its
+ * end, as RedisBloom's does, and the local load (never published without
+ * its last chunk) is taken again. Exits for an empty cuckoo filter, whose
+ * dump is empty (RedisBloom's answer) and carries no shape to copy. */
+static int pull_end(struct pull *p, const struct tally *t)
+{
+	if (t->chunks == 0 && p->cuckoo)
+		die("filter '%s' on %s is an empty cuckoo filter: its dump is empty (as RedisBloom's), so there is "
+		    "nothing to copy; create '%s' here with shmctl create",
+		    p->filter, p->from, p->as);
+	if (t->chunks == t->total + 1)
+		return 0;
+	fprintf(stderr,
+		"shmctl: pull: the dump of '%s' ended after %" PRIu64 " of %" PRIu64
+		" chunks (the filter changed on %s); taking the dump again\n",
+		p->filter, t->chunks, t->total + 1, p->from);
+	return 1;
+}
 
 /* One dump, chunk by chunk into the local daemon. @return 0 once the last
  * chunk is loaded, 1 when the peer says the filter changed during the
@@ -204,7 +225,7 @@ static int pull_once(struct pull *p, struct tally *t)
 		const redisReply *data = r->element[1];
 		if (next == 0) {
 			freeReplyObject(r);
-			return 0;
+			return pull_end(p, t);
 		}
 		if (data->type != REDIS_REPLY_STRING)
 			die_reply(r, "peer %s: unexpected reply to %s", p->from, dump);
@@ -212,7 +233,10 @@ static int pull_once(struct pull *p, struct tally *t)
 			/* The header chunk: say what the copy carries (the daemon
 			 * checks it all). */
 			struct shmf_snap_header h;
+			struct shmf_chunk_header ch;
+			memcpy(&ch, data->str, sizeof(ch));
 			memcpy(&h, data->str + sizeof(struct shmf_chunk_header), sizeof(h));
+			t->total = ch.total;
 			t->cursor_ms = h.cursor_ms;
 			t->cursor_seq = h.cursor_seq;
 			t->replicated = (h.flags & SHMF_SNAP_F_REPLICATED) != 0;

@@ -21,6 +21,7 @@
 #include "tools/offline.h"
 #include "tools/pull.h"
 #include "tools/import.h"
+#include "libclient/cuckoo.h"
 #include "libclient/rundir.h"
 #include <shmf.h>
 
@@ -294,8 +295,15 @@ static int create_request(const struct create_args *a, const char **req)
 		req[n++] = a->fpr;
 		req[n++] = a->capacity;
 	}
-	const char *opts[][2] = { { "MAXITERATIONS", a->kicks },
-				  { "BUCKETSIZE", a->bucket },
+	/* shmctl's door keeps shmd's defaults (buckets of 4, 500 moves); the
+	 * CF.RESERVE it sends would otherwise get RedisBloom's 2 and 20. */
+	static char kicks_default[16], bucket_default[16];
+	snprintf(kicks_default, sizeof(kicks_default), "%u", SHMF_CUCKOO_MAX_KICKS);
+	snprintf(bucket_default, sizeof(bucket_default), "%u", SHMF_CUCKOO_SLOTS_DEFAULT);
+	const char *kicks = a->kicks != NULL || !cuckoo ? a->kicks : kicks_default;
+	const char *bucket = a->bucket != NULL || !cuckoo ? a->bucket : bucket_default;
+	const char *opts[][2] = { { "MAXITERATIONS", kicks },
+				  { "BUCKETSIZE", bucket },
 				  { "MODE", a->mode },
 				  { "WINDOW", a->window },
 				  { "GENERATIONS", a->gens } };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -136,6 +137,29 @@ static int snapshot_paths(struct parse_state *ps, const char *value)
 
 static int parse_size(const char *v, uint64_t *out);
 
+/* [instance] slowlog_log_slower_than and slowlog_max_len. 1, or 0 after bad(). */
+static int slowlog_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct slowlog_config *sc = &ps->c->slowlog;
+	if (!strcmp(name, "slowlog_log_slower_than")) {
+		char *end;
+		errno = 0;
+		long long us = strtoll(value, &end, 10);
+		if (errno || end == value || *end != '\0' || us < -1 || us > INT_MAX)
+			return bad(ps, "slowlog_log_slower_than '%s': microseconds from 0 to %d, or -1 (log nothing)",
+				   value, INT_MAX);
+		sc->log_slower_than = (int)us;
+	} else if (!strcmp(name, "slowlog_max_len")) {
+		uint64_t n;
+		if (spec_parse_capacity(value, &n) < 0 || n > SLOWLOG_MAX_LEN_LIMIT)
+			return bad(ps, "slowlog_max_len '%s': an integer from 1 to %u", value, SLOWLOG_MAX_LEN_LIMIT);
+		sc->max_len = (unsigned)n;
+	} else {
+		return bad(ps, "unknown key '%s' in [instance]", name);
+	}
+	return 1;
+}
+
 static int instance_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->c;
@@ -204,6 +228,8 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 			return bad(ps, "maxmemory_clients '%s': bytes from 16m to 1024g (a number, or with k, m or g)",
 				   value);
 		c->maxmemory_clients = (size_t)n;
+	} else if (!strncmp(name, "slowlog_", 8)) {
+		return slowlog_key(ps, name, value);
 	} else {
 		return bad(ps, "unknown key '%s' in [instance]", name);
 	}
@@ -556,6 +582,7 @@ static void config_defaults(struct config *c)
 	c->maxclients = UNIX_DEFAULT_MAXCLIENTS;
 	c->maxclients_per_user = CONFIG_MAXCLIENTS_PER_PEER;
 	c->timeout = 0;
+	c->slowlog = (struct slowlog_config){ SLOWLOG_SLOWER_THAN_DEFAULT, SLOWLOG_MAX_LEN_DEFAULT };
 	c->maxmemory_clients = CONFIG_MAXMEMORY_CLIENTS;
 	snprintf(c->tcp.bind, sizeof(c->tcp.bind), "127.0.0.1");
 	c->tcp.port = TCP_DEFAULT_PORT;

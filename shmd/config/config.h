@@ -20,6 +20,9 @@
  *   timeout = 0             ; close a unix-socket connection idle this long (0: never)
  *   maxmemory_clients = 256m ; what every client's buffers may hold in all, unix and TCP
  *                           ; (16m to 1024g); past it the largest client is closed
+ *   slowlog_log_slower_than = 10000 ; microseconds: a command that takes at least this long
+ *                           ; goes to the slow log (SLOWLOG GET); 0 every command, -1 none
+ *   slowlog_max_len = 128   ; entries the slow log keeps (1 to 1024), the oldest dropped
  *
  *   [filter NAME]           ; one section per filter
  *   type = bloom
@@ -110,6 +113,16 @@
 #define CONFIG_MAXMEMORY_CLIENTS_MIN ((uint64_t)16 << 20)
 #define CONFIG_MAXMEMORY_CLIENTS_MAX ((uint64_t)1024 << 30)
 
+/* The slow log (SLOWLOG GET), as Redis' slowlog-log-slower-than and
+ * slowlog-max-len; applied live by a reload. */
+#define SLOWLOG_SLOWER_THAN_DEFAULT 10000 /* microseconds */
+#define SLOWLOG_MAX_LEN_DEFAULT     128u
+#define SLOWLOG_MAX_LEN_LIMIT       1024u /* so that SLOWLOG GET's whole reply stays a few MiB */
+struct slowlog_config {
+	int log_slower_than; /* microseconds, 0..INT_MAX; -1: nothing is logged */
+	unsigned max_len;    /* 1..SLOWLOG_MAX_LEN_LIMIT */
+};
+
 struct tcp_config {
 	int enabled;
 	char bind[256];
@@ -161,6 +174,7 @@ struct config {
 	unsigned maxclients_per_user;
 	unsigned timeout;         /* unix socket: seconds idle before closing, 0 never */
 	size_t maxmemory_clients; /* bytes all connections may hold in all (server.h) */
+	struct slowlog_config slowlog;
 	/* Directories that files named by clients (snapshot, restore, swap,
 	 * merge) must be in; none: any the client may use (filejobs.h). */
 	char snapshot_paths[CONFIG_SNAPSHOT_PATHS_MAX][256];

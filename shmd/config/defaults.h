@@ -16,6 +16,12 @@
  *   mode = 0640                  ; data file mode of a filter created on the fly
  *   flushall = no                ; FLUSHALL / FLUSHDB drop every filter (off: refused)
  *
+ * These are RedisBloom's door (design.md, "Two doors"): BF.* and CF.*
+ * make filters with them, CF.RESERVE without BUCKETSIZE or MAXITERATIONS
+ * included (RedisBloom's cf-bucket-size and cf-max-iterations); shmd's
+ * own doors (shmctl create, the filter sections) keep shmd's buckets of 4
+ * and 500 moves (libclient/cuckoo.h).
+ *
  * cuckoo_bucket_size is the bucket size of a cuckoo filter created on the
  * fly: 1, 2, 4 or 8 (cuckoo.h says why no other), one whose buckets can
  * reach those filters' 1% error rate (not 8: that needs 8-bit

@@ -245,6 +245,9 @@ static const struct key_row {
 	{ "[instance] mount_tmpfs", RESTART, K_INT, CFIELD(mount_tmpfs) },
 	{ "[instance] snapshot_dir", LIVE, K_TEXT, CFIELD(snapshot_dir) },
 	{ "[instance] maxmemory_clients", RESTART, K_SIZE, CFIELD(maxmemory_clients) },
+	/* The dispatcher reads them for every request: the next one sees them. */
+	{ "[instance] slowlog_log_slower_than", LIVE, K_INT, CFIELD(slowlog.log_slower_than) },
+	{ "[instance] slowlog_max_len", LIVE, K_UINT, CFIELD(slowlog.max_len) },
 	{ "[tcp] enabled", RESTART, K_INT, CFIELD(tcp.enabled) },
 	{ "[tcp] bind", RESTART, K_TEXT, CFIELD(tcp.bind) },
 	{ "[tcp] port", RESTART, K_INT, CFIELD(tcp.port) },

@@ -46,6 +46,7 @@
 #include "shmd/session/connlimits.h"
 #include "libclient/cuckoo.h"
 #include "common/errmsg.h"
+#include "shmd/base/clock.h"
 #include "shmd/files/grow.h"
 #include "shmd/files/jobs.h"
 #include "shmd/base/log.h"
@@ -57,6 +58,7 @@
 #include "shmd/net/server.h"
 #include "shmd/session/session.h"
 #include "shmd/net/tcp.h"
+#include "shmd/verbs/slowlog.h"
 #include "shmd/verbs/verbs.h"
 
 /* Stop reading from a client whose replies pile up unread beyond this
@@ -108,6 +110,7 @@ struct conn {
 	int counted;             /* counts against its listener's clients (not a turned-away one) */
 	int reserved;            /* admitted into the administrator's slot (connlimits.h) */
 	struct peer_id peer;     /* whom the limits count it for */
+	uint64_t created;        /* ms, CLOCK_MONOTONIC: accepted */
 	uint64_t last_active;    /* ms, CLOCK_MONOTONIC: the last byte read or written */
 	uint32_t events;         /* epoll interest registered now */
 	uint64_t drain_deadline; /* ms, CLOCK_MONOTONIC */
@@ -156,6 +159,8 @@ struct server {
 	int dead;         /* connections in state C_DEAD wait to be freed */
 	unsigned yielded; /* connections that go on next turn (struct conn, yield) */
 	struct server_view view;
+	struct server_stats stats;     /* view.stats: INFO stats and commandstats */
+	struct server_clients clients; /* view.conns: CLIENT LIST and KILL */
 };
 
 static char scratch[64 * 1024];
@@ -360,7 +365,7 @@ static void conn_evict(struct server *s, struct conn *c, size_t more)
 	conn_release(s, c);
 	c->state = C_DEAD;
 	s->dead = 1;
-	s->view.evicted_clients++;
+	s->stats.evicted_clients++;
 	s->view.clients_memory = s->mem_total;
 }
 
@@ -439,7 +444,7 @@ static int conn_run(struct server *s, struct conn *c, const struct request *req)
 			    "ERR reply too large: '%.32s' with %d arguments could answer %s, more than the %u MiB of "
 			    "unread replies a connection may have (docs/protocol.md, Limits)",
 			    req->argv[0], req->argc, size_text(need, a), OUTPUT_HIGH_WATER >> 20);
-		s->view.commands_processed++;
+		s->stats.commands_processed++;
 		return 0;
 	}
 	/* Room in the clients' total for the reply: the largest clients are
@@ -452,7 +457,7 @@ static int conn_run(struct server *s, struct conn *c, const struct request *req)
 		c->waiting = 1;
 		return 1;
 	}
-	s->view.commands_processed++;
+	s->stats.commands_processed++;
 	if (c->sess.limits_changed) {
 		c->sess.limits_changed = 0;
 		request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[c->sess.kind] : &preauth_limits);
@@ -711,15 +716,20 @@ static struct conn *conn_new(struct server *s, int fd, int kind, const struct pe
 	}
 	session_init(&c->sess, ++s->next_id, kind, &s->view);
 	request_reader_set_limits(c->rr, c->sess.authed ? &s->limits[kind] : &preauth_limits);
-	c->last_active = now_ms();
+	c->last_active = c->created = now_ms();
 	if (peer != NULL) {
 		c->peer = *peer;
 		c->reserved = reserved;
 		s->view.clients[kind]++;
-		if (kind == SESSION_UNIX)
+		if (kind == SESSION_UNIX) {
+			/* Redis' address of a unix-socket client: the socket's path and ":0". */
 			c->sess.peer = peer->cred;
-		else
+			snprintf(c->sess.addr, sizeof(c->sess.addr), "%s:0", s->view.unix_path);
+			snprintf(c->sess.laddr, sizeof(c->sess.laddr), "%s:0", s->view.unix_path);
+		} else {
 			tcp_peer_name(fd, c->sess.addr, sizeof(c->sess.addr));
+			tcp_local_name(fd, c->sess.laddr, sizeof(c->sess.laddr));
+		}
 	} else {
 		s->refusing++;
 	}
@@ -728,6 +738,53 @@ static struct conn *conn_new(struct server *s, int fd, int kind, const struct pe
 		s->conns->prev = c;
 	s->conns = c;
 	return c;
+}
+
+/* ---- The connections as CLIENT LIST and CLIENT KILL see them -------------- */
+
+static void clients_each(void *loop, void (*fn)(const struct client_view *cv, void *arg), void *arg)
+{
+	struct server *s = loop;
+	uint64_t now = now_ms();
+	for (struct conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == C_DEAD || !c->counted)
+			continue;
+		struct client_view cv = {
+			.sess = &c->sess,
+			.fd = c->fd,
+			.age = (now - c->created) / 1000,
+			.idle = (now - c->last_active) / 1000,
+			.qbuf = request_reader_memory(c->rr),
+			.obl = reply_pending(&c->out),
+			.omem = reply_memory(&c->out),
+			.tot_mem = conn_mem(c),
+			.events = (c->events & EPOLLIN) && (c->events & EPOLLOUT) ? "rw"
+				  : c->events & EPOLLIN                           ? "r"
+				  : c->events & EPOLLOUT                          ? "w"
+										  : "",
+		};
+		fn(&cv, arg);
+	}
+}
+
+/* CLIENT KILL of another connection: closed at once, as for memory (its
+ * struct freed after the batch of events, which may still point at it). */
+static int clients_kill(void *loop, uint64_t id, const struct session *by)
+{
+	struct server *s = loop;
+	for (struct conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == C_DEAD || !c->counted || c->sess.id != id || &c->sess == by)
+			continue;
+		log_msg(LOG_NOTICE, "client id=%llu (%s%s) closed by CLIENT KILL from client id=%llu (%s)",
+			(unsigned long long)id, c->peer.name, c->sess.kind == SESSION_TCP ? " over TCP" : "",
+			(unsigned long long)by->id, by->addr);
+		conn_release(s, c);
+		c->state = C_DEAD;
+		s->dead = 1;
+		s->view.clients_memory = s->mem_total;
+		return 1;
+	}
+	return 0;
 }
 
 /* Whether the unix peer on @p fd has the admin role (root, shmd's uid, a
@@ -749,7 +806,7 @@ static void log_refusal(struct server *s, const struct peer_id *p, const char *w
 		return;
 	s->refused_logged = now;
 	log_msg(LOG_WARNING, "connection from %s refused: %s (%llu refused since start; limits: docs/operations.md)",
-		p != NULL ? p->name : "a client", why, (unsigned long long)s->view.rejected_connections);
+		p != NULL ? p->name : "a client", why, (unsigned long long)s->stats.rejected_connections);
 }
 
 /* Turn connection @p fd away with the error reply @p why (Redis' "ERR
@@ -760,7 +817,7 @@ static void log_refusal(struct server *s, const struct peer_id *p, const char *w
  * reply). */
 static void refuse(struct server *s, int fd, int kind, const char *why)
 {
-	s->view.rejected_connections++;
+	s->stats.rejected_connections++;
 	struct conn *c = s->refusing < SERVER_MAX_REFUSING ? conn_new(s, fd, kind, NULL, 0) : NULL;
 	if (c != NULL) {
 		reply_error(&c->out, "%s", why);
@@ -792,7 +849,7 @@ static int accept_without_fds(struct server *s, struct listener *l)
 		ssize_t ignored = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void)ignored;
 		close(fd);
-		s->view.rejected_connections++;
+		s->stats.rejected_connections++;
 		log_refusal(s, NULL, "out of file descriptors (raise the open-file limit)");
 	}
 	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -814,7 +871,7 @@ static void accept_clients(struct server *s, struct listener *l)
 				log_msg(LOG_WARNING, "accept: %s", strerror(errno));
 			return;
 		}
-		s->view.connections_received++;
+		s->stats.connections_received++;
 		if (l->kind == SESSION_TCP)
 			tcp_tune(fd);
 		struct peer_id peer;
@@ -902,15 +959,26 @@ static void server_init(struct server *s, struct registry *reg, const struct ser
 	s->idle_ms[SESSION_TCP] = (uint64_t)o->tcp_timeout * 1000;
 	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->mem_limit = o->maxmemory_clients ? o->maxmemory_clients : MAXMEMORY_CLIENTS_DEFAULT;
+	clock_init(); /* the clock the dispatcher times requests with */
+	s->stats.nverbs = dispatch_rows();
+	s->stats.verbs = calloc(s->stats.nverbs, sizeof(struct verb_stats)); /* NULL: not counted */
+	s->clients = (struct server_clients){ .loop = s, .each = clients_each, .kill = clients_kill };
 	s->view = (struct server_view){
 		.started = (uint64_t)time(NULL),
 		.requirepass = o->requirepass ? o->requirepass : "",
 		.roles = o->roles,
 		.tcp_name = o->tcp_fd >= 0 ? o->tcp_name : NULL,
+		.tcp_bind = o->tcp_fd >= 0 ? o->tcp_bind : NULL,
 		.tcp_port = o->tcp_fd >= 0 ? o->tcp_port : 0,
+		.unix_path = o->unix_path,
 		.maxclients = { s->admit.max[SESSION_UNIX], o->tcp_maxclients },
+		.timeout = { o->unix_timeout, o->tcp_timeout },
 		.defaults = o->defaults ? o->defaults : &filter_defaults_builtin,
 		.maxmemory_clients = s->mem_limit,
+		.slowlog_cfg = o->slowlog,
+		.stats = &s->stats,
+		.slowlog = slowlog_new(), /* NULL: nothing logged */
+		.conns = &s->clients,
 	};
 }
 
@@ -992,6 +1060,8 @@ static void server_close(struct server *s, struct registry *reg, const struct se
 		conn_free(s, s->conns);
 	}
 	conn_limits_free(&s->admit);
+	free(s->stats.verbs);
+	slowlog_free(s->view.slowlog);
 	if (s->spare_fd >= 0)
 		close(s->spare_fd);
 	if (s->ep >= 0)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "shmd/config/config.h"
 #include "shmd/config/defaults.h"
 #include "shmd/store/registry.h"
 
@@ -36,6 +37,7 @@ struct server_opts {
 	const char *unix_path; /* unlinked at the end */
 	int tcp_fd;            /* from tcp_listen(), or -1 for none */
 	const char *tcp_name;  /* its address, "127.0.0.1:6379", for the log and INFO */
+	const char *tcp_bind;  /* [tcp] bind, for CONFIG GET */
 	int tcp_port;
 	const char *requirepass;                /* TCP clients must AUTH with it first; NULL or "": no password */
 	unsigned unix_maxclients;               /* unix-socket connections at once (0: SERVER_MAX_CLIENTS) */
@@ -50,6 +52,8 @@ struct server_opts {
 	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
 	const struct roles_config *roles;       /* who may do what (roles.h); NULL: the defaults */
 	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
+	const struct slowlog_config *slowlog;   /* [instance] slowlog_* in force, read for every request (a
+						 * reload changes them); NULL: the defaults */
 };
 
 /**

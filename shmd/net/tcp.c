@@ -106,3 +106,14 @@ void tcp_peer_name(int fd, char *buf, size_t len)
 	}
 	addr_text((struct sockaddr *)&ss, sl, buf, len);
 }
+
+void tcp_local_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	addr_text((struct sockaddr *)&ss, sl, buf, len);
+}

@@ -28,4 +28,7 @@ void tcp_tune(int fd);
 /** The peer of connection @p fd as "ip:port" ("?" if unknown). */
 void tcp_peer_name(int fd, char *buf, size_t len);
 
+/** Our end of connection @p fd as "ip:port" ("?" if unknown): CLIENT LIST's laddr. */
+void tcp_local_name(int fd, char *buf, size_t len);
+
 #endif

@@ -12,34 +12,42 @@
 #include "shmd/resp/reply.h"
 
 enum rb_error {
-	/* RedisBloom (rebloom.c) */
-	RB_NOT_FOUND,            /* a missing filter where one must exist (BF.INFO, NOCREATE, CF.DEL, ...) */
-	RB_ITEM_EXISTS,          /* BF.RESERVE / CF.RESERVE of a name in use */
-	RB_WRONGTYPE,            /* a BF verb on a cuckoo filter or the other way round */
-	RB_BAD_ERROR_RATE,       /* BF.RESERVE: not a number */
-	RB_ERROR_RATE_RANGE,     /* BF.RESERVE: outside (0, 1) */
-	RB_BAD_CAPACITY,         /* BF.RESERVE: not an integer */
-	RB_CAPACITY_RANGE,       /* BF.RESERVE: 0 or less */
-	RB_NONSCALING_FULL,      /* an add past a NONSCALING filter's capacity */
-	RB_FILTER_FULL,          /* CF.ADD / CF.ADDNX on a full cuckoo filter */
-	RB_CF_BAD_CAPACITY,      /* CF.RESERVE, CF.INSERT: not an integer */
-	RB_CF_CAPACITY_SMALL,    /* CF.RESERVE, CF.INSERT: below twice the bucket size */
-	RB_CF_BAD_BUCKETSIZE,    /* CF.RESERVE BUCKETSIZE: not an integer */
-	RB_CF_BUCKETSIZE_RANGE,  /* CF.RESERVE BUCKETSIZE: outside 1..255 */
-	RB_CF_BAD_MAXITER,       /* CF.RESERVE MAXITERATIONS: not an integer */
-	RB_CF_MAXITER_RANGE,     /* CF.RESERVE MAXITERATIONS: outside 1..65535 */
-	RB_INSERT_BAD_RATE,      /* BF.INSERT ERROR: not a number */
-	RB_INSERT_BAD_CAPACITY,  /* BF.INSERT CAPACITY: not an integer */
-	RB_INSERT_BAD_ARGUMENT,  /* BF.INSERT: a value out of range */
-	RB_UNKNOWN_ARGUMENT,     /* BF.INSERT, CF.INSERT: an option it does not know */
-	RB_INFO_FIELD,           /* BF.INFO key FIELD: not a field */
-	RB_NO_EXPANSION,         /* BF.RESERVE: EXPANSION without a value */
-	RB_BAD_EXPANSION,        /* BF.RESERVE: EXPANSION not an integer */
-	RB_EXPANSION_RANGE,      /* BF.RESERVE: EXPANSION 0 or less */
-	RB_NONSCALING_EXPAND,    /* BF.RESERVE: NONSCALING and EXPANSION */
-	RB_INSERT_BAD_EXPANSION, /* BF.INSERT EXPANSION: not an integer */
-	RB_CF_BAD_EXPANSION,     /* CF.RESERVE EXPANSION: not an integer */
-	RB_CF_EXPANSION_RANGE,   /* CF.RESERVE EXPANSION: negative */
+	/* RedisBloom (its current releases; redis.io lists them) */
+	RB_NOT_FOUND,                /* a missing filter where one must exist (BF.INFO, NOCREATE, ...) */
+	RB_CF_DEL_NOT_FOUND,         /* CF.DEL of a missing filter */
+	RB_ITEM_EXISTS,              /* BF.RESERVE / CF.RESERVE of a name in use */
+	RB_WRONGTYPE,                /* a BF verb on a cuckoo filter or the other way round */
+	RB_BAD_ERROR_RATE,           /* BF.RESERVE: not a number */
+	RB_ERROR_RATE_RANGE,         /* BF.RESERVE: outside (0, 1) */
+	RB_BAD_CAPACITY,             /* BF.RESERVE: not an integer */
+	RB_CAPACITY_RANGE,           /* BF.RESERVE: outside 1..2^30 */
+	RB_NONSCALING_FULL,          /* an add past a NONSCALING filter's capacity */
+	RB_FILTER_FULL,              /* CF.ADD / CF.ADDNX on a full cuckoo filter */
+	RB_MAX_EXPANSIONS,           /* CF.ADD / CF.ADDNX: the filter has all the layers it may have */
+	RB_CF_BAD_CAPACITY,          /* CF.RESERVE, CF.INSERT: not an integer */
+	RB_CF_CAPACITY_RANGE,        /* CF.RESERVE: below twice the bucket size, or above 2^30 */
+	RB_CF_INSERT_CAPACITY_RANGE, /* CF.INSERT: the same against [defaults]' bucket size */
+	RB_CF_BAD_BUCKETSIZE,        /* CF.RESERVE BUCKETSIZE: not an integer */
+	RB_CF_BUCKETSIZE_RANGE,      /* CF.RESERVE BUCKETSIZE: outside 1..255 */
+	RB_CF_BAD_MAXITER,           /* CF.RESERVE MAXITERATIONS: not an integer */
+	RB_CF_MAXITER_RANGE,         /* CF.RESERVE MAXITERATIONS: outside 1..65535 */
+	RB_CF_BAD_EXPANSION,         /* CF.RESERVE EXPANSION: not an integer */
+	RB_CF_EXPANSION_RANGE,       /* CF.RESERVE EXPANSION: outside 0..32768 */
+	RB_INSERT_BAD_RATE,          /* BF.INSERT ERROR: not a number, or outside (0, 1) */
+	RB_INSERT_BAD_CAPACITY,      /* BF.INSERT CAPACITY: not an integer, or outside 1..2^30 */
+	RB_INSERT_BAD_EXPANSION,     /* BF.INSERT EXPANSION: not an integer, or outside 0..32768 */
+	RB_UNKNOWN_ARGUMENT,         /* BF.INSERT, CF.INSERT: an option it does not know */
+	RB_INFO_FIELD,               /* BF.INFO key FIELD: not a field */
+	RB_NO_EXPANSION,             /* BF.RESERVE: EXPANSION without a value */
+	RB_BAD_EXPANSION,            /* BF.RESERVE: EXPANSION not an integer */
+	RB_EXPANSION_RANGE,          /* BF.RESERVE: EXPANSION outside 0..32768 */
+	RB_NONSCALING_EXPAND,        /* BF.RESERVE: NONSCALING and an EXPANSION other than 0 */
+	RB_BF_SCANDUMP_ITER,         /* BF.SCANDUMP: the iterator is not an integer */
+	RB_BF_LOADCHUNK_ITER,        /* BF.LOADCHUNK: the iterator is not an integer */
+	RB_BF_BAD_CHUNK,             /* BF.LOADCHUNK: a chunk that cannot be loaded */
+	RB_CF_INVALID_POSITION,      /* CF.SCANDUMP, CF.LOADCHUNK: an iterator that is no position */
+	RB_CF_BAD_HEADER,            /* CF.LOADCHUNK: a first chunk that cannot begin a filter */
+	RB_CF_BAD_CHUNK,             /* CF.LOADCHUNK: a later chunk that cannot be loaded */
 	/* Redis */
 	RE_SYNTAX,
 	RE_NOT_INTEGER,

@@ -3,6 +3,7 @@
  * filter a request names, the one-key and batch calls, the options of a
  * time window, creating a filter, and the fields of INFO replies.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,13 +68,53 @@ shmf_t *call_filter(struct verb_call *c, int type)
 	return slot < 0 ? NULL : call_handle(c, slot, type);
 }
 
+int call_rb_integer(const char *text, long long *out)
+{
+	const char *d = text + (text[0] == '-');
+	if (d[0] < '0' || d[0] > '9' || (d[0] == '0' && (d[1] != '\0' || d != text)))
+		return SHMF_E_INVAL;
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return SHMF_E_INVAL;
+	*out = v;
+	return 0;
+}
+
+void call_arity_error(struct verb_call *c)
+{
+	char verb[32];
+	size_t i = 0;
+	for (; c->req->argv[0][i] != '\0' && i + 1 < sizeof(verb); i++)
+		verb[i] = (char)tolower((unsigned char)c->req->argv[0][i]);
+	verb[i] = '\0';
+	reply_error(c->out, "ERR wrong number of arguments for '%s' command", verb);
+}
+
+/* Whether the growing cuckoo filter in @p slot has every layer it may
+ * have (SHMF_LAYERS_MAX): RedisBloom's "Maximum expansions reached". */
+static int cuckoo_layers_all(struct verb_call *c, int slot)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_info fi;
+	const struct shmf_slot *s = &c->reg->ctl.slots[slot];
+	if (s->type != SHMF_TYPE_CUCKOO || !(s->flags & SHMF_SLOT_LAYERED))
+		return 0;
+	return registry_info(c->reg, slot, &fi, err, sizeof(err)) == 0 && fi.nlayers >= SHMF_LAYERS_MAX;
+}
+
 /* RedisBloom's "Filter is full", and why when the filter grows no more
- * because its next layer was refused (a writer's quota, the host). */
+ * because its next layer was refused (a writer's quota, the host); its
+ * "Maximum expansions reached" for a growing cuckoo filter at its last
+ * layer. */
 static void reply_full(struct verb_call *c, int slot)
 {
 	char why[REGISTRY_ERR_MAX];
 	if (slot >= 0 && grow_refused(c->reg, slot, why, sizeof(why)))
 		reply_error(c->out, "%s: %s", rb_error_text(RB_FILTER_FULL), why);
+	else if (slot >= 0 && cuckoo_layers_all(c, slot))
+		reply_rb_error(c->out, RB_MAX_EXPANSIONS);
 	else
 		reply_rb_error(c->out, RB_FILTER_FULL);
 }

@@ -53,6 +53,15 @@ void call_grow(struct verb_call *c, int slot);
 /** A cuckoo expansion as RedisBloom keeps it: rounded up to a power of 2 (0 stays 0: never grow). */
 uint32_t call_cuckoo_expansion(uint32_t e);
 
+/** An integer as RedisBloom reads one (Redis' string2ll: an optional
+ * minus, then digits with no leading zero, within a long long). 0 or
+ * SHMF_E_INVAL. */
+int call_rb_integer(const char *text, long long *out);
+
+/** Redis' "wrong number of arguments" for this request's verb, as
+ * RedisBloom answers an option without its value. */
+void call_arity_error(struct verb_call *c);
+
 /**
  * Create filter @p spec for an add that found none (the one way filters
  * are created on the fly): "ERR not found" when auto_create is off, or

@@ -10,11 +10,27 @@
 
 #include "shmd/verbs/verb.h"
 
-/* verbs-connection.c */
+/* verbs-connection.c: the CLIENT subcommands of the caller's own connection too */
 verb_handler cmd_auth, cmd_hello, cmd_quit, cmd_reset, cmd_client, cmd_select, cmd_echo, cmd_ping;
+verb_handler cmd_client_id, cmd_client_getname, cmd_client_setname, cmd_client_setinfo, cmd_client_onoff,
+	cmd_client_reply, cmd_client_help;
+
+/* verbs-clients.c: every connection */
+verb_handler cmd_client_list, cmd_client_info, cmd_client_kill;
+
+/** The most CLIENT LIST's reply can take in session @p s: a line for each connection open now, and one more. */
+size_t client_list_reply_max(const struct session *s);
 
 /* verbs-compat.c */
-verb_handler cmd_command, cmd_info;
+verb_handler cmd_command;
+
+/* verbs-info.c */
+verb_handler cmd_info;
+
+/* verbs-ops.c: CONFIG, SLOWLOG, MEMORY; and a verb's answer to a subcommand it has no row for */
+verb_handler cmd_subcommand_unknown, cmd_config_get, cmd_config_set, cmd_config_resetstat, cmd_config_help,
+	cmd_slowlog_get, cmd_slowlog_len, cmd_slowlog_reset, cmd_slowlog_help, cmd_memory_usage, cmd_memory_stats,
+	cmd_memory_help;
 
 /** The most COMMAND's reply to @p req can take: every entry, or one per argument, at the largest entry's size. */
 size_t command_reply_max(const struct request *req);

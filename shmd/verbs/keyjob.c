@@ -60,7 +60,7 @@ static void keyjob_work(struct job *j)
 	size_t first = k->done;
 	for (; k->done < k->n && !atomic_load_explicit(&j->cancel, memory_order_relaxed); k->done++) {
 		rc = call(k, h, k->key[k->done - first], k->len[k->done - first]);
-		if (rc == SHMF_E_FULL && k->shape == KEYJOB_INSERT) {
+		if (rc == SHMF_E_FULL && (k->shape == KEYJOB_INSERT || k->shape == KEYJOB_INSERT_ADD)) {
 			k->res[k->done] = -1;
 			continue;
 		}
@@ -88,9 +88,14 @@ static void reply_results(struct reply *out, const char *name, enum keyjob_shape
 	case KEYJOB_BOOL: reply_bool(out, (int)res[0]); break;
 	case KEYJOB_INT: reply_int(out, res[0]); break;
 	case KEYJOB_INSERT:
+	case KEYJOB_INSERT_ADD:
 		reply_array(out, n);
-		for (size_t i = 0; i < n; i++)
-			reply_int(out, res[i]);
+		for (size_t i = 0; i < n; i++) {
+			if (shape == KEYJOB_INSERT_ADD && res[i] == 1)
+				reply_bool(out, 1);
+			else
+				reply_int(out, res[i]);
+		}
 		break;
 	case KEYJOB_BOOLS:
 		reply_array(out, n);

@@ -40,10 +40,11 @@ enum keyjob_op {
 
 /* The reply, as the verb's handler gives it. */
 enum keyjob_shape {
-	KEYJOB_BOOL,   /* one key: a boolean, or the library's error */
-	KEYJOB_INT,    /* one key: an integer, or the library's error */
-	KEYJOB_INSERT, /* CF.INSERT(NX): an integer a key, -1 where it was full; another error replaces it all */
-	KEYJOB_BOOLS,  /* CF.MEXISTS: a boolean a key, or the library's error */
+	KEYJOB_BOOL,       /* one key: a boolean, or the library's error */
+	KEYJOB_INT,        /* one key: an integer, or the library's error */
+	KEYJOB_INSERT,     /* CF.INSERTNX: an integer a key, -1 where it was full; another error replaces it all */
+	KEYJOB_INSERT_ADD, /* CF.INSERT: the same, an added key true in RESP3 (RedisBloom's types) */
+	KEYJOB_BOOLS,      /* CF.MEXISTS: a boolean a key, or the library's error */
 };
 
 /**

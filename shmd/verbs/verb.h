@@ -48,7 +48,9 @@ enum {
 	VERB_REPLY_FLEET = 5u << 24,   /* every replicated filter with its nodes */
 	VERB_REPLY_COMMAND = 6u << 24, /* COMMAND's entries: every verb's, or one per argument */
 	VERB_REPLY_EXEC = 7u << 24,    /* EXEC: the replies of the queued requests (queue.h) */
-	VERB_REPLY_MASK = 7u << 24,
+	VERB_REPLY_CLIENTS = 8u << 24, /* a line per connection (CLIENT LIST) */
+	VERB_REPLY_SLOWLOG = 9u << 24, /* the slow log's entries asked for (SLOWLOG GET) */
+	VERB_REPLY_MASK = 15u << 24,
 };
 
 /* What dispatch_request() did with a request. */
@@ -81,7 +83,9 @@ typedef void verb_handler(struct verb_call *c);
 #define VERB_REPLY_SMALL 1024u
 
 struct verb {
-	const char *name; /* lower case, as COMMAND names it; matched in any case */
+	const char *name; /* lower case, as COMMAND names it; matched in any case. A subcommand has a row of
+			   * its own, "client|kill", as in Redis: the dispatcher runs it for CLIENT KILL, and
+			   * the verb's row ("client") answers the subcommands that have none (dispatch.h) */
 	int min_args;     /* arguments, the verb included */
 	int max_args;     /* -1: no limit */
 	unsigned flags;   /* VERB_* */

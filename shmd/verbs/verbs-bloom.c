@@ -24,46 +24,43 @@ struct growth {
 	int fixed;             /* FIXED (shmd's): neither grows nor refuses */
 };
 
-/* EXPANSION's value: 1 to SHMF_EXPANSION_MAX into *out; else
- * RedisBloom's error for it (@p insert: BF.INSERT's texts), or shmd's
- * for a value past its limit, after replying. */
+/* EXPANSION's value, as RedisBloom reads it: an integer from 0 to
+ * SHMF_EXPANSION_MAX (RedisBloom's 32768), 0 meaning NONSCALING, into
+ * *out; else RedisBloom's error for it (@p insert: BF.INSERT's text),
+ * after replying. */
 static int expansion_value(struct verb_call *c, const char *text, int insert, uint32_t *out)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0') {
+	long long v;
+	if (call_rb_integer(text, &v) < 0) {
 		reply_rb_error(c->out, insert ? RB_INSERT_BAD_EXPANSION : RB_BAD_EXPANSION);
 		return SHMF_E_INVAL;
 	}
-	if (v < 1) {
-		reply_rb_error(c->out, insert ? RB_INSERT_BAD_ARGUMENT : RB_EXPANSION_RANGE);
-		return SHMF_E_INVAL;
-	}
-	if (v > SHMF_EXPANSION_MAX) {
-		reply_error(c->out,
-			    "ERR expansion %lld is above shmd's limit of %u (each layer that many times the last)", v,
-			    SHMF_EXPANSION_MAX);
+	if (v < 0 || v > SHMF_EXPANSION_MAX) {
+		reply_rb_error(c->out, insert ? RB_INSERT_BAD_EXPANSION : RB_EXPANSION_RANGE);
 		return SHMF_E_INVAL;
 	}
 	*out = (uint32_t)v;
 	return 0;
 }
 
-/* @p spec's growth from @p g and [defaults]: EXPANSION, else the default
- * expansion unless NONSCALING, FIXED or a WINDOW (a windowed filter
- * rotates instead). 0, or SHMF_E_INVAL after replying. */
+/* @p spec's growth from @p g and [defaults]: EXPANSION (0 is NONSCALING,
+ * as in RedisBloom), else the default expansion unless NONSCALING, FIXED
+ * or a WINDOW (a windowed filter rotates instead). RedisBloom's order: the
+ * value first, then NONSCALING with an expansion (BF.RESERVE only: in
+ * BF.INSERT NONSCALING wins). 0, or SHMF_E_INVAL after replying. */
 static int growth_apply(struct verb_call *c, const struct growth *g, int insert, struct filter_spec *spec)
 {
-	if (g->expansion != NULL && g->nonscaling && !insert) {
-		reply_rb_error(c->out, RB_NONSCALING_EXPAND);
-		return SHMF_E_INVAL;
-	}
 	spec->expansion = 0;
 	spec->nonscaling = g->nonscaling;
 	if (g->expansion != NULL && expansion_value(c, g->expansion, insert, &spec->expansion) < 0)
 		return SHMF_E_INVAL;
-	if (g->nonscaling) {
+	if (g->expansion != NULL && spec->expansion == 0)
+		spec->nonscaling = 1;
+	else if (g->expansion != NULL && g->nonscaling && !insert) {
+		reply_rb_error(c->out, RB_NONSCALING_EXPAND);
+		return SHMF_E_INVAL;
+	}
+	if (spec->nonscaling) {
 		/* BF.INSERT: as RedisBloom, NONSCALING wins over EXPANSION. */
 		spec->expansion = 0;
 	} else if (g->expansion == NULL && !g->fixed && spec->window_secs == 0) {
@@ -84,6 +81,21 @@ static int growth_apply(struct verb_call *c, const struct growth *g, int insert,
 	return 0;
 }
 
+/* A capacity as RedisBloom reads one through BF.*: an integer, 1 or more
+ * (RedisBloom's range text says up to 2^30; shmd takes larger ones, bound
+ * by the host's memory). 0, RB_BAD_CAPACITY (no integer) or
+ * RB_CAPACITY_RANGE. */
+static int rb_capacity(const char *text, uint64_t *out)
+{
+	long long v;
+	if (call_rb_integer(text, &v) < 0)
+		return RB_BAD_CAPACITY;
+	if (v < 1)
+		return RB_CAPACITY_RANGE;
+	*out = (uint64_t)v;
+	return 0;
+}
+
 /* Which of RedisBloom's two errors a refused error rate gets: "bad error
  * rate" when it is no number, the range's when it is one outside (0, 1). */
 static enum rb_error rate_error(const char *text)
@@ -93,15 +105,6 @@ static enum rb_error rate_error(const char *text)
 	double v = strtod(text, &end);
 	(void)v;
 	return errno == 0 && end != text && *end == '\0' ? RB_ERROR_RATE_RANGE : RB_BAD_ERROR_RATE;
-}
-
-/* The same for a refused capacity: an integer (0, negative) or not one. */
-static enum rb_error capacity_error(const char *text)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && v <= 0 ? RB_CAPACITY_RANGE : RB_BAD_CAPACITY;
 }
 
 /* MODE octal at argv[*i] (its value next): 1 consumed, 0 no value, or
@@ -132,8 +135,9 @@ void cmd_bf_reserve(struct verb_call *c)
 		reply_rb_error(c->out, rate_error(req->argv[2]));
 		return;
 	}
-	if (spec_parse_capacity(req->argv[3], &spec.capacity) < 0) {
-		reply_rb_error(c->out, capacity_error(req->argv[3]));
+	int cap = rb_capacity(req->argv[3], &spec.capacity);
+	if (cap != 0) {
+		reply_rb_error(c->out, (enum rb_error)cap);
 		return;
 	}
 	for (int i = 4; i < req->argc; i++) {
@@ -218,11 +222,11 @@ static int bloom_info(struct verb_call *c, int slot, struct filter_info *fi)
 
 /* BF.INFO's fields: RedisBloom's five, in its order and types (names as
  * simple strings, values integers; a filter that does not grow has no
- * expansion rate, nil, as RedisBloom's NONSCALING ones), then shmd's own. */
+ * expansion rate, nil, as RedisBloom's NONSCALING ones), and nothing
+ * else: what only shmd knows of a filter is in SHMF.INFO. */
 static const char *const bf_fields[] = { "Capacity", "Size", "Number of filters", "Number of items inserted",
 					 "Expansion rate" };
 static const char *const bf_keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION" };
-#define BF_EXTRA_FIELDS 5
 
 static void bf_value(struct verb_call *c, const struct filter_info *fi, int i)
 {
@@ -237,7 +241,9 @@ static void bf_value(struct verb_call *c, const struct filter_info *fi, int i)
 /* BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]: "ERR not
  * found" for a missing filter, as in RedisBloom. Capacity, size and items
  * are summed over the layers (a standby made ahead counts once an add
- * went there). */
+ * went there); Size is the bytes of the filter's data segments, its
+ * memory. One field answers as RedisBloom's: a map of that one field in
+ * RESP3, an array of its value in RESP2. */
 void cmd_bf_info(struct verb_call *c)
 {
 	const struct request *req = c->req;
@@ -259,21 +265,18 @@ void cmd_bf_info(struct verb_call *c)
 	}
 	if (bloom_info(c, slot, &fi) < 0)
 		return;
-	if (only >= 0) {
+	if (only >= 0 && !reply_resp3(c->out)) {
 		reply_array(c->out, 1);
 		bf_value(c, &fi, only);
 		return;
 	}
-	reply_map(c->out, 5 + BF_EXTRA_FIELDS);
+	reply_map(c->out, only >= 0 ? 1 : 5);
 	for (int i = 0; i < 5; i++) {
+		if (only >= 0 && i != only)
+			continue;
 		reply_status(c->out, bf_fields[i]);
 		bf_value(c, &fi, i);
 	}
-	reply_field_double(c->out, "Error rate", fi.info.fpr_target);
-	reply_field_int(c->out, "Hash functions", fi.info.k);
-	reply_field_double(c->out, "Fill ratio", fi.info.fill_ratio);
-	reply_field_double(c->out, "Estimated error rate", fi.info.fpr_estimate);
-	reply_field_int(c->out, "Live generations", fi.info.live_generations);
 }
 
 /* BF.CARD key: 0 for a missing filter; every layer's items. */
@@ -304,28 +307,23 @@ static int insert_options(struct verb_call *c, struct filter_spec *spec, int *it
 			*nocreate = 1;
 		} else if (!strcasecmp(opt, "NONSCALING")) {
 			g.nonscaling = 1;
-		} else if (val == NULL) {
-			reply_error(c->out,
-				    "ERR option '%.*s' needs a value, or is unknown "
-				    "(CAPACITY c, ERROR rate, EXPANSION n, NOCREATE, NONSCALING, MODE octal, ITEMS item...)",
-				    40, opt);
+		} else if (val == NULL && (!strcasecmp(opt, "EXPANSION") || !strcasecmp(opt, "CAPACITY") ||
+					   !strcasecmp(opt, "ERROR") || !strcasecmp(opt, "MODE"))) {
+			call_arity_error(c); /* RedisBloom's answer to an option without its value */
 			return SHMF_E_INVAL;
 		} else if (!strcasecmp(opt, "EXPANSION")) {
 			g.expansion = val;
 			i++;
 		} else if (!strcasecmp(opt, "CAPACITY")) {
-			if (spec_parse_capacity(val, &spec->capacity) < 0) {
-				reply_rb_error(c->out, capacity_error(val) == RB_CAPACITY_RANGE
-							       ? RB_INSERT_BAD_ARGUMENT
-							       : RB_INSERT_BAD_CAPACITY);
+			if (rb_capacity(val, &spec->capacity) != 0) {
+				reply_rb_error(c->out, RB_INSERT_BAD_CAPACITY);
 				return SHMF_E_INVAL;
 			}
 			sized = 1;
 			i++;
 		} else if (!strcasecmp(opt, "ERROR")) {
 			if (spec_parse_fpr(val, &spec->fpr) < 0) {
-				reply_rb_error(c->out, rate_error(val) == RB_ERROR_RATE_RANGE ? RB_INSERT_BAD_ARGUMENT
-											      : RB_INSERT_BAD_RATE);
+				reply_rb_error(c->out, RB_INSERT_BAD_RATE);
 				return SHMF_E_INVAL;
 			}
 			sized = 1;

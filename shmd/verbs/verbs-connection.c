@@ -79,12 +79,6 @@ static int name_ok(const char *name, size_t len)
 	return 1;
 }
 
-/* Redis bounds a name only by its characters; a bound in bytes keeps a
- * table of connections' names small (1,024 of them: 4 MiB at most) and is
- * far above what names are (a host, a pid, a pool: tens of bytes). The
- * name counts in the connection's memory (maxmemory_clients). */
-#define CLIENT_NAME_MAX 4096
-
 /* Set the connection's name (empty: none): 0, or after replying with the
  * error SHMF_E_NAME (a character Redis refuses), SHMF_E_INVAL (too long)
  * or -ENOMEM. */
@@ -191,12 +185,6 @@ void cmd_hello(struct verb_call *c)
 	hello_reply(s, out);
 }
 
-static void client_info_line(const struct session *s, char *buf, size_t len)
-{
-	snprintf(buf, len, "id=%llu addr=%s name=%s db=0 resp=%d lib-name=%s lib-ver=%s\n", (unsigned long long)s->id,
-		 s->addr, s->name ? s->name : "", s->proto, s->lib_name, s->lib_ver);
-}
-
 static const char *const client_help[] = {
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"GETNAME",
@@ -205,6 +193,30 @@ static const char *const client_help[] = {
 	"    Return the ID of the current connection.",
 	"INFO",
 	"    Return information about the current client connection.",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
+	"    * ID <client-id>",
+	"      Kill connections by client id.",
+	"    * MAXAGE <maxage>",
+	"      Kill connections older than the specified age.",
+	"LIST [options ...]",
+	"    Return information about client connections. Options:",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Return clients of specified type.",
+	"    * ID <client-id> [<client-id> ...]",
+	"      Return clients of specified IDs only.",
 	"SETNAME <connection-name>",
 	"    Assign the name <connection-name> to the current connection.",
 	"SETINFO <LIB-NAME|LIB-VER> <value>",
@@ -217,19 +229,18 @@ static const char *const client_help[] = {
 	"    Print this help.",
 };
 
-static void reply_lines(struct reply *out, const char *const *lines, size_t n)
+/* CLIENT with a subcommand that has no row (verbs.c has one per subcommand). */
+void cmd_client(struct verb_call *c)
 {
-	reply_array(out, n);
-	for (size_t i = 0; i < n; i++)
-		reply_status(out, lines[i]);
+	cmd_subcommand_unknown(c);
 }
 
-static void client_id(struct verb_call *c)
+void cmd_client_id(struct verb_call *c)
 {
 	reply_int(c->out, (long long)c->sess->id);
 }
 
-static void client_getname(struct verb_call *c)
+void cmd_client_getname(struct verb_call *c)
 {
 	if (c->sess->name)
 		reply_bulk_str(c->out, c->sess->name);
@@ -237,25 +248,21 @@ static void client_getname(struct verb_call *c)
 		reply_nil(c->out);
 }
 
-static void client_info(struct verb_call *c)
+void cmd_client_help(struct verb_call *c)
 {
-	char line[512];
-	client_info_line(c->sess, line, sizeof(line));
-	reply_bulk_str(c->out, line);
+	size_t n = sizeof(client_help) / sizeof(client_help[0]);
+	reply_array(c->out, n);
+	for (size_t i = 0; i < n; i++)
+		reply_status(c->out, client_help[i]);
 }
 
-static void client_help_reply(struct verb_call *c)
-{
-	reply_lines(c->out, client_help, sizeof(client_help) / sizeof(client_help[0]));
-}
-
-static void client_setname(struct verb_call *c)
+void cmd_client_setname(struct verb_call *c)
 {
 	if (set_name(c->sess, c->req->argv[2], c->req->lens[2], c->out) == 0)
 		reply_status(c->out, "OK");
 }
 
-static void client_setinfo(struct verb_call *c)
+void cmd_client_setinfo(struct verb_call *c)
 {
 	struct session *s = c->sess;
 	const char *attr = c->req->argv[2], *val = c->req->argv[3];
@@ -268,7 +275,7 @@ static void client_setinfo(struct verb_call *c)
 		dst = s->lib_ver;
 		cap = sizeof(s->lib_ver);
 	} else {
-		reply_error(c->out, "ERR Unrecognized option '%.*s'", 64, attr);
+		reply_error(c->out, "ERR Unrecognized option '%.64s'", attr);
 		return;
 	}
 	if (!name_ok(val, c->req->lens[3])) {
@@ -286,7 +293,7 @@ static void client_setinfo(struct verb_call *c)
 }
 
 /* NO-EVICT and NO-TOUCH: ON or OFF, both meaningless here. */
-static void client_onoff(struct verb_call *c)
+void cmd_client_onoff(struct verb_call *c)
 {
 	if (!strcasecmp(c->req->argv[2], "ON") || !strcasecmp(c->req->argv[2], "OFF"))
 		reply_status(c->out, "OK");
@@ -294,41 +301,13 @@ static void client_onoff(struct verb_call *c)
 		reply_error(c->out, "ERR syntax error");
 }
 
-static void client_reply(struct verb_call *c)
+void cmd_client_reply(struct verb_call *c)
 {
 	if (!strcasecmp(c->req->argv[2], "ON"))
 		reply_status(c->out, "OK");
 	else
 		reply_error(c->out, "ERR CLIENT REPLY %.*s is not supported by shmd (every request gets its reply)", 16,
 			    c->req->argv[2]);
-}
-
-/* CLIENT's subcommands: lower-case name (as Redis names them in errors),
- * arguments with CLIENT and the subcommand, handler. */
-static const struct {
-	const char *name;
-	int argc;
-	verb_handler *run;
-} client_subs[] = {
-	{ "id", 2, client_id },           { "getname", 2, client_getname }, { "info", 2, client_info },
-	{ "help", 2, client_help_reply }, { "setname", 3, client_setname }, { "setinfo", 4, client_setinfo },
-	{ "no-evict", 3, client_onoff },  { "no-touch", 3, client_onoff },  { "reply", 3, client_reply },
-};
-
-void cmd_client(struct verb_call *c)
-{
-	const char *sub = c->req->argv[1];
-	for (size_t i = 0; i < sizeof(client_subs) / sizeof(client_subs[0]); i++) {
-		if (strcasecmp(sub, client_subs[i].name) != 0)
-			continue;
-		if (c->req->argc != client_subs[i].argc)
-			reply_error(c->out, "ERR wrong number of arguments for 'client|%s' command",
-				    client_subs[i].name);
-		else
-			client_subs[i].run(c);
-		return;
-	}
-	reply_error(c->out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.", 64, sub);
 }
 
 /* SELECT 0: there is one database; its keys are the filters. */

@@ -29,23 +29,6 @@
 _Static_assert(RB_CF_MAXITER_MAX == SHMF_CUCKOO_KICKS_LIMIT,
 	       "every MAXITERATIONS RedisBloom takes is a relocation bound");
 
-/* An integer as RedisBloom reads one (RedisModule_StringToLongLong, that
- * is Redis' string2ll: an optional minus, then digits with no leading
- * zero, nothing else, within a long long). 0 or SHMF_E_INVAL. */
-static int rb_integer(const char *text, long long *out)
-{
-	const char *d = text + (text[0] == '-');
-	if (d[0] < '0' || d[0] > '9' || (d[0] == '0' && (d[1] != '\0' || d != text)))
-		return SHMF_E_INVAL;
-	char *end;
-	errno = 0;
-	long long v = strtoll(text, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return SHMF_E_INVAL;
-	*out = v;
-	return 0;
-}
-
 /* CF.RESERVE's BUCKETSIZE and MAXITERATIONS as given: RedisBloom finds the
  * first of each wherever it is, and checks them after the capacity is
  * read, MAXITERATIONS first. NULL: not given. */
@@ -87,12 +70,12 @@ static int cf_option(struct verb_call *c, const char *opt, const char *val, stru
 
 /*
  * RedisBloom's checks of CF.RESERVE's numbers, in its order: MAXITERATIONS
- * (an integer, 1 to 65535), BUCKETSIZE (an integer, 1 to 255), EXPANSION
- * (an integer, 0 or more), then the capacity (at least twice the bucket
- * size: the one asked for, else [defaults]' cuckoo_bucket_size,
- * RedisBloom's default 2); then shmd's own: the bucket sizes that are one
- * word, and its limit on EXPANSION. @p capacity is the capacity argument,
- * an integer already; @p expansion the EXPANSION value, NULL if not given
+ * (an integer, 1 to 65535; else [defaults]' cuckoo_max_iterations,
+ * RedisBloom's 20), BUCKETSIZE (an integer, 1 to 255; else [defaults]'
+ * cuckoo_bucket_size, RedisBloom's 2), EXPANSION (an integer, 0 to 32768),
+ * then the capacity (at least twice the bucket size); then shmd's own: the
+ * bucket sizes that are one word. @p capacity is the capacity argument, an
+ * integer already; @p expansion the EXPANSION value, NULL if not given
  * (spec->expansion is set only if it was: rounded up to a power of 2, as
  * RedisBloom keeps it). 0, or SHMF_E_INVAL after replying.
  */
@@ -101,7 +84,7 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 {
 	long long v;
 	if (nums->maxiterations != NULL) {
-		if (rb_integer(nums->maxiterations, &v) < 0) {
+		if (call_rb_integer(nums->maxiterations, &v) < 0) {
 			reply_rb_error(c->out, RB_CF_BAD_MAXITER);
 			return SHMF_E_INVAL;
 		}
@@ -110,10 +93,13 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 			return SHMF_E_INVAL;
 		}
 		spec->max_kicks = (uint32_t)v;
+	} else {
+		/* [defaults]' (RedisBloom's 20), as its cf-max-iterations. */
+		spec->max_kicks = session_defaults(c->sess)->cuckoo_max_iterations;
 	}
 	long long bucket = session_defaults(c->sess)->cuckoo_bucket_size;
 	if (nums->bucketsize != NULL) {
-		if (rb_integer(nums->bucketsize, &bucket) < 0) {
+		if (call_rb_integer(nums->bucketsize, &bucket) < 0) {
 			reply_rb_error(c->out, RB_CF_BAD_BUCKETSIZE);
 			return SHMF_E_INVAL;
 		}
@@ -124,7 +110,7 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 	}
 	long long e = 0;
 	if (expansion != NULL) {
-		if (rb_integer(expansion, &e) < 0) {
+		if (call_rb_integer(expansion, &e) < 0) {
 			reply_rb_error(c->out, RB_CF_BAD_EXPANSION);
 			return SHMF_E_INVAL;
 		}
@@ -133,8 +119,12 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 			return SHMF_E_INVAL;
 		}
 	}
+	if (expansion != NULL && e > SHMF_EXPANSION_MAX) {
+		reply_rb_error(c->out, RB_CF_EXPANSION_RANGE);
+		return SHMF_E_INVAL;
+	}
 	if (capacity < 2 * bucket) {
-		reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
+		reply_rb_error(c->out, RB_CF_CAPACITY_RANGE);
 		return SHMF_E_INVAL;
 	}
 	spec->capacity = (uint64_t)capacity;
@@ -146,17 +136,12 @@ static int cf_checks(struct verb_call *c, const struct cf_numbers *nums, const c
 				    bucket);
 			return SHMF_E_INVAL;
 		}
-		spec->bucket_size = (uint32_t)bucket;
-	} /* else shmd's default, 4 */
-	if (expansion != NULL) {
-		if (e > SHMF_EXPANSION_MAX) {
-			reply_error(c->out,
-				    "ERR EXPANSION %lld is above shmd's limit of %u (each layer that many times the last)",
-				    e, SHMF_EXPANSION_MAX);
-			return SHMF_E_INVAL;
-		}
-		spec->expansion = call_cuckoo_expansion((uint32_t)e);
 	}
+	/* Without BUCKETSIZE, [defaults]' (RedisBloom's 2), as RedisBloom's
+	 * cf-bucket-size gives it; shmd's own doors make buckets of 4. */
+	spec->bucket_size = (uint32_t)bucket;
+	if (expansion != NULL)
+		spec->expansion = call_cuckoo_expansion((uint32_t)e);
 	return 0;
 }
 
@@ -185,6 +170,11 @@ static int cf_options(struct verb_call *c, long long capacity, struct filter_spe
 			i++;
 			continue;
 		}
+		if (i + 1 >= req->argc && (!strcasecmp(opt, "EXPANSION") || !strcasecmp(opt, "BUCKETSIZE") ||
+					   !strcasecmp(opt, "MAXITERATIONS"))) {
+			call_arity_error(c); /* RedisBloom's answer to an option without its value */
+			return SHMF_E_INVAL;
+		}
 		if (i + 1 >= req->argc) {
 			reply_error(c->out,
 				    "ERR option '%.*s' needs a value, or is unknown (BUCKETSIZE b, MAXITERATIONS n, EXPANSION e, ERROR rate, MODE octal, REPLICATE)",
@@ -211,9 +201,10 @@ static int cf_options(struct verb_call *c, long long capacity, struct filter_spe
 
 /* CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [EXPANSION e]
  * [ERROR rate] [MODE octal] [WINDOW d] [GENERATIONS n] [REPLICATE]:
- * without BUCKETSIZE and MAXITERATIONS, shmd's defaults (4 and 500;
- * RedisBloom's are 2 and 20, which filters created on the fly get from
- * [defaults]); without EXPANSION, [defaults]' cuckoo_expansion. */
+ * without BUCKETSIZE, MAXITERATIONS and EXPANSION, [defaults]'
+ * cuckoo_bucket_size, cuckoo_max_iterations and cuckoo_expansion
+ * (RedisBloom's 2, 20 and 1, as its cf-* configuration gives them);
+ * shmd's own doors (shmctl create, the configuration) make 4 and 500. */
 void cmd_cf_reserve(struct verb_call *c)
 {
 	struct filter_spec spec;
@@ -222,7 +213,7 @@ void cmd_cf_reserve(struct verb_call *c)
 		return;
 	spec_defaults(&spec, c->req->argv[1]);
 	spec.type = SHMF_TYPE_CUCKOO;
-	if (rb_integer(c->req->argv[2], &capacity) < 0) {
+	if (call_rb_integer(c->req->argv[2], &capacity) < 0) {
 		reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 		return;
 	}
@@ -231,7 +222,8 @@ void cmd_cf_reserve(struct verb_call *c)
 }
 
 /* CF.ADD key item: creates the filter from [defaults] when missing; true,
- * or RedisBloom's "ERR Filter is full". */
+ * or RedisBloom's "Filter is full" ("Maximum expansions reached" past
+ * the last layer of a growing filter). */
 void cmd_cf_add(struct verb_call *c)
 {
 	int slot = call_add_target(c, SHMF_TYPE_CUCKOO);
@@ -257,12 +249,12 @@ void cmd_cf_mexists(struct verb_call *c)
 	call_read_many(c, SHMF_TYPE_CUCKOO);
 }
 
-/* CF.DEL key item: "ERR not found" for a missing filter, as in RedisBloom. */
+/* CF.DEL key item: "Not found" for a missing filter, as in RedisBloom. */
 void cmd_cf_del(struct verb_call *c)
 {
 	int slot = call_lookup(c);
 	if (slot < 0)
-		reply_rb_error(c->out, RB_NOT_FOUND);
+		reply_rb_error(c->out, RB_CF_DEL_NOT_FOUND);
 	else
 		call_one_key(c, slot, SHMF_TYPE_CUCKOO, shmf_del, 1);
 }
@@ -291,7 +283,8 @@ static void insert_items(struct verb_call *c, int slot, shmf_t *h, int items, in
 			res[i] = -1;
 		} else if (rc == SHMF_E_BUSY) {
 			/* This item would wait: it and the rest on the file worker. */
-			keyjob_defer(c, nx ? KEYJOB_ADD_UNIQUE : KEYJOB_ADD, 0, items, (size_t)i, res, KEYJOB_INSERT);
+			keyjob_defer(c, nx ? KEYJOB_ADD_UNIQUE : KEYJOB_ADD, 0, items, (size_t)i, res,
+				     nx ? KEYJOB_INSERT : KEYJOB_INSERT_ADD);
 			free(res);
 			return;
 		} else if (rc < 0) {
@@ -303,8 +296,14 @@ static void insert_items(struct verb_call *c, int slot, shmf_t *h, int items, in
 		}
 	}
 	reply_array(c->out, (size_t)n);
-	for (int i = 0; i < n; i++)
-		reply_int(c->out, res[i]);
+	for (int i = 0; i < n; i++) {
+		/* As RedisBloom's: CF.INSERT's added item is true in RESP3 (a
+		 * refused one stays -1); CF.INSERTNX answers integers. */
+		if (!nx && res[i] == 1)
+			reply_bool(c->out, 1);
+		else
+			reply_int(c->out, res[i]);
+	}
 	free(res);
 }
 
@@ -327,12 +326,12 @@ static void insert(struct verb_call *c, int nx)
 			/* As RedisBloom: an integer, at least twice the bucket size
 			 * of the filter it would create ([defaults]). */
 			long long cap;
-			if (rb_integer(req->argv[++i], &cap) < 0) {
+			if (call_rb_integer(req->argv[++i], &cap) < 0) {
 				reply_rb_error(c->out, RB_CF_BAD_CAPACITY);
 				return;
 			}
 			if (cap < 2 * (long long)session_defaults(c->sess)->cuckoo_bucket_size) {
-				reply_rb_error(c->out, RB_CF_CAPACITY_SMALL);
+				reply_rb_error(c->out, RB_CF_INSERT_CAPACITY_RANGE);
 				return;
 			}
 			spec.capacity = (uint64_t)cap;
@@ -358,10 +357,10 @@ void cmd_cf_insertnx(struct verb_call *c)
 }
 
 /* CF.INFO key: RedisBloom's eight fields in its order (names as simple
- * strings, values integers; a map in RESP3), then shmd's own. As
- * RedisBloom's, the size, items and deletes are summed over the layers,
- * and the buckets are the first layer's; every layer has its bucket size.
- */
+ * strings, values integers; a map in RESP3) and nothing else: what only
+ * shmd knows is in SHMF.INFO. As RedisBloom's, the size, items and
+ * deletes are summed over the layers, and the buckets are the first
+ * layer's; every layer has its bucket size. */
 void cmd_cf_info(struct verb_call *c)
 {
 	char err[REGISTRY_ERR_MAX];
@@ -391,15 +390,11 @@ void cmd_cf_info(struct verb_call *c)
 		{ "Expansion rate", fi.expansion },
 		{ "Max iterations", info.max_kicks },
 	};
-	reply_map(c->out, 8 + 4);
+	reply_map(c->out, 8);
 	for (size_t i = 0; i < 8; i++) {
 		reply_status(c->out, fields[i].name);
 		reply_int(c->out, fields[i].v);
 	}
-	reply_field_int(c->out, "Fingerprint bits", info.fingerprint_bits);
-	reply_field_double(c->out, "Fill ratio", info.fill_ratio);
-	reply_field_double(c->out, "Estimated error rate", info.fpr_estimate);
-	reply_field_int(c->out, "Relocations", (long long)info.relocations);
 }
 
 /* CF.COMPACT key: RedisBloom's defragmentation of a filter's sub-filters,

@@ -39,7 +39,7 @@ static const struct verb verbs[] = {
 	{ "auth", 2, -1, CONN | VERB_NOAUTH | READER, 0, 0, cmd_auth, "connection", "[username:string] password:string",
 	  "Authenticates the connection." },
 	{ "hello", 1, -1, CONN | VERB_NOAUTH | READER, 0, 0, cmd_hello, "connection",
-	  "[protover:integer] [AUTH username:string] [SETNAME clientname:string]",
+	  "[protover:integer] [AUTH username:string password:string] [SETNAME clientname:string]",
 	  "Handshakes with the server in RESP2 or RESP3, optionally authenticating and naming the connection." },
 	{ "quit", 1, -1, CONN | VERB_TXN | VERB_NOAUTH | READER, 0, 0, cmd_quit, "connection", "",
 	  "Closes the connection." },
@@ -165,7 +165,7 @@ static const struct verb verbs[] = {
 	{ "shmf.drop", 2, 2, WRITES | ADMIN, 1, 1, cmd_shmf_drop, "shmf", "key",
 	  "Drops a filter and removes its data files." },
 	{ "shmf.snapshot", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, 1, cmd_shmf_snapshot, "shmf",
-	  "key path:string",
+	  "key path:string [FORCE]",
 	  "Writes a snapshot of a filter to a file on the daemon's host (FORCE: over a file that is not a snapshot)." },
 	{ "shmf.swap", 3, 4, FILE_VERB | ADMIN | VERB_REPLY_LIST, 1, 1, cmd_shmf_swap, "shmf",
 	  "key path:string [RESHAPE]",
@@ -204,6 +204,65 @@ static const struct verb verbs[] = {
 	{ "shmf.reload", 1, 1, VERB_WRITES | VERB_ROLE_ADMIN | VERB_REPLY_LIST, 0, 0, cmd_shmf_reload, "server", "",
 	  "Reloads shmd's configuration file: creates new filters, applies what changes live, "
 	  "refuses shape changes; returns what it did." },
+
+	/* What operators and monitoring tools send (verbs-ops.c). CONFIG,
+	 * SLOWLOG and MEMORY answer only a subcommand they have no row for. */
+	{ "config", 2, -1, CONN | READER, 0, 0, cmd_subcommand_unknown, "server", "subcommand:string [arg:string...]",
+	  "Reads shmd's configuration in Redis' parameter names; resets the statistics." },
+	{ "slowlog", 2, -1, CONN | READER, 0, 0, cmd_subcommand_unknown, "server", "subcommand:string [arg:string...]",
+	  "Reads and resets the log of slow commands." },
+	{ "memory", 2, -1, CONN | READER, 0, 0, cmd_subcommand_unknown, "server", "subcommand:string [arg:string...]",
+	  "Describes the memory of the server and of a filter." },
+
+	/* Subcommands, a row each as in Redis ("client|kill" runs CLIENT
+	 * KILL; the dispatcher finds it): listed inside their verb's COMMAND
+	 * entry. Describing connections, the configuration and memory is for
+	 * readers; closing another's connection, resetting statistics, and
+	 * reading the slow log (it holds other clients' arguments: items and
+	 * filter names a reader of some filters may not see) are for admins. */
+	{ "client|id", 2, 2, CONN | READER, 0, 0, cmd_client_id, "connection", "",
+	  "Returns the unique id of the connection." },
+	{ "client|getname", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_client_getname, "connection", "",
+	  "Returns the name of the connection, or nil." },
+	{ "client|setname", 3, 3, CONN | READER, 0, 0, cmd_client_setname, "connection", "connection-name:string",
+	  "Names the connection." },
+	{ "client|setinfo", 4, 4, CONN | READER, 0, 0, cmd_client_setinfo, "connection",
+	  "LIB-NAME|LIB-VER value:string", "Sets the name or version of the client library on the connection." },
+	{ "client|info", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_client_info, "connection", "",
+	  "Describes the connection, as a line of CLIENT LIST." },
+	{ "client|list", 2, -1, CONN | READER | VERB_REPLY_CLIENTS, 0, 0, cmd_client_list, "connection",
+	  "[TYPE type:string] [ID client-id:integer...]", "Describes every connection, a line each." },
+	{ "client|kill", 3, -1, CONN | ADMIN, 0, 0, cmd_client_kill, "connection", "filter:string [value:string...]",
+	  "Closes connections by id, address, user or age (the old form: by address)." },
+	{ "client|no-evict", 3, 3, CONN | READER, 0, 0, cmd_client_onoff, "connection", "ON|OFF",
+	  "Accepted and ignored: shmd evicts no connection for keys' memory." },
+	{ "client|no-touch", 3, 3, CONN | READER, 0, 0, cmd_client_onoff, "connection", "ON|OFF",
+	  "Accepted and ignored: shmd tracks no access time." },
+	{ "client|reply", 3, 3, CONN | READER, 0, 0, cmd_client_reply, "connection", "ON|OFF|SKIP",
+	  "Accepts ON only: every request gets its reply." },
+	{ "client|help", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_client_help, "connection", "",
+	  "Describes CLIENT's subcommands." },
+	{ "config|get", 3, -1, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_config_get, "server", "parameter:pattern...",
+	  "Returns the parameters matching glob patterns, in Redis' names, with shmd's values." },
+	{ "config|set", 4, -1, CONN | ADMIN, 0, 0, cmd_config_set, "server", "parameter:string value:string",
+	  "Refused: shmd's configuration is its file, applied by a reload." },
+	{ "config|resetstat", 2, 2, CONN | ADMIN, 0, 0, cmd_config_resetstat, "server", "",
+	  "Resets the statistics INFO reports: commandstats and the counts of stats." },
+	{ "config|help", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_config_help, "server", "",
+	  "Describes CONFIG's subcommands." },
+	{ "slowlog|get", 2, 3, CONN | ADMIN | VERB_REPLY_SLOWLOG, 0, 0, cmd_slowlog_get, "server", "[count:integer]",
+	  "Returns the newest entries of the slow log (10; -1: all)." },
+	{ "slowlog|len", 2, 2, CONN | READER, 0, 0, cmd_slowlog_len, "server", "",
+	  "Returns the number of entries in the slow log." },
+	{ "slowlog|reset", 2, 2, CONN | ADMIN, 0, 0, cmd_slowlog_reset, "server", "", "Empties the slow log." },
+	{ "slowlog|help", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_slowlog_help, "server", "",
+	  "Describes SLOWLOG's subcommands." },
+	{ "memory|usage", 3, 5, READS | READER, 2, 2, cmd_memory_usage, "server", "key [SAMPLES count:integer]",
+	  "Returns the bytes of a filter's data segments, every generation and layer." },
+	{ "memory|stats", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_memory_stats, "server", "",
+	  "Describes the memory of the server: its heap, clients and filters." },
+	{ "memory|help", 2, 2, CONN | READER | VERB_REPLY_LIST, 0, 0, cmd_memory_help, "server", "",
+	  "Describes MEMORY's subcommands." },
 };
 
 const struct verb *verbs_at(size_t i)

@@ -154,20 +154,104 @@ static void use(shmf_t *f, const uint8_t *keys, size_t klen, int rdwr)
 			  info.bucket_size, info.fingerprint_bits, (unsigned long long)info.buckets);
 }
 
+/* The runtime directory and its instance directory, made at the first
+ * input and removed at exit. */
+static void make_dir_once(void)
+{
+	if (dir_fd >= 0)
+		return;
+	remove_stale();
+	snprintf(dir, sizeof(dir), "/dev/shm/shmf-fuzz-%ld", (long)getpid());
+	if (mkdir(dir, 0700) < 0)
+		fuzz_fail("mkdir %s", dir);
+	setenv("SHMF_RUNTIME_DIR", dir, 1);
+	char inst[160];
+	snprintf(inst, sizeof(inst), "%s/" INSTANCE, dir);
+	if (mkdir(inst, 0700) < 0 || (dir_fd = open(inst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fuzz_fail("instance directory");
+	atexit(remove_dir);
+}
+
+/* Repair what @p flags say (the top comment) in the control header @p ch,
+ * slot @p slot and data header @p dh; keep the slot's sequence even. */
+static void repair_flagged(uint8_t flags, struct shmf_ctl_header *ch, struct shmf_slot *slot,
+			   struct shmf_data_header *dh)
+{
+	if (flags & 0x01) {
+		ch->magic = SHMF_CTL_MAGIC;
+		ch->version = SHMF_FORMAT_VERSION;
+		ch->header_size = sizeof(*ch);
+		ch->layout = shmf_layout_fingerprint();
+		ch->nslots = SHMF_SLOTS;
+		ch->slot_size = sizeof(struct shmf_slot);
+		ch->slots_offset = sizeof(*ch);
+	}
+	atomic_store(&slot->seq, atomic_load(&slot->seq) & ~UINT64_C(1));
+	if (flags & 0x08)
+		slot->data_bytes = SHMF_DATA_BLOCKS_OFF + slot->nblocks * SHMF_BLOCK_BYTES;
+	if (flags & 0x02) {
+		dh->magic = SHMF_DATA_MAGIC;
+		dh->version = SHMF_FORMAT_VERSION;
+		dh->header_size = sizeof(*dh);
+		dh->layout = shmf_layout_fingerprint();
+		dh->blocks_offset = SHMF_DATA_BLOCKS_OFF;
+		dh->counters_offset = SHMF_DATA_COUNTERS_OFF;
+	}
+	if (flags & 0x04) {
+		dh->type = slot->type;
+		dh->k = slot->k;
+		dh->nblocks = slot->nblocks;
+		dh->nbuckets = slot->nbuckets;
+		dh->bucket_size = slot->bucket_size; /* which the client must still check: a word of its width */
+		memcpy(dh->name, slot->name, sizeof(dh->name));
+	}
+	/* The lock timeout is the slot's: a valid one is valid at any length,
+	 * but a held lock word (the payload is any bytes) costs every locked
+	 * call all of it: one of 0 (the default, 1 s) or more than 2 ms made
+	 * an input of a few locked calls a libFuzzer timeout. With flag 0x02
+	 * it is made valid; out-of-range values stay, for the check. */
+	if (slot->type == SHMF_TYPE_CUCKOO &&
+	    ((flags & 0x02) || slot->lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX) &&
+	    (slot->lock_timeout_ms == 0 || slot->lock_timeout_ms > 2))
+		slot->lock_timeout_ms = 1 + slot->lock_timeout_ms % 2;
+}
+
+/*
+ * Write the control file (header @p ch, slot @p slot) and a data file of
+ * filter @p name for each live generation the slot names: header @p dh,
+ * then @p payload (@p plen bytes), and @p counters (@p clen bytes, when
+ * any) over its item-counter page.
+ */
+static void write_files(uint8_t flags, const struct shmf_ctl_header *ch, const struct shmf_slot *slot,
+			struct shmf_data_header *dh, const char *name, const uint8_t *payload, size_t plen,
+			const uint8_t *counters, size_t clen)
+{
+	clear_dir();
+	write_file(SHMF_CTL_FILE, SHMF_CTL_BYTES, ch, sizeof(*ch), sizeof(*ch), slot, sizeof(*slot));
+	unsigned nlive = slot->nlive < SHMF_WINDOW_MAX ? slot->nlive : SHMF_WINDOW_MAX;
+	for (unsigned i = 0; i < (nlive ? nlive : 1); i++) {
+		uint64_t gen = i == 0 ? atomic_load(&slot->generation) : slot->live[i];
+		char fname[128];
+		if (shmf_data_filename(name, gen, fname, sizeof(fname)) < 0)
+			continue;
+		if (flags & 0x04)
+			dh->generation = gen;
+		uint64_t fsize = (flags & 0x10) ? slot->data_bytes : SHMF_DATA_BLOCKS_OFF + plen;
+		if (fsize > FILE_MAX)
+			fsize = SHMF_DATA_BLOCKS_OFF + plen;
+		write_file(fname, fsize, dh, sizeof(*dh), SHMF_DATA_BLOCKS_OFF, payload, plen);
+		if (clen > 0 && fsize >= SHMF_DATA_BLOCKS_OFF) {
+			int fd = openat(dir_fd, fname, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || pwrite(fd, counters, clen, SHMF_DATA_COUNTERS_OFF) != (ssize_t)clen)
+				fuzz_fail("counters");
+			close(fd);
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (dir_fd < 0) {
-		remove_stale();
-		snprintf(dir, sizeof(dir), "/dev/shm/shmf-fuzz-%ld", (long)getpid());
-		if (mkdir(dir, 0700) < 0)
-			fuzz_fail("mkdir %s", dir);
-		setenv("SHMF_RUNTIME_DIR", dir, 1);
-		char inst[160];
-		snprintf(inst, sizeof(inst), "%s/" INSTANCE, dir);
-		if (mkdir(inst, 0700) < 0 || (dir_fd = open(inst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-			fuzz_fail("instance directory");
-		atexit(remove_dir);
-	}
+	make_dir_once();
 	uint8_t flags = size ? data[0] : 0;
 	struct shmf_ctl_header ch;
 	struct shmf_slot slot;
@@ -187,43 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		payload += clen;
 		plen -= clen;
 	}
-
-	if (flags & 0x01) {
-		ch.magic = SHMF_CTL_MAGIC;
-		ch.version = SHMF_FORMAT_VERSION;
-		ch.header_size = sizeof(ch);
-		ch.layout = shmf_layout_fingerprint();
-		ch.nslots = SHMF_SLOTS;
-		ch.slot_size = sizeof(struct shmf_slot);
-		ch.slots_offset = sizeof(ch);
-	}
-	atomic_store(&slot.seq, atomic_load(&slot.seq) & ~UINT64_C(1));
-	if (flags & 0x08)
-		slot.data_bytes = SHMF_DATA_BLOCKS_OFF + slot.nblocks * SHMF_BLOCK_BYTES;
-	if (flags & 0x02) {
-		dh.magic = SHMF_DATA_MAGIC;
-		dh.version = SHMF_FORMAT_VERSION;
-		dh.header_size = sizeof(dh);
-		dh.layout = shmf_layout_fingerprint();
-		dh.blocks_offset = SHMF_DATA_BLOCKS_OFF;
-		dh.counters_offset = SHMF_DATA_COUNTERS_OFF;
-	}
-	if (flags & 0x04) {
-		dh.type = slot.type;
-		dh.k = slot.k;
-		dh.nblocks = slot.nblocks;
-		dh.nbuckets = slot.nbuckets;
-		dh.bucket_size = slot.bucket_size; /* which the client must still check: a word of its width */
-		memcpy(dh.name, slot.name, sizeof(dh.name));
-	}
-	/* The lock timeout is the slot's: a valid one is valid at any length,
-	 * but a held lock word (the payload is any bytes) costs every locked
-	 * call all of it: one of 0 (the default, 1 s) or more than 2 ms made
-	 * an input of a few locked calls a libFuzzer timeout. With flag 0x02
-	 * it is made valid; out-of-range values stay, for the check. */
-	if (slot.type == SHMF_TYPE_CUCKOO && ((flags & 0x02) || slot.lock_timeout_ms <= SHMF_CUCKOO_LOCK_TIMEOUT_MAX) &&
-	    (slot.lock_timeout_ms == 0 || slot.lock_timeout_ms > 2))
-		slot.lock_timeout_ms = 1 + slot.lock_timeout_ms % 2;
+	repair_flagged(flags, &ch, &slot, &dh);
 
 	/* The validators on their own: they must not read past what they get. */
 	int ctl_ok = shmf_ctl_header_check(&ch, SHMF_CTL_BYTES) == 0;
@@ -235,32 +283,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)shmf_data_header_check(&dh, &copy, slot.data_bytes);
 
 	/* The files, and a client on them. */
-	clear_dir();
-	write_file(SHMF_CTL_FILE, SHMF_CTL_BYTES, &ch, sizeof(ch), sizeof(ch), &slot, sizeof(slot));
 	char name[SHMF_NAME_MAX + 1];
 	memcpy(name, slot.name, sizeof(name));
 	name[SHMF_NAME_MAX] = '\0';
 	if (shmf_name_check(name) < 0)
 		snprintf(name, sizeof(name), "x");
-	unsigned nlive = slot.nlive < SHMF_WINDOW_MAX ? slot.nlive : SHMF_WINDOW_MAX;
-	for (unsigned i = 0; i < (nlive ? nlive : 1); i++) {
-		uint64_t gen = i == 0 ? atomic_load(&slot.generation) : slot.live[i];
-		char fname[128];
-		if (shmf_data_filename(name, gen, fname, sizeof(fname)) < 0)
-			continue;
-		if (flags & 0x04)
-			dh.generation = gen;
-		uint64_t fsize = (flags & 0x10) ? slot.data_bytes : SHMF_DATA_BLOCKS_OFF + plen;
-		if (fsize > FILE_MAX)
-			fsize = SHMF_DATA_BLOCKS_OFF + plen;
-		write_file(fname, fsize, &dh, sizeof(dh), SHMF_DATA_BLOCKS_OFF, payload, plen);
-		if (clen > 0 && fsize >= SHMF_DATA_BLOCKS_OFF) {
-			int fd = openat(dir_fd, fname, O_WRONLY | O_CLOEXEC);
-			if (fd < 0 || pwrite(fd, counters, clen, SHMF_DATA_COUNTERS_OFF) != (ssize_t)clen)
-				fuzz_fail("counters");
-			close(fd);
-		}
-	}
+	write_files(flags, &ch, &slot, &dh, name, payload, plen, counters, clen);
 	int rdwr = (flags & 0x20) != 0;
 	shmf_t *f = NULL;
 	int r = shmf_open(INSTANCE, name, rdwr ? SHMF_RDWR : SHMF_RDONLY, &f);

@@ -34,6 +34,14 @@ class Err(str):
     pass
 
 
+class Field:
+    """BF.INFO key FIELD as RedisBloom answers it: a map of that one field in
+    RESP3, an array of its value in RESP2."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+
 class Bool:
     """An expected boolean: RESP3 true/false, RESP2 the integer 1/0."""
 
@@ -145,6 +153,8 @@ def want_for(proto, want):
     """The expected value as proto carries it (Bool: RESP3 bool, RESP2 int; maps flat in RESP2)."""
     if isinstance(want, Bool):
         return want.v if proto == 3 else int(want.v)
+    if isinstance(want, Field):
+        return {want.name: want.value} if proto == 3 else [want.value]
     if isinstance(want, list):
         return [want_for(proto, w) for w in want]
     if isinstance(want, dict) and "error" not in want:
@@ -205,12 +215,12 @@ def script(p):
         (("BF.EXISTS", bf, "zz"), B0),
         (("BF.MEXISTS", bf, "a", "zz"), [B1, B0]),
         (("BF.CARD", bf), 3),
-        (("BF.INFO", bf, "CAPACITY"), [100]),
-        (("BF.INFO", bf, "SIZE"), [ANY]),
-        (("BF.INFO", bf, "FILTERS"), [1]),
-        (("BF.INFO", bf, "ITEMS"), [3]),
-        (("BF.INFO", bf, "EXPANSION"), [2]),
-        (("BF.INFO", bf, "COLOR"), E("ERR Invalid information value")),
+        (("BF.INFO", bf, "CAPACITY"), Field("Capacity", 100)),
+        (("BF.INFO", bf, "SIZE"), Field("Size", ANY)),
+        (("BF.INFO", bf, "FILTERS"), Field("Number of filters", 1)),
+        (("BF.INFO", bf, "ITEMS"), Field("Number of items inserted", 3)),
+        (("BF.INFO", bf, "expansion"), Field("Expansion rate", 2)),
+        (("BF.INFO", bf, "COLOR"), E("Invalid information value")),
         # --- Reads of a missing filter: 0, as RedisBloom answers.
         (("BF.EXISTS", miss, "x"), B0),
         (("BF.MEXISTS", miss, "x", "y"), [B0, B0]),
@@ -219,7 +229,7 @@ def script(p):
         (("CF.EXISTS", miss, "x"), B0),
         (("CF.MEXISTS", miss, "x", "y"), [B0, B0]),
         (("CF.COUNT", miss, "x"), 0),
-        (("CF.DEL", miss, "x"), E("ERR not found")),
+        (("CF.DEL", miss, "x"), E("Not found")),
         (("CF.INFO", miss), E("ERR not found")),
         (("BF.INSERT", miss, "NOCREATE", "ITEMS", "x"), E("ERR not found")),
         (("CF.INSERT", miss, "NOCREATE", "ITEMS", "x"), E("ERR not found")),
@@ -229,16 +239,22 @@ def script(p):
         (("BF.RESERVE", p + "r", "0.01", "1000"), OK),
         (("BF.RESERVE", p + "r", "0.01", "1000"), E("ERR item exists")),
         (("BF.RESERVE", p + "x", "abc", "1000"), E("ERR bad error rate")),
-        (("BF.RESERVE", p + "x", "1.5", "1000"), E("ERR (0 < error rate range < 1)")),
+        (("BF.RESERVE", p + "x", "1.5", "1000"), E("ERR error rate must be in the range (0.000000, 1.000000)")),
+        (("BF.RESERVE", p + "x", "0", "1000"), E("ERR error rate must be in the range (0.000000, 1.000000)")),
+        (("BF.RESERVE", p + "r", "0", "1000"), E("ERR error rate must be in the range (0.000000, 1.000000)")),
         (("BF.RESERVE", p + "x", "0.01", "abc"), E("ERR bad capacity")),
-        (("BF.RESERVE", p + "x", "0.01", "-1"), E("ERR (capacity should be larger than 0)")),
+        (("BF.RESERVE", p + "x", "0.01", "1k"), E("ERR bad capacity")),
+        (("BF.RESERVE", p + "x", "0.01", "-1"), E("ERR capacity must be in the range [1, 1073741824]")),
+        (("BF.RESERVE", p + "x", "0.01", "0"), E("ERR capacity must be in the range [1, 1073741824]")),
         (("BF.RESERVE", p + "x", "0.01", "99999999999999999999999"), E("ERR bad capacity")),
         # --- BF.INSERT
         (("BF.INSERT", p + "ins", "CAPACITY", "500", "ERROR", "0.001", "ITEMS", "x", "y", "x"), [B1, B1, B0]),
-        (("BF.INFO", p + "ins", "CAPACITY"), [500]),
-        (("BF.INSERT", p + "ins", "COLOR", "red", "ITEMS", "x"), E("ERR Unknown argument received")),
-        (("BF.INSERT", p + "ins", "CAPACITY", "-3", "ITEMS", "x"), E("ERR Bad argument received")),
-        (("BF.INSERT", p + "ins", "ERROR", "x", "ITEMS", "x"), E("ERR Bad error rate")),
+        (("BF.INFO", p + "ins", "CAPACITY"), Field("Capacity", 500)),
+        (("BF.INSERT", p + "ins", "COLOR", "red", "ITEMS", "x"), E("Unknown argument received")),
+        (("BF.INSERT", p + "ins", "CAPACITY", "-3", "ITEMS", "x"), E("Bad capacity")),
+        (("BF.INSERT", p + "ins", "ERROR", "x", "ITEMS", "x"), E("Bad error rate")),
+        (("BF.INSERT", p + "ins", "ERROR", "1", "ITEMS", "x"), E("Bad error rate")),
+        (("BF.INSERT", p + "ins", "CAPACITY"), E("ERR wrong number of arguments for 'bf.insert' command")),
         # --- CF: auto-create, every reply.
         (("CF.ADD", cf, "a"), B1),
         (("CF.ADD", cf, "a"), B1),
@@ -249,35 +265,46 @@ def script(p):
         (("CF.MEXISTS", cf, "a", "zz"), [B1, B0]),
         (("CF.DEL", cf, "a"), B1),
         (("CF.DEL", cf, "zz"), B0),
-        (("CF.INSERT", cf, "ITEMS", "b", "c"), [1, 1]),
+        (("CF.INSERT", cf, "ITEMS", "b", "c"), [B1, B1]),
         (("CF.INSERTNX", cf, "ITEMS", "b", "d"), [0, 1]),
         (("CF.INSERT", p + "cf3", "CAPACITY", "3", "ITEMS", "x"),
-         E("ERR Capacity must be at least (BucketSize * 2)")),
-        (("CF.INSERT", p + "cf3", "COLOR", "ITEMS", "x"), E("ERR Unknown argument received")),
+         E("Capacity must be in the range [cf-bucket-size * 2, 1073741824]")),
+        (("CF.INSERT", p + "cf3", "CAPACITY", "x", "ITEMS", "x"), E("Bad capacity")),
+        (("CF.INSERT", p + "cf3", "COLOR", "ITEMS", "x"), E("Unknown argument received")),
+        (("EXISTS", p + "cf3"), 0),
         (("CF.RESERVE", cf, "1000"), E("ERR item exists")),
         (("CF.COMPACT", cf), OK),
         # --- CF.RESERVE: BUCKETSIZE 1 to 255 and MAXITERATIONS 1 to 65535 as RedisBloom reads them, its
         # texts; of those sizes a bucket of 1, 2, 4 or 8 fingerprints (one atomic word), refused otherwise.
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "0"),
-         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
+         E("BUCKETSIZE: value must be in the range [1, 255]")),
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "-1"),
-         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
+         E("BUCKETSIZE: value must be in the range [1, 255]")),
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "256"),
-         E("ERR BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")),
-        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "x"), E("ERR Couldn't parse BUCKETSIZE")),
+         E("BUCKETSIZE: value must be in the range [1, 255]")),
+        (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "x"), E("Couldn't parse BUCKETSIZE")),
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "3"), E("ERR BUCKETSIZE 3 is not supported: ")),
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "16"), E("ERR BUCKETSIZE 16 is not supported: ")),
         (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "0"),
-         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+         E("MAXITERATIONS: value must be in the range [1, 65535]")),
         (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "-5"),
-         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+         E("MAXITERATIONS: value must be in the range [1, 65535]")),
         (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "65536"),
-         E("ERR MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")),
+         E("MAXITERATIONS: value must be in the range [1, 65535]")),
         (("CF.RESERVE", p + "cfr", "1000", "MAXITERATIONS", "99999999999999999999"),
-         E("ERR Couldn't parse MAXITERATIONS")),
-        (("CF.RESERVE", p + "cfr", "abc"), E("ERR Bad capacity")),
-        (("CF.RESERVE", p + "cfr", "7", "BUCKETSIZE", "4"), E("ERR Capacity must be at least (BucketSize * 2)")),
-        (("CF.RESERVE", p + "cfr", "0"), E("ERR Capacity must be at least (BucketSize * 2)")),
+         E("Couldn't parse MAXITERATIONS")),
+        (("CF.RESERVE", p + "cfr", "abc"), E("Bad capacity")),
+        (("CF.RESERVE", p + "cfr", "7", "BUCKETSIZE", "4"),
+         E("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")),
+        (("CF.RESERVE", p + "cfr", "0"), E("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")),
+        (("CF.RESERVE", p + "cfr", "3"), E("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")),
+        (("CF.RESERVE", p + "cfr", "100", "BUCKETSIZE"), E("ERR wrong number of arguments for 'cf.reserve' command")),
+        # RedisBloom's order: MAXITERATIONS, then BUCKETSIZE, then EXPANSION, then the capacity.
+        (("CF.RESERVE", p + "cfr", "1", "BUCKETSIZE", "0", "MAXITERATIONS", "0"),
+         E("MAXITERATIONS: value must be in the range [1, 65535]")),
+        (("CF.RESERVE", p + "cfr", "1", "EXPANSION", "-1", "BUCKETSIZE", "0"),
+         E("BUCKETSIZE: value must be in the range [1, 255]")),
+        (("CF.RESERVE", p + "cfr", "1", "EXPANSION", "-1"), E("EXPANSION: value must be in the range [0, 32768]")),
         (("EXISTS", p + "cfr"), 0),
         (("CF.RESERVE", p + "cfr", "1000", "BUCKETSIZE", "2", "MAXITERATIONS", "65535"), OK),
         (("CF.ADD", p + "cfr", "a"), B1),
@@ -356,25 +383,36 @@ def script(p):
             ("EXEC", 1), ("DISCARD", 1), ("WATCH", 0), ("BF.CARD", 0), ("BF.INFO", 3), ("CF.INFO", 2),
             ("BF.SCANDUMP", 0), ("BF.LOADCHUNK", 2), ("FLUSHALL", 2)]],
         # --- Growing filters: EXPANSION, NONSCALING and their refusals.
-        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "0"), E("ERR expansion should be greater or equal to 1")),
-        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "-2"), E("ERR expansion should be greater or equal to 1")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "-2"), E("ERR expansion must be in the range [0, 32768]")),
+        (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "32769"),
+         E("ERR expansion must be in the range [0, 32768]")),
         (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION", "x"), E("ERR bad expansion")),
         (("BF.RESERVE", p + "gx", "0.01", "100", "EXPANSION"), E("ERR no expansion")),
         (("BF.RESERVE", p + "gx", "0.01", "100", "NONSCALING", "EXPANSION", "2"),
-         E("ERR Nonscaling filters cannot expand")),
-        (("BF.INSERT", p + "gx", "EXPANSION", "0", "ITEMS", "a"), E("ERR Bad argument received")),
-        (("BF.INSERT", p + "gx", "EXPANSION", "y", "ITEMS", "a"), E("ERR Bad expansion")),
-        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "-1"),
-         E("ERR EXPANSION parameter needs to be a non-negative integer")),
-        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "y"), E("ERR Couldn't parse EXPANSION")),
+         E("Nonscaling filters cannot expand")),
+        (("BF.INSERT", p + "gx", "EXPANSION", "-1", "ITEMS", "a"), E("Bad expansion")),
+        (("BF.INSERT", p + "gx", "EXPANSION", "y", "ITEMS", "a"), E("Bad expansion")),
+        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "-1"), E("EXPANSION: value must be in the range [0, 32768]")),
+        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "32769"), E("EXPANSION: value must be in the range [0, 32768]")),
+        (("CF.RESERVE", p + "gx", "100", "EXPANSION", "y"), E("Couldn't parse EXPANSION")),
         (("EXISTS", p + "gx"), 0),
+        # EXPANSION 0 is NONSCALING (RedisBloom): no expansion rate.
+        (("BF.RESERVE", p + "g0", "0.01", "100", "EXPANSION", "0"), OK),
+        (("BF.INFO", p + "g0", "EXPANSION"), Field("Expansion rate", None)),
+        (("BF.INSERT", p + "gi0", "EXPANSION", "0", "ITEMS", "a"), [B1]),
+        (("BF.INFO", p + "gi0", "EXPANSION"), Field("Expansion rate", None)),
         (("BF.RESERVE", p + "g4", "0.01", "100", "EXPANSION", "4"), OK),
-        (("BF.INFO", p + "g4", "EXPANSION"), [4]),
+        (("BF.INFO", p + "g4", "EXPANSION"), Field("Expansion rate", 4)),
         (("BF.RESERVE", p + "ns", "0.01", "50", "NONSCALING"), OK),
-        (("BF.INFO", p + "ns", "EXPANSION"), [None]),
+        (("BF.INFO", p + "ns", "EXPANSION"), Field("Expansion rate", None)),
         (("CF.RESERVE", p + "c3", "100", "EXPANSION", "3"), OK),
         (("CF.RESERVE", p + "c0", "100", "EXPANSION", "0"), OK),
     ]
+
+
+def one_field(got):
+    """The value of BF.INFO key FIELD, a one-entry map (RESP3) or array (RESP2)."""
+    return next(iter(got.values())) if isinstance(got, dict) else got[0]
 
 
 def growth_checks(conn, proto, p):
@@ -385,14 +423,14 @@ def growth_checks(conn, proto, p):
     conn.cmd("BF.RESERVE", p + "g2", "0.01", "100")  # RedisBloom's default expansion, 2
     conn.cmd("BF.MADD", p + "g2", *keys)
     # 100 + 200 + 400 hold 700 keys; the fourth layer (800) the rest.
-    info = {k: conn.cmd("BF.INFO", p + "g2", k)[0] for k in ("CAPACITY", "FILTERS", "ITEMS", "EXPANSION")}
+    info = {k: one_field(conn.cmd("BF.INFO", p + "g2", k)) for k in ("CAPACITY", "FILTERS", "ITEMS", "EXPANSION")}
     want = {"CAPACITY": 1500, "FILTERS": 4, "ITEMS": conn.cmd("BF.CARD", p + "g2"), "EXPANSION": 2}
     C.check(proto, info == want, f"BF.INFO of a filter of 100 keys grown by 2 to 1,000: {info}")
     got = conn.cmd("BF.MEXISTS", p + "g2", *keys)
     C.check(proto, got == [want_for(proto, B1)] * 1000, "every key of the grown filter found")
     conn.cmd("BF.MADD", p + "g4", *keys[:600])  # 100 + 400 + 1600
-    C.check(proto, conn.cmd("BF.INFO", p + "g4", "FILTERS") == [3] and
-            conn.cmd("BF.INFO", p + "g4", "CAPACITY") == [2100], "BF.INFO of a filter grown by 4")
+    C.check(proto, one_field(conn.cmd("BF.INFO", p + "g4", "FILTERS")) == 3 and
+            one_field(conn.cmd("BF.INFO", p + "g4", "CAPACITY")) == 2100, "BF.INFO of a filter grown by 4")
     # NONSCALING: BF.MADD stops at the first refusal, RedisBloom's error in its place.
     got = conn.cmd("BF.MADD", p + "ns", *keys[:60])
     C.check(proto, isinstance(got, list) and 50 <= len(got) <= 60 and isinstance(got[-1], Err) and
@@ -407,7 +445,7 @@ def growth_checks(conn, proto, p):
     # Cuckoo: 100 keys a layer (expansion 1), RedisBloom's CF.INFO fields summed.
     conn.cmd("CF.RESERVE", p + "cg", "100")
     got = conn.cmd("CF.INSERT", p + "cg", "ITEMS", *keys[:500])
-    C.check(proto, got == [1] * 500, "CF.INSERT of 500 keys into a cuckoo filter of 100 that grows")
+    C.check(proto, got == [want_for(proto, B1)] * 500, "CF.INSERT of 500 keys into a cuckoo filter of 100 that grows")
     ci = conn.cmd("CF.INFO", p + "cg")
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
     C.check(proto, ci["Number of filters"] >= 5 and ci["Number of items inserted"] == 500 and
@@ -418,7 +456,8 @@ def growth_checks(conn, proto, p):
     C.check(proto, conn.cmd("CF.RESERVE", p + "cb2", "100", "BUCKETSIZE", "2", "EXPANSION", "2") == OK,
             "CF.RESERVE with BUCKETSIZE 2 and EXPANSION 2")
     got = conn.cmd("CF.INSERT", p + "cb2", "ITEMS", *keys[:500])
-    C.check(proto, got == [1] * 500, "CF.INSERT of 500 keys into a growing cuckoo filter of buckets of 2")
+    C.check(proto, got == [want_for(proto, B1)] * 500,
+            "CF.INSERT of 500 keys into a growing cuckoo filter of buckets of 2")
     ci = conn.cmd("CF.INFO", p + "cb2")
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
     C.check(proto, ci["Number of filters"] >= 3 and ci["Number of items inserted"] == 500 and
@@ -429,37 +468,115 @@ def growth_checks(conn, proto, p):
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
     C.check(proto, ci["Expansion rate"] == 4, f"CF EXPANSION 3 kept as 4, RedisBloom's power of 2: {ci}")
     got = conn.cmd("CF.INSERT", p + "c0", "ITEMS", *keys)
-    C.check(proto, -1 in got and conn.cmd("CF.ADD", p + "c0", "one-more") == "ERR Filter is full",
+    C.check(proto, -1 in got and conn.cmd("CF.ADD", p + "c0", "one-more") == "Filter is full",
             "CF EXPANSION 0: full for good")
 
 
 def info_checks(conn, proto, p):
-    """BF.INFO and CF.INFO: RedisBloom's fields, in its order and types, then shmd's."""
+    """BF.INFO and CF.INFO: RedisBloom's fields, in its order and types, and no other."""
     got = conn.cmd("BF.INFO", p + "bf")
     keys = list(got.keys()) if isinstance(got, dict) else got[0::2]
     vals = list(got.values()) if isinstance(got, dict) else got[1::2]
     C.check(proto, isinstance(got, dict) == (proto == 3), f"BF.INFO is a map in RESP3 only: {got!r}")
-    C.check(proto, keys[:5] == ["Capacity", "Size", "Number of filters", "Number of items inserted",
-                                "Expansion rate"], f"BF.INFO fields: {keys}")
-    C.check(proto, all(isinstance(k, Status) for k in keys[:5]), "BF.INFO names are simple strings")
+    C.check(proto, keys == ["Capacity", "Size", "Number of filters", "Number of items inserted",
+                            "Expansion rate"], f"BF.INFO fields, RedisBloom's five and no more: {keys}")
+    C.check(proto, all(isinstance(k, Status) for k in keys), "BF.INFO names are simple strings")
     C.check(proto, vals[0] == 100 and vals[2] == 1 and vals[3] == 3 and vals[4] == 2, f"BF.INFO values {vals}")
-    rate = vals[keys.index("Error rate")]
-    C.check(proto, (rate == 0.01 and isinstance(rate, float)) if proto == 3 else rate == "0.01",
-            f"Error rate as a double in RESP3: {rate!r}")
+    size = one_field(conn.cmd("BF.INFO", p + "bf", "SIZE"))
+    C.check(proto, isinstance(size, int) and size == vals[1] and size >= 120,
+            f"BF.INFO Size: the filter's memory, at least its 960 bits: {size}")
     got = conn.cmd("CF.INFO", p + "cf")
     keys = list(got.keys()) if isinstance(got, dict) else got[0::2]
     vals = list(got.values()) if isinstance(got, dict) else got[1::2]
-    C.check(proto, keys[:8] == ["Size", "Number of buckets", "Number of filters", "Number of items inserted",
-                                "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"],
-            f"CF.INFO fields: {keys}")
+    C.check(proto, keys == ["Size", "Number of buckets", "Number of filters", "Number of items inserted",
+                            "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"],
+            f"CF.INFO fields, RedisBloom's eight and no more: {keys}")
     C.check(proto, vals[2] == 1 and vals[3] == 4 and vals[4] == 1 and vals[5] == 2 and vals[6] == 1
             and vals[7] == 20, f"CF.INFO values (auto-created: buckets of 2, 20 iterations, expansion 1): {vals}")
+    # CF.RESERVE without options makes what RedisBloom's makes: buckets of 2, 20 iterations, expansion 1.
+    run(conn, proto, ("CF.RESERVE", p + "cfd", "1000"), OK)
+    got = conn.cmd("CF.INFO", p + "cfd")
+    got = got if isinstance(got, dict) else dict(zip(got[0::2], got[1::2]))
+    C.check(proto, got["Bucket size"] == 2 and got["Max iterations"] == 20 and got["Expansion rate"] == 1
+            and got["Number of filters"] == 1, f"CF.RESERVE's defaults are RedisBloom's: {got}")
+    # Its buckets hold at least the capacity (RedisBloom's 512 buckets of 2 hold 1,024).
+    C.check(proto, got["Number of buckets"] * 2 >= 1000, f"CF.RESERVE 1000: buckets for 1,000 keys: {got}")
+    # SHMF.INFO, shmd's own door, has what BF.INFO and CF.INFO no longer carry.
+    sh = conn.cmd("SHMF.INFO", p + "cfd")
+    sh = sh if isinstance(sh, dict) else dict(zip(sh[0::2], sh[1::2]))
+    C.check(proto, all(k in sh for k in ("fingerprint_bits", "fill_ratio", "fpr_estimate", "relocations")),
+            f"SHMF.INFO keeps shmd's fields: {sorted(sh)}")
+    # CF.RESERVE a 4 EXPANSION 0 holds what RedisBloom's holds (2 buckets of 2: 4 keys), and refuses past it.
+    run(conn, proto, ("CF.RESERVE", p + "cf4", "4", "EXPANSION", "0"), OK)
+    got = [conn.cmd("CF.ADD", p + "cf4", f"k{i}") for i in range(4)]
+    C.check(proto, got == [want_for(proto, B1)] * 4, f"CF.RESERVE 4 EXPANSION 0 takes 4 keys: {got}")
+    got = [conn.cmd("CF.ADD", p + "cf4", f"more{i}") for i in range(100)]
+    C.check(proto, "Filter is full" in got, f"then refuses with RedisBloom's text: {got[-1]!r}")
+    got = conn.cmd("CF.INSERT", p + "cf4", "ITEMS", "x1", "x2")
+    C.check(proto, got == [-1, -1], f"CF.INSERT into the full filter: -1 each, in both protocols: {got}")
     for size, rate in [("1", "0.01"), ("2", "0.01"), ("4", "0.01"), ("8", "0.07")]:
         run(conn, proto, ("CF.RESERVE", p + "cfb" + size, "1000", "BUCKETSIZE", size, "ERROR", rate), OK)
         got = conn.cmd("CF.INFO", p + "cfb" + size)
         got = got if isinstance(got, dict) else dict(zip(got[0::2], got[1::2]))
         C.check(proto, got.get("Bucket size") == int(size), f"CF.INFO Bucket size {size}: {got}")
         run(conn, proto, ("DEL", p + "cfb" + size), 1)
+
+
+def max_expansions(conn, proto, p):
+    """A growing cuckoo filter grows until it has all the layers it may have
+    (RedisBloom: 32 expansions; shmd: 16 layers), then answers RedisBloom's
+    "Maximum expansions reached"; CF.INSERT answers -1 for such a key."""
+    run(conn, proto, ("CF.RESERVE", p + "cmax", "4"), OK)
+    got = None
+    for i in range(5000):
+        got = conn.cmd("CF.ADD", p + "cmax", f"m{i}")
+        if isinstance(got, Err):
+            break
+    C.check(proto, got == "Maximum expansions reached", f"CF.ADD past the last layer: {got!r}")
+    ci = conn.cmd("CF.INFO", p + "cmax")
+    ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
+    C.check(proto, ci["Number of filters"] == 16, f"CF.INFO at the last layer: {ci}")
+    run(conn, proto, ("CF.INSERT", p + "cmax", "ITEMS", "one-more"), [-1])
+    run(conn, proto, ("CF.EXISTS", p + "cmax", "m0"), B1)
+
+
+def dump_checks(conn, proto, p):
+    """SCANDUMP answers any iterator (a chunk, or the end), an empty cuckoo
+    filter's dump is its end, LOADCHUNK refuses with RedisBloom's texts and
+    changes nothing (RedisBloom's command pages and its own tests)."""
+    bf, cf = p + "bf", p + "cf"
+    run(conn, proto, ("CF.RESERVE", p + "cfe", "100"), OK)
+    run(conn, proto, ("CF.SCANDUMP", p + "cfe", "0"), [0, None])
+    run(conn, proto, ("BF.SCANDUMP", bf, "987654321"), [0, ""])
+    run(conn, proto, ("BF.SCANDUMP", bf, "-1"), [0, ""])
+    run(conn, proto, ("BF.SCANDUMP", bf, "x"), E("Second argument must be numeric"))
+    run(conn, proto, ("BF.SCANDUMP", bf, "99999999999999999999"), E("Second argument must be numeric"))
+    run(conn, proto, ("CF.SCANDUMP", cf, "987654321"), [0, None])
+    run(conn, proto, ("CF.SCANDUMP", cf, "-1"), E("Invalid position"))
+    run(conn, proto, ("CF.SCANDUMP", cf, "x"), E("Invalid position"))
+    run(conn, proto, ("BF.LOADCHUNK", p + "ld", "x", "d"), E("ERR Second argument must be numeric"))
+    run(conn, proto, ("BF.LOADCHUNK", p + "ld", "1", "not a chunk"), E("ERR received bad data"))
+    run(conn, proto, ("CF.LOADCHUNK", p + "ld", "0", "d"), E("Invalid position"))
+    run(conn, proto, ("CF.LOADCHUNK", p + "ld", "x", "d"), E("Invalid position"))
+    run(conn, proto, ("CF.LOADCHUNK", p + "ld", "1", "not a chunk"), E("Couldn't create filter!"))
+    run(conn, proto, ("EXISTS", p + "ld"), 0)
+    before = conn.cmd("CF.COUNT", cf, "b")
+    run(conn, proto, ("CF.LOADCHUNK", cf, "4294967298", "not a chunk"), E("Couldn't load chunk!"))
+    C.check(proto, conn.cmd("CF.COUNT", cf, "b") == before, "a refused chunk changed nothing")
+    # A whole dump, iterator after iterator, loads into a copy that holds every key.
+    for src, verb in ((bf, "BF"), (cf, "CF")):
+        it, chunks = 0, []
+        for _ in range(100):
+            it, data = conn.cmd(verb + ".SCANDUMP", src, it)
+            if it == 0:
+                break
+            chunks.append((it, data))
+        C.check(proto, it == 0 and chunks, f"{verb}.SCANDUMP ends with iterator 0 after {len(chunks)} chunks")
+        for it, data in chunks:
+            run(conn, proto, (verb + ".LOADCHUNK", src + "-copy", it, data), OK)
+        check = "BF.MEXISTS" if verb == "BF" else "CF.MEXISTS"
+        keys = ["a", "b", "c"] if verb == "BF" else ["b", "c", "d"]
+        run(conn, proto, (check, src + "-copy", *keys), [B1] * 3)
 
 
 def command_checks(conn, proto):
@@ -491,7 +608,7 @@ def bad_input_leaves_all(conn, proto, p):
     for args in [("BF.RESERVE", p + "h", "0.01", "18446744073709551616"), ("BF.RESERVE", p + "h", "1e-400", "10"),
                  ("CF.INSERT", p + "h", "CAPACITY", "-1", "ITEMS", "x"), ("EXPIRE", p + "bf", "-9223372036854775808"),
                  ("PEXPIREAT", p + "bf", "99999999999999999999"), ("SCAN", "-1"), ("SCAN", "0", "COUNT", "-5"),
-                 ("BF.SCANDUMP", p + "bf", "-1"), ("BF.SCANDUMP", p + "bf", "99999999999999999999"),
+                 ("BF.SCANDUMP", p + "bf", "99999999999999999999"),
                  ("BF.INFO", p + "bf", "CAPACITY", "x"), ("CF.RESERVE", p + "h", "-100")]:
         r = conn.cmd(*args)
         C.check(proto, isinstance(r, Err), f"{args}: {r!r}")
@@ -534,6 +651,8 @@ def raw_suite(port, proto):
         run(conn, proto, args, want)
     info_checks(conn, proto, p)
     growth_checks(conn, proto, p)
+    dump_checks(conn, proto, p)
+    max_expansions(conn, proto, p)
     command_checks(conn, proto)
     bad_input_leaves_all(conn, proto, p)
     scan_all(conn, proto, p)
