@@ -690,20 +690,24 @@ static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key,
 	return 1;
 }
 
-/* Enter for a write: a read-write handle, a valid key, and a filter that
- * takes writes (an import from RedisBloom takes none). */
+/* The answer of a write that the view's type does not take: an import
+ * from RedisBloom takes none (SHMF_E_IMPORTED); a Bloom filter no delete
+ * or capped add (SHMF_E_TYPE). */
+static int no_write(const struct view *v)
+{
+	return v->type == VIEW_IMPORTED ? SHMF_E_IMPORTED : SHMF_E_TYPE;
+}
+
+/* Enter for a write: a read-write handle and a valid key. A filter
+ * imported from RedisBloom takes no write: each write refuses it where it
+ * tells the types apart, off the Bloom add's path (no_write()). */
 static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct view **v)
 {
 	if (__builtin_expect(!(f->flags & SHMF_RDWR), 0))
 		return SHMF_E_READONLY;
 	if (__builtin_expect(key == NULL && len != 0, 0))
 		return SHMF_E_INVAL;
-	int r = enter(f, v);
-	if (__builtin_expect(r == 0 && (*v)->type == VIEW_IMPORTED, 0)) {
-		leave();
-		return SHMF_E_IMPORTED;
-	}
-	return r;
+	return enter(f, v);
 }
 
 __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
@@ -713,7 +717,9 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 
 	if ((r = enter_rw(f, key, len, &v)) < 0)
 		return r;
-	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len) : cuckoo_add(v, key, len);
+	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len)
+	    : v->type == SHMF_TYPE_CUCKOO                   ? cuckoo_add(v, key, len)
+							    : no_write(v);
 	leave();
 	return r;
 }
@@ -814,7 +820,7 @@ static int add_capped(struct shmf *f, const void *key, size_t len, unsigned cap)
 	for (int tries = 0; tries < 100 && r == -EAGAIN; tries++) {
 		if ((r = enter_rw(f, key, len, &v)) < 0)
 			return r;
-		r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : SHMF_E_TYPE;
+		r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : no_write(v);
 		leave();
 	}
 	return r == -EAGAIN ? SHMF_E_BUSY : r;
@@ -876,7 +882,7 @@ int shmf_del(shmf_t *f, const void *key, size_t len)
 	if (v->type == SHMF_TYPE_CUCKOO)
 		r = cuckoo_del_view(v, shmf_hash(key, len, v->p[0].cuckoo.seed), 1);
 	else
-		r = SHMF_E_TYPE;
+		r = no_write(v);
 	leave();
 	return r;
 }

@@ -205,8 +205,9 @@ class Lib:
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)
         self.lib.shmf_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
-        for fn in ("shmf_check", "shmf_count", "shmf_add"):
+        for fn in ("shmf_check", "shmf_count", "shmf_add", "shmf_add_unique", "shmf_del"):
             getattr(self.lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        self.lib.shmf_add_capped.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint]
         self.lib.shmf_close.argtypes = [ctypes.c_void_p]
 
     def open_rc(self, name):
@@ -224,9 +225,13 @@ class Lib:
             return None
         f = getattr(self.lib, fn)
         out = [f(h, k, len(k)) for k in ks]
-        add = self.lib.shmf_add(h, b"new key", 7)
+        writes = {"shmf_add": self.lib.shmf_add(h, b"new key", 7),
+                  "shmf_add_unique": self.lib.shmf_add_unique(h, b"new key", 7),
+                  "shmf_add_capped": self.lib.shmf_add_capped(h, b"new key", 7, 4),
+                  "shmf_del": self.lib.shmf_del(h, ks[0], len(ks[0]))}
         self.lib.shmf_close(h)
-        check(add == SHMF_E_IMPORTED, "shmf_add to import %s answers SHMF_E_IMPORTED, not %d" % (name, add))
+        for w, rc in writes.items():
+            check(rc == SHMF_E_IMPORTED, "%s on import %s answers SHMF_E_IMPORTED, not %d" % (w, name, rc))
         return out
 
 
