@@ -1,6 +1,7 @@
 /* errmsg.c - error sentences (errmsg.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "common/errmsg.h"
 
@@ -13,4 +14,20 @@ int errmsg(char *err, size_t errlen, int code, const char *fmt, ...)
 		va_end(ap);
 	}
 	return code;
+}
+
+const char *errmsg_file_kind(mode_t m)
+{
+	static const struct {
+		mode_t type;
+		const char *name;
+	} kinds[] = {
+		{ S_IFREG, "a regular file" },     { S_IFDIR, "a directory" },    { S_IFIFO, "a FIFO" },
+		{ S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" },
+		{ S_IFLNK, "a symbolic link" },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((m & S_IFMT) == kinds[i].type)
+			return kinds[i].name;
+	return "not a regular file";
 }

@@ -184,23 +184,6 @@ static int meta_checksum(const struct shmf_snap_header *h, const struct shmf_sna
 	return 0;
 }
 
-/* What a file is, for a sentence: "/tmp/x is a FIFO, not a snapshot file". */
-static const char *file_kind(mode_t m)
-{
-	static const struct {
-		mode_t type;
-		const char *name;
-	} kinds[] = {
-		{ S_IFREG, "a regular file" },     { S_IFDIR, "a directory" },    { S_IFIFO, "a FIFO" },
-		{ S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" },
-		{ S_IFLNK, "a symbolic link" },
-	};
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if ((m & S_IFMT) == kinds[i].type)
-			return kinds[i].name;
-	return "not a regular file";
-}
-
 /* The start time of process @p pid (field 22 of /proc/PID/stat, clock
  * ticks since boot), or 0 if it does not run. With the pid it names a
  * process for good: a pid used again has another start time. */
@@ -391,7 +374,7 @@ static int target_check(int dfd, const char *base, const char *path, int force, 
 	if (!S_ISREG(st.st_mode))
 		return errmsg(err, errlen, -EEXIST,
 			      "snapshot %s: the target is %s, not a snapshot file; not replacing it", path,
-			      file_kind(st.st_mode));
+			      errmsg_file_kind(st.st_mode));
 	if (force)
 		return 0;
 	char magic[sizeof(((struct shmf_snap_header *)0)->magic)] = { 0 };
@@ -763,7 +746,7 @@ static int open_file(struct snap_file *sf, uint64_t *size, char *err, size_t err
 		return errmsg(err, errlen, -errno, "snapshot %s: cannot stat: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return errmsg(err, errlen, SHMF_E_FORMAT, "snapshot %s: is %s, not a snapshot file", path,
-			      file_kind(st.st_mode));
+			      errmsg_file_kind(st.st_mode));
 	*size = (uint64_t)st.st_size;
 	if (*size < SHMF_SNAP_PAYLOAD_OFF + SHMF_SNAP_TRAILER)
 		return errmsg(err, errlen, SHMF_E_FORMAT,

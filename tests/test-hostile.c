@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +50,8 @@
 #include "libclient/cuckoo.h"
 #include "tests/fixture.h"
 #include "libclient/rundir.h"
+#include "shmd/store/expires.h"
+#include "shmd/store/quotas.h"
 
 static struct fixture fx;
 static int long_mode;
@@ -742,14 +745,45 @@ static void test_daemon(void **state)
 		      tries, refused);
 }
 
+/* The record files of the instance directory (shmd-expires, shmd-owners)
+ * planted as FIFOs: read without waiting and ignored (a blocking open
+ * would hang here until the alarm); then a regular file is read. */
+static void test_record_files(void **state)
+{
+	struct fixture *fx = *state;
+	char path[4400];
+	const char *const files[] = { EXPIRES_FILE, QUOTAS_FILE };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", fx->reg.dir_path, files[i]);
+		assert_int_equal(mkfifo(path, 0600), 0);
+	}
+	alarm(10);
+	uint64_t at = 0;
+	assert_int_equal(expires_get(&fx->reg, "x", &at), 0);
+	quotas_load(&fx->reg);
+	assert_int_equal(quotas_owner(&fx->reg, "x", NULL), 0);
+	alarm(0);
+	/* A regular file is read: the check above could have found one. */
+	struct fixture other;
+	fixture_setup(&other);
+	snprintf(path, sizeof(path), "%s/%s", other.reg.dir_path, EXPIRES_FILE);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "4102444800000 x\n");
+	fclose(f);
+	assert_int_equal(expires_get(&other.reg, "x", &at), 1);
+	assert_true(at == 4102444800000ull);
+	fixture_teardown(&other);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		fixture_unit_test(test_fields, fx),  fixture_unit_test(test_odd_sequence, fx),
 		fixture_unit_test(test_payload, fx), fixture_unit_test(test_racing, fx),
-		fixture_unit_test(test_daemon, fx),
+		fixture_unit_test(test_daemon, fx),  fixture_unit_test(test_record_files, fx),
 	};
-	static const char *const names[] = { "fields", "odd_sequence", "payload", "racing", "daemon" };
+	static const char *const names[] = { "fields", "odd_sequence", "payload", "racing", "daemon", "record_files" };
 	long_mode = fixture_long_mode();
 	return fixture_run(argc, argv, tests, names);
 }

@@ -100,18 +100,7 @@ static int parse_group(const char *v, gid_t *out)
 		*out = (gid_t)-1;
 		return 0;
 	}
-	char *end;
-	errno = 0;
-	unsigned long g = strtoul(v, &end, 10);
-	if (!errno && end != v && *end == '\0' && g < (unsigned long)(gid_t)-1) {
-		*out = (gid_t)g;
-		return 0;
-	}
-	struct group *gr = getgrnam(v);
-	if (gr == NULL)
-		return SHMF_E_NOTFOUND;
-	*out = gr->gr_gid;
-	return 0;
+	return roles_parse_gid(v, out);
 }
 
 /* snapshot_paths = DIR [DIR...]: absolute directories, separated by
@@ -733,22 +722,6 @@ int config_parse(struct config *c, const char *text, const char *origin, char *e
 	return 0;
 }
 
-/* What a file is, for a sentence: "/etc/shmd.conf is a FIFO, not a configuration file". */
-static const char *file_kind(mode_t m)
-{
-	static const struct {
-		mode_t type;
-		const char *name;
-	} kinds[] = {
-		{ S_IFDIR, "a directory" },    { S_IFIFO, "a FIFO" },    { S_IFCHR, "a character device" },
-		{ S_IFBLK, "a block device" }, { S_IFSOCK, "a socket" }, { S_IFLNK, "a symbolic link" },
-	};
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if ((m & S_IFMT) == kinds[i].type)
-			return kinds[i].name;
-	return "not a regular file";
-}
-
 /*
  * Open @p path for reading only if it is a regular file, without opening
  * anything else even for a moment: a path-only descriptor first (O_PATH
@@ -776,7 +749,7 @@ static int open_regular(const char *path, struct stat *st, char *err, size_t err
 	if (!S_ISREG(st->st_mode)) {
 		close(pfd);
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s is %s, not a configuration file (a regular file)", path,
-			      file_kind(st->st_mode));
+			      errmsg_file_kind(st->st_mode));
 	}
 	char self[64];
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);

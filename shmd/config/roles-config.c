@@ -75,8 +75,7 @@ static int parse_bytes(const char *v, uint64_t *out)
 	return 0;
 }
 
-/* A group name or gid. 0 or SHMF_E_NOTFOUND. */
-static int parse_gid(const char *v, gid_t *out)
+int roles_parse_gid(const char *v, gid_t *out)
 {
 	char *end;
 	errno = 0;
@@ -160,7 +159,7 @@ static int roles_section_key(struct roles_config *rc, const char *name, const ch
 	if (!strcmp(name, "admin_group")) {
 		if (value[0] == '\0')
 			rc->admin_gid = (gid_t)-1;
-		else if (parse_gid(value, &rc->admin_gid) < 0)
+		else if (roles_parse_gid(value, &rc->admin_gid) < 0)
 			return errmsg(msg, msglen, SHMF_E_INVAL, "admin_group '%s': no such group", value);
 	} else if (!strcmp(name, "writer_create")) {
 		if (!strcasecmp(value, "yes") || !strcasecmp(value, "true") || !strcmp(value, "1"))
@@ -241,7 +240,7 @@ static int writers_key(struct roles_config *rc, const char *filter, const char *
 		const char *id = word + pr.is_group;
 		uid_t uid = 0;
 		gid_t gid = 0;
-		int found = got > 0 && (pr.is_group ? parse_gid(id, &gid) : parse_uid(id, &uid)) == 0;
+		int found = got > 0 && (pr.is_group ? roles_parse_gid(id, &gid) : parse_uid(id, &uid)) == 0;
 		if (!found)
 			return errmsg(msg, msglen, SHMF_E_INVAL,
 				      "writers: no such %s '%s' (users by name or uid, groups as @name or @gid)",

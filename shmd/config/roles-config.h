@@ -95,6 +95,9 @@ struct roles_config {
 	struct roles_writers writers[ROLES_FILTERS_MAX];
 };
 
+/** Group @p v, a name or a gid, into @p out. @return 0 or SHMF_E_NOTFOUND. */
+int roles_parse_gid(const char *v, gid_t *out);
+
 /** "admin", "writer", "reader" or "none". */
 const char *role_name(int role);
 

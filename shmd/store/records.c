@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/errmsg.h"
 #include "shmd/base/log.h"
 #include "shmd/store/records.h"
 #include "shmd/store/registry.h"
@@ -18,10 +19,11 @@ int records_load(struct registry *r, const char *file, const char *shape, int (*
 	int fd = openat(r->dir.fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
-	struct stat st;
+	struct stat st = { 0 };
 	FILE *f = NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		log_msg(LOG_WARNING, "%s/%s: not a regular file: ignored", r->dir_path, file);
+		log_msg(LOG_WARNING, "%s/%s is %s, not a record file: ignored", r->dir_path, file,
+			errmsg_file_kind(st.st_mode));
 	else
 		f = fdopen(fd, "r");
 	if (f == NULL) {
