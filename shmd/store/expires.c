@@ -121,7 +121,8 @@ void expires_set(struct registry *r, const char *name, uint64_t at_ms)
 int expires_drop(struct registry *r, const char *name, char *err, size_t errlen)
 {
 	int rc = registry_drop(r, name, err, errlen);
-	if (rc == 0) {
+	/* Gone, now or before: nothing kept of it may outlive it. */
+	if (rc == 0 || rc == SHMF_E_NOTFOUND) {
 		expires_forget(r, name);
 		quotas_forget(r, name);
 	}
@@ -134,7 +135,6 @@ int expires_drop_logged(struct registry *r, const char *name)
 	int rc = expires_drop(r, name, err, sizeof(err));
 	if (rc < 0 && rc != SHMF_E_NOTFOUND)
 		log_msg(LOG_WARNING, "dropping filter '%s': %s", name, err);
-	expires_forget(r, name);
 	return rc == 0;
 }
 

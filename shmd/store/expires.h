@@ -40,8 +40,9 @@ void expires_forget(struct registry *r, const char *name);
 
 /**
  * Drop filter @p name now (SHMF.DROP, DEL, an expiry, FLUSHALL) with what
- * shmd keeps about it: its expiry and its writer's record (quotas.h).
- * @return 0, or registry_drop()'s error, said in @p err.
+ * shmd keeps about it: its expiry and its writer's record (quotas.h),
+ * forgotten too when no such filter was left. @return 0, or
+ * registry_drop()'s error, said in @p err.
  */
 int expires_drop(struct registry *r, const char *name, char *err, size_t errlen);
 

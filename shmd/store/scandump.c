@@ -748,6 +748,21 @@ static int rb_load_data(struct load *l, const char *what, int type, uint64_t ite
 	return l->rb_next == d->dump_bytes;
 }
 
+/* A load of @p name about to begin: this connection's own load in
+ * progress (@p mine) is discarded, another connection's (@p l) refuses
+ * it. 0, or -EBUSY with @p err. */
+static int load_restart(struct load *l, struct load *mine, const char *what, const char *name, char *err, size_t errlen)
+{
+	if (mine != NULL)
+		discard(mine, "its connection began it again");
+	else if (l != NULL)
+		return errmsg(err, errlen, -EBUSY,
+			      "%s: another connection is loading filter '%s' (until its last chunk, its connection "
+			      "closes or %" PRIu64 " s pass without a chunk)",
+			      what, name, scandump_idle_ms / 1000);
+	return 0;
+}
+
 /* A chunk of RedisBloom's dump (iterator 1: its header chunk) for filter
  * @p name; @p l is the load of @p name in progress, @p mine the same if it
  * is this connection's. */
@@ -755,14 +770,8 @@ static int rb_load(struct registry *r, uint64_t owner, const char *name, int typ
 		   size_t len, struct load *l, struct load *mine, const char *what, char *err, size_t errlen)
 {
 	if (iter == 1) {
-		if (mine != NULL)
-			discard(mine, "its connection began it again");
-		else if (l != NULL)
-			return errmsg(err, errlen, -EBUSY,
-				      "%s: another connection is loading filter '%s' (until its last chunk, its "
-				      "connection closes or %" PRIu64 " s pass without a chunk)",
-				      what, name, scandump_idle_ms / 1000);
-		return rb_load_begin(r, owner, name, what, type, data, len, err, errlen);
+		int rc = load_restart(l, mine, what, name, err, errlen);
+		return rc < 0 ? rc : rb_load_begin(r, owner, name, what, type, data, len, err, errlen);
 	}
 	int rc = rb_load_data(mine, what, type, iter, data, len, err, errlen);
 	if (rc < 0) {
@@ -798,14 +807,8 @@ int scandump_load(struct registry *r, uint64_t owner, const char *name, int type
 	int rc = chunk_parse(what, data, len, &ch, err, errlen);
 	if (rc == 0 && ch.kind == SHMF_CHUNK_KIND_HEAD) {
 		/* A header chunk begins the load again (a retry). */
-		if (mine != NULL)
-			discard(mine, "its connection began it again");
-		else if (l != NULL)
-			return errmsg(err, errlen, -EBUSY,
-				      "%s: another connection is loading filter '%s' (until its last chunk, its "
-				      "connection closes or %" PRIu64 " s pass without a chunk)",
-				      what, name, scandump_idle_ms / 1000);
-		return load_begin(r, owner, name, what, &ch, body, iter, type, err, errlen);
+		rc = load_restart(l, mine, what, name, err, errlen);
+		return rc < 0 ? rc : load_begin(r, owner, name, what, &ch, body, iter, type, err, errlen);
 	}
 	if (rc == 0 && mine == NULL)
 		return errmsg(err, errlen, SHMF_E_NOTFOUND,
