@@ -55,8 +55,13 @@
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
-#define SHMF_SNAP_SECTIONS    16u        /* most generations in one file */
-#define SHMF_SNAP_TRAILER     16u
+/* Most generations in one file: as many section headers as fit between
+ * byte 256 and the payload, (4096 - 256) / 64, which is also the ring a
+ * slot publishes (SHMF_RING_MAX, asserted in snapshot.c). Up to 16 before
+ * layers grew to 60; the layout is the same, so a file of at most 16
+ * sections reads as it did. */
+#define SHMF_SNAP_SECTIONS 60u
+#define SHMF_SNAP_TRAILER  16u
 
 struct shmf_snap_header {
 	char magic[8];                /*   0: "SHMFSNAP" */

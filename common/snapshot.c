@@ -23,6 +23,8 @@
 #include "libclient/rundir.h"
 #include "common/snapshot.h"
 
+_Static_assert(SHMF_SNAP_SECTIONS == SHMF_RING_MAX, "a snapshot holds every generation a slot publishes");
+
 /* ---- File operations -------------------------------------------------- */
 
 /* Every file operation and allocation of this file goes through these

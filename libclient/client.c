@@ -1229,7 +1229,12 @@ int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
 			.max_kicks = p->data.hdr.max_kicks,
 			.bucket_size = p->data.hdr.bucket_size,
 			.links = p->rb != NULL ? p->rb->nlinks : 0,
+			.growth = p->rb != NULL ? p->rb->growth : 0,
 		};
+		/* An imported cuckoo filter's buckets are its first sub-filter's,
+		 * as RedisBloom counts them. */
+		if (p->rb != NULL && p->rb->scheme == SHMF_SCHEME_RB_CUCKOO)
+			out[i].nbuckets = p->rb->part[0].mod;
 		memcpy(&out[i].fpr, &p->data.hdr.fpr_bits, sizeof(double));
 	}
 	leave();

@@ -95,13 +95,18 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
 	return sized_cached(type, capacity, fpr, max_kicks, bucket_size, out);
 }
 
+unsigned shmf_layers_max(uint32_t type)
+{
+	return type == SHMF_TYPE_CUCKOO ? SHMF_CUCKOO_LAYERS_MAX : SHMF_LAYERS_MAX;
+}
+
 int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 			uint32_t expansion, unsigned i, struct shmf_layer *out)
 {
 	struct shmf_layer l = { .capacity = capacity, .fpr = fpr };
 	int r;
 
-	if (expansion > SHMF_EXPANSION_MAX || i >= SHMF_LAYERS_MAX || (expansion == 0 && i != 0))
+	if (expansion > SHMF_EXPANSION_MAX || i >= shmf_layers_max((uint32_t)type) || (expansion == 0 && i != 0))
 		return SHMF_E_INVAL;
 	if (type != SHMF_TYPE_BLOOM && type != SHMF_TYPE_CUCKOO)
 		return SHMF_E_TYPE;
@@ -117,6 +122,9 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 		 * layer sum to less than the declared one, with a margin for
 		 * what one filter's realised rate varies by (geometry.h). */
 		l.fpr = fpr * SHMF_LAYER_MARGIN * pow(SHMF_LAYER_TIGHTENING, (double)(i + 1));
+		double floor = fmin(SHMF_LAYER_FPR_FLOOR, fpr * SHMF_LAYER_MARGIN * SHMF_LAYER_TIGHTENING);
+		if (l.fpr < floor)
+			l.fpr = floor;
 		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, bucket_size, &l.g)) < 0)
 			return r;
 		*out = l;

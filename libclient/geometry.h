@@ -56,6 +56,12 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
 #define SHMF_EXPANSION_MAX    32768u /* largest expansion a filter may have */
 #define SHMF_LAYER_TIGHTENING 0.5    /* each Bloom layer's error rate against the one before */
 #define SHMF_LAYER_MARGIN     0.9    /* what the Bloom layers' rates sum to at most, of the declared rate */
+/* The lowest rate a Bloom layer is tightened to: a one-line layer cannot
+ * reach much below 1e-17 (k is at most 32 bits in a 512-bit line), and a
+ * filter growing by 1 from 1% would need that by its 49th layer. Layers
+ * past it keep this rate: the 19 more a filter can then have add at most
+ * 2e-14 to its rate. A filter created below it tightens no layer. */
+#define SHMF_LAYER_FPR_FLOOR 1e-15
 
 /* What one layer of a filter is. */
 struct shmf_layer {
@@ -63,6 +69,11 @@ struct shmf_layer {
 	double fpr;        /* the error rate it is sized for */
 	struct shmf_geometry g;
 };
+
+/** The most layers a growing filter of @p type has, its standby
+ * included: SHMF_CUCKOO_LAYERS_MAX for a cuckoo filter, SHMF_LAYERS_MAX
+ * for a Bloom filter (segment-format.h). */
+unsigned shmf_layers_max(uint32_t type);
 
 /**
  * Layer @p i of a filter of @p type created for @p capacity keys at

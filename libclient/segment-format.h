@@ -65,8 +65,19 @@
 #define SHMF_BLOCK_WORDS  8u
 #define SHMF_ITEM_STRIPES 64u /* item counters, one cache line each */
 #define SHMF_K_MAX        32u
-#define SHMF_WINDOW_MAX   16u             /* generations in a time window's ring */
-#define SHMF_LAYERS_MAX   SHMF_WINDOW_MAX /* layers of a growing filter: the same ring */
+/* A slot's ring (live[]) holds what checks look at: a time window's
+ * generations, or a growing filter's layers. 60 entries: the most
+ * sections a snapshot's header page has room for (snapshot-format.h), so
+ * that every state of a slot can be saved. A Bloom filter grows through
+ * them all (RedisBloom sets its Bloom filters no limit; 60 layers of
+ * expansion 2 are 2^60 times the first capacity, past any memory, and of
+ * expansion 1 sixty times it); a cuckoo filter through RedisBloom's 32
+ * expansions, 33 layers. */
+#define SHMF_RING_MAX          60u           /* entries of a slot's live[] ring */
+#define SHMF_WINDOW_MAX        16u           /* generations in a time window's ring */
+#define SHMF_LAYERS_MAX        SHMF_RING_MAX /* layers of a growing Bloom filter: the whole ring */
+#define SHMF_CUCKOO_LAYERS_MAX 33u           /* layers of a growing cuckoo filter: RedisBloom's 32 expansions */
+_Static_assert(SHMF_WINDOW_MAX <= SHMF_RING_MAX && SHMF_CUCKOO_LAYERS_MAX <= SHMF_RING_MAX, "rings fit live[]");
 
 /* The longest time window, in seconds: ten years. A window number is 32
  * bits in the journal and the fleet's stream (floor(unix time / window));
@@ -132,7 +143,7 @@ struct shmf_ctl_header {
 	uint64_t last_generation; /* shmd only: generations are never reused in an instance */
 };
 
-/* A filter slot: eight cache lines. The daemon rewrites the fields under
+/* A filter slot: twenty cache lines. The daemon rewrites the fields under
  * the sequence counter (odd while writing); clients copy them with the
  * seqlock read protocol and then use only their copy.
  *
@@ -142,37 +153,37 @@ struct shmf_ctl_header {
  * checks also look at. A rotation publishes a new newest and drops the
  * oldest. A plain filter has window_gens 0, nlive 1, live[0] = generation. */
 struct shmf_slot {
-	_Atomic uint64_t generation;            /* shmd stores (release, inside the seq window);
-						   clients load on every call; 0 = slot empty */
-	_Atomic uint64_t seq;                   /* shmd: odd while rewriting; clients: seqlock reads */
-	uint32_t type;                          /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;                             /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
-						   cuckoo: fingerprint bits, 8 or 16 */
-	uint64_t capacity;                      /* shmd writes; keys sized for */
-	uint64_t fpr_bits;                      /* shmd writes; target FPR, IEEE-754 double bits */
-	uint64_t nblocks;                       /* shmd writes; 64-byte payload blocks in the data segment */
-	uint64_t data_bytes;                    /* shmd writes; exact size of the data segment */
-	uint64_t created_epoch;                 /* shmd writes; unix seconds */
-	uint64_t nbuckets;                      /* shmd writes; cuckoo: buckets; Bloom: 0 */
-	char name[SHMF_NAME_MAX + 1];           /* shmd writes; NUL-terminated filter name */
-	uint64_t window_secs;                   /* shmd writes; seconds per generation, 0: no window */
-	uint32_t window_gens;                   /* shmd writes; generations in the ring, 0: no window */
-	uint32_t nlive;                         /* shmd writes; live generations, 1..SHMF_WINDOW_MAX */
-	uint64_t live[SHMF_WINDOW_MAX];         /* shmd writes; generations, newest first */
-	uint64_t live_created[SHMF_WINDOW_MAX]; /* shmd writes; unix seconds each began */
-	uint32_t flags;                         /* shmd writes; SHMF_SLOT_* */
-	uint32_t flags_pad;                     /* zero */
-	uint64_t cursor_ms;                     /* shmd writes (replication): the last stream entry applied, */
-	uint64_t cursor_seq;                    /* as its Redis id <ms>-<seq>; clients never use them */
-	uint32_t expansion;                     /* shmd writes; LAYERED: each layer's capacity is the one
-						   before times this (1..SHMF_EXPANSION_MAX); else 0 */
-	uint32_t bucket_size;                   /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
-						   4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
-	uint32_t lock_timeout_ms;               /* shmd writes; cuckoo: longest wait for a layer's relocation
-						   lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
-	uint32_t scheme;                        /* shmd writes; SHMF_SCHEME_*: how keys map to the payload
-						   (0: shmfilter's own; else a read-only RedisBloom import) */
-	uint8_t pad[512 - 448];
+	_Atomic uint64_t generation;          /* shmd stores (release, inside the seq window);
+						 clients load on every call; 0 = slot empty */
+	_Atomic uint64_t seq;                 /* shmd: odd while rewriting; clients: seqlock reads */
+	uint32_t type;                        /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t k;                           /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
+						 cuckoo: fingerprint bits, 8 or 16 */
+	uint64_t capacity;                    /* shmd writes; keys sized for */
+	uint64_t fpr_bits;                    /* shmd writes; target FPR, IEEE-754 double bits */
+	uint64_t nblocks;                     /* shmd writes; 64-byte payload blocks in the data segment */
+	uint64_t data_bytes;                  /* shmd writes; exact size of the data segment */
+	uint64_t created_epoch;               /* shmd writes; unix seconds */
+	uint64_t nbuckets;                    /* shmd writes; cuckoo: buckets; Bloom: 0 */
+	char name[SHMF_NAME_MAX + 1];         /* shmd writes; NUL-terminated filter name */
+	uint64_t window_secs;                 /* shmd writes; seconds per generation, 0: no window */
+	uint32_t window_gens;                 /* shmd writes; generations in the ring, 0: no window */
+	uint32_t nlive;                       /* shmd writes; live generations, 1..SHMF_RING_MAX */
+	uint64_t live[SHMF_RING_MAX];         /* shmd writes; generations, newest first */
+	uint64_t live_created[SHMF_RING_MAX]; /* shmd writes; unix seconds each began */
+	uint32_t flags;                       /* shmd writes; SHMF_SLOT_* */
+	uint32_t flags_pad;                   /* zero */
+	uint64_t cursor_ms;                   /* shmd writes (replication): the last stream entry applied, */
+	uint64_t cursor_seq;                  /* as its Redis id <ms>-<seq>; clients never use them */
+	uint32_t expansion;                   /* shmd writes; LAYERED: each layer's capacity is the one
+						 before times this (1..SHMF_EXPANSION_MAX); else 0 */
+	uint32_t bucket_size;                 /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
+						 4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
+	uint32_t lock_timeout_ms;             /* shmd writes; cuckoo: longest wait for a layer's relocation
+						 lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
+	uint32_t scheme;                      /* shmd writes; SHMF_SCHEME_*: how keys map to the payload
+						 (0: shmfilter's own; else a read-only RedisBloom import) */
+	uint8_t pad[1280 - 1152];
 };
 
 /* Data segment header. Written by shmd before the generation is
@@ -370,7 +381,7 @@ struct shmf_journal_entry {
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
 _Static_assert(sizeof(struct shmf_ctl_header) == 64, "control header is one cache line");
-_Static_assert(sizeof(struct shmf_slot) == 512, "slot is eight cache lines");
+_Static_assert(sizeof(struct shmf_slot) == 1280, "slot is twenty cache lines");
 _Static_assert(offsetof(struct shmf_slot, live) == 152, "slot ring offset");
 _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");
@@ -380,14 +391,14 @@ _Static_assert(sizeof(struct shmf_layer_state) == 64, "layer state is one cache 
 _Static_assert(SHMF_DATA_STATE_OFF % 64 == 0 &&
 		       SHMF_DATA_STATE_OFF + sizeof(struct shmf_layer_state) <= SHMF_DATA_HDR_BYTES,
 	       "layer state in a cache line of the header page");
-_Static_assert(offsetof(struct shmf_slot, expansion) == 432, "slot expansion offset");
+_Static_assert(offsetof(struct shmf_slot, expansion) == 1136, "slot expansion offset");
 _Static_assert(SHMF_ITEM_STRIPES * sizeof(struct shmf_counter) == SHMF_DATA_BLOCKS_OFF - SHMF_DATA_COUNTERS_OFF,
 	       "counters fill their page");
-_Static_assert(offsetof(struct shmf_slot, flags) == 408, "slot flags offset");
-_Static_assert(offsetof(struct shmf_slot, cursor_ms) == 416, "slot cursor offset");
-_Static_assert(offsetof(struct shmf_slot, cursor_seq) == 424, "slot cursor offset");
-_Static_assert(offsetof(struct shmf_slot, bucket_size) == 436, "slot bucket size offset");
-_Static_assert(offsetof(struct shmf_slot, scheme) == 444, "slot scheme offset");
+_Static_assert(offsetof(struct shmf_slot, flags) == 1112, "slot flags offset");
+_Static_assert(offsetof(struct shmf_slot, cursor_ms) == 1120, "slot cursor offset");
+_Static_assert(offsetof(struct shmf_slot, cursor_seq) == 1128, "slot cursor offset");
+_Static_assert(offsetof(struct shmf_slot, bucket_size) == 1140, "slot bucket size offset");
+_Static_assert(offsetof(struct shmf_slot, scheme) == 1148, "slot scheme offset");
 _Static_assert(offsetof(struct shmf_data_header, scheme) == 108, "data header scheme offset");
 _Static_assert(sizeof(struct shmf_journal_header) == 192, "journal header is three cache lines");
 _Static_assert(sizeof(struct shmf_journal_header) <= SHMF_JOURNAL_HDR_BYTES, "journal header fits its page");

@@ -44,7 +44,7 @@ uint64_t shmf_layout_fingerprint(void)
 		sizeof(struct shmf_counter), offsetof(struct shmf_counter, deletes),
 		sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
 		offsetof(struct shmf_slot, window_secs), offsetof(struct shmf_slot, nlive),
-		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX,
+		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX, SHMF_RING_MAX,
 		offsetof(struct shmf_slot, flags), offsetof(struct shmf_slot, cursor_ms),
 		offsetof(struct shmf_slot, cursor_seq), SHMF_SLOT_FLAGS,
 		SHMF_JOURNAL_HDR_BYTES, SHMF_JOURNAL_RINGS_MAX, SHMF_JOURNAL_ENTRIES_MIN, SHMF_JOURNAL_ENTRIES_MAX,
@@ -262,11 +262,11 @@ int shmf_slot_check(const struct shmf_slot *s)
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		/* A growing filter: no window, no NONSCALING, up to
-		 * SHMF_LAYERS_MAX layers; the generation word is its newest
+		 * shmf_layers_max() layers; the generation word is its newest
 		 * file's, or (the standby promoted to current) that plus one. */
 		if (s->window_secs != 0 || s->window_gens != 0 || (s->flags & SHMF_SLOT_NONSCALING) ||
 		    s->expansion == 0 || s->expansion > SHMF_EXPANSION_MAX || s->nlive == 0 ||
-		    s->nlive > SHMF_LAYERS_MAX || ((s->flags & SHMF_SLOT_STANDBY) && s->nlive < 2))
+		    s->nlive > shmf_layers_max(s->type) || ((s->flags & SHMF_SLOT_STANDBY) && s->nlive < 2))
 			return SHMF_E_FORMAT;
 		if (s->live[0] != gen && ((s->flags & SHMF_SLOT_STANDBY) || s->live[0] + 1 != gen))
 			return SHMF_E_FORMAT;
@@ -292,7 +292,7 @@ int shmf_slot_check(const struct shmf_slot *s)
 
 int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *out)
 {
-	if (j >= s->nlive || s->nlive > SHMF_WINDOW_MAX)
+	if (j >= s->nlive || s->nlive > SHMF_RING_MAX)
 		return SHMF_E_FORMAT;
 	/* An import is one read-only generation: no window, layer or journal. */
 	if (s->scheme != SHMF_SCHEME_NATIVE && (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
@@ -376,7 +376,7 @@ static int header_check_layer(const struct shmf_data_header *h, const struct shm
 static unsigned ring_index(const struct shmf_slot *slot, uint64_t gen)
 {
 	unsigned j = 0;
-	while (j < slot->nlive && j < SHMF_WINDOW_MAX && slot->live[j] != gen)
+	while (j < slot->nlive && j < SHMF_RING_MAX && slot->live[j] != gen)
 		j++;
 	return j < slot->nlive ? j : slot->nlive;
 }

@@ -553,7 +553,7 @@ static void assert_no_orphans(void)
 }
 
 /* The live generations of filter @p name, newest first; @return how many. */
-static unsigned live_generations(const char *name, uint64_t gens[SHMF_WINDOW_MAX])
+static unsigned live_generations(const char *name, uint64_t gens[SHMF_RING_MAX])
 {
 	struct shmf_dir d;
 	struct shmf_ctl_map m;
@@ -797,7 +797,7 @@ static void test_shmd_rotate(void **state)
 	shmf_t *check = open_filter("rot", SHMF_RDONLY);
 	unsigned run;
 	for (run = 0; more_runs(run, replied); run++) {
-		uint64_t gens[SHMF_WINDOW_MAX];
+		uint64_t gens[SHMF_RING_MAX];
 		live_generations("rot", gens);
 		uint64_t newest = gens[0];
 		int ok = call_and_kill(2, argv, typical);

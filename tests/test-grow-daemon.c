@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -31,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libclient/cuckoo.h"
+#include "libclient/segment-format.h"
 #include "tests/daemon-process.h"
 #include <shmf.h>
 
@@ -381,6 +384,82 @@ static void check_cf_expansion_0_stays_full(redisContext *c)
 	freeReplyObject(r);
 }
 
+/* Set (@p word: this process, a live holder) or clear (0) the relocation
+ * lock word of every data file of filter @p name in directory @p dir. */
+static int lock_layers(const char *dir, const char *name, uint32_t word)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *e;
+	size_t len = strlen(name);
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, name, len) != 0 || e->d_name[len] != '.' || !strstr(e->d_name, ".data"))
+			continue;
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		int fd = open(path, O_RDWR);
+		assert_true(fd >= 0);
+		off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, lock) +
+			   offsetof(struct shmf_cuckoo_lockword, word);
+		assert_int_equal(pwrite(fd, &word, sizeof(word), at), (ssize_t)sizeof(word));
+		close(fd);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A growing cuckoo filter grows through RedisBloom's 32 expansions, 33
+ * layers, then answers "Maximum expansions reached": on the loop, and
+ * also when the add had to wait for the relocation lock and was finished
+ * on the file worker (the lock held by this process, freed 300 ms after
+ * the add was sent). */
+static void check_cf_last_layer(redisContext *c)
+{
+	redisReply *r = call(c, REDIS_REPLY_STATUS, "CF.RESERVE mx 4");
+	freeReplyObject(r);
+	char key[32];
+	int i, max = 0;
+	for (i = 0; i < 20000 && !max; i++) {
+		sprintf(key, "m%d", i);
+		r = call(c, -1, "CF.ADD mx %s", key);
+		max = r->type == REDIS_REPLY_ERROR && strcmp(r->str, "Maximum expansions reached") == 0;
+		assert_true(max || r->type == REDIS_REPLY_INTEGER);
+		freeReplyObject(r);
+	}
+	assert_true(max);
+	r = call(c, REDIS_REPLY_ARRAY, "CF.INFO mx");
+	assert_int_equal(r->element[5]->integer, 33); /* Number of filters */
+	freeReplyObject(r);
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/gr", root); /* the instance's directory */
+	assert_int_equal(lock_layers(dir, "mx", (uint32_t)getpid()), 33);
+	pid_t freer = fork();
+	assert_true(freer >= 0);
+	if (freer == 0) {
+		usleep(300000);
+		_exit(lock_layers(dir, "mx", 0) == 33 ? 0 : 1);
+	}
+	/* New keys until one needs the lock (an add into a free slot does not). */
+	int deferred = 0, st;
+	for (int k = 0; k < 2000 && !deferred; k++) {
+		sprintf(key, "late%d", k);
+		r = call(c, -1, "CF.ADD mx %s", key);
+		if (r->type == REDIS_REPLY_ERROR) {
+			assert_string_equal(r->str, "Maximum expansions reached");
+			/* It waited for the lock: the freer is done. */
+			assert_int_equal(waitpid(freer, &st, WNOHANG), freer);
+			deferred = 1;
+		}
+		freeReplyObject(r);
+	}
+	assert_true(deferred);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	r = call(c, REDIS_REPLY_INTEGER, "DEL mx");
+	freeReplyObject(r);
+}
+
 /* Bad growth options: clear errors, nothing made, shmd up. */
 static void check_bad_growth_options_refused(redisContext *c)
 {
@@ -437,6 +516,7 @@ static void test_refusals(void **state)
 	redisContext *c = client();
 	check_nonscaling_full_refused(c);
 	check_cf_expansion_0_stays_full(c);
+	check_cf_last_layer(c);
 	check_bad_growth_options_refused(c);
 	redisFree(c);
 	stop_shmd(SIGTERM);

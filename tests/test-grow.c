@@ -462,20 +462,37 @@ static void test_cuckoo_bucket_snapshot(void **state)
 	shmf_close(w);
 }
 
-/* 16 layers, then no more: the Bloom filter overfills its last one, never
- * refusing and never losing a key. */
+/* SHMF_LAYERS_MAX (60) layers, then no more: the Bloom filter overfills
+ * its last one, never refusing and never losing a key. With expansion 1
+ * the layers past the 41st are sized at the floor rate (geometry.h). A
+ * snapshot holds every layer and restores them. */
 static void test_layer_limit(void **state)
 {
 	(void)state;
 	int slot = fixture_growing(&fx, "lim", SHMF_TYPE_BLOOM, 10, 0.01, 1, 0);
 	shmf_t *w = fixture_open("lim", SHMF_RDWR);
-	add_ticking(slot, w, 1, 0, 400, 1);
+	add_ticking(slot, w, 1, 0, 1000, 1);
 	assert_int_equal(slot_of(slot)->nlive, SHMF_LAYERS_MAX);
 	assert_false(slot_of(slot)->flags & SHMF_SLOT_STANDBY);
-	assert_int_equal(found(w, 1, 0, 400), 400);
+	assert_int_equal(found(w, 1, 0, 1000), 1000);
 	shmf_info_t info;
 	assert_int_equal(shmf_info(w, &info), 0);
 	assert_int_equal(info.live_generations, SHMF_LAYERS_MAX);
+	/* A snapshot holds all 60 layers, one section each, and restores them. */
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	snprintf(path, sizeof(path), "%s/lim.snap", fx.files);
+	assert_int_equal(registry_snapshot(&fx.reg, "lim", path, NULL, err, sizeof(err)), 0);
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, path, err, sizeof(err)), 0);
+	assert_int_equal(sf.hdr.nsections, SHMF_LAYERS_MAX);
+	snapshot_close(&sf);
+	assert_true(fixture_replace(&fx, "lim-copy", path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	int copy = registry_find(&fx.reg, "lim-copy");
+	assert_true(copy >= 0);
+	assert_int_equal(slot_of(copy)->nlive, SHMF_LAYERS_MAX);
+	shmf_t *c = fixture_open("lim-copy", SHMF_RDONLY);
+	assert_int_equal(found(c, 1, 0, 1000), 1000);
+	shmf_close(c);
 	shmf_close(w);
 }
 
@@ -629,6 +646,14 @@ static void test_bad_specs(void **state)
 	struct shmf_layer l;
 	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 0, 1, &l), SHMF_E_INVAL);
 	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 2, SHMF_LAYERS_MAX, &l), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 100, 0.01, 0, 0, 1, SHMF_CUCKOO_LAYERS_MAX - 1, &l), 0);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 100, 0.01, 0, 0, 1, SHMF_CUCKOO_LAYERS_MAX, &l),
+			 SHMF_E_INVAL);
+	/* Bloom layers tighten to the floor rate and keep it. */
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 1, SHMF_LAYERS_MAX - 1, &l), 0);
+	assert_true(l.fpr == SHMF_LAYER_FPR_FLOOR);
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 0.01, 0, 0, 1, 10, &l), 0);
+	assert_true(fabs(l.fpr - 0.01 * 0.9 * pow(0.5, 11)) < 1e-18);
 	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, UINT64_MAX / 2, 0.01, 0, 0, 4, 2, &l), SHMF_E_TOOBIG);
 	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 1000, 0.01, 0, 0, 4, 3, &l), 0);
 	assert_int_equal(l.capacity, 64000);

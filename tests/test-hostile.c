@@ -119,7 +119,7 @@ static void use(shmf_t *f, int rdwr)
 		k[i] = (shmf_key_t){ kb[i], fixture_key(kb[i], 0x77, i) };
 	for (unsigned i = 0; i < 8; i++) {
 		result(shmf_check(f, k[i].ptr, k[i].len), 1, "check");
-		result(shmf_count(f, k[i].ptr, k[i].len), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_WINDOW_MAX, "count");
+		result(shmf_count(f, k[i].ptr, k[i].len), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_RING_MAX, "count");
 		if (!rdwr) {
 			if (shmf_add(f, k[i].ptr, k[i].len) != SHMF_E_READONLY)
 				fail_here("%s: add on a read-only handle", current);
@@ -127,7 +127,7 @@ static void use(shmf_t *f, int rdwr)
 		}
 		result(shmf_add(f, k[i].ptr, k[i].len), 1, "add");
 		result(shmf_add_unique(f, k[i].ptr, k[i].len), 1, "add_unique");
-		result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_WINDOW_MAX,
+		result(shmf_add_capped(f, k[i].ptr, k[i].len, 3), 2 * SHMF_CUCKOO_SLOTS_MAX * SHMF_RING_MAX,
 		       "add_capped");
 		for (int d = 0; d < 3; d++)
 			result(shmf_del(f, k[i].ptr, k[i].len), 1, "del");
@@ -544,7 +544,7 @@ static void test_payload(void **state)
 		int slot = registry_find(&fx.reg, filters[i]);
 		struct shmf_slot copy;
 		assert_int_equal(shmf_slot_read(&fx.reg.ctl.slots[slot], &copy), 0);
-		struct mapped m[SHMF_WINDOW_MAX];
+		struct mapped m[SHMF_RING_MAX];
 		char path[512];
 		for (unsigned g = 0; g < copy.nlive; g++) {
 			data_file(filters[i], copy.live[g], path, sizeof(path));

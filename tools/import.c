@@ -390,16 +390,16 @@ static void load_chunks(struct import *im, struct held *h, struct tally *t)
 }
 
 /* One dump. @return 0 once the last piece is loaded (the filter is
- * published), 1 when the filter changed during the dump (take it again). */
+ * published), 1 when the filter changed during the dump (take it again),
+ * 2 for an empty cuckoo filter (no dump at all: import_empty()). */
 static int import_once(struct import *im, struct tally *t)
 {
 	struct held h = { 0 };
 	redisReply *r = scandump(im, 0);
 	if (r->element[0]->integer == 0) {
+		/* RedisBloom dumps nothing of an empty cuckoo filter. */
 		freeReplyObject(r);
-		die("key '%s' on Redis %s is an empty cuckoo filter, which RedisBloom does not dump (CF.SCANDUMP "
-		    "answers nothing): create the filter here instead",
-		    im->key, im->redis);
+		return 2;
 	}
 	free(t->header);
 	*t = (struct tally){ .header = malloc(r->element[1]->len + 1), .header_len = r->element[1]->len };
@@ -421,6 +421,65 @@ static int import_once(struct import *im, struct tally *t)
 		load(im, h.iter, h.data, h.len);
 	free(h.data);
 	return !same;
+}
+
+/* The integer field @p name of the flat field-value array @p r, or -1. */
+static long long info_field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+		if ((r->element[i]->type == REDIS_REPLY_STATUS || r->element[i]->type == REDIS_REPLY_STRING) &&
+		    !strcmp(r->element[i]->str, name) && r->element[i + 1]->type == REDIS_REPLY_INTEGER)
+			return r->element[i + 1]->integer;
+	return -1;
+}
+
+/*
+ * An empty cuckoo filter: RedisBloom's CF.SCANDUMP answers nothing of it,
+ * so there is nothing of RedisBloom's to keep. It answers every key
+ * "absent", as a new filter does; made here as a cuckoo filter of shmd's
+ * own, writable, of RedisBloom's shape (CF.INFO: its buckets times their
+ * size as the capacity, the bucket size, MAXITERATIONS and EXPANSION).
+ * @return 0, or 1 when it was no longer empty (take it again).
+ */
+static int import_empty(struct import *im)
+{
+	const char *argv[] = { "CF.INFO", im->key };
+	redisReply *r = ask(im, 2, argv, NULL);
+	if (r->type == REDIS_REPLY_ERROR)
+		die_reply(r, "Redis %s: CF.INFO: %s", im->redis);
+	long long buckets = info_field(r, "Number of buckets"), size = info_field(r, "Bucket size"),
+		  iters = info_field(r, "Max iterations"), exp = info_field(r, "Expansion rate"),
+		  items = info_field(r, "Number of items inserted");
+	freeReplyObject(r);
+	if (buckets < 1 || size < 1 || size > 255 || iters < 1 || iters > 65535 || exp < 0 || exp > 32768 ||
+	    items < 0 || buckets > (1LL << 40))
+		die("Redis %s: CF.INFO of '%s' is not RedisBloom's (buckets, bucket size, max iterations, expansion)",
+		    im->redis, im->key);
+	if (items > 0)
+		return 1;
+	char cap[24], bs[24], it[24], ex[24];
+	snprintf(cap, sizeof(cap), "%lld", buckets * size);
+	snprintf(bs, sizeof(bs), "%lld", size);
+	snprintf(it, sizeof(it), "%lld", iters);
+	snprintf(ex, sizeof(ex), "%lld", exp);
+	const char *mk[] = { "CF.RESERVE", im->as, cap, "BUCKETSIZE", bs, "MAXITERATIONS", it, "EXPANSION", ex };
+	r = redisCommandArgv(im->local, 9, mk, NULL);
+	if (r == NULL)
+		die("local shmd: %s", im->local->errstr[0] ? im->local->errstr : "no reply");
+	if (r->type == REDIS_REPLY_ERROR) {
+		char text[1024];
+		snprintf(text, sizeof(text), "%s", cli_error_text(r));
+		freeReplyObject(r);
+		die("local shmd refused to make '%s' like the empty cuckoo filter '%s' (capacity %s, BUCKETSIZE %s, "
+		    "MAXITERATIONS %s, EXPANSION %s): %s",
+		    im->as, im->key, cap, bs, it, ex, text);
+	}
+	freeReplyObject(r);
+	printf("filter '%s' on Redis %s is an empty cuckoo filter, which RedisBloom dumps nothing of: made '%s', "
+	       "a cuckoo filter of shmd's own with its shape (capacity %s, BUCKETSIZE %s, MAXITERATIONS %s, "
+	       "EXPANSION %s). It is empty, as it was there, and writable.\n",
+	       im->key, im->redis, im->as, cap, bs, it, ex);
+	return 0;
 }
 
 /* What was imported, from its header (the daemon checked it). */
@@ -451,13 +510,17 @@ int shmctl_import(int argc, char **argv, redisContext *(*local)(void))
 	parse_args(&im, argc, argv);
 	redis_open(&im);
 	im.local = local();
-	int tries = 0;
-	while (import_once(&im, &t) == 1) {
+	int tries = 0, rc;
+	while ((rc = import_once(&im, &t)) != 0 && (rc != 2 || import_empty(&im) != 0)) {
 		if (++tries >= IMPORT_TRIES)
 			die("filter '%s' changed during each of %d dumps on Redis %s (adds went on meanwhile); try again "
 			    "when it is quieter",
 			    im.key, IMPORT_TRIES, im.redis);
 		fprintf(stderr, "shmctl: import: filter '%s' changed during the dump; taking it again\n", im.key);
+	}
+	if (rc == 2) {
+		redisFree(im.r);
+		return 0;
 	}
 	redisFree(im.r);
 	report(&im, &t);

@@ -5,7 +5,7 @@
  * open the standby themselves. What shmd does, per growing filter and
  * tick: read the current layer's count and state through its own handle
  * (shmf_layers: a sum of 64 counter stripes), and
- *   - at half the capacity, with no standby and fewer than SHMF_LAYERS_MAX
+ *   - at half the capacity, with no standby and fewer than shmf_layers_max()
  *     layers, make the next layer: generation numbers reserved on the loop
  *     (the file's, and one more for its promotion), the data file made and
  *     allocated, then published on the loop as the standby (the ring gains
@@ -35,6 +35,7 @@
 #include "shmd/files/jobs.h"
 #include "libclient/layers.h"
 #include "shmd/base/log.h"
+#include "shmd/resp/reply-errors.h"
 #include "shmd/store/quotas.h"
 #include "shmd/store/generations.h"
 #include "common/spec.h"
@@ -291,10 +292,10 @@ void grow_filter(struct registry *r, int slot)
 	/* Half full: time to make the next one. */
 	if (r->grow_making[slot] != 0 || r->grow_stuck[slot] == copy.live[0] || cur->items < (cur->capacity + 1) / 2)
 		return;
-	if (copy.nlive >= SHMF_LAYERS_MAX) {
+	if (copy.nlive >= shmf_layers_max(copy.type)) {
 		log_msg(LOG_WARNING,
 			"filter '%s': has its %u layers and grows no more (adds %s once its last layer is full)",
-			copy.name, SHMF_LAYERS_MAX,
+			copy.name, shmf_layers_max(copy.type),
 			copy.type == SHMF_TYPE_BLOOM ? "overfill it" : "answer 'filter is full'");
 		r->grow_stuck[slot] = copy.live[0];
 		return;
@@ -317,4 +318,26 @@ void grow_tick(struct registry *r)
 		    (s->flags & (SHMF_SLOT_LAYERED | SHMF_SLOT_NONSCALING)))
 			grow_filter(r, (int)i);
 	}
+}
+
+/* Whether the growing cuckoo filter in @p slot has every layer it may have. */
+static int cuckoo_layers_all(struct registry *r, int slot)
+{
+	char err[REGISTRY_ERR_MAX];
+	struct filter_info fi;
+	const struct shmf_slot *s = &r->ctl.slots[slot];
+	if (s->type != SHMF_TYPE_CUCKOO || !(s->flags & SHMF_SLOT_LAYERED))
+		return 0;
+	return registry_info(r, slot, &fi, err, sizeof(err)) == 0 && fi.nlayers >= shmf_layers_max(SHMF_TYPE_CUCKOO);
+}
+
+void grow_reply_full(struct registry *r, int slot, struct reply *out)
+{
+	char why[REGISTRY_ERR_MAX];
+	if (slot >= 0 && grow_refused(r, slot, why, sizeof(why)))
+		reply_error(out, "%s: %s", rb_error_text(RB_FILTER_FULL), why);
+	else if (slot >= 0 && cuckoo_layers_all(r, slot))
+		reply_rb_error(out, RB_MAX_EXPANSIONS);
+	else
+		reply_rb_error(out, RB_FILTER_FULL);
 }

@@ -31,6 +31,18 @@ void grow_tick(struct registry *r);
  */
 int grow_refused(struct registry *r, int slot, char *why, size_t len);
 
+struct reply;
+
+/**
+ * The error an add that found the filter in @p slot full answers (slot -1:
+ * no filter to say more of): RedisBloom's "Filter is full", and why when
+ * the filter grows no more because its next layer was refused (a writer's
+ * quota, the host); its "Maximum expansions reached" for a growing cuckoo
+ * filter with all of its shmf_layers_max() layers. One function, for the
+ * adds answered on the loop and those finished on the file worker.
+ */
+void grow_reply_full(struct registry *r, int slot, struct reply *out);
+
 /** grow_tick() for filter @p slot alone, now (tests). */
 void grow_filter(struct registry *r, int slot);
 

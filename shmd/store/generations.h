@@ -29,8 +29,8 @@ int registry_data_create(struct registry *r, const struct filter_spec *spec, con
  * layers, the newest first: its standby, when standby is set). */
 struct live_ring {
 	unsigned n;
-	uint64_t gen[SHMF_WINDOW_MAX];
-	uint64_t created[SHMF_WINDOW_MAX];
+	uint64_t gen[SHMF_RING_MAX];
+	uint64_t created[SHMF_RING_MAX];
 	int standby;  /* gen[0] is a growing filter's standby layer (SHMF_SLOT_STANDBY) */
 	int promoted; /* gen[0], a standby made current: the generation word is gen[0] + 1 */
 };
@@ -67,9 +67,9 @@ struct ring_maps {
 	unsigned n;
 	unsigned first; /* live[first] is dm[0]: 1 when a growing filter's standby, empty and not
 			   opened, is left out (a copy has nothing to take from it) */
-	struct shmf_data_map dm[SHMF_WINDOW_MAX];
-	void *copy[SHMF_WINDOW_MAX]; /* cuckoo: a consistent image; NULL until made */
-	uint32_t lock_timeout_ms;    /* cuckoo: the slot's relocation lock timeout (0: the default) */
+	struct shmf_data_map dm[SHMF_RING_MAX];
+	void *copy[SHMF_RING_MAX]; /* cuckoo: a consistent image; NULL until made */
+	uint32_t lock_timeout_ms;  /* cuckoo: the slot's relocation lock timeout (0: the default) */
 };
 
 /* Map every live generation of the filter @p copy describes (a checked

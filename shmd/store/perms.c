@@ -116,7 +116,7 @@ static int fix_filter(struct registry *r, const struct shmf_slot *copy, const st
 {
 	int total = 0, first_err = 0;
 	char fname[SHMF_NAME_MAX + 32];
-	for (unsigned j = 0; j < copy->nlive && j < SHMF_WINDOW_MAX; j++) {
+	for (unsigned j = 0; j < copy->nlive && j < SHMF_RING_MAX; j++) {
 		uint64_t gen = copy->live[j];
 		if (shmf_data_filename(copy->name, gen, fname, sizeof(fname)) < 0)
 			continue;

@@ -100,7 +100,7 @@ static int data_file_live(struct registry *r, const char *fname, const uint64_t 
 		/* A refused slot's fields are not trusted: a terminated copy of its name. */
 		memcpy(name, s->name, SHMF_NAME_MAX);
 		name[SHMF_NAME_MAX] = '\0';
-		for (unsigned j = 0; j < s->nlive && j < SHMF_WINDOW_MAX; j++) {
+		for (unsigned j = 0; j < s->nlive && j < SHMF_RING_MAX; j++) {
 			/* The newest by the generation word, or by live[0] (a
 			 * growing filter's word is one past it once its standby
 			 * is current). */
@@ -708,7 +708,7 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 	struct shmf_slot copy;
 	uint64_t now = (uint64_t)time(NULL);
 	if (shmf_slot_read(&r->ctl.slots[slot], &copy) == 0) {
-		out->nlive = copy.nlive <= SHMF_WINDOW_MAX ? copy.nlive : 0;
+		out->nlive = copy.nlive <= SHMF_RING_MAX ? copy.nlive : 0;
 		for (unsigned i = 0; i < out->nlive; i++) {
 			struct shmf_data_map dm = { .fd = -1 };
 			out->live_gen[i] = copy.live[i];
@@ -722,7 +722,7 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 		out->nonscaling = (copy.flags & SHMF_SLOT_NONSCALING) != 0;
 	}
 	/* The layers, as the handle maps them (a plain filter: one). */
-	if ((rc = shmf_layers(h, out->layer, SHMF_LAYERS_MAX)) < 0)
+	if ((rc = shmf_layers(h, out->layer, SHMF_RING_MAX)) < 0)
 		return errmsg(err, errlen, rc, "filter '%s': %s", r->ctl.slots[slot].name, shmf_strerror(rc));
 	out->nparts = (unsigned)rc;
 	out->standby = out->nparts > 0 && out->layer[out->nparts - 1].standby;
@@ -742,11 +742,13 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 				       : shmf_bloom_fpr(l->items, l->nblocks, l->k));
 	}
 	out->fpr_total = 1.0 - none;
+	out->buckets = out->nparts > 0 ? out->layer[out->nparts - 1 - (unsigned)out->standby].nbuckets : 0;
 	if (out->expansion == 0) {
 		/* A filter that does not grow: one filter (a window's
 		 * generations are not RedisBloom's sub-filters), as before. */
 		/* An import from RedisBloom: its links, as RedisBloom counts its filters. */
 		out->nlayers = out->nparts == 1 && out->layer[0].links != 0 ? out->layer[0].links : 1;
+		out->rb_growth = out->nparts == 1 ? out->layer[0].growth : 0;
 		out->capacity_total = out->info.capacity;
 		out->deletes_total = out->info.deletes;
 		out->fpr_total = out->info.fpr_estimate;
@@ -794,7 +796,7 @@ void registry_close(struct registry *r, int remove)
 
 void registry_unlink_ring(struct registry *r, const char *name, const struct live_ring *ring)
 {
-	for (unsigned i = 0; i < ring->n && i < SHMF_WINDOW_MAX; i++) {
+	for (unsigned i = 0; i < ring->n && i < SHMF_RING_MAX; i++) {
 		char fname[128];
 		if (shmf_data_filename(name, ring->gen[i], fname, sizeof(fname)) == 0 &&
 		    unlinkat(r->dir.fd, fname, 0) < 0)

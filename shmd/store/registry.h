@@ -30,18 +30,20 @@ struct filter_info {
 	mode_t mode;
 	int huge_pages; /* 1 if the data segment is backed by huge pages */
 	unsigned nlive; /* live generations, newest first: */
-	uint64_t live_gen[SHMF_WINDOW_MAX];
-	uint64_t live_age[SHMF_WINDOW_MAX]; /* seconds since it began */
-	uint64_t live_items[SHMF_WINDOW_MAX];
+	uint64_t live_gen[SHMF_RING_MAX];
+	uint64_t live_age[SHMF_RING_MAX]; /* seconds since it began */
+	uint64_t live_items[SHMF_RING_MAX];
 	/* How it grows: a growing filter's layers (docs/design.md, "Layers").
 	 * For one, info.capacity and info.fpr_target are what it was created
 	 * with, info.items and info.bytes sum its layers. */
 	uint32_t expansion; /* 0: it does not grow */
+	uint32_t rb_growth; /* an import from RedisBloom: its expansion rate there (BF.INFO, CF.INFO); else 0 */
+	uint64_t buckets;   /* cuckoo: the first layer's (or imported sub-filter's) buckets, RedisBloom's count */
 	int nonscaling;     /* a NONSCALING Bloom filter */
 	unsigned nlayers;   /* layers that hold keys: a standby nobody opened is not one */
 	unsigned nparts;    /* layer[] entries: the current layer, the older ones, a standby last */
 	int standby;        /* 1: layer[nparts - 1] is the standby */
-	struct shmf_layer_status layer[SHMF_LAYERS_MAX];
+	struct shmf_layer_status layer[SHMF_RING_MAX];
 	uint64_t capacity_total; /* the layers' capacities summed (RedisBloom's Capacity) */
 	uint64_t deletes_total;  /* cuckoo: the layers' deletes summed */
 	double fpr_total;        /* the chance that one of the layers answers a false positive now */

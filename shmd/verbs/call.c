@@ -92,31 +92,9 @@ void call_arity_error(struct verb_call *c)
 	reply_error(c->out, "ERR wrong number of arguments for '%s' command", verb);
 }
 
-/* Whether the growing cuckoo filter in @p slot has every layer it may
- * have (SHMF_LAYERS_MAX): RedisBloom's "Maximum expansions reached". */
-static int cuckoo_layers_all(struct verb_call *c, int slot)
-{
-	char err[REGISTRY_ERR_MAX];
-	struct filter_info fi;
-	const struct shmf_slot *s = &c->reg->ctl.slots[slot];
-	if (s->type != SHMF_TYPE_CUCKOO || !(s->flags & SHMF_SLOT_LAYERED))
-		return 0;
-	return registry_info(c->reg, slot, &fi, err, sizeof(err)) == 0 && fi.nlayers >= SHMF_LAYERS_MAX;
-}
-
-/* RedisBloom's "Filter is full", and why when the filter grows no more
- * because its next layer was refused (a writer's quota, the host); its
- * "Maximum expansions reached" for a growing cuckoo filter at its last
- * layer. */
 static void reply_full(struct verb_call *c, int slot)
 {
-	char why[REGISTRY_ERR_MAX];
-	if (slot >= 0 && grow_refused(c->reg, slot, why, sizeof(why)))
-		reply_error(c->out, "%s: %s", rb_error_text(RB_FILTER_FULL), why);
-	else if (slot >= 0 && cuckoo_layers_all(c, slot))
-		reply_rb_error(c->out, RB_MAX_EXPANSIONS);
-	else
-		reply_rb_error(c->out, RB_FILTER_FULL);
+	grow_reply_full(c->reg, slot, c->out);
 }
 
 /* A Bloom add of key @p i to the filter in @p slot (handle @p h) that

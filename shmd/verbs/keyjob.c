@@ -77,9 +77,13 @@ static void keyjob_work(struct job *j)
 }
 
 /* The reply the verb's handler would have given, from the results. */
-static void reply_results(struct reply *out, const char *name, enum keyjob_shape shape, const long long *res, size_t n,
-			  int fail)
+static void reply_results(struct registry *r, struct reply *out, const char *name, enum keyjob_shape shape,
+			  const long long *res, size_t n, int fail)
 {
+	if (fail == SHMF_E_FULL) {
+		grow_reply_full(r, registry_find(r, name), out);
+		return;
+	}
 	if (fail < 0) {
 		reply_lib_error(out, name, fail);
 		return;
@@ -122,7 +126,7 @@ static void keyjob_done(struct job *j, struct registry *r)
 	if (k->fail == 0 && k->done < k->n)
 		k->fail = j->rc < 0 ? j->rc : -ECANCELED; /* cancelled before it ran: shmd is stopping */
 	if (j->out != NULL)
-		reply_results(j->out, j->filter, k->shape, k->res, k->n, k->fail);
+		reply_results(r, j->out, j->filter, k->shape, k->res, k->n, k->fail);
 	int slot = registry_find(r, j->filter);
 	if (slot >= 0 && (r->ctl.slots[slot].flags & SHMF_SLOT_LAYERED) && k->op != KEYJOB_CHECK &&
 	    k->op != KEYJOB_COUNT)

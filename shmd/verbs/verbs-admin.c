@@ -65,7 +65,7 @@ static void layer_list(const struct filter_info *fi, char *buf, size_t len)
  * are what it was created with, items and bytes its layers' summed). */
 void cmd_shmf_info(struct verb_call *c)
 {
-	char err[REGISTRY_ERR_MAX], mode[8], gens[SHMF_WINDOW_MAX * 64], layers[SHMF_LAYERS_MAX * 96];
+	char err[REGISTRY_ERR_MAX], mode[8], gens[SHMF_RING_MAX * 64], layers[SHMF_RING_MAX * 96];
 	struct filter_info fi;
 	int slot = call_slot(c);
 	if (slot < 0)

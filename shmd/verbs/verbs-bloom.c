@@ -230,9 +230,11 @@ static const char *const bf_keywords[] = { "CAPACITY", "SIZE", "FILTERS", "ITEMS
 
 static void bf_value(struct verb_call *c, const struct filter_info *fi, int i)
 {
+	/* An import answers the expansion rate it had in RedisBloom. */
+	uint32_t expansion = fi->expansion ? fi->expansion : fi->rb_growth;
 	long long values[] = { (long long)fi->capacity_total, (long long)fi->info.bytes, (long long)fi->nlayers,
-			       (long long)fi->info.items, (long long)fi->expansion };
-	if (i == 4 && fi->expansion == 0)
+			       (long long)fi->info.items, (long long)expansion };
+	if (i == 4 && expansion == 0)
 		reply_nil(c->out);
 	else
 		reply_int(c->out, values[i]);

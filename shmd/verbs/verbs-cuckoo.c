@@ -382,12 +382,12 @@ void cmd_cf_info(struct verb_call *c)
 		long long v;
 	} fields[] = {
 		{ "Size", (long long)info.bytes },
-		{ "Number of buckets", (long long)c->reg->ctl.slots[slot].nbuckets },
+		{ "Number of buckets", (long long)fi.buckets },
 		{ "Number of filters", (long long)fi.nlayers },
 		{ "Number of items inserted", (long long)info.items },
 		{ "Number of items deleted", (long long)(fi.expansion ? fi.deletes_total : info.deletes) },
 		{ "Bucket size", info.bucket_size },
-		{ "Expansion rate", fi.expansion },
+		{ "Expansion rate", fi.expansion ? fi.expansion : fi.rb_growth },
 		{ "Max iterations", info.max_kicks },
 	};
 	reply_map(c->out, 8);

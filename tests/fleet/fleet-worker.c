@@ -426,7 +426,7 @@ static int mode_slot(const struct opts *o)
 	printf("{\"generation\": %" PRIu64 ", \"flags\": %" PRIu32 ", \"cursor\": \"%" PRIu64 "-%" PRIu64
 	       "\", \"window_secs\": %" PRIu64 ", \"live\": [",
 	       s->generation, s->flags, s->cursor_ms, s->cursor_seq, s->window_secs);
-	for (uint32_t i = 0; i < s->nlive && i < SHMF_WINDOW_MAX; i++)
+	for (uint32_t i = 0; i < s->nlive && i < SHMF_RING_MAX; i++)
 		printf("%s[%" PRIu64 ", %" PRIu64 "]", i ? ", " : "", s->live[i], s->live_created[i]);
 	printf("], \"now\": %.3f}\n", (double)real_ns() / 1e9);
 	slot_close(&v);

@@ -228,7 +228,7 @@ static void write_files(uint8_t flags, const struct shmf_ctl_header *ch, const s
 {
 	clear_dir();
 	write_file(SHMF_CTL_FILE, SHMF_CTL_BYTES, ch, sizeof(*ch), sizeof(*ch), slot, sizeof(*slot));
-	unsigned nlive = slot->nlive < SHMF_WINDOW_MAX ? slot->nlive : SHMF_WINDOW_MAX;
+	unsigned nlive = slot->nlive < SHMF_RING_MAX ? slot->nlive : SHMF_RING_MAX;
 	for (unsigned i = 0; i < (nlive ? nlive : 1); i++) {
 		uint64_t gen = i == 0 ? atomic_load(&slot->generation) : slot->live[i];
 		char fname[128];
@@ -249,6 +249,27 @@ static void write_files(uint8_t flags, const struct shmf_ctl_header *ch, const s
 	}
 }
 
+/* The input's slot is 512 bytes, the slot of format 9 before its ring
+ * grew from 16 entries to SHMF_RING_MAX: its fields before the ring, 16
+ * generations, 16 creation times, then the fields after the ring. Read
+ * into a slot of today's layout, so that the corpus keeps its meaning. */
+#define IN_SLOT_BYTES 512u
+#define IN_RING       16u
+static void slot_from_input(const uint8_t *in, struct shmf_slot *s)
+{
+	size_t ring = offsetof(struct shmf_slot, live), tail = ring + 2 * IN_RING * sizeof(uint64_t);
+	size_t tail_bytes = offsetof(struct shmf_slot, pad) - offsetof(struct shmf_slot, flags);
+	memset(s, 0, sizeof(*s));
+	memcpy(s, in, ring);
+	memcpy(s->live, in + ring, IN_RING * sizeof(uint64_t));
+	memcpy(s->live_created, in + ring + IN_RING * sizeof(uint64_t), IN_RING * sizeof(uint64_t));
+	memcpy(&s->flags, in + tail, tail_bytes);
+	_Static_assert(offsetof(struct shmf_slot, live) + 2 * IN_RING * sizeof(uint64_t) +
+				       (offsetof(struct shmf_slot, pad) - offsetof(struct shmf_slot, flags)) <=
+			       IN_SLOT_BYTES,
+		       "the input's slot holds the fields");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	make_dir_once();
@@ -256,11 +277,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct shmf_ctl_header ch;
 	struct shmf_slot slot;
 	struct shmf_data_header dh;
-	uint8_t fixed[1 + 64 + 512 + HDR_BYTES] = { 0 };
+	uint8_t fixed[1 + 64 + IN_SLOT_BYTES + HDR_BYTES] = { 0 };
 	memcpy(fixed, data, size < sizeof(fixed) ? size : sizeof(fixed));
 	memcpy(&ch, fixed + 1, sizeof(ch));
-	memcpy(&slot, fixed + 1 + 64, sizeof(slot));
-	memcpy(&dh, fixed + 1 + 64 + 512, sizeof(dh));
+	slot_from_input(fixed + 1 + 64, &slot);
+	memcpy(&dh, fixed + 1 + 64 + IN_SLOT_BYTES, sizeof(dh));
 	const uint8_t *payload = data + sizeof(fixed);
 	size_t plen = size > sizeof(fixed) ? size - sizeof(fixed) : 0;
 	const uint8_t *counters = NULL;
@@ -278,7 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct shmf_slot copy = slot;
 	copy.name[SHMF_NAME_MAX] = '\0';
 	int slot_ok = shmf_slot_check(&copy) == 0;
-	if (slot_ok && (copy.nlive < 1 || copy.nlive > SHMF_WINDOW_MAX))
+	if (slot_ok && (copy.nlive < 1 || copy.nlive > SHMF_RING_MAX))
 		fuzz_fail("slot accepted with %u live generations", copy.nlive);
 	(void)shmf_data_header_check(&dh, &copy, slot.data_bytes);
 

@@ -524,7 +524,7 @@ def info_checks(conn, proto, p):
 
 def max_expansions(conn, proto, p):
     """A growing cuckoo filter grows until it has all the layers it may have
-    (RedisBloom: 32 expansions; shmd: 16 layers), then answers RedisBloom's
+    (RedisBloom's 32 expansions: 33 layers), then answers RedisBloom's
     "Maximum expansions reached"; CF.INSERT answers -1 for such a key."""
     run(conn, proto, ("CF.RESERVE", p + "cmax", "4"), OK)
     got = None
@@ -535,7 +535,7 @@ def max_expansions(conn, proto, p):
     C.check(proto, got == "Maximum expansions reached", f"CF.ADD past the last layer: {got!r}")
     ci = conn.cmd("CF.INFO", p + "cmax")
     ci = ci if isinstance(ci, dict) else dict(zip(ci[0::2], ci[1::2]))
-    C.check(proto, ci["Number of filters"] == 16, f"CF.INFO at the last layer: {ci}")
+    C.check(proto, ci["Number of filters"] == 33, f"CF.INFO at the last layer: {ci}")
     # A full cuckoo table may still have room in a new item's two buckets:
     # of many new items, some are refused (-1), and no answer is an error.
     more = conn.cmd("CF.INSERT", p + "cmax", "ITEMS", *[f"more{i}" for i in range(200)])

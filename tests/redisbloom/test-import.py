@@ -23,9 +23,10 @@ Cases:
              table scribbled in its data file: refused by a new handle
   import     shmctl import from a fake Redis serving the model's dumps
              (host:port, redis:// URL, AUTH, a filter that changes during
-             the dump is taken again); a wrong password, a missing key, a
-             key of another type, an empty cuckoo filter and an
-             unreachable Redis refused, nothing created
+             the dump is taken again; an empty cuckoo filter, which
+             RedisBloom dumps nothing of, made as a writable filter of its
+             shape); a wrong password, a missing key, a key of another type
+             and an unreachable Redis refused, nothing created
 Standard library only.
 """
 import argparse
@@ -344,6 +345,7 @@ def case_loadchunk(d, lib):
     check(fields.get("Capacity") == sum(l.entries for l in m.links), "BF.INFO capacity: the links' %r" % fields)
     check(fields.get("Number of items inserted") == m.size, "BF.INFO items: RedisBloom's count %r" % fields)
     check(fields.get("Number of filters") == len(m.links), "BF.INFO filters: the links, %r" % fields)
+    check(fields.get("Expansion rate") == m.growth, "BF.INFO expansion rate: RedisBloom's %d, %r" % (m.growth, fields))
     for name, m, added in cuckoo_models():
         if load(c, "CF.LOADCHUNK", name, m.scandump()):
             compare(c, lib, name, m, added, keys("absent-" + name, 20000), cuckoo=True)
@@ -351,8 +353,11 @@ def case_loadchunk(d, lib):
         info = c.call("CF.INFO", name)
         fields = dict(zip(info[0::2], info[1::2]))
         check(fields.get("Number of filters") == len(m.filters) and fields.get("Max iterations") == m.max_iterations
-              and fields.get("Number of items inserted") == m.num_items,
-              "CF.INFO of %s: RedisBloom's sub-filters, MAXITERATIONS and count: %r" % (name, fields))
+              and fields.get("Number of items inserted") == m.num_items
+              and fields.get("Number of buckets") == m.num_buckets and fields.get("Expansion rate") == m.expansion
+              and fields.get("Bucket size") == m.bucket_size,
+              "CF.INFO of %s: RedisBloom's sub-filters, MAXITERATIONS, count, buckets (%d), expansion (%d) and "
+              "bucket size: %r" % (name, m.num_buckets, m.expansion, fields))
     name, m, added = cuckoo_models()[0]
     if load(c, "CF.LOADCHUNK", "cf-small", m.scandump(max_chunk=100)):
         compare(c, None, "cf-small", m, added, keys("absent-cf-small", 5000), cuckoo=True)
@@ -585,6 +590,12 @@ class FakeHandler(socketserver.StreamRequestHandler):
                 self.send("+" + t)
             elif cmd in (b"BF.SCANDUMP", b"CF.SCANDUMP"):
                 self.scandump(args[1].decode(), int(args[2]))
+            elif cmd == b"CF.INFO":
+                m = self.server.models.get(args[1].decode())
+                self.send(["+Size", sum(len(f[1]) for f in m.filters), "+Number of buckets", m.num_buckets,
+                           "+Number of filters", len(m.filters), "+Number of items inserted", m.num_items,
+                           "+Number of items deleted", m.num_deletes, "+Bucket size", m.bucket_size,
+                           "+Expansion rate", m.expansion, "+Max iterations", m.max_iterations])
             else:
                 self.send("-ERR unknown command")
 
@@ -646,7 +657,8 @@ def case_import(d, lib, args):
         cf.add(k)
     busy = rbmodel.Chain(500, 0.01)
     busy_added = [k for k in keys("busy", 1200) if busy.add(k) == 1]
-    models = {"bf": bf, "cf": cf, "busy": busy, "empty": rbmodel.Cuckoo(100), "str": "string"}
+    empty = rbmodel.Cuckoo(300, bucket_size=4, max_iterations=77, expansion=2)
+    models = {"bf": bf, "cf": cf, "busy": busy, "empty": empty, "str": "string"}
     srv = FakeRedis(models, password="s3cret")
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
@@ -660,13 +672,25 @@ def case_import(d, lib, args):
     rc, out = shmctl(args, d, "import", "--password", "s3cret", "127.0.0.1:%d" % port, "busy", "--as", "busy")
     check(rc == 0 and "again" in out, "a filter that changed during the dump is taken again: %d %s" % (rc, out))
     compare(c, lib, "busy", busy, busy_added + [b"added during the dump"], keys("absent-busy", 20000))
+    # An empty cuckoo filter, which RedisBloom dumps nothing of: a filter of
+    # shmd's own of its shape, empty and writable.
+    rc, out = shmctl(args, d, "import", "--password", "s3cret", "127.0.0.1:%d" % port, "empty", "AS", "x5")
+    check(rc == 0 and "empty cuckoo filter" in out, "shmctl import of an empty cuckoo filter: %d %s" % (rc, out))
+    info = c.call("CF.INFO", "x5")
+    fields = dict(zip(info[0::2], info[1::2])) if isinstance(info, list) else {}
+    check(fields.get("Bucket size") == 4 and fields.get("Max iterations") == 77 and fields.get("Expansion rate") == 2
+          and fields.get("Number of items inserted") == 0 and fields.get("Number of buckets", 0) * 4 >= 256,
+          "the empty import has RedisBloom's shape (buckets of 4, 77 iterations, expansion 2, 256 slots): %r" % info)
+    check(c.call("CF.EXISTS", "x5", "k") == 0 and c.call("CF.ADD", "x5", "k") == 1 and c.call("CF.EXISTS", "x5", "k") == 1,
+          "the empty import answers absent, then takes an add")
+    rc, out = shmctl(args, d, "import", "--password", "s3cret", "127.0.0.1:%d" % port, "empty", "AS", "x5")
+    check(rc == 2 and "item exists" in out, "an empty import onto a name in use is refused: %d %s" % (rc, out))
     files = d.data_files()
     for argv, why in [
         (["--password", "wrong", "127.0.0.1:%d" % port, "bf", "AS", "x1"], "WRONGPASS"),
         (["127.0.0.1:%d" % port, "bf", "AS", "x2"], "password"),
         (["--password", "s3cret", "127.0.0.1:%d" % port, "missing", "AS", "x3"], "not found"),
         (["--password", "s3cret", "127.0.0.1:%d" % port, "str", "AS", "x4"], "not a RedisBloom"),
-        (["--password", "s3cret", "127.0.0.1:%d" % port, "empty", "AS", "x5"], "empty"),
         (["--password", "s3cret", "127.0.0.1:1", "bf", "AS", "x6"], "cannot connect"),
         (["--password", "s3cret", "127.0.0.1:%d" % port, "bf", "AS", "bad/name"], "not a valid filter name"),
         (["--password", "s3cret", "nohost", "bf"], "HOST:PORT"),
@@ -675,7 +699,7 @@ def case_import(d, lib, args):
         rc, out = shmctl(args, d, "import", *argv)
         check(rc == 2 and why in out, "shmctl import %s refused with '%s': %d %s" % (" ".join(argv), why, rc, out))
     check(d.data_files() == files, "refused imports made no file")
-    for n in ("x1", "x2", "x3", "x4", "x5", "x6"):
+    for n in ("x1", "x2", "x3", "x4", "x6"):
         check(c.call("EXISTS", n) == 0, "refused import created no filter %s" % n)
     rc, out = shmctl(args, d, "help", "import")
     check(rc == 0 and "REDIS" in out and "AS NAME" in out, "shmctl help import: %s" % out)
