@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "shmd/config/config.h"
+#include "shmd/config/config-keys.h"
 #include "shmd/files/filejobs.h"
 #include "shmd/base/hugepages.h"
 #include "shmd/store/expires.h"
@@ -60,6 +61,7 @@ static void usage(FILE *to)
 		    "  -i, --instance NAME   instance name (overrides the file)\n"
 		    "  -l, --log-level LEVEL debug, info, notice, warning or error (overrides log_level)\n"
 		    "  -p, --print-config    print the embedded default configuration and exit\n"
+		    "  -K, --config-keys     print every configuration key (section, key, value, summary) and exit\n"
 		    "  -V, --version         print the version and exit\n"
 		    "  -h, --help            print this help and exit\n"
 		    "Signals: SIGTERM or SIGINT stop shmd; SIGHUP reloads the configuration file.\n"
@@ -151,19 +153,24 @@ static void die_usage(const char *fmt, const char *what)
 	exit(2);
 }
 
-/* The command line into @p d; -p, -V and -h answer and exit, and so does
+/* The command line into @p d; -p, -K, -V and -h answer and exit, and so does
  * a usage error (status 2). */
 static void options(int argc, char **argv, struct daemon *d, const char **instance)
 {
 	static const struct option longs[] = {
-		{ "foreground", no_argument, NULL, 'f' },     { "config", required_argument, NULL, 'c' },
-		{ "instance", required_argument, NULL, 'i' }, { "log-level", required_argument, NULL, 'l' },
-		{ "print-config", no_argument, NULL, 'p' },   { "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "instance", required_argument, NULL, 'i' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "print-config", no_argument, NULL, 'p' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "config-keys", no_argument, NULL, 'K' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
 	opterr = 0; /* our own one-line messages */
-	while ((opt = getopt_long(argc, argv, ":fc:i:l:hpV", longs, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":fc:i:l:hpKV", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'f': d->foreground = 1; break;
 		case 'c': d->config_path = optarg; break;
@@ -173,6 +180,7 @@ static void options(int argc, char **argv, struct daemon *d, const char **instan
 				die_usage("--log-level '%s': expected " LOG_LEVEL_NAMES, optarg);
 			break;
 		case 'p': fputs(config_default_text, stdout); exit(0);
+		case 'K': config_keys_print(stdout); exit(0);
 		case 'V': puts("shmd " SHMF_VERSION_STRING); exit(0);
 		case 'h': usage(stdout); exit(0);
 		case ':': die_usage("option '%s' needs a value", argv[optind - 1]);

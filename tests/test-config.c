@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "shmd/config/config.h"
+#include "shmd/config/config-keys.h"
 #include "shmd/base/log.h"
+#include "tests/run-named.h"
 
 static void test_embedded_default(void **state)
 {
@@ -338,13 +340,84 @@ static void test_roles(void **state)
 	}
 }
 
-int main(void)
+/* Parse "[section]\nkey = value"; fail on "no parser" and "unknown key". */
+static void try_value(const char *section, const char *key, const char *value)
+{
+	struct config c;
+	char text[256], err[512] = "";
+	snprintf(text, sizeof(text), "[%s]\n%s = %s\n", section, key, value);
+	config_parse(&c, text, "cfg", err, sizeof(err));
+	if (strstr(err, "no parser") != NULL || strstr(err, "unknown") != NULL)
+		fail_msg("[%s] %s = %s: %s", section, key, value, err);
+}
+
+/* Every row of the table of keys reaches the code of its section: set to
+ * values (common ones, and the alternatives of the row's form such as
+ * "bloom|cuckoo"), the key is accepted or its value refused by that code,
+ * never "no parser" nor "unknown key". (The other way, a key parsed but
+ * not in the table, is refused before its section's code sees it.) */
+static void test_every_key_parsed(void **state)
+{
+	(void)state;
+	static const char *const values[] = { "1", "yes", "no", "0640", "x", "/tmp", "reader", "1m", "h:1", "64m" };
+	assert_true(config_keys_count > 60);
+	for (size_t i = 0; i < config_keys_count; i++) {
+		const struct config_key *k = &config_keys[i];
+		char section[64], form[64], *save = NULL;
+		size_t n = strlen(k->section);
+		if (n > 5 && !strcmp(k->section + n - 5, " NAME"))
+			snprintf(section, sizeof(section), "%.*s t", (int)(n - 5), k->section);
+		else
+			snprintf(section, sizeof(section), "%s", k->section);
+		assert_ptr_equal(config_key_find(section, k->key), k);
+		for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++)
+			try_value(section, k->key, values[v]);
+		snprintf(form, sizeof(form), "%s", k->value);
+		for (char *alt = strtok_r(form, "|", &save); alt != NULL; alt = strtok_r(NULL, "|", &save))
+			try_value(section, k->key, alt);
+	}
+}
+
+/* A key the table lacks, in each kind of section: refused, naming the
+ * file, the section, the key and the keys the section has. */
+static void test_unknown_keys_named(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "[instance]\ncolour = blue\n",
+		  "cfg: [instance] unknown key 'colour' in [instance] (name, dir_mode, " },
+		{ "colour = blue\n", "cfg: [] unknown key 'colour' in [instance] (name, " },
+		{ "[tcp]\nport = 1\ncolor = red\n", "cfg: [tcp] unknown key 'color' in [tcp] (enabled, bind, port, " },
+		{ "[filter x]\nsize = 3\n",
+		  "cfg: [filter x] unknown key 'size' in a filter section (type, capacity, " },
+		{ "[replication]\nsecrets = x\n",
+		  "cfg: [replication] unknown key 'secrets' in [replication] (redis, " },
+		{ "[defaults]\nbloom_fpr = 0.1\n",
+		  "cfg: [defaults] unknown key 'bloom_fpr' in [defaults] (auto_create, " },
+		{ "[roles]\nadmins = x\n", "cfg: [roles] unknown key 'admins' in [roles] (admin_group, " },
+		{ "[user a]\ncolour = red\n",
+		  "cfg: [user a] unknown key 'colour' in a user section (password, role, filters)" },
+		/* a key of one section in another */
+		{ "[instance]\nwriters = root\n", "cfg: [instance] unknown key 'writers' in [instance]" },
+		{ "[defaults]\ncapacity = 10\n", "cfg: [defaults] unknown key 'capacity' in [defaults]" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_bad_value_named(i, cases[i].text, cases[i].want);
+	assert_null(config_key_find("filter", "type")); /* a filter section needs a name */
+	assert_false(config_section_known("filter"));
+	assert_true(config_section_known("filter x"));
+	assert_false(config_section_known("daemon"));
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_embedded_default),
-		cmocka_unit_test(test_full_file),
-		cmocka_unit_test(test_bad_values_are_named),
-		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_embedded_default),     cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_bad_values_are_named), cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_every_key_parsed),     cmocka_unit_test(test_unknown_keys_named),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	static const char *const names[] = { "default", "full", "bad_values", "roles", "every_key", "unknown_keys" };
+	return RUN_NAMED("config", argc > 1 ? argv[1] : NULL, tests, names, NULL, NULL);
 }
