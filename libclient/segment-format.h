@@ -415,8 +415,16 @@ _Static_assert(offsetof(struct shmf_journal_entry, op) == 8, "journal entry op o
 _Static_assert(offsetof(struct shmf_journal_entry, window) == 12, "journal entry window offset");
 _Static_assert(sizeof(_Atomic uint32_t) == 4, "4-byte atomics");
 
+/* After the slots, one page: how shmd was started, as a command line
+ * ("shmd -c /etc/shmd/x.conf -i x"), NUL-terminated, written by shmd at
+ * each start, so that shmctl can say how to start it again the same way
+ * when it is not running. No client of the filters reads it. */
+#define SHMF_CTL_STARTED_OFF \
+	((uint64_t)sizeof(struct shmf_ctl_header) + (uint64_t)SHMF_SLOTS * sizeof(struct shmf_slot))
+#define SHMF_CTL_STARTED_BYTES 4096u
+
 /* Size of the control segment file. */
-#define SHMF_CTL_BYTES ((uint64_t)sizeof(struct shmf_ctl_header) + (uint64_t)SHMF_SLOTS * sizeof(struct shmf_slot))
+#define SHMF_CTL_BYTES (SHMF_CTL_STARTED_OFF + SHMF_CTL_STARTED_BYTES)
 
 /**
  * Fingerprint of the sizes, offsets and alignments of the structs above

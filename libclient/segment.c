@@ -44,7 +44,7 @@ uint64_t shmf_layout_fingerprint(void)
 		sizeof(struct shmf_counter), offsetof(struct shmf_counter, deletes),
 		sizeof(_Atomic uint64_t), _Alignof(_Atomic uint64_t),
 		offsetof(struct shmf_slot, window_secs), offsetof(struct shmf_slot, nlive),
-		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX, SHMF_RING_MAX,
+		offsetof(struct shmf_slot, live), offsetof(struct shmf_slot, live_created), SHMF_WINDOW_MAX, SHMF_RING_MAX, SHMF_CTL_STARTED_BYTES,
 		offsetof(struct shmf_slot, flags), offsetof(struct shmf_slot, cursor_ms),
 		offsetof(struct shmf_slot, cursor_seq), SHMF_SLOT_FLAGS,
 		SHMF_JOURNAL_HDR_BYTES, SHMF_JOURNAL_RINGS_MAX, SHMF_JOURNAL_ENTRIES_MIN, SHMF_JOURNAL_ENTRIES_MAX,

@@ -126,7 +126,7 @@ check "the refused filter keeps its keys" bash -c "'$SHMCTL' -i rl check a befor
 check "new filter b is a cuckoo filter of 2000" bash -c "'$SHMCTL' -i rl info b | grep -Eq '^capacity +2000$'"
 check "log_level applied (logged)" grep -q "reload: \[instance\] log_level info -> debug: applied" "$LOG"
 check "remove_on_exit applied (logged)" grep -q "reload: \[instance\] remove_on_exit 0 -> 1: applied" "$LOG"
-check "[tcp] port needs a restart (logged)" grep -q "reload: \[tcp\] port 6379 -> 7000: needs a restart; not applied" "$LOG"
+check "[tcp] port needs a restart (logged)" grep -q "reload: \[tcp\] port 6479 -> 7000: needs a restart; not applied" "$LOG"
 check "summary logged" grep -q "1 filters created, 2 changes applied, 2 refused, 1 need a restart" "$LOG"
 
 # shmctl reload: the same, answered; nothing new this time.

@@ -384,7 +384,7 @@ static void test_config_section(void **state)
 	assert_int_equal(config_parse(&c, "[instance]\nname = x\n", "t", err, sizeof(err)), 0);
 	assert_int_equal(c.tcp.enabled, 0);
 	assert_string_equal(c.tcp.bind, "127.0.0.1");
-	assert_int_equal(c.tcp.port, 6379);
+	assert_int_equal(c.tcp.port, 6479);
 	assert_string_equal(c.tcp.requirepass, "");
 	assert_int_equal(c.tcp.maxclients, 1024);
 	assert_int_equal(c.tcp.maxclients_per_addr, 512);
@@ -406,19 +406,20 @@ static void test_config_section(void **state)
 	static const struct {
 		const char *text, *want;
 	} bad[] = {
-		{ "[tcp]\nport = 0\n", "t: [tcp] port '0': an integer from 1 to 65535" },
-		{ "[tcp]\nport = 65536\n", "t: [tcp] port '65536'" },
-		{ "[tcp]\nport = http\n", "t: [tcp] port 'http'" },
-		{ "[tcp]\nenabled = maybe\n", "t: [tcp] enabled 'maybe': expected yes or no" },
-		{ "[tcp]\nbind = 1.2.3.4 5.6.7.8\n", "t: [tcp] bind '1.2.3.4 5.6.7.8': one address" },
-		{ "[tcp]\nmaxclients = 0\n", "t: [tcp] maxclients '0': an integer from 1 to 65536" },
-		{ "[tcp]\nmaxclients = 70000\n", "t: [tcp] maxclients '70000'" },
-		{ "[tcp]\nmax_request = 100\n", "t: [tcp] max_request '100': bytes from 1k to 64m" },
-		{ "[tcp]\nmax_request = 65m\n", "t: [tcp] max_request '65m'" },
-		{ "[tcp]\nmax_request = 5x\n", "t: [tcp] max_request '5x'" },
-		{ "[tcp]\ncolor = red\n", "t: [tcp] unknown key 'color' in [tcp]" },
-		{ "[tcp]\nmaxclients_per_addr = 0\n", "t: [tcp] maxclients_per_addr '0': an integer from 1 to 65536" },
-		{ "[tcp]\ntimeout = 5w\n", "t: [tcp] timeout '5w': 0 (never), seconds, or a duration" },
+		{ "[tcp]\nport = 0\n", "t:2: [tcp] port '0': an integer from 1 to 65535" },
+		{ "[tcp]\nport = 65536\n", "t:2: [tcp] port '65536'" },
+		{ "[tcp]\nport = http\n", "t:2: [tcp] port 'http'" },
+		{ "[tcp]\nenabled = maybe\n", "t:2: [tcp] enabled 'maybe': expected yes or no" },
+		{ "[tcp]\nbind = 1.2.3.4 5.6.7.8\n", "t:2: [tcp] bind '1.2.3.4 5.6.7.8': one address" },
+		{ "[tcp]\nmaxclients = 0\n", "t:2: [tcp] maxclients '0': an integer from 1 to 65536" },
+		{ "[tcp]\nmaxclients = 70000\n", "t:2: [tcp] maxclients '70000'" },
+		{ "[tcp]\nmax_request = 100\n", "t:2: [tcp] max_request '100': bytes from 1k to 64m" },
+		{ "[tcp]\nmax_request = 65m\n", "t:2: [tcp] max_request '65m'" },
+		{ "[tcp]\nmax_request = 5x\n", "t:2: [tcp] max_request '5x'" },
+		{ "[tcp]\ncolor = red\n", "t:2: [tcp] unknown key 'color' in [tcp]" },
+		{ "[tcp]\nmaxclients_per_addr = 0\n",
+		  "t:2: [tcp] maxclients_per_addr '0': an integer from 1 to 65536" },
+		{ "[tcp]\ntimeout = 5w\n", "t:2: [tcp] timeout '5w': 0 (never), seconds, or a duration" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';

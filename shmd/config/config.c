@@ -47,6 +47,7 @@ struct parse_state {
 	int failed;
 	const char *origin;
 	char msg[384]; /* what bad() was told, before its place is added */
+	int line;      /* the section walk's line when it failed (inih gives its own) */
 };
 
 /* The first error of the text, "ORIGIN: [section] what was wrong" in
@@ -528,8 +529,10 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 static int declare_sections(struct parse_state *ps, const char *text)
 {
 	int ours;
+	ps->line = 0;
 	for (const char *line = text; line != NULL && *line != '\0';) {
 		const char *next = strchr(line, '\n');
+		ps->line++;
 		size_t len = next ? (size_t)(next - line) : strlen(line);
 		while (len > 0 && (*line == ' ' || *line == '\t'))
 			line++, len--;
@@ -666,14 +669,60 @@ int config_tcp_warning(const struct config *c, const char *listener, char *buf, 
 	return 1;
 }
 
+/* The line of section @p name's header in @p text, or 0. */
+static int section_line(const char *text, const char *name, size_t n)
+{
+	int no = 0;
+	for (const char *line = text; line != NULL && *line != '\0';) {
+		const char *next = strchr(line, '\n');
+		no++;
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (*line == '[' && !strncmp(line + 1, name, n) && line[1 + n] == ']')
+			return no;
+		line = next ? next + 1 : NULL;
+	}
+	return 0;
+}
+
+/* An error "ORIGIN: [SECTION] what" as "ORIGIN:LINE: [SECTION] what", so
+ * that editors and people find it: @p line where the parse failed, else
+ * (what is judged once the whole text is read) the section's header. */
+static void place_error(char *err, size_t errlen, const char *origin, const char *text, int line)
+{
+	size_t olen = strlen(origin);
+	if (errlen == 0 || strncmp(err, origin, olen) != 0 || strncmp(err + olen, ": [", 3) != 0)
+		return;
+	const char *name = err + olen + 3, *close = strchr(name, ']');
+	if (line <= 0 && close != NULL)
+		line = section_line(text, name, (size_t)(close - name));
+	if (line <= 0)
+		return;
+	char rest[512];
+	snprintf(rest, sizeof(rest), "%s", err + olen + 2);
+	snprintf(err, errlen, "%s:%d: %s", origin, line, rest);
+}
+
+static int config_parse_text(struct config *c, const char *text, const char *origin, char *err, size_t errlen);
+
 int config_parse(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
+{
+	int rc = config_parse_text(c, text, origin, err, errlen);
+	if (rc < 0)
+		place_error(err, errlen, origin, text, 0);
+	return rc;
+}
+
+static int config_parse_text(struct config *c, const char *text, const char *origin, char *err, size_t errlen)
 {
 	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
 	config_defaults(c);
 	declare_sections(&ps, text);
 	int rc = ps.failed ? 0 : ini_parse_string(text, on_entry, &ps);
-	if (ps.failed)
+	if (ps.failed) {
+		place_error(err, errlen, origin, text, rc > 0 ? rc : ps.line);
 		return SHMF_E_INVAL;
+	}
 	if (rc > 0)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s:%d: syntax error (expected [section] or key = value)",
 			      origin, rc);

@@ -88,7 +88,7 @@
 #define CONFIG_FILE_MAX           (16u << 20)
 #define CONFIG_SNAPSHOT_PATHS_MAX 8
 
-#define TCP_DEFAULT_PORT        6379
+#define TCP_DEFAULT_PORT        6479 /* no common service uses it; Redis, on the same host, has 6379 */
 #define TCP_DEFAULT_MAXCLIENTS  1024
 #define UNIX_DEFAULT_MAXCLIENTS 1024
 #define TCP_MAXCLIENTS_LIMIT    65536

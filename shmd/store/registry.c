@@ -223,6 +223,13 @@ static void ctl_recover(struct registry *r)
 	remove_stray_journals(r);
 }
 
+void registry_record_start(struct registry *r, const char *command)
+{
+	char *at = (char *)r->ctl.hdr + SHMF_CTL_STARTED_OFF;
+	memset(at, 0, SHMF_CTL_STARTED_BYTES);
+	snprintf(at, SHMF_CTL_STARTED_BYTES, "%s", command);
+}
+
 int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
 		  size_t errlen)
 {

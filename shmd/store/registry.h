@@ -107,6 +107,10 @@ struct registry {
 int registry_open(struct registry *r, const char *instance, mode_t dir_mode, mode_t ctl_mode, gid_t gid, char *err,
 		  size_t errlen);
 
+/** Record in the control file how shmd was started (@p command, a
+ * command line, cut to fit), for shmctl's hint when it is not running. */
+void registry_record_start(struct registry *r, const char *command);
+
 /** Unmap everything. Segments stay on disk unless @p remove is set. */
 void registry_close(struct registry *r, int remove);
 
