@@ -206,6 +206,7 @@ void cmd_config_resetstat(struct verb_call *c)
 	if (st != NULL) {
 		st->connections_received = st->commands_processed = 0;
 		st->rejected_connections = st->evicted_clients = 0;
+		memset(st->rejected_by, 0, sizeof(st->rejected_by));
 		if (st->verbs != NULL)
 			memset(st->verbs, 0, st->nverbs * sizeof(st->verbs[0]));
 	}
