@@ -8,13 +8,16 @@ set -eu
 # valgrind: suite valgrind runs the client library's tests under memcheck.
 # clang-format: scripts/check-format.sh (Debian 12's is version 14, the one .clang-format is written for).
 # python3-redis: redis-py, the client the conformance and redis-py tests drive shmd with.
+# libmicrohttpd-dev: shmd serves /metrics through libmicrohttpd ([metrics] listen).
+# prometheus: promtool checks shmd's metrics page, and a prometheus server the test starts
+# scrapes it (tests/metrics/test-metrics.py).
 # scdoc: the man pages (man/*.scd) are written in it; meson builds them when it is found.
 # mandoc, groff-base: tests/test-man-pages.py lints every page with both (groff is what man renders with).
 # man-db, manpages-dev: the same test asks the real man -w for our pages, and that shmctl(1)
 # comes before the system call's shmctl(2) (manpages-dev holds that page).
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
-      libinih-dev libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format
-      scdoc mandoc groff-base man-db manpages-dev"
+      libinih-dev libcmocka-dev libmicrohttpd-dev redis-tools python3 python3-redis redis-server gnuplot-nox
+      valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

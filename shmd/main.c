@@ -38,6 +38,7 @@
 #include "shmd/store/scandump.h"
 #include "shmd/net/server.h"
 #include "common/snapshot.h"
+#include "shmd/net/metrics.h"
 #include "shmd/net/tcp.h"
 #include "shmd/store/tmpfs.h"
 
@@ -139,6 +140,8 @@ struct daemon {
 	int reg_open;
 	int unix_fd, tcp_fd; /* -1: none */
 	char tcp_name[128];
+	int metrics_fd; /* [metrics] listen's socket until serve() hands it over; -1: none */
+	char metrics_name[128];
 	struct tmpfs_state tmpfs;
 	struct reload_ctx reload;
 };
@@ -303,6 +306,14 @@ static int open_all(struct daemon *d)
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
 	}
+	if (cfg->metrics.port != 0) {
+		d->metrics_fd = tcp_listen(cfg->metrics.host, cfg->metrics.port, d->metrics_name,
+					   sizeof(d->metrics_name), err, sizeof(err));
+		if (d->metrics_fd < 0) {
+			fprintf(stderr, "shmd: [metrics] listen = %s: %s\n", cfg->metrics.listen, err);
+			return 1;
+		}
+	}
 	if (!cfg->tcp.enabled)
 		return 0;
 	d->tcp_fd = tcp_listen(cfg->tcp.bind, cfg->tcp.port, d->tcp_name, sizeof(d->tcp_name), err, sizeof(err));
@@ -323,18 +334,30 @@ static int serve(struct daemon *d)
 {
 	struct ticker t = { .repl = NULL, .reload = &d->reload };
 	char err[512];
+	/* Its socket is open since open_all(); MHD starts after daemonize(). */
+	struct metrics *metrics = NULL;
+	if (d->metrics_fd >= 0) {
+		metrics = metrics_start(d->metrics_fd, d->metrics_name, err, sizeof(err));
+		d->metrics_fd = -1; /* metrics_start() took it, or closed it */
+		if (metrics == NULL) {
+			log_msg(LOG_ERR, "%s", err);
+			return 1;
+		}
+	}
 	periodic_init(&t.periodic, &d->cfg, (uint64_t)time(NULL));
 	d->reload.periodic = &t.periodic;
 	/* After daemonize(): threads do not survive a fork. Redis is the
 	 * engine's to reach; shmd serves whether it can or not. */
 	if (d->cfg.repl.enabled && replication_start(&t.repl, &d->cfg.repl, &d->reg, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERR, "%s", err);
+		metrics_stop(metrics);
 		return 1;
 	}
 	/* The file worker, after daemonize() too; server_run() stops it. */
 	if (jobs_start(err, sizeof(err)) < 0) {
 		log_msg(LOG_ERR, "%s", err);
 		replication_stop(t.repl);
+		metrics_stop(metrics);
 		return 1;
 	}
 	struct server_opts so = {
@@ -357,8 +380,10 @@ static int serve(struct daemon *d)
 		.slowlog = &d->cfg.slowlog,
 		.wake_fd = t.repl != NULL ? replication_wake_fd(t.repl) : -1,
 		.roles = &d->cfg.roles,
+		.metrics = metrics,
 	};
 	int rc = server_run(&d->reg, &so, &stop_requested, on_tick, &t);
+	metrics_stop(metrics);
 	d->unix_fd = d->tcp_fd = -1; /* server_run() closed them and unlinked the socket */
 	d->reload.periodic = NULL;
 	replication_stop(t.repl);
@@ -374,6 +399,8 @@ static void release(struct daemon *d, int served)
 {
 	if (d->tcp_fd >= 0)
 		close(d->tcp_fd);
+	if (d->metrics_fd >= 0)
+		close(d->metrics_fd);
 	if (d->unix_fd >= 0) {
 		close(d->unix_fd);
 		unlink(d->sock_path);
@@ -434,7 +461,7 @@ static int daemonize(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .unix_fd = -1, .tcp_fd = -1, .log_level = -1 };
+	struct daemon d = { .unix_fd = -1, .tcp_fd = -1, .metrics_fd = -1, .log_level = -1 };
 	const char *instance = NULL;
 	char err[512];
 	/* Clients' buffers of 256 KiB and more (a big request, a burst of

@@ -1182,7 +1182,7 @@ static void test_unauthenticated_role(void **state)
 	assert_int_equal(config_parse(&c, "[tcp]\nrequirepass = pw\nunauthenticated_role = reader\n", "t", err,
 				      sizeof(err)),
 			 SHMF_E_INVAL);
-	assert_non_null(strstr(err, "t: [tcp] unauthenticated_role = reader with requirepass"));
+	assert_non_null(strstr(err, "t:1: [tcp] unauthenticated_role = reader with requirepass"));
 	assert_int_equal(config_parse(&c, "[tcp]\nunauthenticated_role = root\n", "t", err, sizeof(err)), SHMF_E_INVAL);
 	assert_non_null(strstr(err, "unauthenticated_role 'root': reader, writer or admin"));
 	assert_int_equal(config_parse(&c, "[tcp]\nenabled = yes\nunauthenticated_role = admin\n", "t", err,

@@ -36,6 +36,8 @@ const struct config_key config_keys[] = {
 	{ "tcp", "maxclients_per_addr", "N", "TCP connections at once from one address" },
 	{ "tcp", "timeout", "DURATION", "close a TCP connection idle this long (0: never)" },
 	{ "tcp", "max_request", "BYTES", "the largest request a TCP client may send" },
+	/* [metrics]: config.c, metrics_key() */
+	{ "metrics", "listen", "ADDRESS:PORT", "serve GET /metrics in Prometheus' text format here (empty: off)" },
 	/* [filter NAME]: config.c, filter_key(); writers: roles-config.c */
 	{ "filter NAME", "type", "bloom|cuckoo", "the kind of filter" },
 	{ "filter NAME", "capacity", "N", "keys the filter is sized for" },

@@ -1,4 +1,5 @@
 /* config.c - the daemon's INI configuration (inih), and its embedded default. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -315,6 +316,36 @@ static int tcp_key(struct parse_state *ps, const char *name, const char *value)
 	return 1;
 }
 
+/* [metrics] listen = ADDRESS:PORT: an IPv4 literal, or an IPv6 one in
+ * brackets, and a port; empty: off. 1, or 0 after bad(). */
+static int metrics_key(struct parse_state *ps, const char *name, const char *value)
+{
+	struct metrics_config *m = &ps->c->metrics;
+	if (strcmp(name, "listen") != 0)
+		return bad(ps, "unknown key '%s' in [metrics] (listen)", name);
+	char host[sizeof(m->host)];
+	const char *colon = strrchr(value, ':');
+	size_t hlen = colon != NULL ? (size_t)(colon - value) : 0;
+	unsigned char addr[sizeof(struct in6_addr)];
+	uint64_t port = 0;
+	int ok = value[0] == '\0';
+	if (!ok && colon != NULL && hlen < sizeof(host) && strlen(value) < sizeof(m->listen)) {
+		int v6 = hlen >= 2 && value[0] == '[' && value[hlen - 1] == ']';
+		snprintf(host, sizeof(host), "%.*s", (int)(v6 ? hlen - 2 : hlen), v6 ? value + 1 : value);
+		ok = inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) == 1 &&
+		     spec_parse_capacity(colon + 1, &port) == 0 && port <= 65535;
+	}
+	if (!ok)
+		return bad(ps,
+			   "listen '%s': an IP address and a port, such as 127.0.0.1:9353 or [::1]:9353 (empty: no "
+			   "metrics)",
+			   value);
+	snprintf(m->listen, sizeof(m->listen), "%s", value);
+	snprintf(m->host, sizeof(m->host), "%s", value[0] ? host : "");
+	m->port = (int)port;
+	return 1;
+}
+
 static int filter_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct filter_spec *f = ps->cur;
@@ -518,6 +549,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		return tcp_key(ps, name, value);
 	if (!strcmp(section, "replication"))
 		return repl_key(ps, name, value);
+	if (!strcmp(section, "metrics"))
+		return metrics_key(ps, name, value);
 	if (!strcmp(section, "defaults"))
 		return defaults_set(&ps->c->defaults, name, value, ps->msg, sizeof(ps->msg)) < 0 ? bad_at(ps) : 1;
 	return instance_key(ps, name, value);

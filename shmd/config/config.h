@@ -66,6 +66,10 @@
  * A filter section's `replicate = yes` makes it replicated (needs
  * [replication] with a secret).
  *
+ *   [metrics]               ; Prometheus' /metrics over HTTP (net/metrics.h)
+ *   listen =                ; 127.0.0.1:PORT or [::1]:PORT, an IP literal and a port
+ *                           ; (empty or no section: off); a restart applies a change
+ *
  *   [defaults]              ; filters created on the fly, FLUSHALL: see defaults.h
  *   auto_create = yes       ; bloom_capacity = 100, bloom_error_rate = 0.01, ...
  *
@@ -157,6 +161,13 @@ struct repl_config {
 	uint64_t journal_entries; /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
 };
 
+/* [metrics]: where /metrics is served (docs/operations.md, "Metrics"). */
+struct metrics_config {
+	char listen[REPL_ADDRESS_MAX]; /* as written; "": off */
+	char host[REPL_ADDRESS_MAX];   /* the IP literal, without brackets */
+	int port;                      /* 1..65535; 0: off */
+};
+
 enum { MOUNT_TMPFS_NO, MOUNT_TMPFS_YES, MOUNT_TMPFS_AUTO };
 
 struct config {
@@ -183,6 +194,7 @@ struct config {
 	struct filter_spec filters[CONFIG_FILTERS_MAX];
 	struct tcp_config tcp;
 	struct repl_config repl;
+	struct metrics_config metrics;
 	struct roles_config roles;       /* [roles], [user NAME], writers = (roles-config.h) */
 	struct filter_defaults defaults; /* [defaults]: defaults.h */
 };

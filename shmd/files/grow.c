@@ -258,6 +258,7 @@ static void promote(struct registry *r, int slot, const struct shmf_slot *copy)
 	memcpy(ring.gen, copy->live, sizeof(ring.gen));
 	memcpy(ring.created, copy->live_created, sizeof(ring.created));
 	registry_publish(r, slot, &spec, &geo, &ring);
+	r->counts[slot].growths++;
 	log_msg(LOG_INFO, "filter '%s': layer %u (generation %" PRIu64 ") is current; %u layers", copy->name,
 		copy->nlive - 1, copy->live[0], copy->nlive);
 }

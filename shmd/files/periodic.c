@@ -128,11 +128,21 @@ static void periodic_work(struct job *j)
 		prune(pj->f);
 }
 
+/* The outcome of filter @p name's periodic snapshot, for the metrics page. */
+static void count(struct registry *r, const char *name, int rc)
+{
+	int slot = registry_find(r, name);
+	if (slot >= 0 && rc == 0)
+		r->counts[slot].snapshot_last = (uint64_t)time(NULL);
+	else if (slot >= 0)
+		r->counts[slot].snapshot_failures++;
+}
+
 static void periodic_done(struct job *j, struct registry *r)
 {
-	(void)r;
 	struct periodic_job *pj = (struct periodic_job *)j;
 	registry_snapshot_end(&pj->s, j->rc);
+	count(r, pj->f->name, j->rc);
 	if (j->rc < 0)
 		log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", pj->f->name, j->err);
 	if (pj->result != NULL)
@@ -152,6 +162,7 @@ int periodic_snapshot(struct registry *r, const struct filter_spec *f, uint64_t 
 	if (rc < 0) {
 		if (rc != -ENAMETOOLONG)
 			log_msg(LOG_ERR, "filter '%s': periodic snapshot failed: %s", f->name, err);
+		count(r, f->name, rc);
 		free(pj);
 		return rc;
 	}

@@ -255,6 +255,8 @@ static const struct key_row {
 	{ "[tcp] maxclients", RESTART, K_UINT, CFIELD(tcp.maxclients) },
 	{ "[tcp] max_request", RESTART, K_SIZE, CFIELD(tcp.max_request) },
 	{ "[replication]", RESTART, K_BLOB, CFIELD(repl) },
+	/* The metrics listener is opened at start, before shmd daemonises. */
+	{ "[metrics] listen", RESTART, K_TEXT, CFIELD(metrics.listen) },
 	/* Roles are looked up per request: the next request sees them. */
 	{ "[roles], [user NAME] and writers =", LIVE, K_BLOB, CFIELD(roles) },
 };

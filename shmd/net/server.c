@@ -55,6 +55,7 @@
 #include "shmd/resp/reply.h"
 #include "shmd/resp/request.h"
 #include "shmd/session/roles.h"
+#include "shmd/net/metrics.h"
 #include "shmd/net/server.h"
 #include "shmd/session/session.h"
 #include "shmd/net/tcp.h"
@@ -145,6 +146,8 @@ struct server {
 	struct listener lis[2];          /* by SESSION_UNIX / SESSION_TCP */
 	struct listener wake;            /* o->wake_fd: only wakes the loop, whose tick reads it */
 	struct listener jobs;            /* jobs_fd(): jobs of the file worker have ended */
+	struct listener mhd;             /* metrics_fd(): /metrics has work (metrics.h) */
+	struct metrics *metrics;         /* NULL: none */
 	struct request_limits limits[2]; /* once authenticated, by kind */
 	struct conn *conns;              /* every connection, newest first */
 	unsigned refusing;               /* turned-away connections still open */
@@ -850,6 +853,7 @@ static int accept_without_fds(struct server *s, struct listener *l)
 		(void)ignored;
 		close(fd);
 		s->stats.rejected_connections++;
+		s->stats.rejected_by[REJECT_FDS]++;
 		log_refusal(s, NULL, "out of file descriptors (raise the open-file limit)");
 	}
 	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -880,6 +884,9 @@ static void accept_clients(struct server *s, struct listener *l)
 		peer.admin = l->kind == SESSION_UNIX && peer_admin(s, fd);
 		int slot = conn_limits_admit(&s->admit, &peer, s->view.clients[l->kind], why, sizeof(why));
 		if (slot < 0) {
+			s->stats.rejected_by[slot == -ENOMEM                                ? REJECT_MEMORY
+					     : !strncmp(why, "ERR max connections per", 23) ? REJECT_PER_PEER
+											    : REJECT_MAXCLIENTS]++;
 			refuse(s, fd, l->kind, why);
 			log_refusal(s, &peer, why + 4);
 			continue;
@@ -948,6 +955,8 @@ static void server_init(struct server *s, struct registry *reg, const struct ser
 		.lis = { { o->unix_fd, SESSION_UNIX }, { o->tcp_fd, SESSION_TCP } },
 		.wake = { o->wake_fd, -1 },
 		.jobs = { jobs_fd(), -1 },
+		.mhd = { o->metrics != NULL ? metrics_fd(o->metrics) : -1, -1 },
+		.metrics = o->metrics,
 		.limits = { request_limits_max, request_limits_max },
 	};
 	s->limits[SESSION_TCP].max_bytes = o->tcp_max_request ? o->tcp_max_request : REQUEST_MAX_BYTES;
@@ -980,6 +989,8 @@ static void server_init(struct server *s, struct registry *reg, const struct ser
 		.slowlog = slowlog_new(), /* NULL: nothing logged */
 		.conns = &s->clients,
 	};
+	if (s->metrics != NULL)
+		metrics_attach(s->metrics, reg, &s->view);
 }
 
 /* Watch the listeners, the wake and the jobs' descriptors, and say where
@@ -988,7 +999,7 @@ static int server_listen_all(struct server *s, const struct server_opts *o)
 {
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (s->ep < 0 || watch_listener(s, &s->lis[0]) < 0 || watch_listener(s, &s->lis[1]) < 0 ||
-	    watch_listener(s, &s->wake) < 0 || watch_listener(s, &s->jobs) < 0) {
+	    watch_listener(s, &s->wake) < 0 || watch_listener(s, &s->jobs) < 0 || watch_listener(s, &s->mhd) < 0) {
 		int rc = -errno;
 		log_msg(LOG_ERR, "epoll: %s", strerror(errno));
 		return rc;
@@ -1016,8 +1027,11 @@ static void server_events(struct server *s, struct epoll_event *evs, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (evs[i].data.ptr != &s->lis[0] && evs[i].data.ptr != &s->lis[1] && evs[i].data.ptr != &s->wake &&
-		    evs[i].data.ptr != &s->jobs)
+		    evs[i].data.ptr != &s->jobs && evs[i].data.ptr != &s->mhd)
 			conn_event(s, evs[i].data.ptr, evs[i].events);
+	for (int i = 0; i < n; i++)
+		if (evs[i].data.ptr == &s->mhd)
+			metrics_run(s->metrics);
 	for (int i = 0; i < n; i++)
 		if (evs[i].data.ptr == &s->jobs)
 			jobs_ended(s);
@@ -1033,14 +1047,16 @@ static void server_events(struct server *s, struct epoll_event *evs, int n)
 	reap(s); /* no event of this batch is left to point at them */
 }
 
-/* Every 250 ms: idle connections closed, and the heap trimmed when
- * clients gave back 16 MiB or more. */
+/* Every 250 ms: idle connections closed (the metrics listener's too), and
+ * the heap trimmed when clients gave back 16 MiB or more. */
 static void server_sweep(struct server *s, uint64_t *last_sweep)
 {
 	uint64_t now = now_ms();
 	if (now - *last_sweep < 250)
 		return;
 	sweep(s, now);
+	if (s->metrics != NULL)
+		metrics_run(s->metrics);
 	*last_sweep = now;
 	/* Buffers under the mapping threshold (main.c) came from the heap:
 	 * give back what clients gave back. */
@@ -1055,6 +1071,8 @@ static void server_sweep(struct server *s, uint64_t *last_sweep)
 static void server_close(struct server *s, struct registry *reg, const struct server_opts *o)
 {
 	jobs_stop(reg);
+	if (s->metrics != NULL)
+		metrics_attach(s->metrics, NULL, NULL);
 	while (s->conns != NULL) {
 		conn_flush(s->conns);
 		conn_free(s, s->conns);

@@ -31,6 +31,8 @@
  */
 int server_listen(const char *path, mode_t mode, gid_t gid, char *err, size_t errlen);
 
+struct metrics;
+
 /* What server_run() serves. */
 struct server_opts {
 	int unix_fd;           /* from server_listen() */
@@ -50,6 +52,7 @@ struct server_opts {
 	size_t maxmemory_clients;               /* bytes every connection holds in all; past it the largest is
 						 * closed (0: CONFIG_MAXMEMORY_CLIENTS' 256 MiB) */
 	int wake_fd;                            /* readable: run tick now (the replication engine's); -1: none */
+	struct metrics *metrics;                /* /metrics (metrics.h), served on the loop; NULL: none */
 	const struct roles_config *roles;       /* who may do what (roles.h); NULL: the defaults */
 	const struct filter_defaults *defaults; /* [defaults] (defaults.h); NULL: the built-in ones */
 	const struct slowlog_config *slowlog;   /* [instance] slowlog_* in force, read for every request (a

@@ -59,6 +59,16 @@ struct verb_stats {
 	uint64_t failed;   /* its handler answered an error */
 };
 
+/* Why a connection was turned away (server_stats' rejected_by), as the
+ * metrics page names the reasons. */
+enum reject_reason {
+	REJECT_MAXCLIENTS, /* its listener's maxclients */
+	REJECT_PER_PEER,   /* maxclients_per_user (unix) or maxclients_per_addr (TCP) */
+	REJECT_FDS,        /* shmd was out of file descriptors */
+	REJECT_MEMORY,     /* out of memory for it */
+	REJECT_REASONS
+};
+
 /* What INFO stats and commandstats count, and CONFIG RESETSTAT zeroes:
  * the server loop counts connections and requests, the dispatcher each
  * row's calls (dispatch.c). */
@@ -66,8 +76,9 @@ struct server_stats {
 	uint64_t connections_received;
 	uint64_t commands_processed;
 	uint64_t rejected_connections;
-	uint64_t evicted_clients; /* connections closed for maxmemory_clients */
-	struct verb_stats *verbs; /* one per row of the verb table, by its place; NULL: not counted */
+	uint64_t rejected_by[REJECT_REASONS]; /* rejected_connections by reason */
+	uint64_t evicted_clients;             /* connections closed for maxmemory_clients */
+	struct verb_stats *verbs;             /* one per row of the verb table, by its place; NULL: not counted */
 	size_t nverbs;
 };
 

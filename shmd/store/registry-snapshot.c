@@ -616,6 +616,8 @@ int registry_replace_end(struct registry *r, const struct snap_file *sf, struct 
 	int slot = registry_load_commit(r, ld, how, err, errlen);
 	if (slot < 0)
 		return slot;
+	if (how == REGISTRY_SWAP)
+		r->counts[slot].swaps++;
 	log_msg(LOG_INFO, "filter '%s': %s from %s as generation %" PRIu64 "%s (%" PRIu64 " items)%s%s", name,
 		how == REGISTRY_SWAP ? "swapped in" : "restored", sf->path, gen,
 		h->nsections > 1 ? " and older live ones" : "", sf->sec[0].items,

@@ -652,6 +652,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 		shmf_close(r->handles[slot]);
 		r->handles[slot] = NULL;
 	}
+	memset(&r->counts[slot], 0, sizeof(r->counts[slot]));
 	shmf_slot_write_begin(s);
 	/* release: pairs with the acquire in enter(); handles then see the
 	 * mismatch and answer SHMF_E_DROPPED. */
@@ -956,6 +957,7 @@ static int rotate(struct registry *r, int slot, const struct shmf_slot *cp, uint
 	}
 	registry_publish(r, slot, &spec, &g, &ring);
 	registry_unlink_ring(r, name, &retired);
+	r->counts[slot].rotations++;
 	log_msg(LOG_INFO, "filter '%s': rotated; generation %" PRIu64 " is the newest of %u%s", name, gen, ring.n,
 		retired.n ? ", the oldest retired" : "");
 	return 0;

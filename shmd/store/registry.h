@@ -72,6 +72,18 @@ struct registry_hooks {
 	void *arg;
 };
 
+/* What happened to the filter in a slot while this shmd ran (since start,
+ * or since the filter was made), for the metrics page: counted on the
+ * loop, in the daemon's memory, never in anything mapped. Zeroed when the
+ * filter is dropped. */
+struct registry_counts {
+	uint64_t rotations;         /* a window's new newest generation published (rotate()) */
+	uint64_t swaps;             /* SHMF.SWAP's new generations published */
+	uint64_t growths;           /* a growing filter's next layer made current (grow.c) */
+	uint64_t snapshot_failures; /* its periodic snapshots (snapshot_every, and at shutdown) that failed */
+	uint64_t snapshot_last;     /* time() of the last of them written; 0: none yet */
+};
+
 struct registry {
 	char instance[SHMF_NAME_MAX + 1];
 	char dir_path[4096];
@@ -93,6 +105,7 @@ struct registry {
 	 * whole life (quotas.h); shmd points it at its configuration's
 	 * [roles] after registry_open(). NULL: no quotas. */
 	const struct roles_config *quotas;
+	struct registry_counts counts[SHMF_SLOTS];
 };
 
 /**

@@ -107,18 +107,22 @@ static uint64_t filters_bytes(struct info *t, unsigned *count)
 	return t->reg != NULL ? quotas_instance_bytes(t->reg, count) : 0;
 }
 
-/* used_memory is Redis' (what the allocator handed out); the filters live
- * in shared memory beside it, their own field. */
+/* used_memory is what Redis' is, the memory of the data and of the
+ * server: the filters' segments (in shared memory: Redis' dataset) and
+ * what the allocator handed out (Redis' overhead), so that redis-cli
+ * --stat and dashboards show the filters; each also has a field. */
 static void sec_memory(struct info *t)
 {
 	char h[32];
 	unsigned count;
 	uint64_t heap = memstat_heap(), rss = memstat_rss(), sys = memstat_system();
 	uint64_t filters = filters_bytes(t, &count);
-	add(t, "used_memory:%llu", (unsigned long long)heap);
-	add(t, "used_memory_human:%s", memstat_human(heap, h));
+	add(t, "used_memory:%llu", (unsigned long long)(heap + filters));
+	add(t, "used_memory_human:%s", memstat_human(heap + filters, h));
 	add(t, "used_memory_rss:%llu", (unsigned long long)rss);
 	add(t, "used_memory_rss_human:%s", memstat_human(rss, h));
+	add(t, "used_memory_overhead:%llu", (unsigned long long)heap);
+	add(t, "used_memory_dataset:%llu", (unsigned long long)filters);
 	add(t, "used_memory_filters:%llu", (unsigned long long)filters);
 	add(t, "used_memory_filters_human:%s", memstat_human(filters, h));
 	add(t, "total_system_memory:%llu", (unsigned long long)sys);

@@ -206,6 +206,7 @@ void cmd_config_resetstat(struct verb_call *c)
 	if (st != NULL) {
 		st->connections_received = st->commands_processed = 0;
 		st->rejected_connections = st->evicted_clients = 0;
+		memset(st->rejected_by, 0, sizeof(st->rejected_by));
 		if (st->verbs != NULL)
 			memset(st->verbs, 0, st->nverbs * sizeof(st->verbs[0]));
 	}
@@ -316,8 +317,8 @@ void cmd_memory_stats(struct verb_call *c)
 	unsigned count = 0;
 	uint64_t filters = c->reg != NULL ? quotas_instance_bytes(c->reg, &count) : 0;
 	reply_map(c->out, 6);
-	reply_bulk_str(c->out, "total.allocated");
-	reply_int(c->out, (long long)memstat_heap());
+	reply_bulk_str(c->out, "total.allocated"); /* INFO's used_memory: the heap and the filters */
+	reply_int(c->out, (long long)(memstat_heap() + filters));
 	reply_bulk_str(c->out, "clients.normal");
 	reply_int(c->out, (long long)view(c)->clients_memory);
 	reply_bulk_str(c->out, "keys.count");

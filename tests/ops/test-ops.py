@@ -131,6 +131,8 @@ def case_info(d):
         check(re.fullmatch(r"[0-9.]+[BKMG]", mem["used_memory_human"]) is not None, "%s: used_memory_human %s" % (name, mem["used_memory_human"]))
         filters = r.memory_usage("f") + r.memory_usage("c")
         check(mem["used_memory_filters"] == filters, "%s: used_memory_filters %d is MEMORY USAGE f + c" % (name, filters))
+        check(mem["used_memory_dataset"] == filters and mem["used_memory"] == mem["used_memory_overhead"] + filters,
+              "%s: used_memory %d is the heap and the filters' segments" % (name, mem["used_memory"]))
         check(mem["maxmemory"] == 0 and mem["maxmemory_policy"] == "noeviction", "%s: maxmemory 0, noeviction" % name)
         check(mem["mem_clients_normal"] > 0 and mem["maxmemory_clients"] == 64 << 20, "%s: mem_clients_normal, maxmemory_clients" % name)
         check(r.info("cluster") == {"cluster_enabled": 0}, "%s: INFO cluster is cluster_enabled:0" % name)
@@ -319,6 +321,7 @@ def case_memory(d):
     check(refused(lambda: u.execute_command("MEMORY", "USAGE", "f", "FROB", "1"), "syntax error"), "MEMORY USAGE f FROB: syntax error")
     stats = u.memory_stats()
     check(stats["keys.count"] == 2 and stats["dataset.bytes"] == u.info("memory")["used_memory_filters"], "MEMORY STATS: keys.count 2, dataset.bytes")
+    check(stats["total.allocated"] >= stats["dataset.bytes"], "MEMORY STATS: total.allocated holds dataset.bytes")
     check(len(u.execute_command("MEMORY", "HELP")) > 3, "MEMORY HELP")
     r = d.tcp(user="rdr", password=READER_PW)
     check(r.memory_usage("f") == f, "a reader may MEMORY USAGE")
@@ -326,16 +329,21 @@ def case_memory(d):
 
 def case_stat(d):
     u = d.unix()
+    # 40 MiB of segments, far above shmd's heap: --stat's mem must show them.
+    u.execute_command("BF.RESERVE", "big", "0.01", "30000000")
+    filters = u.info("memory")["used_memory_filters"]
     # Line-buffered: a redis-cli that timeout stops keeps no output in its buffer.
     out = subprocess.run(["timeout", "3", "stdbuf", "-oL", "redis-cli", "-s", d.sock, "--stat", "-i", "0.5"], capture_output=True,
                          text=True).stdout
     rows = [l.split() for l in out.splitlines() if re.match(r"^\d", l)]
     check(len(rows) >= 2, "redis-cli --stat printed rows:\n" + out)
     keys, mem = rows[-1][0], rows[-1][1]
-    check(keys == "2" and int(keys) == u.dbsize(), "--stat keys: %s, the filters" % keys)
+    check(keys == "3" and int(keys) == u.dbsize(), "--stat keys: %s, the filters" % keys)
     m = re.fullmatch(r"([0-9.]+)([BKMG])", mem)
     scale = {"B": 1, "K": 1024, "M": 1 << 20, "G": 1 << 30}
     check(m is not None and size_ok(int(float(m.group(1)) * scale[m.group(2)])), "--stat mem: %s, a sane size" % mem)
+    shown = float(m.group(1)) * scale[m.group(2)]
+    check(filters > 30 << 20 and shown >= filters * 0.99, "--stat mem %s shows the filters' segments, %d bytes" % (mem, filters))
     check("-9223372036854775808" not in out, "--stat prints no unknown number")
 
 
