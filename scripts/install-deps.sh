@@ -7,9 +7,11 @@ set -eu
 # pseudo-terminal (tests/test-redis-cli.py, Python's standard library only).
 # valgrind: suite valgrind runs the client library's tests under memcheck.
 # clang-format: scripts/check-format.sh (Debian 12's is version 14, the one .clang-format is written for).
+# libsystemd-dev: sd_notify(3), which shmd speaks to its Type=notify unit (shmd/base/notify.c).
+# systemd: systemd-analyze, which the systemd suite's tests run on dist/systemd's units (verify, security).
 # python3-redis: redis-py, the client the conformance and redis-py tests drive shmd with.
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
-      libinih-dev libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format"
+      libinih-dev libsystemd-dev systemd libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
