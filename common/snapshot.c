@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -218,6 +219,18 @@ static uint64_t self_start(void)
 	return s;
 }
 
+/* 1 if process @p pid is gone, or (@p start not 0) is another process
+ * than the one that started at @p start. /proc may hide a live process of
+ * another user (hidepid, a systemd unit's ProtectProc=): then kill()
+ * tells, and a process it sees is taken as the writer. */
+static int writer_gone(long pid, uint64_t start)
+{
+	uint64_t now = process_start(pid);
+	if (now != 0)
+		return start != 0 && now != start;
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
 /* 1 if @p name is a temporary snapshot file whose writer is gone. */
 static int stale_temporary(const char *name)
 {
@@ -229,7 +242,7 @@ static int stale_temporary(const char *name)
 	if (end == t + 5 || pid <= 0)
 		return 0;
 	if (*end == '\0') /* .NAME.tmp-PID: written before the start time was in the name */
-		return process_start(pid) == 0;
+		return writer_gone(pid, 0);
 	if (*end != '-')
 		return 0;
 	uint64_t start = strtoull(end + 1, &end, 10);
@@ -237,7 +250,7 @@ static int stale_temporary(const char *name)
 		return 0;
 	for (end++; *end >= '0' && *end <= '9'; end++)
 		;
-	return *end == '\0' && process_start(pid) != start;
+	return *end == '\0' && writer_gone(pid, start);
 }
 
 int snapshot_remove_stale(int dfd, void (*removed)(void *arg, const char *name), void *arg)

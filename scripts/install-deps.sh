@@ -7,6 +7,8 @@ set -eu
 # pseudo-terminal (tests/test-redis-cli.py, Python's standard library only).
 # valgrind: suite valgrind runs the client library's tests under memcheck.
 # clang-format: scripts/check-format.sh (Debian 12's is version 14, the one .clang-format is written for).
+# libsystemd-dev: sd_notify(3), which shmd speaks to its Type=notify unit (shmd/base/notify.c).
+# systemd: systemd-analyze, which the systemd suite's tests run on dist/systemd's units (verify, security).
 # python3-redis: redis-py, the client the conformance and redis-py tests drive shmd with.
 # libmicrohttpd-dev: shmd serves /metrics through libmicrohttpd ([metrics] listen).
 # prometheus: promtool checks shmd's metrics page, and a prometheus server the test starts
@@ -16,8 +18,8 @@ set -eu
 # man-db, manpages-dev: the same test asks the real man -w for our pages, and that shmctl(1)
 # comes before the system call's shmctl(2) (manpages-dev holds that page).
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
-      libinih-dev libcmocka-dev libmicrohttpd-dev redis-tools python3 python3-redis redis-server gnuplot-nox
-      valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev"
+      libinih-dev libcmocka-dev libmicrohttpd-dev libsystemd-dev systemd redis-tools python3 python3-redis
+      redis-server gnuplot-nox valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -74,12 +74,19 @@ struct ticker {
 	struct periodic periodic;
 	struct replication *repl; /* NULL without [replication] */
 	struct reload_ctx *reload;
+	int ready_told; /* READY=1 sent to the service manager */
 };
 
 static void on_tick(struct registry *reg, void *arg)
 {
 	struct ticker *t = arg;
 	uint64_t now = (uint64_t)time(NULL);
+	/* The first tick runs once server_run() watches the listeners: a
+	 * client that connects now is served. */
+	if (!t->ready_told) {
+		t->ready_told = 1;
+		reload_notify_ready(reg, NULL);
+	}
 	if (reload_requested) {
 		static struct reload_report rep; /* large */
 		reload_requested = 0;

@@ -14,6 +14,7 @@
 #include "libclient/cuckoo.h"
 #include "common/errmsg.h"
 #include "shmd/base/log.h"
+#include "shmd/base/notify.h"
 #include "shmd/store/perms.h"
 #include "shmd/files/reload.h"
 
@@ -395,7 +396,8 @@ static void reload_permissions(struct reload_ctx *ctx, struct reload_report *rep
  * and the main loop's alone. */
 static struct config next_cfg, old_cfg;
 
-int reload_run(struct reload_ctx *ctx, struct reload_report *rep)
+/* The reload itself (reload_run() tells the service manager around it). */
+static int reload_file(struct reload_ctx *ctx, struct reload_report *rep)
 {
 	memset(rep, 0, sizeof(*rep));
 	if (ctx->path == NULL) {
@@ -444,4 +446,26 @@ int reload_run(struct reload_ctx *ctx, struct reload_report *rep)
 	say(rep, LOG_NOTICE, "%s: %u filters created, %u changes applied, %u refused, %u need a restart%s", ctx->path,
 	    rep->created, rep->applied, rep->refused, rep->restart, rep->more ? " (more lines in the log)" : "");
 	return 0;
+}
+
+void reload_notify_ready(struct registry *reg, const char *note)
+{
+	int slots[SHMF_SLOTS];
+	int n = registry_list(reg, slots);
+	notify_ready("instance '%s': %d filter%s%s%s", reg->instance, n, n == 1 ? "" : "s", note ? "; " : "",
+		     note ? note : "");
+}
+
+int reload_run(struct reload_ctx *ctx, struct reload_report *rep)
+{
+	notify_reloading();
+	int rc = reload_file(ctx, rep);
+	/* READY=1 whatever happened: systemd waits for it after RELOADING=1. */
+	if (rc < 0)
+		reload_notify_ready(ctx->reg, "the last reload changed nothing (see the log)");
+	else if (rep->refused + rep->restart > 0)
+		reload_notify_ready(ctx->reg, "the last reload left changes undone (see the log)");
+	else
+		reload_notify_ready(ctx->reg, NULL);
+	return rc;
 }

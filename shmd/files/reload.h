@@ -71,11 +71,19 @@ int reload_filters(struct registry *reg, const struct config *cfg, struct reload
 int reload_log(const struct reload_ctx *ctx, const struct config *cfg, char *err, size_t errlen);
 
 /**
- * Reload: parse ctx->path, then apply, refuse and report as above.
+ * Reload: parse ctx->path, then apply, refuse and report as above; the
+ * service manager told RELOADING=1 before and READY=1 after (notify.h).
  * @return 0 (what happened in @p rep), or a negative code when the file
  *         cannot be read or parsed (rep->error says why; nothing changed).
  */
 int reload_run(struct reload_ctx *ctx, struct reload_report *rep);
+
+/**
+ * READY=1 for the service manager (notify.h), its status the instance and
+ * its filter count, then @p note when not NULL: at start, and after each
+ * reload.
+ */
+void reload_notify_ready(struct registry *reg, const char *note);
 
 /** The context SHMF.RELOAD reloads (main() registers it; NULL: none, as in tests). */
 void reload_register(struct reload_ctx *ctx);

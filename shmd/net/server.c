@@ -50,6 +50,7 @@
 #include "shmd/files/grow.h"
 #include "shmd/files/jobs.h"
 #include "shmd/base/log.h"
+#include "shmd/base/notify.h"
 #include "shmd/session/queue.h"
 #include "shmd/store/hints.h"
 #include "shmd/resp/reply.h"
@@ -1117,6 +1118,8 @@ int server_run(struct registry *reg, const struct server_opts *o, volatile sig_a
 		server_sweep(&s, &last_sweep);
 	}
 	shmf_cuckoo_wait_deadline(saved_deadline);
+	if (rc == 0)
+		notify_stopping(); /* before the file worker's last jobs and the last snapshots */
 	server_close(&s, reg, o);
 	return rc;
 }
