@@ -8,8 +8,11 @@ set -eu
 # valgrind: suite valgrind runs the client library's tests under memcheck.
 # clang-format: scripts/check-format.sh (Debian 12's is version 14, the one .clang-format is written for).
 # python3-redis: redis-py, the client the conformance and redis-py tests drive shmd with.
+# debhelper dh-php devscripts lintian php-dev nginx-dev: the packaging test builds the Debian
+# packages (debian/control's Build-Depends, the rest by apt-get build-dep) and runs lintian.
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
-      libinih-dev libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format"
+      libinih-dev libcmocka-dev redis-tools python3 python3-redis redis-server gnuplot-nox valgrind clang-format
+      debhelper dh-php devscripts lintian php-dev nginx-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
