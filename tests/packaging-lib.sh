@@ -18,9 +18,23 @@ copy_tree() {
 }
 
 # apt_locked CMD...: apt-get and dpkg, serialised with every other user of
-# this machine's dpkg.
+# this machine's dpkg (/tmp/apt.lock) and with bindings/need-packages.sh
+# (its own lock), and with no service started or restarted by the packages'
+# scripts or triggers (php-fpm, nginx): a policy-rc.d that denies, made for
+# the call when there is none, as need-packages.sh does.
 apt_locked() {
-	DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock "$@"
+	(
+		exec 8>/tmp/apt.lock 9>"${TMPDIR:-/tmp}/shmf-need-packages.lock"
+		flock 8 && flock 9 || exit 1
+		policy=/usr/sbin/policy-rc.d made=""
+		if [ ! -e "$policy" ]; then
+			printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made=1
+		fi
+		DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 "$@"
+		rc=$?
+		[ -n "$made" ] && rm -f "$policy"
+		exit $rc
+	)
 }
 
 # build_debs TREE: the build dependencies (apt-get build-dep, when
