@@ -8,7 +8,9 @@
 #   2. every single-threaded client-library test under valgrind memcheck
 #      (suites unit, multiprocess, hostile, faults, fuzz-replay);
 #   3. suite threads under ThreadSanitizer, 5 times over;
-#   4. each fuzz harness for FUZZ-SECONDS (tests/fuzz/run-fuzz.sh).
+#   4. each fuzz harness for FUZZ-SECONDS (tests/fuzz/run-fuzz.sh);
+#   5. the Debian packages built, installed, used, upgraded under load and
+#      purged (tests/test-packages-install.sh).
 #
 #   tests/run-long.sh [FUZZ-SECONDS]    (default 300 per harness; 0: no fuzzing)
 #
@@ -66,5 +68,6 @@ step "suite threads under ThreadSanitizer, 5 times" \
 if [ "$fuzz_secs" -gt 0 ]; then
 	step "fuzzing, ${fuzz_secs}s per harness" tests/fuzz/run-fuzz.sh "$fuzz_secs"
 fi
+step "Debian packages: install, use, upgrade while a worker adds, purge" tests/test-packages-install.sh .
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,10 +9,11 @@
 # Several tests call this at once: a lock makes the later ones wait and
 # find the module built; make rebuilds only what changed.
 set -eu
-[ $# -eq 3 ] || { echo "usage: $0 OUTDIR INCLUDE-DIR LIBSHMF-DIR" >&2; exit 2; }
+[ $# -ge 3 ] && [ $# -le 5 ] || { echo "usage: $0 OUTDIR INCLUDE-DIR LIBSHMF-DIR [RUNPATH [COPY-TO]]" >&2; exit 2; }
 src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd) inc=$(cd "$2" && pwd) lib=$(cd "$3" && pwd)
+runpath=${4-$lib} copy_to=${5:+$(realpath -m "$5")}
 [ -f "$inc/shmf.h" ] || { echo "build.sh: no shmf.h in $inc" >&2; exit 2; }
 [ -e "$lib/libshmf.so" ] || { echo "build.sh: no libshmf.so in $lib" >&2; exit 2; }
 command -v phpize >/dev/null || { echo "build.sh: phpize not found (Debian: apt-get install php-dev)" >&2; exit 2; }
@@ -24,13 +25,20 @@ changed=""
 for f in config.m4 shmf.c handles.c handles.h php_shmf.h; do
 	cmp -s "$src/$f" "$f" || { cp "$src/$f" "$f"; changed="$changed $f"; }
 done
-flags="$inc|$lib|$(php-config --version)"
+flags="$inc|$lib|$runpath|${CFLAGS:-}|${LDFLAGS:-}|$(php-config --version)|$(md5sum <"$src/build.sh")"
 if [ ! -f Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$flags" ] || [[ "$changed" == *config.m4* ]]; then
 	{ phpize --clean && phpize; } >phpize.log 2>&1 || { cat phpize.log >&2; exit 1; }
-	SHMF_CFLAGS="-I$inc" SHMF_LIBS="-L$lib -Wl,-rpath,$lib -lshmf" \
-		CFLAGS="-O2 -g" ./configure --with-shmf >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
+	# PHP_RPATH=no: phpize's configure would add a run path for every -L
+	# (the build tree); the one wanted, if any, is given explicitly.
+	SHMF_CFLAGS="-I$inc" SHMF_LIBS="-L$lib -lshmf" PHP_RPATH=no CFLAGS="${CFLAGS:--O2 -g}" \
+		LDFLAGS="${LDFLAGS:-}${runpath:+ -Wl,-rpath,$runpath}" ./configure --with-shmf >configure.log 2>&1 ||
+		{ cat configure.log >&2; exit 1; }
 	echo "$flags" >.configured
 fi
 make -s >make.log 2>&1 || { cat make.log >&2; exit 1; }
 grep -E "warning:" make.log >&2 || true
 test -f modules/shmf.so
+if [ -n "$copy_to" ]; then
+	cp modules/shmf.so "$copy_to.tmp"
+	mv "$copy_to.tmp" "$copy_to"
+fi
