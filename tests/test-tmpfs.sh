@@ -3,7 +3,9 @@
 # (mount_tmpfs = auto) or where the configuration says mount_tmpfs = yes;
 # never on an existing empty directory elsewhere; unmounted again by a stop
 # that removes the instance. Runs as root in a private mount namespace
-# (unshare -m), with a private /run, so the host never sees a mount.
+# (unshare -m), with a private /run, so the host never sees a mount, and
+# no mount the host has below /run (run-demo.sh's tmpfs on /run/shmd) is
+# seen by the test.
 # Usage: test-tmpfs.sh PATH-TO-SHMD
 set -u
 SHMD=$1
@@ -24,6 +26,14 @@ for d in /var/tmp /tmp "$PWD"; do
 done
 [ -n "$base" ] || { echo "no directory off tmpfs for the scratch space" >&2; exit 77; }
 SCRATCH=$(mktemp -d "$base/shmf-tmpfs-XXXXXX")
+# The namespace starts with a copy of the host's mounts, a shmd tmpfs on
+# /run/shmd among them when run-demo.sh or a service left one there. A
+# mount covered by another on /run stays in /proc/self/mountinfo under its
+# path, and shmd and mount_source below find a mount by its path: unmount
+# every mount below /run here (the host keeps its own), deepest first.
+findmnt -rn -o TARGET | grep '^/run/' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+left=$(findmnt -rn -o TARGET | grep '^/run/')
+[ -z "$left" ] || { echo "cannot unmount in the private namespace: $left" >&2; exit 1; }
 # A private /run, off tmpfs: /run/shmd does not exist here, whatever the host has.
 mkdir "$SCRATCH/run"
 mount --bind "$SCRATCH/run" /run || { echo "cannot bind a private /run" >&2; exit 1; }
