@@ -26,18 +26,12 @@ for d in /var/tmp /tmp "$PWD"; do
 done
 [ -n "$base" ] || { echo "no directory off tmpfs for the scratch space" >&2; exit 77; }
 SCRATCH=$(mktemp -d "$base/shmf-tmpfs-XXXXXX")
-# The namespace starts with a copy of the host's mounts, a shmd tmpfs on
-# /run/shmd among them when run-demo.sh or a service left one there. A
-# mount covered by another on /run stays in /proc/self/mountinfo under its
-# path, and shmd and mount_source below find a mount by its path: unmount
-# every mount below /run here (the host keeps its own), deepest first.
-findmnt -rn -o TARGET | grep '^/run/' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-left=$(findmnt -rn -o TARGET | grep '^/run/')
-[ -z "$left" ] || { echo "cannot unmount in the private namespace: $left" >&2; exit 1; }
-# A private /run, off tmpfs: /run/shmd does not exist here, whatever the host has.
-mkdir "$SCRATCH/run"
-mount --bind "$SCRATCH/run" /run || { echo "cannot bind a private /run" >&2; exit 1; }
+# A private /run, off tmpfs: /run/shmd does not exist here, whatever the
+# host has (nor is any mount of the host's below /run listed here).
+. "$(dirname "$0")/private-run.sh"
 trap 'umount -R /run 2>/dev/null; umount -R "$SCRATCH"/* 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+mkdir "$SCRATCH/run"
+private_run "$SCRATCH/run" || exit 1
 
 fail() {
 	echo "FAIL: $*" >&2

@@ -26,8 +26,6 @@ for d in /var/tmp /tmp "$PWD"; do
 done
 [ -n "$base" ] || { echo "no directory off tmpfs for the private /run" >&2; exit 77; }
 SCRATCH=$(mktemp -d "$base/shmf-demo-left-XXXXXX")
-mkdir "$SCRATCH/run"
-mount --bind "$SCRATCH/run" /run || { echo "cannot bind a private /run" >&2; exit 1; }
 PID=
 cleanup() {
 	if [ -n "$PID" ]; then
@@ -38,6 +36,9 @@ cleanup() {
 	rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/private-run.sh"
+mkdir "$SCRATCH/run"
+private_run "$SCRATCH/run" || exit 1
 
 # The demo's start: `build/shmd/shmd`, as run-demo.sh runs it.
 env -u SHMF_RUNTIME_DIR "$SHMD" 2>"$SCRATCH/shmd.log" || {
