@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # private-run.sh - sourced by the tests that run as root in a private mount
 # namespace (unshare -m --propagation private) and need a /run of their own.
 #
