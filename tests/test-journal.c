@@ -292,10 +292,13 @@ static void test_create(void **state)
 	assert_int_equal(shmf_journal_create(dfd, "../x", 0660, (gid_t)-1, 1, 64), SHMF_E_NAME);
 	fixture_path(&fx, "x.journal", path, sizeof(path));
 	assert_int_equal(stat(path, &st), -1); /* nothing left behind */
-	/* A symbolic link in its place is not followed. */
-	assert_int_equal(symlinkat("/tmp/shmf-journal-target", dfd, "s.journal"), 0);
+	/* A symbolic link in its place is not followed (its target in the
+	 * fixture's own directory: a fixed path could exist on the host). */
+	char target[512];
+	fixture_path(&fx, "link-target", target, sizeof(target));
+	assert_int_equal(symlinkat(target, dfd, "s.journal"), 0);
 	assert_int_equal(shmf_journal_create(dfd, "s", 0660, (gid_t)-1, 1, 64), SHMF_E_EXISTS);
-	assert_int_equal(access("/tmp/shmf-journal-target", F_OK), -1);
+	assert_int_equal(access(target, F_OK), -1);
 }
 
 /* ---- entries ----------------------------------------------------------- */

@@ -3,7 +3,9 @@
 # (mount_tmpfs = auto) or where the configuration says mount_tmpfs = yes;
 # never on an existing empty directory elsewhere; unmounted again by a stop
 # that removes the instance. Runs as root in a private mount namespace
-# (unshare -m), with a private /run, so the host never sees a mount.
+# (unshare -m), with a private /run, so the host never sees a mount, and
+# no mount the host has below /run (run-demo.sh's tmpfs on /run/shmd) is
+# seen by the test.
 # Usage: test-tmpfs.sh PATH-TO-SHMD
 set -u
 SHMD=$1
@@ -24,10 +26,12 @@ for d in /var/tmp /tmp "$PWD"; do
 done
 [ -n "$base" ] || { echo "no directory off tmpfs for the scratch space" >&2; exit 77; }
 SCRATCH=$(mktemp -d "$base/shmf-tmpfs-XXXXXX")
-# A private /run, off tmpfs: /run/shmd does not exist here, whatever the host has.
-mkdir "$SCRATCH/run"
-mount --bind "$SCRATCH/run" /run || { echo "cannot bind a private /run" >&2; exit 1; }
+# A private /run, off tmpfs: /run/shmd does not exist here, whatever the
+# host has (nor is any mount of the host's below /run listed here).
+. "$(dirname "$0")/private-run.sh"
 trap 'umount -R /run 2>/dev/null; umount -R "$SCRATCH"/* 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+mkdir "$SCRATCH/run"
+private_run "$SCRATCH/run" || exit 1
 
 fail() {
 	echo "FAIL: $*" >&2
