@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "shmd/config/config.h"
+#include "shmd/config/config-check.h"
 #include "shmd/config/config-keys.h"
 #include "shmd/files/filejobs.h"
 #include "shmd/base/hugepages.h"
@@ -55,18 +56,23 @@ static void on_signal(int sig)
 
 static void usage(FILE *to)
 {
-	fprintf(to, "usage: shmd [-f] [-c FILE] [-i INSTANCE] [-l LEVEL]\n"
-		    "  -f, --foreground      stay in the foreground, log to stderr\n"
-		    "  -c, --config FILE     configuration file (INI); without it the embedded default:\n"
-		    "                        instance 'default', Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
-		    "  -i, --instance NAME   instance name (overrides the file)\n"
-		    "  -l, --log-level LEVEL debug, info, notice, warning or error (overrides log_level)\n"
-		    "  -p, --print-config    print the embedded default configuration and exit\n"
-		    "  -K, --config-keys     print every configuration key (section, key, value, summary) and exit\n"
-		    "  -V, --version         print the version and exit\n"
-		    "  -h, --help            print this help and exit\n"
-		    "Signals: SIGTERM or SIGINT stop shmd; SIGHUP reloads the configuration file.\n"
-		    "Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
+	fprintf(to,
+		"usage: shmd [-f] [-t] [-c FILE] [-i INSTANCE] [-l LEVEL]\n"
+		"  -f, --foreground      stay in the foreground, log to stderr\n"
+		"  -c, --config FILE     configuration file (INI); without it " SHMD_CONFIG_DIR_DEFAULT "/shmd.conf\n"
+		"                        (NAME.conf for -i NAME; $SHMD_CONFIG_DIR for another directory)\n"
+		"                        when it exists, else the embedded default: instance 'default',\n"
+		"                        Bloom filter 'default' (1,000,000 keys, 1%% FPR)\n"
+		"  -t, --check-config    check the configuration (syntax, values, directories, ports) and exit:\n"
+		"                        0 when it is valid, 2 with FILE:LINE messages when not\n"
+		"  -i, --instance NAME   instance name (overrides the file)\n"
+		"  -l, --log-level LEVEL debug, info, notice, warning or error (overrides log_level)\n"
+		"  -p, --print-config    print the embedded default configuration and exit\n"
+		"  -K, --config-keys     print every configuration key (section, key, value, summary) and exit\n"
+		"  -V, --version         print the version and the commit it was built from, and exit\n"
+		"  -h, --help            print this help and exit\n"
+		"Signals: SIGTERM or SIGINT stop shmd; SIGHUP reloads the configuration file.\n"
+		"Segments live in $SHMF_RUNTIME_DIR, else /run/shmd (root), else $XDG_RUNTIME_DIR/shmd.\n");
 }
 
 /* What the server loop's tick works on. */
@@ -138,7 +144,9 @@ static void remove_stale_temporaries(const struct config *cfg)
 /* What main() sets up, released in one place (release()) on every way out. */
 struct daemon {
 	struct config cfg;
-	const char *config_path;
+	const char *config_path; /* NULL: the embedded default */
+	char config_buf[4096];   /* config_path made absolute, or found in the configuration directory */
+	int check_config;        /* --check-config: check, say, exit */
 	int foreground;
 	int log_level; /* --log-level, or -1 */
 	char sock_path[4096], pid_path[4096], root[4096];
@@ -168,19 +176,15 @@ static void die_usage(const char *fmt, const char *what)
 static void options(int argc, char **argv, struct daemon *d, const char **instance)
 {
 	static const struct option longs[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "instance", required_argument, NULL, 'i' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "print-config", no_argument, NULL, 'p' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "config-keys", no_argument, NULL, 'K' },
-		{ NULL, 0, NULL, 0 },
+		{ "foreground", no_argument, NULL, 'f' },     { "config", required_argument, NULL, 'c' },
+		{ "instance", required_argument, NULL, 'i' }, { "log-level", required_argument, NULL, 'l' },
+		{ "print-config", no_argument, NULL, 'p' },   { "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },           { "config-keys", no_argument, NULL, 'K' },
+		{ "check-config", no_argument, NULL, 't' },   { NULL, 0, NULL, 0 },
 	};
 	int opt;
 	opterr = 0; /* our own one-line messages */
-	while ((opt = getopt_long(argc, argv, ":fc:i:l:hpKV", longs, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":fc:i:l:hpKtV", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'f': d->foreground = 1; break;
 		case 'c': d->config_path = optarg; break;
@@ -191,7 +195,8 @@ static void options(int argc, char **argv, struct daemon *d, const char **instan
 			break;
 		case 'p': fputs(config_default_text, stdout); exit(0);
 		case 'K': config_keys_print(stdout); exit(0);
-		case 'V': puts("shmd " SHMF_VERSION_STRING); exit(0);
+		case 't': d->check_config = 1; break;
+		case 'V': puts("shmd " SHMF_VERSION_STRING " (commit " SHMF_COMMIT ")"); exit(0);
 		case 'h': usage(stdout); exit(0);
 		case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
 		default: die_usage("unknown option '%s'", argv[optind - 1]);
@@ -201,13 +206,42 @@ static void options(int argc, char **argv, struct daemon *d, const char **instan
 		die_usage("unexpected argument '%s'", argv[optind]);
 }
 
+/* Which configuration: -c FILE made absolute (shmd changes to / and reads
+ * it again at each reload), else the configuration directory's
+ * shmd.conf (NAME.conf for -i NAME) when there is one, else the embedded
+ * default (config_path NULL). 0, or the exit status after saying why. */
+static int config_source(struct daemon *d, const char *instance)
+{
+	int rc;
+	if (instance != NULL && shmf_name_check(instance) < 0) {
+		fprintf(stderr, "shmd: -i '%s': %s\n", instance, shmf_strerror(SHMF_E_NAME));
+		return 2;
+	}
+	if (d->config_path != NULL) {
+		if ((rc = config_absolute_path(d->config_path, d->config_buf, sizeof(d->config_buf))) < 0) {
+			fprintf(stderr, "shmd: -c '%s': %s\n", d->config_path, shmf_strerror(rc));
+			return 2;
+		}
+		d->config_path = d->config_buf;
+		return 0;
+	}
+	if ((rc = config_default_path(instance, d->config_buf, sizeof(d->config_buf))) < 0) {
+		fprintf(stderr, "shmd: the configuration directory's path is too long: %s\n", shmf_strerror(rc));
+		return 2;
+	}
+	d->config_path = rc == 1 ? d->config_buf : NULL;
+	return 0;
+}
+
 /* The configuration (the file, or the embedded default), the instance name
  * of -i over it, and the instance's paths. 0, or the exit status after
  * saying why. */
 static int configure(struct daemon *d, const char *instance)
 {
 	char err[512];
-	int rc;
+	int rc = config_source(d, instance);
+	if (rc != 0)
+		return rc;
 	if (d->config_path != NULL)
 		rc = config_load(&d->cfg, d->config_path, err, sizeof(err));
 	else
@@ -216,13 +250,8 @@ static int configure(struct daemon *d, const char *instance)
 		fprintf(stderr, "shmd: configuration: %s\n", err);
 		return 2;
 	}
-	if (instance != NULL) {
-		if (shmf_name_check(instance) < 0) {
-			fprintf(stderr, "shmd: -i '%s': %s\n", instance, shmf_strerror(SHMF_E_NAME));
-			return 2;
-		}
+	if (instance != NULL)
 		snprintf(d->cfg.instance, sizeof(d->cfg.instance), "%s", instance);
-	}
 	if ((rc = shmf_runtime_dir(d->root, sizeof(d->root))) < 0 ||
 	    (rc = shmf_instance_path(d->cfg.instance, ".sock", d->sock_path, sizeof(d->sock_path))) < 0 ||
 	    (rc = shmf_instance_path(d->cfg.instance, ".pid", d->pid_path, sizeof(d->pid_path))) < 0) {
@@ -230,6 +259,48 @@ static int configure(struct daemon *d, const char *instance)
 		return 1;
 	}
 	return 0;
+}
+
+/* --check-config: the file parsed (configure() did) and what the host must
+ * hold for it checked: directories, ports. Exit 0 saying so, or 2 with a
+ * line per problem. */
+static int check_config(struct daemon *d)
+{
+	static char out[16384];
+	unsigned n = config_check_dirs(&d->cfg, d->cfg.create_dirs ? -1 : 0, out, sizeof(out));
+	n += config_check_ports(&d->cfg, out, sizeof(out));
+	if (n > 0) {
+		fputs(out, stderr);
+		fprintf(stderr, "shmd: %s: %u problem%s\n", d->cfg.origin, n, n == 1 ? "" : "s");
+		return 2;
+	}
+	printf("shmd: %s: the configuration is valid (instance '%s', %u filter%s)\n", d->cfg.origin, d->cfg.instance,
+	       d->cfg.nfilters, d->cfg.nfilters == 1 ? "" : "s");
+	return 0;
+}
+
+/* The directories the configuration names exist (or are made with
+ * create_dirs = yes) before anything starts: a snapshot directory that is
+ * not there would otherwise fail every periodic snapshot later. 0 or 2. */
+static int check_dirs(struct daemon *d)
+{
+	static char out[16384];
+	if (config_check_dirs(&d->cfg, d->cfg.create_dirs, out, sizeof(out)) == 0)
+		return 0;
+	fputs(out, stderr);
+	fprintf(stderr, "shmd: not starting (shmd --check-config checks a configuration)\n");
+	return 2;
+}
+
+/* How shmd was started, in the control file: shmctl's hint when it is not
+ * running names the same configuration. */
+static void record_start(struct daemon *d, const char *instance)
+{
+	char cmd[SHMF_CTL_STARTED_BYTES];
+	snprintf(cmd, sizeof(cmd), "shmd%s%s%s%s", d->config_path != NULL ? " -c " : "",
+		 d->config_path != NULL ? d->config_path : "", instance != NULL ? " -i " : "",
+		 instance != NULL ? instance : "");
+	registry_record_start(&d->reg, cmd);
 }
 
 /* One daemon per instance: its pidfile, locked. 0 or the exit status. */
@@ -283,6 +354,7 @@ static int open_all(struct daemon *d)
 		return 1;
 	}
 	d->reg_open = 1;
+	record_start(d, d->reload.instance);
 	if (filejobs_configure(d->root, cfg->snapshot_paths, cfg->nsnapshot_paths, err, sizeof(err)) < 0) {
 		fprintf(stderr, "shmd: %s\n", err);
 		return 1;
@@ -481,6 +553,10 @@ int main(int argc, char **argv)
 	options(argc, argv, &d, &instance);
 	int rc = configure(&d, instance);
 	if (rc != 0)
+		return rc;
+	if (d.check_config)
+		return check_config(&d);
+	if ((rc = check_dirs(&d)) != 0)
 		return rc;
 	d.reload = (struct reload_ctx){ .cfg = &d.cfg,
 					.path = d.config_path,

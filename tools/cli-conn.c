@@ -4,6 +4,7 @@
  * not; a failure says which socket, why, and what to do about it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -18,6 +19,7 @@
 
 #include "tools/cli.h"
 #include "libclient/rundir.h"
+#include "libclient/segment-format.h"
 #include <shmf.h>
 
 static const char *instance_name = "default", *socket_given;
@@ -61,6 +63,34 @@ static void describe(const char *path, char *buf, size_t len)
 		 (unsigned)(st.st_mode & 07777));
 }
 
+/* How shmd last started for instance @p instance, as its control file
+ * records it ("shmd -c /etc/shmd/x.conf -i x"), into @p buf: 1. Else how
+ * to start it with the configuration directory's NAME.conf: 0. */
+static int start_command(const char *instance, char *buf, size_t len)
+{
+	char path[4096];
+	snprintf(buf, len, "shmd -i %s", instance);
+	if (shmf_instance_path(instance, "/" SHMF_CTL_FILE, path, sizeof(path)) < 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	char rec[SHMF_CTL_STARTED_BYTES];
+	ssize_t n = pread(fd, rec, sizeof(rec) - 1, (off_t)SHMF_CTL_STARTED_OFF);
+	close(fd);
+	if (n < 4)
+		return 0;
+	rec[n] = '\0';
+	/* Only what shmd writes there: "shmd" and printable text. */
+	for (const char *p = rec; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+	if (strncmp(rec, "shmd", 4) != 0 || (rec[4] != '\0' && rec[4] != ' '))
+		return 0;
+	snprintf(buf, len, "%s", rec);
+	return 1;
+}
+
 /* Say why connecting to @p path failed with @p e, and what to do; exit. */
 static void connect_failed(const char *path, int e) __attribute__((noreturn));
 static void connect_failed(const char *path, int e)
@@ -70,11 +100,14 @@ static void connect_failed(const char *path, int e)
 		if (socket_given != NULL)
 			fprintf(stderr, "shmctl: cannot connect to %s: %s (is shmd listening on %s?)\n", path,
 				strerror(e), path);
-		else
+		else {
+			char cmd[SHMF_CTL_STARTED_BYTES];
+			int last = start_command(instance_name, cmd, sizeof(cmd));
 			fprintf(stderr,
 				"shmctl: cannot connect to %s: %s (is shmd running for instance '%s'? start it with "
-				"'shmd -i %s', or name another with --instance or --socket)\n",
-				path, strerror(e), instance_name, instance_name);
+				"'%s'%s, or name another with --instance or --socket)\n",
+				path, strerror(e), instance_name, cmd, last ? " as it last ran" : "");
+		}
 	} else if (e == EACCES || e == EPERM) {
 		whoami(who, sizeof(who));
 		snprintf(dir, sizeof(dir), "%s", path);

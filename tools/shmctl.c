@@ -735,7 +735,7 @@ int main(int argc, char **argv)
 		case 's': socket_path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': cli_help_all(stdout); return 0;
-		case 'V': puts("shmctl " SHMF_VERSION_STRING); return 0;
+		case 'V': puts("shmctl " SHMF_VERSION_STRING " (commit " SHMF_COMMIT ")"); return 0;
 		case ':': cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
 		default: cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
 		}

@@ -14,6 +14,7 @@ const struct config_key config_keys[] = {
 	{ "instance", "socket_mode", "OCTAL", "mode of the control socket, without the other-write bit" },
 	{ "instance", "group", "GROUP", "group of the directory, socket and data files; its members are writers" },
 	{ "instance", "remove_on_exit", "yes|no", "remove the segments on a clean shutdown" },
+	{ "instance", "create_dirs", "yes|no", "make a missing snapshot_dir (0750) rather than refuse to start" },
 	{ "instance", "huge_pages", "auto|off", "the tmpfs shmd mounts gets huge=within_size" },
 	{ "instance", "mount_tmpfs", "auto|yes|no", "mount a tmpfs on the runtime directory" },
 	{ "instance", "snapshot_dir", "PATH", "where periodic snapshots go (a filter may name its own)" },

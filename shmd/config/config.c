@@ -175,6 +175,9 @@ static int instance_key(struct parse_state *ps, const char *name, const char *va
 	} else if (!strcmp(name, "group")) {
 		if (parse_group(value, &c->gid) < 0)
 			return bad(ps, "group '%s': no such group", value);
+	} else if (!strcmp(name, "create_dirs")) {
+		if (parse_bool(value, &c->create_dirs) < 0)
+			return bad(ps, "create_dirs '%s': expected yes or no", value);
 	} else if (!strcmp(name, "remove_on_exit")) {
 		if (parse_bool(value, &c->remove_on_exit) < 0)
 			return bad(ps, "remove_on_exit '%s': expected true or false", value);
@@ -750,6 +753,7 @@ static int config_parse_text(struct config *c, const char *text, const char *ori
 {
 	struct parse_state ps = { .c = c, .err = err, .errlen = errlen, .origin = origin };
 	config_defaults(c);
+	snprintf(c->origin, sizeof(c->origin), "%s", origin);
 	declare_sections(&ps, text);
 	int rc = ps.failed ? 0 : ini_parse_string(text, on_entry, &ps);
 	if (ps.failed) {

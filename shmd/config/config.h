@@ -176,9 +176,11 @@ struct config {
 	mode_t socket_mode;
 	gid_t gid; /* (gid_t)-1: none */
 	int remove_on_exit;
+	int create_dirs;        /* 1: make a missing snapshot_dir (0750) at start and reload; 0: refuse */
 	int huge_pages;         /* 1 auto, 0 off */
 	int mount_tmpfs;        /* MOUNT_TMPFS_* */
 	char snapshot_dir[256]; /* default directory of periodic snapshots, "" none */
+	char origin[4096];      /* the file it was read from, or "embedded default" (config_load, config_parse) */
 	int log_level;          /* LOG_ERR..LOG_DEBUG (log.h) */
 	char log_file[256];     /* "" : stderr, or syslog when daemonised */
 	unsigned maxclients;    /* unix-socket connections at once, 2..TCP_MAXCLIENTS_LIMIT */

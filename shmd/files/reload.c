@@ -17,6 +17,7 @@
 #include "shmd/base/notify.h"
 #include "shmd/store/perms.h"
 #include "shmd/files/reload.h"
+#include "shmd/config/config-check.h"
 
 static struct reload_ctx *registered;
 
@@ -402,8 +403,8 @@ static int reload_file(struct reload_ctx *ctx, struct reload_report *rep)
 	memset(rep, 0, sizeof(*rep));
 	if (ctx->path == NULL) {
 		errmsg(rep->error, sizeof(rep->error), 0,
-		       "shmd was started without -c, with its embedded default configuration: there is no file to "
-		       "reload (start it with -c FILE)");
+		       "shmd was started with its embedded default configuration (no -c, and no " SHMD_CONFIG_DIR_DEFAULT
+		       "/shmd.conf or NAME.conf for -i NAME): there is no file to reload (start it with -c FILE)");
 		log_msg(LOG_WARNING, "reload: %s", rep->error);
 		return SHMF_E_INVAL;
 	}
@@ -413,6 +414,18 @@ static int reload_file(struct reload_ctx *ctx, struct reload_report *rep)
 		snprintf(rep->error, sizeof(rep->error), "%s; nothing changed", err);
 		log_msg(LOG_ERR, "reload: %s", rep->error);
 		return rc;
+	}
+	/* A snapshot directory that is not there (and not to be made) would
+	 * fail every periodic snapshot later: refused now, as at a start. */
+	static char dirs[2048];
+	dirs[0] = '\0';
+	if (config_check_dirs(&next_cfg, next_cfg.create_dirs, dirs, sizeof(dirs)) > 0) {
+		char *nl = strchr(dirs, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		snprintf(rep->error, sizeof(rep->error), "%.440s; nothing changed", dirs);
+		log_msg(LOG_ERR, "reload: %s", rep->error);
+		return SHMF_E_INVAL;
 	}
 	/* The listener open since the start, with the passwords and roles of
 	 * the new file: a reload never leaves it open without a password by
