@@ -105,8 +105,18 @@ expect 0 '^present	alpha$' '' -- check clicks alpha beta gamma delta
 expect 1 '^absent	omega$' '' -- check clicks alpha omega
 expect 1 '' '' -- check -q clicks alpha omega
 expect 0 '' '' -- check -q clicks alpha beta
-expect 0 '^1 keys added, 1 new$' '' -- add clicks -dash
-expect 0 '^present	-dash$' '' -- check clicks -dash
+# options anywhere before --: -q after the filter or a key is -q, not a
+# key; after --, every argument is a key; any other '-x' before -- refused
+expect 0 '' '' -- add clicks -q opt-1
+expect 0 '' '' -- add clicks opt-2 -q
+expect 0 '' '' -- check clicks opt-1 -q opt-2
+expect 1 '^absent	-q$' '' -- check clicks -- -q
+expect 2 '' "add: unknown option '-dash' \(a key that starts with '-' goes after --\)" -- add clicks -dash
+expect 1 '^absent	-dash$' '' -- check clicks -- -dash
+expect 0 '^1 keys added, 1 new$' '' -- add clicks -- -dash
+expect 0 '^present	-dash$' '' -- check clicks -- -dash
+expect 1 '^absent	-$' '' -- check clicks -- -
+STDIN=/dev/null expect 0 '' '' -- add clicks - -q
 
 # keys from stdin, more than one 10,000-key chunk, with CRLF and blank lines
 seq 1 25000 | sed 's/^/user-/' >"$ROOT/keys"
@@ -116,7 +126,7 @@ printf 'crlf-key\r\n\n\n' >>"$ROOT/keys"
 # it fills), so the count is read back and every later figure follows it.
 STDIN=$ROOT/keys expect 0 '^25001 keys added, (2499[0-9]|2500[01]) new$' '' -- add clicks -
 fresh=$(sed -n 's/^25001 keys added, \([0-9]*\) new$/\1/p' "$ROOT/out")
-ITEMS=$((5 + ${fresh:-0}))
+ITEMS=$((7 + ${fresh:-0})) # alpha beta gamma delta opt-1 opt-2 -dash
 STDIN=$ROOT/keys expect 0 '' '' -- check -q clicks -
 expect 0 '^present	crlf-key$' '' -- check clicks crlf-key
 seq 30001 30100 | sed 's/^/user-/' >"$ROOT/absent"
@@ -164,6 +174,7 @@ expect 0 '^added	dev-9	0 before$' '' -- add-capped --cap 2 push dev-9
 expect 0 '^added	dev-9	1 before$' '' -- add-capped --cap 2 push dev-9
 expect 1 '^at cap	dev-9	2 before$' '' -- add-capped --cap 2 push dev-9
 expect 1 '' '' -- add-capped -q --cap 1 push new-a new-b dev-2
+expect 1 '^at cap	dev-2	1 before$' '' -- add-capped push dev-2 --cap 1
 expect 0 '^items +6$' '' -- info push
 expect 0 '^deletes +1$' '' -- info push
 seq 1 200 | sed 's/^/cuckoo-/' >"$ROOT/ckeys"

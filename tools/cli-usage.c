@@ -45,6 +45,8 @@ static const struct help {
 	  "Adds each KEY, or with -, each line of stdin (blank lines skipped, a trailing CR removed).\n"
 	  "A KEY that names an existing file is refused: to add the file's lines use 'add FILTER - < FILE';\n"
 	  "to add such names as keys, put -- before them.\n"
+	  "Options may come anywhere before --; after --, every argument is a key, so a key that starts\n"
+	  "with '-' goes after -- (the same for check, del, count and add-capped).\n"
 	  "  -q   print nothing; the exit status says (0 added, 2 error: a full cuckoo filter)\n" },
 	{ "check", "[-q] FILTER KEY... | [-q] FILTER -", "check keys",
 	  "Prints present or absent for each key. Exit status: 0 all present, 1 some absent, 2 error.\n"
