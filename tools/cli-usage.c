@@ -102,8 +102,10 @@ static const struct help {
 	  "  --as NAME                the same as AS NAME\n" },
 	{ "reload", "", "make shmd reload its configuration file (as SIGHUP does)",
 	  "Prints what the reload did: filters created, settings applied, changes refused (a filter's\n"
-	  "shape never changes in place) and those that need a restart. A file that does not parse\n"
-	  "changes nothing: the error is printed, exit status 2.\n" },
+	  "shape never changes in place) and those that need a restart; a setting the file leaves as it\n"
+	  "is gets no line. Exit status: 0 the whole file is in force, 1 some of it is not (a change\n"
+	  "refused or needing a restart, said on stderr too), 2 a file that does not parse (nothing\n"
+	  "changed; the error is printed).\n" },
 	{ "ping", "", "is shmd answering?", "" },
 	{ "help", "[VERB]", "list the verbs, or describe one", "" },
 };
