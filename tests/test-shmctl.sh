@@ -235,6 +235,16 @@ fi
 seq 1 30000 | sed 's/^/built:/' >"$ROOT/keys.txt"
 expect 0 'built.snap: bloom filter, 30000 keys read, (29[0-9]{3}|30000) items' '' -- build --capacity 50000 --fpr 0.001 --from "$ROOT/keys.txt" -o "$ROOT/built.snap"
 STDIN=$ROOT/keys.txt expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 0.01 --from - -o "$ROOT/built-cf.snap" --name blocks
+# More keys than the capacity: built, with a warning giving the rate the
+# filter will have; duplicates that do not fill it past capacity: no warning.
+seq 1 100000 | sed 's/^/over-/' >"$ROOT/keys100k"
+expect 0 '100000 keys read' "^shmctl: build: warning: 100000 keys read into a filter sized for --capacity 5000: its false-positive rate will be nearly 1 \(almost every check will answer 'present'\), not the 0.01 asked for \(--capacity 100000 covers every line read\)$" -- build --capacity 5000 --fpr 0.01 --from "$ROOT/keys100k" -o "$ROOT/over.snap"
+head -n 5500 "$ROOT/keys100k" >"$ROOT/keys5500"
+expect 0 '5500 keys read' "warning: 5500 keys read into a filter sized for --capacity 5000: its false-positive rate will be about 0\.0[1-9][0-9]*, not the 0.01" -- build --capacity 5000 --fpr 0.01 --from "$ROOT/keys5500" -o "$ROOT/over.snap"
+rate=$(sed -n 's/.* will be about \([0-9.]*\), .*/\1/p' "$ROOT/err")
+awk -v r="${rate:-0}" 'BEGIN { exit !(r > 0.011 && r < 0.03) }' || fail "build of 5500 keys at capacity 5000: rate '$rate', want above 0.011 (10% past capacity) and below 0.03"
+cat "$ROOT/keys.txt" "$ROOT/keys.txt" >"$ROOT/keys-twice"
+expect 0 '60000 keys read' '' -- build --capacity 40000 --fpr 0.01 --from "$ROOT/keys-twice" -o "$ROOT/over.snap"
 expect 0 '^type +bloom$' '' -- inspect "$ROOT/built.snap"
 expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
 expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"

@@ -83,7 +83,8 @@ static const struct help {
 	  "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
 	  "              [--name NAME]",
 	  "train a filter from a key list into a snapshot file (offline)",
-	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host.\n"
+	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host. More keys than\n"
+	  "--capacity: the file is written, and a warning gives the false-positive rate it will have.\n"
 	  "  --max-kicks N, --bucket-size B   cuckoo only, as for create\n" },
 	{ "replication", "[--json] [FILTER]", "fleet: state, cursor, lag, counters and nodes", "" },
 	{ "pull", "FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]",
