@@ -368,6 +368,24 @@ SHMF_API int shmf_info(shmf_t *f, shmf_info_t *out);
  */
 SHMF_API const char *shmf_strerror(int err);
 
+/**
+ * More about the last failure of a call in this thread, where there is
+ * more to say than shmf_strerror(): for -EACCES and -EPERM from
+ * shmf_open() (or from a call that maps a new generation), the file or
+ * directory refused, its owner, group and mode, the caller's user and
+ * groups, and what to change. Example: "/run/shmd/default/clicks.1.data:
+ * Permission denied opening it to add (SHMF_RDWR) for user www-data (uid
+ * 33, gid 33 www-data, in group shmf): it is root:shmf, mode 0640; its
+ * group may only check: ...".
+ *
+ * Per thread, so a worker's threads never read each other's. shmf_open()
+ * clears it first; other calls only set it. Read it right after the
+ * failing call, before the thread's next shmf_ call.
+ * @return the sentence, or "" when the last failure had nothing to add.
+ *         Never NULL; valid until the thread's next shmf_ call.
+ */
+SHMF_API const char *shmf_error_detail(void);
+
 #ifdef __cplusplus
 }
 #endif
