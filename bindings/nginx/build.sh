@@ -1,21 +1,32 @@
 #!/bin/bash
 # build.sh - build ngx_http_shmf_module.so for the installed nginx, with the
-# nginx source and configure flags of Debian's nginx-dev, against a libshmf
-# build tree:
+# nginx source and configure flags of Debian's nginx-dev, in OUTDIR (never
+# in the source tree):
+#   bindings/nginx/build.sh OUTDIR
+#       against the installed libshmf (pkg-config shmf, from meson install);
 #   bindings/nginx/build.sh OUTDIR INCLUDE-DIR LIBSHMF-DIR
-# gives OUTDIR/ngx_http_shmf_module.so (rpath to LIBSHMF-DIR), to load with
+#       against a libshmf build tree (rpath to LIBSHMF-DIR), as the tests do.
+# Either gives OUTDIR/ngx_http_shmf_module.so, to load with
 #   load_module /path/to/ngx_http_shmf_module.so;
 # Debian's own way for an installed libshmf is dh_nginx / the nginx_mod
 # debhelper build system; this script runs the same configure.
 # Several tests call this at once: a lock makes the later ones wait.
 set -eu
-[ $# -eq 3 ] || { echo "usage: $0 OUTDIR INCLUDE-DIR LIBSHMF-DIR" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 3 ] || { echo "usage: $0 OUTDIR [INCLUDE-DIR LIBSHMF-DIR]" >&2; exit 2; }
 src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1"
-out=$(cd "$1" && pwd) inc=$(cd "$2" && pwd) lib=$(cd "$3" && pwd)
+out=$(cd "$1" && pwd)
 ngx_src=/usr/share/nginx/src
-[ -f "$inc/shmf.h" ] || { echo "build.sh: no shmf.h in $inc" >&2; exit 2; }
-[ -e "$lib/libshmf.so" ] || { echo "build.sh: no libshmf.so in $lib" >&2; exit 2; }
+if [ $# -eq 3 ]; then
+	inc=$(cd "$2" && pwd) lib=$(cd "$3" && pwd)
+	[ -f "$inc/shmf.h" ] || { echo "build.sh: no shmf.h in $inc" >&2; exit 2; }
+	[ -e "$lib/libshmf.so" ] || { echo "build.sh: no libshmf.so in $lib" >&2; exit 2; }
+	libs="-L$lib -Wl,-rpath,$lib -lshmf"
+else
+	pkg-config --exists shmf ||
+		{ echo "build.sh: pkg-config finds no installed libshmf (shmf.pc): meson install it, or give INCLUDE-DIR LIBSHMF-DIR" >&2; exit 2; }
+	inc=$(pkg-config --cflags-only-I shmf | sed 's/-I//g') libs=$(pkg-config --libs shmf)
+fi
 [ -x "$ngx_src/configure" ] && [ -f "$ngx_src/conf_flags" ] ||
 	{ echo "build.sh: no nginx source in $ngx_src (Debian: apt-get install nginx-dev)" >&2; exit 2; }
 
@@ -25,14 +36,14 @@ cd "$out"
 # nginx's configure writes a Makefile into the directory it runs in: run it
 # in a copy of the source, not in /usr/share/nginx/src.
 version=$(dpkg-query -W -f='${Version}' nginx-dev 2>/dev/null || echo unknown)
-stamp="$version|$inc|$lib|$(cat "$src/config" | md5sum)"
+stamp="$version|$inc|$libs|$(cat "$src/config" | md5sum)"
 if [ ! -f objs/Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$stamp" ]; then
 	rm -rf nginx-src objs
 	cp -a "$ngx_src" nginx-src
 	(
 		cd nginx-src
 		. ./conf_flags
-		SHMF_INC="$inc" SHMF_LIBS="-L$lib -Wl,-rpath,$lib -lshmf" ./configure \
+		SHMF_INC="$inc" SHMF_LIBS="$libs" ./configure \
 			--with-cc-opt="$(dpkg-buildflags --get CFLAGS) -fPIC $(dpkg-buildflags --get CPPFLAGS)" \
 			--with-ld-opt="$(dpkg-buildflags --get LDFLAGS) -fPIC" \
 			"${NGX_CONF_FLAGS[@]}" \
