@@ -325,7 +325,8 @@ PHP_METHOD(Shmf_Filter, info)
 	add_assoc_string(return_value, "type", in.type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom");
 	add_assoc_long(return_value, "k", in.k);
 	add_u64(return_value, "capacity", in.capacity);
-	add_assoc_double(return_value, "fpr_target", in.fpr_target);
+	/* "error_rate", as SHMF.INFO, shmctl info --json and RedisBloom call it. */
+	add_assoc_double(return_value, "error_rate", in.fpr_target);
 	add_u64(return_value, "bits", in.bits);
 	add_u64(return_value, "bytes", in.bytes);
 	add_u64(return_value, "items", in.items);
