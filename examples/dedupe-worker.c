@@ -28,7 +28,10 @@ int main(int argc, char **argv)
 	shmf_t *f;
 	int rc = shmf_open(instance, filter, SHMF_RDWR, &f); /* once per process */
 	if (rc < 0) {
-		fprintf(stderr, "dedupe-worker: filter '%s': %s\n", filter, shmf_strerror(rc));
+		/* A permission error has more to say: which file, its group and mode. */
+		const char *detail = shmf_error_detail();
+		fprintf(stderr, "dedupe-worker: filter '%s': %s%s%s\n", filter, shmf_strerror(rc), *detail ? ": " : "",
+			detail);
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

@@ -4,7 +4,7 @@
  * counted in one cuckoo filter that every PHP-FPM worker of the host shares
  * through shmd (use case 4).
  *
- *   shmctl create push --type cuckoo --capacity 10000000 --fpr 0.01 --mode 0660
+ *   shmctl create push --type cuckoo --capacity 10000000 --fpr 0.01 --mode 0660 --window 1d --generations 1
  *   php -d extension=shmf.so push-cap.php DEVICE     # CLI: "sent" (exit 0) or "capped" (exit 1)
  *   GET /push-cap.php?device=DEVICE                  # PHP-FPM: 200 "sent" or 429 "capped"
  *
@@ -13,13 +13,12 @@
  * if its holder dies): however many workers push to one device at once,
  * exactly 4 get through per day. It costs about a microsecond.
  *
- * The day is part of the key, so yesterday's copies do not count today;
- * they still take room until the filter is emptied. Size the filter for
- * two days of pushes and empty it once a day, a little after midnight UTC
- * (yesterday's keys are then dead weight only):
- *   shmctl build --type cuckoo --capacity 10000000 --fpr 0.01 --from /dev/null -o empty.snap
- *   shmctl swap push empty.snap
- * A device pushed just before the swap can then get 4 more that day.
+ * The day is the filter's time window (the README's recipe: window = 1d,
+ * generations = 1): every 24 hours shmd starts a new, empty generation and
+ * drops the old one, so the key is the device alone and the filter holds
+ * one day of pushes. The days run from the filter's creation; to have them
+ * start at midnight UTC, rotate it then (cron: 0 0 * * * shmctl rotate
+ * push). A device pushed just before a rotation can get 4 more after it.
  */
 
 const PUSHES_PER_DAY = 4;
@@ -27,8 +26,7 @@ const PUSHES_PER_DAY = 4;
 /** True if a push to $device may go out now (and counts it). */
 function may_push(Shmf\Filter $caps, string $device): bool
 {
-	$key = $device . '|' . gmdate('Y-m-d');
-	return $caps->addCapped($key, PUSHES_PER_DAY) < PUSHES_PER_DAY;
+	return $caps->addCapped($device, PUSHES_PER_DAY) < PUSHES_PER_DAY;
 }
 
 $device = PHP_SAPI === 'cli' ? ($argv[1] ?? '') : (string)($_GET['device'] ?? '');

@@ -1,7 +1,7 @@
 <?php
 /*
  * seen-urls.php - a recommendation "seen" filter: show a user only the URLs
- * they were not shown before, from one Bloom filter that every PHP-FPM
+ * they were not shown before, from one cuckoo filter that every PHP-FPM
  * worker of the host shares through shmd (use case 1).
  *
  *   shmctl create seen --type cuckoo --capacity 100000000 --fpr 0.001 --mode 0660

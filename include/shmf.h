@@ -189,29 +189,30 @@ typedef struct {
 	int type;                     /**< SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
 	uint32_t k;                   /**< Bloom: bits set per key; cuckoo: fingerprint bits */
 	uint64_t capacity;            /**< keys it was sized for */
-	double fpr_target;            /**< false-positive rate it was sized for, at capacity */
-	uint64_t bits;                /**< Bloom: filter bits (64-byte blocks x 512);
-					   cuckoo: fingerprint slots x fingerprint bits */
-	uint64_t bytes;               /**< size of the data segment in bytes, header included */
-	uint64_t items;               /**< Bloom: adds that reported the key new;
-					   cuckoo: fingerprints stored (adds minus deletes) */
-	double fill_ratio;            /**< Bloom: expected fraction of bits set;
-					   cuckoo: fraction of slots in use (load) */
-	double fpr_estimate;          /**< expected false-positive rate now, from items */
-	uint64_t generation;          /**< generation this handle has mapped */
-	uint64_t buckets;             /**< cuckoo: buckets of bucket_size slots; Bloom: 0 */
-	uint32_t fingerprint_bits;    /**< cuckoo: 8 or 16; Bloom: 0 */
-	uint32_t max_kicks;           /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
-	uint64_t relocations;         /**< cuckoo: fingerprints moved so far; Bloom: 0 */
-	uint64_t deletes;             /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
-	uint64_t window_secs;         /**< time window: seconds per generation; 0: not windowed */
-	uint32_t window_generations;  /**< time window: generations kept; 0: not windowed */
-	uint32_t live_generations;    /**< generations checked now (1 unless windowed); the
-					   fields above describe the newest, where adds go */
-	uint64_t items_live;          /**< items summed over the live generations */
-	uint32_t bucket_size;         /**< cuckoo: fingerprints per bucket, 1, 2, 4 or 8 (RedisBloom's
-					   BUCKETSIZE); Bloom: 0 */
-	uint32_t reserved;            /**< zero */
+	double fpr_target;   /**< false-positive rate it was sized for, at capacity ("error_rate" in SHMF.INFO, shmctl
+				info --json and PHP's info()) */
+	uint64_t bits;       /**< Bloom: filter bits (64-byte blocks x 512);
+				  cuckoo: fingerprint slots x fingerprint bits */
+	uint64_t bytes;      /**< size of the data segment in bytes, header included */
+	uint64_t items;      /**< Bloom: adds that reported the key new;
+				  cuckoo: fingerprints stored (adds minus deletes) */
+	double fill_ratio;   /**< Bloom: expected fraction of bits set;
+				  cuckoo: fraction of slots in use (load) */
+	double fpr_estimate; /**< expected false-positive rate now, from items */
+	uint64_t generation; /**< generation this handle has mapped */
+	uint64_t buckets;    /**< cuckoo: buckets of bucket_size slots; Bloom: 0 */
+	uint32_t fingerprint_bits;   /**< cuckoo: 8 or 16; Bloom: 0 */
+	uint32_t max_kicks;          /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
+	uint64_t relocations;        /**< cuckoo: fingerprints moved so far; Bloom: 0 */
+	uint64_t deletes;            /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
+	uint64_t window_secs;        /**< time window: seconds per generation; 0: not windowed */
+	uint32_t window_generations; /**< time window: generations kept; 0: not windowed */
+	uint32_t live_generations;   /**< generations checked now (1 unless windowed); the
+					  fields above describe the newest, where adds go */
+	uint64_t items_live;         /**< items summed over the live generations */
+	uint32_t bucket_size;        /**< cuckoo: fingerprints per bucket, 1, 2, 4 or 8 (RedisBloom's
+					  BUCKETSIZE); Bloom: 0 */
+	uint32_t reserved;           /**< zero */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */
@@ -367,6 +368,24 @@ SHMF_API int shmf_info(shmf_t *f, shmf_info_t *out);
  * Never NULL; the string is static.
  */
 SHMF_API const char *shmf_strerror(int err);
+
+/**
+ * More about the last failure of a call in this thread, where there is
+ * more to say than shmf_strerror(): for -EACCES and -EPERM from
+ * shmf_open() (or from a call that maps a new generation), the file or
+ * directory refused, its owner, group and mode, the caller's user and
+ * groups, and what to change. Example: "/run/shmd/default/clicks.1.data:
+ * Permission denied opening it to add (SHMF_RDWR) for user www-data (uid
+ * 33, gid 33 www-data, in group shmf): it is root:shmf, mode 0640; its
+ * group may only check: ...".
+ *
+ * Per thread, so a worker's threads never read each other's. shmf_open()
+ * clears it first; other calls only set it. Read it right after the
+ * failing call, before the thread's next shmf_ call.
+ * @return the sentence, or "" when the last failure had nothing to add.
+ *         Never NULL; valid until the thread's next shmf_ call.
+ */
+SHMF_API const char *shmf_error_detail(void);
 
 #ifdef __cplusplus
 }

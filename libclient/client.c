@@ -321,6 +321,7 @@ fail:
 
 int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out)
 {
+	shmf_detail_clear();
 	if (out == NULL || (flags & ~SHMF_RDWR) != 0)
 		return SHMF_E_INVAL;
 	return open_handle(instance, filter, flags, out);

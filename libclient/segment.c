@@ -110,8 +110,11 @@ int shmf_dir_open(const char *instance, struct shmf_dir *out)
 	if (r < 0)
 		return r;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return (errno == ENOENT || errno == ENOTDIR) ? SHMF_E_NOTFOUND : -errno;
+	if (fd < 0) {
+		r = (errno == ENOENT || errno == ENOTDIR) ? SHMF_E_NOTFOUND : -errno;
+		shmf_detail_access(path, NULL, 0, 1, r);
+		return r;
+	}
 	if ((r = shmf_dir_check(fd, out)) < 0) {
 		close(fd);
 		return r;
@@ -129,8 +132,11 @@ void shmf_dir_close(struct shmf_dir *d)
 int shmf_dir_open_member(const struct shmf_dir *dir, const char *name, int writable, mode_t forbidden, struct stat *st)
 {
 	int fd = openat(dir->fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? SHMF_E_NOTFOUND : errno == ELOOP ? SHMF_E_OWNER : -errno;
+	if (fd < 0) {
+		int r = errno == ENOENT ? SHMF_E_NOTFOUND : errno == ELOOP ? SHMF_E_OWNER : -errno;
+		shmf_detail_member(dir->fd, name, writable, r);
+		return r;
+	}
 	if (fstat(fd, st) < 0) {
 		int e = -errno;
 		close(fd);

@@ -22,6 +22,23 @@ struct shmf_dir {
 	uid_t owner; /* every file in it must have this owner */
 };
 
+/* ---- errors.c: the thread's error detail (shmf_error_detail()) ---- */
+
+/** Forget the thread's detail (at the start of shmf_open()). */
+void shmf_detail_clear(void);
+
+/**
+ * When @p err is -EACCES or -EPERM: the thread's detail becomes a sentence
+ * naming @p path, its owner, group and mode, the caller's identity and
+ * what to change (@p filter: the filter to name there, NULL: none;
+ * @p writable: opened for adding; @p is_dir: the instance directory).
+ * Other errors leave it as it is.
+ */
+void shmf_detail_access(const char *path, const char *filter, int writable, int is_dir, int err);
+
+/** The same for file @p name of the directory open on @p dirfd. */
+void shmf_detail_member(int dirfd, const char *name, int writable, int err);
+
 /* The control segment, mapped. */
 struct shmf_ctl_map {
 	int fd;

@@ -13,8 +13,8 @@
 set -u
 ROOT=$(mktemp -d "/dev/shm/shmf-$NAME-XXXXXX")
 export SHMF_RUNTIME_DIR=$ROOT/run
-# shmd makes a missing runtime directory under its umask of 077, so 0700,
-# with no way in for www-data's workers: make it here, 0755.
+# shmd would make the runtime directory 0755 too; made here, so that the
+# temporary directory's own mode (0700 from mktemp) is opened up below.
 mkdir -m 0755 "$SHMF_RUNTIME_DIR"
 chmod 0755 "$ROOT"
 SHMD=$BUILD/shmd/shmd

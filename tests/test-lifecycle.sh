@@ -129,9 +129,14 @@ check "remove_on_exit applied (logged)" grep -q "reload: \[instance\] remove_on_
 check "[tcp] port needs a restart (logged)" grep -q "reload: \[tcp\] port 6479 -> 7000: needs a restart; not applied" "$LOG"
 check "summary logged" grep -q "1 filters created, 2 changes applied, 2 refused, 1 need a restart" "$LOG"
 
-# shmctl reload: the same, answered; nothing new this time.
+# shmctl reload: the same, answered; nothing new this time. Not all of the
+# file is in force: exit 1, and stderr says so.
 checks=$((checks + 1))
-"$SHMCTL" -i rl reload >"$ROOT/out" 2>"$ROOT/err" || fail "shmctl reload exited $?: $(cat "$ROOT/err")"
+"$SHMCTL" -i rl reload >"$ROOT/out" 2>"$ROOT/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "shmctl reload with changes refused and one needing a restart exited $rc, want 1"
+grep -q "^shmctl: reload: not all of the configuration is in force: 2 changes refused, 1 needs a restart" "$ROOT/err" ||
+	fail "shmctl reload does not say on stderr that not all is in force: $(cat "$ROOT/err")"
 grep -q "0 filters created, 0 changes applied, 2 refused, 1 need a restart" "$ROOT/out" ||
 	fail "shmctl reload does not print the summary: $(cat "$ROOT/out")"
 grep -q "filter 'a': capacity 5000 in the configuration, 1000 live: refused" "$ROOT/out" ||
@@ -187,7 +192,9 @@ tail -n +"$((lines + 1))" "$LOG" | grep -q "shmd\[notice\]\|shmd\[info\]" &&
 # A changed bucket size is a change of shape: refused, said, the filter kept as it is.
 sed -i 's/^capacity = 2000$/capacity = 2000\nbucket_size = 2/' "$CONF"
 checks=$((checks + 1))
-"$SHMCTL" -i rl reload >"$ROOT/out" 2>"$ROOT/err" || fail "shmctl reload exited $?: $(cat "$ROOT/err")"
+"$SHMCTL" -i rl reload >"$ROOT/out" 2>"$ROOT/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "shmctl reload of a refused bucket size exited $rc, want 1: $(cat "$ROOT/err")"
 grep -q "filter 'b': bucket_size 2 in the configuration, 4 live: refused" "$ROOT/out" ||
 	fail "shmctl reload does not refuse the bucket size change: $(cat "$ROOT/out")"
 check "the refused filter keeps its buckets of 4" bash -c "'$SHMCTL' -i rl info b | grep -Eq '^bucket_size +4$'"
@@ -199,6 +206,44 @@ check "SIGTERM stops shmd" wait_for gone "$PID"
 check "SIGTERM removed the socket" bash -c "[ ! -e '$SHMF_RUNTIME_DIR/rl.sock' ]"
 check "SIGTERM removed the pidfile" bash -c "[ ! -e '$SHMF_RUNTIME_DIR/rl.pid' ]"
 check "remove_on_exit, set by a reload, removed the instance" bash -c "[ ! -e '$SHMF_RUNTIME_DIR/rl' ]"
+
+# Only real changes are listed, and the exit status says whether the
+# whole file is in force: an unchanged file gives the summary alone and
+# exit 0; a key read only at start (maxclients, [defaults]) is said to need
+# a restart (exit 1); a new group is one line, not also a roles change.
+# reload_expect STATUS: shmctl reload must exit STATUS.
+reload_expect() {
+	checks=$((checks + 1))
+	"$SHMCTL" -i rq reload >"$ROOT/out" 2>"$ROOT/err"
+	local rc=$?
+	[ "$rc" -eq "$1" ] || fail "shmctl reload ($2): exit $rc, want $1: $(cat "$ROOT/out" "$ROOT/err")"
+}
+printf '[instance]\nname = rq\nlog_file = %s\n\n[filter q]\ncapacity = 1000\nfpr = 0.01\n' "$ROOT/rq.log" >"$ROOT/rq.conf"
+"$SHMD" -c "$ROOT/rq.conf" || fail "shmd -c rq.conf exited $?"
+PIDS+=("$(cat "$SHMF_RUNTIME_DIR/rq.pid")")
+reload_expect 0 "an unchanged file"
+check "an unchanged file: the summary alone" bash -c "[ \"\$(cat '$ROOT/out')\" = '$ROOT/rq.conf: 0 filters created, 0 changes applied, 0 refused, 0 need a restart' ]"
+check "an unchanged file: nothing on stderr" bash -c "[ ! -s '$ROOT/err' ]"
+reload_expect 0 "an unchanged file, again"
+check "an unchanged file, again: the summary alone" bash -c "[ \$(wc -l <'$ROOT/out') -eq 1 ]"
+sed -i 's/^name = rq$/name = rq\nmaxclients = 50/' "$ROOT/rq.conf"
+printf '[defaults]\nbloom_capacity = 500\n' >>"$ROOT/rq.conf"
+reload_expect 1 "maxclients and [defaults] changed"
+check "maxclients: needs a restart" grep -qx "\[instance\] maxclients 1024 -> 50: needs a restart; not applied" "$ROOT/out"
+check "[defaults]: needs a restart" grep -qx "\[defaults\] changed: needs a restart; not applied" "$ROOT/out"
+check "the summary counts both" grep -q "0 refused, 2 need a restart$" "$ROOT/out"
+check "stderr says 2 need a restart" grep -q "0 changes refused, 2 need a restart" "$ROOT/err"
+if [ "$(id -u)" -eq 0 ] && getent group daemon >/dev/null; then
+	printf '[instance]\nname = rq\nlog_file = %s\ngroup = daemon\n\n[filter q]\ncapacity = 1000\nfpr = 0.01\n' \
+		"$ROOT/rq.log" >"$ROOT/rq.conf"
+	reload_expect 0 "a new group"
+	check "a new group: one line for it" grep -qx "\[instance\] group (none) -> daemon: for the permissions pass" "$ROOT/out"
+	check "a new group: no roles line" bash -c "! grep -q '^\[roles\]' '$ROOT/out'"
+	check "a new group: the files follow" bash -c "[ \"\$(stat -c %G '$SHMF_RUNTIME_DIR/rq/control')\" = daemon ]"
+	reload_expect 0 "the same group again"
+	check "the same group again: the summary alone" bash -c "[ \$(wc -l <'$ROOT/out') -eq 1 ]"
+fi
+kill "$(cat "$SHMF_RUNTIME_DIR/rq.pid")"
 
 # --log-level wins over the file; foreground logs go to stderr.
 printf '[instance]\nname = lv\nlog_level = debug\n' >"$CONF"

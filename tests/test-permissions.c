@@ -187,6 +187,22 @@ static void test_modes(void **state)
 
 /* ---- Users -------------------------------------------------------------- */
 
+/* 1 (and the detail printed) if shmf_error_detail() lacks one of the
+ * NULL-terminated strings after @p first. */
+static int detail_lacks_v(const char *first, ...)
+{
+	va_list ap;
+	const char *d = shmf_error_detail();
+	int lacks = 0;
+	va_start(ap, first);
+	for (const char *s = first; s != NULL && !lacks; s = va_arg(ap, const char *))
+		lacks = strstr(d, s) == NULL;
+	va_end(ap);
+	fprintf(stderr, "%s: shmf_error_detail(): %s\n", lacks ? "LACKS" : "ok", d);
+	return lacks;
+}
+#define detail_lacks(...) detail_lacks_v(__VA_ARGS__, NULL)
+
 /* Exit codes of the children: 0 as expected, else which check failed. */
 static int outsider_checks(void)
 {
@@ -200,6 +216,13 @@ static int outsider_checks(void)
 	}
 	if (strcmp(shmf_strerror(-EACCES), "Permission denied") != 0)
 		return 30;
+	/* The detail names the directory refused, its owner, group and mode,
+	 * who asked, and what to change. */
+	if (shmf_open(INSTANCE, "rw", SHMF_RDWR, &f) != -EACCES)
+		return 32;
+	if (detail_lacks(shmd.idir, "Permission denied", "(the instance directory)", outsider_name, "not in group",
+			 group_name, "is root:", "mode 0750", "run the worker as a member of group"))
+		return 33;
 	if (connect_sock() != -EACCES)
 		return 31;
 	return 0;
@@ -218,6 +241,16 @@ static int member_checks(void)
 	shmf_close(f);
 	if (shmf_open(INSTANCE, "ro", SHMF_RDWR, &f) != -EACCES)
 		return 12;
+	/* The data file refused, named with its mode and group, and the two
+	 * ways out. */
+	char data[256];
+	snprintf(data, sizeof(data), "%s/ro.", shmd.idir);
+	if (detail_lacks(data, ".data: Permission denied opening it to add (SHMF_RDWR)", member_name, ", in group ",
+			 group_name, "it is root:", "mode 0640", "open it with SHMF_RDONLY", "'shmctl chmod ro 0660'"))
+		return 22;
+	if (shmf_open(INSTANCE, "ro", SHMF_RDONLY, &f) != 0 || strcmp(shmf_error_detail(), "") != 0)
+		return 23;
+	shmf_close(f);
 	/* 0660: add too, and the cuckoo lock through its own descriptor. */
 	if (shmf_open(INSTANCE, "rw", SHMF_RDWR, &f) != 0)
 		return 13;
@@ -233,6 +266,9 @@ static int member_checks(void)
 	/* 0600: not even a check. */
 	if (shmf_open(INSTANCE, "priv", SHMF_RDONLY, &f) != -EACCES)
 		return 17;
+	if (detail_lacks(shmd.idir, "/priv.", "to check (SHMF_RDONLY)", "mode 0600", "give the filter mode 0640",
+			 "'shmctl chmod priv MODE'"))
+		return 24;
 	/* The socket: files are opened as this user, not as root. */
 	char reply[512], path[160];
 	snprintf(path, sizeof(path), "%s/secret.snap", shmd.root);

@@ -120,7 +120,8 @@ swap)
 		[ "$(cat "$ROOT"/state/[0-9]* | awk '{print $4, $6}' | sort -u)" = "2 2" ]
 	;;
 examples)
-	"$SHMCTL" create push --type cuckoo --capacity 10000 --fpr 0.01 --mode 0660 >/dev/null &&
+	# As examples/push-cap.php says: the day is the filter's window.
+	"$SHMCTL" create push --type cuckoo --capacity 10000 --fpr 0.01 --mode 0660 --window 1d --generations 1 >/dev/null &&
 		"$SHMCTL" create seen --type cuckoo --capacity 10000 --fpr 0.001 --mode 0660 >/dev/null ||
 		{ fail "shmctl create push, seen"; finish; }
 	urls=()
@@ -132,13 +133,17 @@ examples)
 	check "push-cap: another device is not capped" \
 		[ "$(curl -s "http://127.0.0.1:$PORT/push-cap.php?device=dev-43")" = "sent" ]
 	check "push-cap: the filter holds 4 copies for dev-42" \
-		[ "$("$SHMCTL" count push "dev-42|$(date -u +%Y-%m-%d)" | cut -f1)" = "4" ]
+		[ "$("$SHMCTL" count push dev-42 | cut -f1)" = "4" ]
+	check "push-cap: the filter is the 1-day, 1-generation window the example asks for" \
+		sh -c "'$SHMCTL' info push | grep -Eq '^window_secs +86400\$' && '$SHMCTL' info push | grep -Eq '^window_generations +1\$'"
 
-	# The daily reset push-cap.php describes: swap in an empty filter.
-	check "push-cap: the daily reset (shmctl build --from /dev/null, shmctl swap) lets dev-42 push again" \
-		sh -c "'$SHMCTL' build --type cuckoo --capacity 10000 --fpr 0.01 --from /dev/null -o '$ROOT/empty.snap' >/dev/null &&
-			'$SHMCTL' swap push '$ROOT/empty.snap' >/dev/null &&
-			[ \"\$(curl -s 'http://127.0.0.1:$PORT/push-cap.php?device=dev-42')\" = sent ]"
+	# The next day: the window turns (shmctl rotate stands in for 24 h) and
+	# dev-42 may push again, 4 times.
+	"$SHMCTL" rotate push >/dev/null || fail "shmctl rotate push"
+	check "push-cap: after the window turns dev-42 may push again" \
+		[ "$(curl -s "http://127.0.0.1:$PORT/push-cap.php?device=dev-42")" = "sent" ]
+	check "push-cap: the new day counts from 1 (the old day's 4 copies are gone)" \
+		[ "$("$SHMCTL" count push dev-42 | cut -f1)" = "1" ]
 
 	seen() { curl -s --globoff "http://127.0.0.1:$PORT/seen-urls.php?user=$1&n=3&url[]=/a&url[]=/b&url[]=/c&url[]=/d&url[]=/e" | tr '\n' ' '; }
 	check "seen-urls: a new user gets the first 3" [ "$(seen u1)" = "/a /b /c " ]

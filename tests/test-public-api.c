@@ -103,6 +103,8 @@ static void test_only_the_api_is_exported(void **state)
 	/* Public symbols resolve; internal ones of the same library do not. */
 	assert_non_null(dlsym(RTLD_DEFAULT, "shmf_open"));
 	assert_non_null(dlsym(RTLD_DEFAULT, "shmf_check_many"));
+	assert_non_null(dlsym(RTLD_DEFAULT, "shmf_error_detail"));
+	assert_null(dlsym(RTLD_DEFAULT, "shmf_detail_access"));
 	assert_null(dlsym(RTLD_DEFAULT, "shmf_bloom_size"));
 	assert_null(dlsym(RTLD_DEFAULT, "shmf_data_map_open"));
 	assert_null(dlsym(RTLD_DEFAULT, "shmf_layout_fingerprint"));

@@ -68,6 +68,7 @@ msg usage 2 "list: unexpected argument 'x'" -- list x
 msg usage 2 "add: missing FILTER and the keys" -- add
 msg usage 2 "add: missing the keys after 'f'" -- add f
 msg usage 2 "add: unknown option '-z'" -- add -z f k
+msg usage 2 "add: unknown option '-z' \\(a key that starts with '-' goes after --\\)" -- add f k -z
 msg usage 2 "check: missing the keys after 'f'" -- check -q f
 msg usage 2 "del: missing the keys after 'f'" -- del f --
 msg usage 2 "count: missing FILTER" -- count

@@ -105,8 +105,18 @@ expect 0 '^present	alpha$' '' -- check clicks alpha beta gamma delta
 expect 1 '^absent	omega$' '' -- check clicks alpha omega
 expect 1 '' '' -- check -q clicks alpha omega
 expect 0 '' '' -- check -q clicks alpha beta
-expect 0 '^1 keys added, 1 new$' '' -- add clicks -dash
-expect 0 '^present	-dash$' '' -- check clicks -dash
+# options anywhere before --: -q after the filter or a key is -q, not a
+# key; after --, every argument is a key; any other '-x' before -- refused
+expect 0 '' '' -- add clicks -q opt-1
+expect 0 '' '' -- add clicks opt-2 -q
+expect 0 '' '' -- check clicks opt-1 -q opt-2
+expect 1 '^absent	-q$' '' -- check clicks -- -q
+expect 2 '' "add: unknown option '-dash' \(a key that starts with '-' goes after --\)" -- add clicks -dash
+expect 1 '^absent	-dash$' '' -- check clicks -- -dash
+expect 0 '^1 keys added, 1 new$' '' -- add clicks -- -dash
+expect 0 '^present	-dash$' '' -- check clicks -- -dash
+expect 1 '^absent	-$' '' -- check clicks -- -
+STDIN=/dev/null expect 0 '' '' -- add clicks - -q
 
 # keys from stdin, more than one 10,000-key chunk, with CRLF and blank lines
 seq 1 25000 | sed 's/^/user-/' >"$ROOT/keys"
@@ -116,7 +126,7 @@ printf 'crlf-key\r\n\n\n' >>"$ROOT/keys"
 # it fills), so the count is read back and every later figure follows it.
 STDIN=$ROOT/keys expect 0 '^25001 keys added, (2499[0-9]|2500[01]) new$' '' -- add clicks -
 fresh=$(sed -n 's/^25001 keys added, \([0-9]*\) new$/\1/p' "$ROOT/out")
-ITEMS=$((5 + ${fresh:-0}))
+ITEMS=$((7 + ${fresh:-0})) # alpha beta gamma delta opt-1 opt-2 -dash
 STDIN=$ROOT/keys expect 0 '' '' -- check -q clicks -
 expect 0 '^present	crlf-key$' '' -- check clicks crlf-key
 seq 30001 30100 | sed 's/^/user-/' >"$ROOT/absent"
@@ -164,6 +174,7 @@ expect 0 '^added	dev-9	0 before$' '' -- add-capped --cap 2 push dev-9
 expect 0 '^added	dev-9	1 before$' '' -- add-capped --cap 2 push dev-9
 expect 1 '^at cap	dev-9	2 before$' '' -- add-capped --cap 2 push dev-9
 expect 1 '' '' -- add-capped -q --cap 1 push new-a new-b dev-2
+expect 1 '^at cap	dev-2	1 before$' '' -- add-capped push dev-2 --cap 1
 expect 0 '^items +6$' '' -- info push
 expect 0 '^deletes +1$' '' -- info push
 seq 1 200 | sed 's/^/cuckoo-/' >"$ROOT/ckeys"
@@ -224,6 +235,16 @@ fi
 seq 1 30000 | sed 's/^/built:/' >"$ROOT/keys.txt"
 expect 0 'built.snap: bloom filter, 30000 keys read, (29[0-9]{3}|30000) items' '' -- build --capacity 50000 --fpr 0.001 --from "$ROOT/keys.txt" -o "$ROOT/built.snap"
 STDIN=$ROOT/keys.txt expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 0.01 --from - -o "$ROOT/built-cf.snap" --name blocks
+# More keys than the capacity: built, with a warning giving the rate the
+# filter will have; duplicates that do not fill it past capacity: no warning.
+seq 1 100000 | sed 's/^/over-/' >"$ROOT/keys100k"
+expect 0 '100000 keys read' "^shmctl: build: warning: 100000 keys read into a filter sized for --capacity 5000: its false-positive rate will be nearly 1 \(almost every check will answer 'present'\), not the 0.01 asked for \(--capacity 100000 covers every line read\)$" -- build --capacity 5000 --fpr 0.01 --from "$ROOT/keys100k" -o "$ROOT/over.snap"
+head -n 5500 "$ROOT/keys100k" >"$ROOT/keys5500"
+expect 0 '5500 keys read' "warning: 5500 keys read into a filter sized for --capacity 5000: its false-positive rate will be about 0\.0[1-9][0-9]*, not the 0.01" -- build --capacity 5000 --fpr 0.01 --from "$ROOT/keys5500" -o "$ROOT/over.snap"
+rate=$(sed -n 's/.* will be about \([0-9.]*\), .*/\1/p' "$ROOT/err")
+awk -v r="${rate:-0}" 'BEGIN { exit !(r > 0.011 && r < 0.03) }' || fail "build of 5500 keys at capacity 5000: rate '$rate', want above 0.011 (10% past capacity) and below 0.03"
+cat "$ROOT/keys.txt" "$ROOT/keys.txt" >"$ROOT/keys-twice"
+expect 0 '60000 keys read' '' -- build --capacity 40000 --fpr 0.01 --from "$ROOT/keys-twice" -o "$ROOT/over.snap"
 expect 0 '^type +bloom$' '' -- inspect "$ROOT/built.snap"
 expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
 expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"

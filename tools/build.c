@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,6 +336,47 @@ static int build_write(const struct table *t, const struct filter_spec *spec, co
 	return 0;
 }
 
+/* The false-positive rate trained table @p t answers at: Bloom, from the
+ * bits set (a key lands in a block at random and finds its k bits there
+ * set with probability (set / 512)^k; duplicates in the input count once,
+ * as they set nothing); cuckoo, from its load. */
+static double table_fpr(const struct table *t)
+{
+	if (t->g.type != SHMF_TYPE_BLOOM)
+		return shmf_cuckoo_fpr(t->items, t->g.nbuckets, t->g.k, t->g.bucket_size);
+	const uint64_t *w = t->payload;
+	double sum = 0;
+	for (uint64_t b = 0; b < t->g.nblocks; b++) {
+		unsigned set = 0;
+		for (unsigned i = 0; i < SHMF_BLOCK_BYTES / 8; i++)
+			set += (unsigned)__builtin_popcountll(w[b * (SHMF_BLOCK_BYTES / 8) + i]);
+		sum += pow((double)set / (SHMF_BLOCK_BYTES * 8), (double)t->g.k);
+	}
+	return sum / (double)t->g.nblocks;
+}
+
+/* More keys than the filter was sized for: a warning with the rate the
+ * filter will answer at, since a snapshot swapped in by a script is
+ * seldom looked at again. The keys that set a bit (items) decide, not the
+ * lines read: a list with duplicates may fill the filter no further than
+ * its capacity. */
+static void build_warn_over(const struct table *t, const struct filter_spec *s)
+{
+	if (t->items <= s->capacity)
+		return;
+	double fpr = table_fpr(t);
+	char rate[64];
+	if (fpr >= 0.9995)
+		snprintf(rate, sizeof(rate), "nearly 1 (almost every check will answer 'present')");
+	else
+		snprintf(rate, sizeof(rate), "about %.3g", fpr);
+	fprintf(stderr,
+		"shmctl: build: warning: %" PRIu64 " keys read into a filter sized for --capacity %" PRIu64
+		": its false-positive rate will be %s, not the %g asked for (--capacity %" PRIu64
+		" covers every line read)\n",
+		t->keys, s->capacity, rate, s->fpr, t->keys);
+}
+
 int shmctl_build(int argc, char **argv)
 {
 	struct build_args a;
@@ -355,6 +397,7 @@ int shmctl_build(int argc, char **argv)
 	double secs;
 	if (build_read(&t, a.from, &secs) < 0 || build_write(&t, s, a.out) < 0)
 		return 2;
+	build_warn_over(&t, s);
 	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", a.out,
 	       spec_type_name(s->type), t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
 	return 0;

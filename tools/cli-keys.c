@@ -163,41 +163,59 @@ static int feed_stdin(struct keys *k)
 struct key_args {
 	const char *filter;
 	int first;   /* argv index of the first key */
-	int literal; /* -- came before the keys: no file check */
+	int literal; /* argv index of the first key that came after --: no file check from there */
 	int from_stdin;
 };
 
-/* [-q] [--cap N] FILTER [--] (KEY... | -) into @p a and @p k; a usage error exits. */
-static void parse(struct keys *k, int argc, char **argv, struct key_args *a)
+/* One option at argv[*i] into @p k (its value, if any, taken too); an
+ * unknown one is a usage error naming it (exits). */
+static void parse_option(struct keys *k, int argc, char **argv, int *i)
+{
+	const char *verb = argv[0], *opt = argv[*i];
+	if (!strcmp(opt, "-q")) {
+		k->quiet = 1;
+	} else if (!strcmp(opt, "--cap") && k->op == OP_CAPPED) {
+		if (*i + 1 >= argc)
+			cli_usage_error(verb, "--cap needs a value: the most copies a key may have");
+		k->cap = argv[++*i];
+		if (strspn(k->cap, "0123456789") != strlen(k->cap) || strlen(k->cap) == 0 || strlen(k->cap) > 7)
+			cli_usage_error(verb, "--cap '%s' is not an integer from 0 to 1000000", k->cap);
+	} else {
+		cli_usage_error(verb, "unknown option '%s' (a key that starts with '-' goes after --)", opt);
+	}
+}
+
+/* [-q] [--cap N] FILTER [--] (KEY... | -) into @p a and @p k; a usage
+ * error exits. Options are taken anywhere before --, so that 'add f -q k'
+ * is quiet rather than a key "-q"; after --, every argument is the filter
+ * or a key. The filter and the keys are moved to argv[1..], in order.
+ * @return the new argc. */
+static int parse(struct keys *k, int argc, char **argv, struct key_args *a)
 {
 	const char *verb = argv[0];
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-		if (!strcmp(argv[i], "-q")) {
-			k->quiet = 1;
-		} else if (!strcmp(argv[i], "--cap") && k->op == OP_CAPPED) {
-			if (i + 1 >= argc)
-				cli_usage_error(verb, "--cap needs a value: the most copies a key may have");
-			k->cap = argv[++i];
-			if (strspn(k->cap, "0123456789") != strlen(k->cap) || strlen(k->cap) == 0 || strlen(k->cap) > 7)
-				cli_usage_error(verb, "--cap '%s' is not an integer from 0 to 1000000", k->cap);
+	int n = 1, dashes = 0;
+	a->literal = argc;
+	for (int i = 1; i < argc; i++) {
+		if (!dashes && !strcmp(argv[i], "--")) {
+			dashes = 1;
+			a->literal = n;
+		} else if (!dashes && argv[i][0] == '-' && argv[i][1] != '\0') {
+			parse_option(k, argc, argv, &i);
 		} else {
-			cli_usage_error(verb, "unknown option '%s'", argv[i]);
+			argv[n++] = argv[i];
 		}
 	}
 	if (k->op == OP_CAPPED && k->cap == NULL)
 		cli_usage_error(verb, "missing --cap N, the most copies a key may have");
-	if (i >= argc)
+	if (n < 2)
 		cli_usage_error(verb, "missing FILTER and the keys (KEY..., or - to read them from stdin)");
-	a->filter = argv[i++];
-	if (i < argc && !strcmp(argv[i], "--")) {
-		a->literal = 1;
-		i++;
-	}
-	if (i >= argc)
+	a->filter = argv[1];
+	if (n < 3)
 		cli_usage_error(verb, "missing the keys after '%s' (KEY..., or - to read them from stdin)", a->filter);
-	a->first = i;
-	a->from_stdin = !a->literal && argc - i == 1 && !strcmp(argv[i], "-");
+	a->first = 2;
+	a->literal = a->literal < a->first ? a->first : a->literal;
+	a->from_stdin = a->literal > a->first && n == 3 && !strcmp(argv[2], "-");
+	return n;
 }
 
 /* A key that names an existing file was most likely meant as the file
@@ -205,7 +223,7 @@ static void parse(struct keys *k, int argc, char **argv, struct key_args *a)
 static void refuse_file_keys(const struct keys *k, int argc, char **argv, const struct key_args *a)
 {
 	struct stat st;
-	for (int i = a->first; i < argc && !a->literal && !a->from_stdin; i++)
+	for (int i = a->first; i < argc && i < a->literal && !a->from_stdin; i++)
 		if (stat(argv[i], &st) == 0) {
 			fprintf(stderr,
 				"shmctl: %s: '%s' is a file here; to %s its lines, use 'shmctl %s %s - < %s'; to take the "
@@ -244,7 +262,7 @@ int cli_keys(int argc, char **argv, enum key_op op)
 {
 	struct keys k = { .op = op, .what = argv[0] };
 	struct key_args a = { 0 };
-	parse(&k, argc, argv, &a);
+	argc = parse(&k, argc, argv, &a);
 	refuse_file_keys(&k, argc, argv, &a);
 	k.argv = calloc(CHUNK + 4, sizeof(*k.argv));
 	k.lens = calloc(CHUNK + 4, sizeof(*k.lens));

@@ -45,6 +45,8 @@ static const struct help {
 	  "Adds each KEY, or with -, each line of stdin (blank lines skipped, a trailing CR removed).\n"
 	  "A KEY that names an existing file is refused: to add the file's lines use 'add FILTER - < FILE';\n"
 	  "to add such names as keys, put -- before them.\n"
+	  "Options may come anywhere before --; after --, every argument is a key, so a key that starts\n"
+	  "with '-' goes after -- (the same for check, del, count and add-capped).\n"
 	  "  -q   print nothing; the exit status says (0 added, 2 error: a full cuckoo filter)\n" },
 	{ "check", "[-q] FILTER KEY... | [-q] FILTER -", "check keys",
 	  "Prints present or absent for each key. Exit status: 0 all present, 1 some absent, 2 error.\n"
@@ -81,7 +83,8 @@ static const struct help {
 	  "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
 	  "              [--name NAME]",
 	  "train a filter from a key list into a snapshot file (offline)",
-	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host.\n"
+	  "A progress bar on a terminal. Then 'shmctl swap FILTER OUT' on every host. More keys than\n"
+	  "--capacity: the file is written, and a warning gives the false-positive rate it will have.\n"
 	  "  --max-kicks N, --bucket-size B   cuckoo only, as for create\n" },
 	{ "replication", "[--json] [FILTER]", "fleet: state, cursor, lag, counters and nodes", "" },
 	{ "pull", "FILTER --from HOST:PORT [--password P] [--user U] [--as NAME]",
@@ -100,8 +103,10 @@ static const struct help {
 	  "  --as NAME                the same as AS NAME\n" },
 	{ "reload", "", "make shmd reload its configuration file (as SIGHUP does)",
 	  "Prints what the reload did: filters created, settings applied, changes refused (a filter's\n"
-	  "shape never changes in place) and those that need a restart. A file that does not parse\n"
-	  "changes nothing: the error is printed, exit status 2.\n" },
+	  "shape never changes in place) and those that need a restart; a setting the file leaves as it\n"
+	  "is gets no line. Exit status: 0 the whole file is in force, 1 some of it is not (a change\n"
+	  "refused or needing a restart, said on stderr too), 2 a file that does not parse (nothing\n"
+	  "changed; the error is printed).\n" },
 	{ "ping", "", "is shmd answering?", "" },
 	{ "help", "[VERB]", "list the verbs, or describe one", "" },
 };

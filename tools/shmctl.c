@@ -431,7 +431,24 @@ static int verb_ping(int argc, char **argv, int json)
 	return verb_simple(argc, argv, "PING", 0);
 }
 
-/* reload: SHMF.RELOAD, whose reply is the lines of what it did. */
+/* The counts of SHMF.RELOAD's summary, its last line: "FILE: N filters
+ * created, N changes applied, N refused, N need a restart" (the file's
+ * path may hold ": ", the counts never). @return 0, or -1 if it does not read so. */
+static int reload_counts(const char *line, unsigned *refused, unsigned *restart)
+{
+	const char *last = NULL;
+	unsigned created, applied;
+	for (const char *q = line; (q = strstr(q, ": ")) != NULL; q++)
+		last = q;
+	if (last == NULL || sscanf(last + 2, "%u filters created, %u changes applied, %u refused, %u need a restart",
+				   &created, &applied, refused, restart) != 4)
+		return -1;
+	return 0;
+}
+
+/* reload: SHMF.RELOAD, whose reply is the lines of what it did. Exit 0
+ * when the file is in force, 1 when some of it is not (a change refused,
+ * or one that needs a restart), 2 when nothing changed (an error). */
 static int verb_reload(int argc, char **argv, int json)
 {
 	(void)json;
@@ -439,12 +456,33 @@ static int verb_reload(int argc, char **argv, int json)
 		cli_usage_error("reload", "unexpected argument '%s' (shmd reloads the file it was started with)",
 				argv[1]);
 	const char *req[] = { "SHMF.RELOAD" };
-	redisReply *r = cli_call("reload", 1, req, NULL);
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+	cli_send("reload", 1, req, NULL);
+	redisReply *r = cli_take_any("reload");
+	if (r->type == REDIS_REPLY_ERROR) {
+		const char *msg = cli_error_text(r);
+		fprintf(stderr, "shmctl: reload: %s\n", strncmp(msg, "reload: ", 8) ? msg : msg + 8);
+		freeReplyObject(r);
+		return EXIT_ERROR;
+	}
+	unsigned refused = 0, restart = 0;
+	const redisReply *last = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[r->elements - 1] : NULL;
+	if (last == NULL || last->type != REDIS_REPLY_STRING || reload_counts(last->str, &refused, &restart) < 0) {
+		fprintf(stderr, "shmctl: reload: unexpected reply from shmd (is it the same version as shmctl?)\n");
+		freeReplyObject(r);
+		return EXIT_ERROR;
+	}
+	for (size_t i = 0; i < r->elements; i++)
 		if (r->element[i]->type == REDIS_REPLY_STRING)
 			printf("%s\n", r->element[i]->str);
 	freeReplyObject(r);
-	return 0;
+	if (refused == 0 && restart == 0)
+		return 0;
+	fflush(stdout);
+	fprintf(stderr,
+		"shmctl: reload: not all of the configuration is in force: %u change%s refused, %u need%s a restart "
+		"(the lines above say which)\n",
+		refused, refused == 1 ? "" : "s", restart, restart == 1 ? "s" : "");
+	return EXIT_ABSENT;
 }
 
 /* snapshot, swap, restore, merge: FILTER FILE, the file sent as an absolute

@@ -145,8 +145,12 @@ static shmf_t *ngx_http_shmf_handle(ngx_http_shmf_filter_t *flt, ngx_log_t *log)
 		flt->retry_at = ngx_current_msec + 1000;
 		if (flt->retry_at == 0)
 			flt->retry_at = 1;
-		ngx_log_error(NGX_LOG_ERR, log, 0, "shmf: filter \"%V\" of instance \"%s\": cannot open: %s",
-			      &flt->name, instance_or_default(flt), shmf_strerror(rc));
+		/* A permission error: libshmf's detail names the file, its
+		 * owner, group and mode, and what to change. */
+		ngx_log_error(NGX_LOG_ERR, log, 0, "shmf: filter \"%V\" of instance \"%s\": cannot open: %s%s%s",
+			      &flt->name, instance_or_default(flt), shmf_strerror(rc),
+			      rc == -EACCES || rc == -EPERM ? ": " : "",
+			      rc == -EACCES || rc == -EPERM ? shmf_error_detail() : "");
 		return NULL;
 	}
 	flt->f = f;

@@ -15,7 +15,10 @@ if test "$PHP_SHMF" != "no"; then
   PKG_CHECK_MODULES([SHMF], [shmf])
 
   PHP_EVAL_INCLINE([$SHMF_CFLAGS])
-  PHP_EVAL_LIBLINE([$SHMF_LIBS], [SHMF_SHARED_LIBADD])
+  dnl As given, not through PHP_EVAL_LIBLINE, which adds a run path for
+  dnl every -L: an installed libshmf is found by the dynamic linker; a
+  dnl build tree's SHMF_LIBS carries its own -Wl,-rpath.
+  SHMF_SHARED_LIBADD="$SHMF_LIBS"
 
   dnl Fail here, with a clear message, rather than at load time.
   old_CFLAGS=$CFLAGS; old_LIBS=$LIBS

@@ -11,6 +11,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <errno.h>
 #include "php.h"
 #include "ext/standard/info.h"
 #include "ext/spl/spl_exceptions.h"
@@ -49,13 +50,16 @@ static zend_object *filter_create(zend_class_entry *ce)
 }
 
 /* Throw Shmf\Exception: "filter 'NAME'WHAT: sentence" (code: rc), WHAT
- * being "" or ": method". */
+ * being "" or ": method"; a permission error carries libshmf's detail
+ * (the file, its owner, group and mode, and what to change). */
 static void throw_shmf(const struct shmf_php_handle *h, const char *what, int rc)
 {
-	zend_throw_exception_ex(shmf_exception_ce, rc, "filter '%s'%s%s%s%s: %s%s", h->filter,
+	const char *detail = rc == -EACCES || rc == -EPERM ? shmf_error_detail() : "";
+	zend_throw_exception_ex(shmf_exception_ce, rc, "filter '%s'%s%s%s%s: %s%s%s%s", h->filter,
 	                        h->instance ? " of instance '" : "", h->instance ? h->instance : "",
 	                        h->instance ? "'" : "", what, shmf_strerror(rc),
-	                        rc == SHMF_E_READONLY ? "; construct the Filter with writable: true to add" : "");
+	                        rc == SHMF_E_READONLY ? "; construct the Filter with writable: true to add" : "",
+	                        detail[0] ? ": " : "", detail);
 }
 
 /* The handle of this object, reopened if its filter was dropped; NULL (and
@@ -321,7 +325,8 @@ PHP_METHOD(Shmf_Filter, info)
 	add_assoc_string(return_value, "type", in.type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom");
 	add_assoc_long(return_value, "k", in.k);
 	add_u64(return_value, "capacity", in.capacity);
-	add_assoc_double(return_value, "fpr_target", in.fpr_target);
+	/* "error_rate", as SHMF.INFO, shmctl info --json and RedisBloom call it. */
+	add_assoc_double(return_value, "error_rate", in.fpr_target);
 	add_u64(return_value, "bits", in.bits);
 	add_u64(return_value, "bytes", in.bytes);
 	add_u64(return_value, "items", in.items);

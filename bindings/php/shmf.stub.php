@@ -64,7 +64,7 @@ final class Filter
     public function addCapped(string $key, int $cap): int {}
 
     /**
-     * name, type ("bloom" or "cuckoo"), k, capacity, fpr_target, bits, bytes,
+     * name, type ("bloom" or "cuckoo"), k, capacity, error_rate, bits, bytes,
      * items, fill_ratio, fpr_estimate, generation, writable; cuckoo filters
      * add buckets, bucket_size, fingerprint_bits, max_kicks, relocations and deletes.
      */

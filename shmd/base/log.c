@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,14 @@ enum dest { TO_STDERR, TO_JOURNAL, TO_SYSLOG, TO_FILE };
 static _Atomic int dest = TO_STDERR;
 static _Atomic int level = LOG_INFO;
 static int file_fd = -1; /* TO_FILE: the descriptor, kept across reopens */
+/* TO_STDERR: where stderr lines go. A copy of the stderr shmd was started
+ * with, taken before daemonising (which points fd 2 at /dev/null), so
+ * that a daemon with no syslog to talk to can log there instead. */
+static int err_fd = STDERR_FILENO;
+static int saved_stderr = -1;
+
+/* The socket syslog(3) writes to: glibc's _PATH_LOG. */
+#define SYSLOG_SOCKET "/dev/log"
 
 static const struct {
 	const char *name;
@@ -64,18 +74,73 @@ static int stderr_is_journal(void)
 	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
-void log_use_syslog(void)
+/* Whether a syslog daemon listens on SYSLOG_SOCKET (as syslog(3) tries
+ * it: datagram, then stream). 0, or -errno with why not. */
+static int syslog_reachable(void)
 {
-	openlog("shmd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
-	dest = TO_SYSLOG;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = SYSLOG_SOCKET };
+	int e = 0;
+	for (int i = 0; i < 2; i++) {
+		int fd = socket(AF_UNIX, (i == 0 ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		e = rc < 0 ? errno : 0;
+		close(fd);
+		if (rc == 0)
+			return 0;
+	}
+	return -e;
+}
+
+void log_keep_stderr(void)
+{
+	if (saved_stderr < 0)
+		saved_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+int log_use_syslog(void)
+{
+	int rc = syslog_reachable();
+	if (rc == 0) {
+		openlog("shmd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+		dest = TO_SYSLOG;
+		/* Not needed: a daemon that held the terminal's stderr would
+		 * keep an ssh session that started it from closing. */
+		if (saved_stderr >= 0 && err_fd != saved_stderr) {
+			close(saved_stderr);
+			saved_stderr = -1;
+		}
+		return 0;
+	}
+	/* Nobody would read syslog(3)'s datagrams: every message would
+	 * vanish. The stderr shmd was started with (a terminal, or a
+	 * container's log) gets them, and says so first. */
+	if (saved_stderr >= 0 && dest == TO_STDERR && err_fd == saved_stderr)
+		return rc; /* a reload: said at start already */
+	if (saved_stderr >= 0) {
+		err_fd = saved_stderr;
+		dest = TO_STDERR;
+		log_msg(LOG_WARNING,
+			"no syslog to log to (%s: %s) and no log_file: the log goes to the stderr shmd was started "
+			"with; set log_file in [instance], or run shmd -f under a supervisor",
+			SYSLOG_SOCKET, strerror(-rc));
+	} else {
+		log_msg(LOG_WARNING, "no syslog to log to (%s: %s): the log stays where it was", SYSLOG_SOCKET,
+			strerror(-rc));
+	}
+	return rc;
 }
 
 void log_use_default(int daemonised)
 {
-	if (daemonised)
+	if (daemonised) {
 		log_use_syslog();
-	else
-		dest = stderr_is_journal() ? TO_JOURNAL : TO_STDERR;
+		return;
+	}
+	log_keep_stderr();
+	err_fd = STDERR_FILENO;
+	dest = stderr_is_journal() ? TO_JOURNAL : TO_STDERR;
 }
 
 int log_use_file(const char *path, char *err, size_t errlen)
@@ -141,5 +206,5 @@ void log_msg(int prio, const char *fmt, ...)
 		len = sizeof(line) - 2; /* truncated: still one line */
 	line[len++] = '\n';
 	/* One line, one write(): lines of several threads never interleave. */
-	write_all(d == TO_FILE ? file_fd : STDERR_FILENO, line, len);
+	write_all(d == TO_FILE ? file_fd : err_fd, line, len);
 }

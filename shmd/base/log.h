@@ -33,8 +33,17 @@ void log_set_level(int prio);
 /** The level in force. */
 int log_level(void);
 
-/** Send the log to syslog (daemonised without a log file). */
-void log_use_syslog(void);
+/**
+ * Send the log to syslog (daemonised without a log file), when a syslog
+ * daemon listens on /dev/log. When none does, the log goes to the stderr
+ * shmd was started with (kept by log_keep_stderr() before daemonising),
+ * and its first line says so and why.
+ * @return 0 (syslog), or -errno: why /dev/log could not be reached.
+ */
+int log_use_syslog(void);
+
+/** Keep a copy of stderr for log_use_syslog()'s fallback (log_use_default() takes it too). */
+void log_keep_stderr(void);
 
 /**
  * Send the log to file @p path (absolute), opened O_APPEND and created

@@ -159,6 +159,8 @@ static int make_filter(struct registry *reg, const struct filter_spec *f, struct
 			    f->window_secs ? ", windowed" : "");
 	}
 	if (rc < 0) {
+		if (rep != NULL)
+			rep->refused++; /* not in force: the exit status of shmctl reload says so */
 		say(rep, LOG_ERR, "%s", err);
 		return rc;
 	}
@@ -247,6 +249,13 @@ static const struct key_row {
 	{ "[instance] mount_tmpfs", RESTART, K_INT, CFIELD(mount_tmpfs) },
 	{ "[instance] snapshot_dir", LIVE, K_TEXT, CFIELD(snapshot_dir) },
 	{ "[instance] maxmemory_clients", RESTART, K_SIZE, CFIELD(maxmemory_clients) },
+	/* Copied into the server's options at start (server.h), read there only. */
+	{ "[instance] maxclients", RESTART, K_UINT, CFIELD(maxclients) },
+	{ "[instance] maxclients_per_user", RESTART, K_UINT, CFIELD(maxclients_per_user) },
+	{ "[instance] timeout", RESTART, K_UINT, CFIELD(timeout) },
+	/* filejobs_configure() opens them once, at start. */
+	{ "[instance] snapshot_paths", RESTART, K_BLOB, CFIELD(snapshot_paths) },
+	{ "[instance] snapshot_paths", RESTART, K_BLOB, CFIELD(nsnapshot_paths) },
 	/* The dispatcher reads them for every request: the next one sees them. */
 	{ "[instance] slowlog_log_slower_than", LIVE, K_INT, CFIELD(slowlog.log_slower_than) },
 	{ "[instance] slowlog_max_len", LIVE, K_UINT, CFIELD(slowlog.max_len) },
@@ -256,6 +265,10 @@ static const struct key_row {
 	{ "[tcp] requirepass", LIVE, K_SECRET, CFIELD(tcp.requirepass) },
 	{ "[tcp] maxclients", RESTART, K_UINT, CFIELD(tcp.maxclients) },
 	{ "[tcp] max_request", RESTART, K_SIZE, CFIELD(tcp.max_request) },
+	{ "[tcp] maxclients_per_addr", RESTART, K_UINT, CFIELD(tcp.maxclients_per_addr) },
+	{ "[tcp] timeout", RESTART, K_UINT, CFIELD(tcp.timeout) },
+	/* The server keeps a pointer to the configuration's; not copied on reload. */
+	{ "[defaults]", RESTART, K_BLOB, CFIELD(defaults) },
 	{ "[replication]", RESTART, K_BLOB, CFIELD(repl) },
 	/* The metrics listener is opened at start, before shmd daemonises. */
 	{ "[metrics] listen", RESTART, K_TEXT, CFIELD(metrics.listen) },
@@ -306,15 +319,24 @@ static void key_text(enum kind k, const void *p, char *buf, size_t len)
 	}
 }
 
-/* Each instance key that differs: applied (copied into @p cfg) or left for a restart, one line each. */
+/* Each instance key that differs: applied (copied into @p cfg) or left
+ * for a restart, one line each; a key the file leaves as it is in force
+ * gets no line. The roles hold [instance] group too (its members are
+ * writers): that is the group's line, and goes with it. */
 static void apply_keys(struct config *cfg, const struct config *next, struct reload_report *rep)
 {
 	static const char *const verdict[] = { "applied", "for the permissions pass", "needs a restart; not applied" };
+	cfg->roles.client_gid = next->roles.client_gid;
 	for (size_t i = 0; i < sizeof(key_rows) / sizeof(key_rows[0]); i++) {
 		const struct key_row *k = &key_rows[i];
 		char *have = (char *)cfg + k->off;
 		const char *want = (const char *)next + k->off;
 		if (memcmp(have, want, k->size) == 0)
+			continue;
+		/* Two rows, one key (the paths and their count): one line. */
+		if (i > 0 && !strcmp(key_rows[i - 1].key, k->key) &&
+		    memcmp((char *)cfg + key_rows[i - 1].off, (const char *)next + key_rows[i - 1].off,
+			   key_rows[i - 1].size) != 0)
 			continue;
 		char a[80] = "", b[80] = "";
 		if (k->kind != K_BLOB) {
@@ -350,6 +372,7 @@ static void apply_log(struct reload_ctx *ctx, const struct config *next, struct 
 	struct config *cfg = ctx->cfg;
 	char err[512];
 	if (reload_log(ctx, next, err, sizeof(err)) < 0) {
+		rep->refused++;
 		say(rep, LOG_ERR, "%s; the log stays where it was", err);
 		log_set_level(ctx->log_level >= 0 ? ctx->log_level : next->log_level);
 	} else {
@@ -389,6 +412,7 @@ static void reload_permissions(struct reload_ctx *ctx, struct reload_report *rep
 		rep->applied++;
 		say(rep, LOG_NOTICE, "permissions: %d files brought to the configured group and modes", rc);
 	} else if (rc < 0) {
+		rep->refused++;
 		say(rep, LOG_WARNING, "permissions: not every file could be changed: %s (see the log)", strerror(-rc));
 	}
 }

@@ -19,7 +19,13 @@
  *   window, generations) or of replicate. A reload never rebuilds or drops a
  *   filter; a section removed from the file leaves its filter live;
  * - needing a restart (logged): the instance name, huge_pages,
- *   mount_tmpfs, the rest of [tcp] and all of [replication].
+ *   mount_tmpfs, maxclients, maxclients_per_user, timeout,
+ *   maxmemory_clients, snapshot_paths, [defaults], the rest of [tcp] and
+ *   all of [replication].
+ *
+ * A key the file leaves as it is in force gets no line. What is not
+ * applied (refused, failed, or waiting for a restart) is counted in the
+ * summary, the last line, whose shape shmctl reload reads.
  *
  * Single-threaded: the server loop's tick and the SHMF.RELOAD handler run
  * it; the SIGHUP handler only sets a flag.

@@ -68,7 +68,8 @@ ok(count(array_filter($b->checkMany($absent))) <= 2, 'checkMany of 5000 absent k
 
 $info = $b->info();
 ok($info['name'] === 'bloom' && $info['type'] === 'bloom' && $info['capacity'] === 100000, 'info: name, type, capacity');
-ok(abs($info['fpr_target'] - 1e-6) < 1e-12 && $info['k'] > 0 && $info['bits'] > 0 && $info['bytes'] > 0, 'info: fpr_target, k, bits, bytes');
+ok(abs($info['error_rate'] - 1e-6) < 1e-12 && $info['k'] > 0 && $info['bits'] > 0 && $info['bytes'] > 0, 'info: error_rate, k, bits, bytes');
+ok(!array_key_exists('fpr_target', $info), "info: the rate is called error_rate, as SHMF.INFO and shmctl info --json call it (no 'fpr_target')");
 // new: alpha, beta, bin\0ary, '', 42, k1, k2 and the 5000
 ok($info['items'] === 5007, "info: items counts the adds that were new ({$info['items']}, want 5007)");
 ok($info['writable'] === true && $info['generation'] >= 1 && !isset($info['buckets']), 'info: writable, generation, no cuckoo fields');
