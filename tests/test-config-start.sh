@@ -12,6 +12,7 @@
 #     is made 0750 with create_dirs = yes; a reload to one is refused and
 #     changes nothing;
 #   - shmctl's hint, with shmd stopped, is the command it last ran with;
+#   - the configuration the package installs (dist/shmd.conf) is valid;
 #   - shmd --version and shmctl --version name the version and the commit.
 # Usage: test-config-start.sh PATH-TO-SHMD PATH-TO-SHMCTL
 set -u
@@ -157,7 +158,13 @@ check "a reload to a missing snapshot_dir is refused ($rc: $out)" bash -c "[ $rc
 check "and changes nothing (no filter h)" bash -c "! '$SHMCTL' --instance mk list | grep -qw h"
 stop "$PID"
 
-# 8. Versions name the commit.
+# 8. The configuration the package installs is valid as it stands.
+DIST=$(cd "$(dirname "$0")/.." && pwd)/dist/shmd.conf
+out=$("$SHMD" --check-config -c "$DIST" 2>&1)
+check "dist/shmd.conf (/etc/shmd/shmd.conf of the package) passes --check-config: $out" \
+	grep -q "configuration is valid (instance 'default', 1 filter)" <<<"$out"
+
+# 9. Versions name the commit.
 check "shmd --version names the version and commit" bash -c "'$SHMD' --version | grep -Eq '^shmd [0-9]+\.[0-9]+\.[0-9]+ \(commit [^)]+\)$'"
 check "shmctl --version names the version and commit" bash -c "'$SHMCTL' --version | grep -Eq '^shmctl [0-9]+\.[0-9]+\.[0-9]+ \(commit [^)]+\)$'"
 
