@@ -22,7 +22,7 @@ mkdir -p "$1"
 out=$(cd "$1" && pwd)
 copy_to=${5:+$(realpath -m "$5")}
 ngx_src=/usr/share/nginx/src
-if [ $# -eq 3 ]; then
+if [ $# -ge 3 ]; then
 	inc=$(cd "$2" && pwd) lib=$(cd "$3" && pwd)
 	[ -f "$inc/shmf.h" ] || { echo "build.sh: no shmf.h in $inc" >&2; exit 2; }
 	[ -e "$lib/libshmf.so" ] || { echo "build.sh: no libshmf.so in $lib" >&2; exit 2; }
