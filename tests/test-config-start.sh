@@ -22,32 +22,15 @@ ROOT=$(mktemp -d /dev/shm/shmf-cfgstart-XXXXXX)
 export SHMF_RUNTIME_DIR=$ROOT/run
 export SHMD_CONFIG_DIR=$ROOT/etc
 mkdir -p "$SHMD_CONFIG_DIR" "$ROOT/snaps" "$ROOT/work"
-failures=0
-checks=0
 PIDS=""
+# shellcheck source=tests/check-lib.sh
+. "$(dirname "$0")/check-lib.sh"
 
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
 	rm -rf "$ROOT"
 }
 trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-	local what=$1
-	shift
-	checks=$((checks + 1))
-	"$@" || fail "$what"
-}
-
-wait_for() { # 10 s at most
-	for _ in $(seq 200); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
 
 conf() { # conf FILE INSTANCE [MORE...]: an instance with filter f
 	local file=$1 name=$2
@@ -168,5 +151,4 @@ check "dist/shmd.conf (/etc/shmd/shmd.conf of the package) passes --check-config
 check "shmd --version names the version and commit" bash -c "'$SHMD' --version | grep -Eq '^shmd [0-9]+\.[0-9]+\.[0-9]+ \(commit [^)]+\)$'"
 check "shmctl --version names the version and commit" bash -c "'$SHMCTL' --version | grep -Eq '^shmctl [0-9]+\.[0-9]+\.[0-9]+ \(commit [^)]+\)$'"
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+checks_done config-start
