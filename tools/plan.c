@@ -19,8 +19,9 @@
 #include "libclient/segment.h"
 
 /* shmd's defaults that decide what a reservation picks (shmd/config:
- * defaults.h and config.h; a tool may not include them, and
- * test-shmctl-plan.sh checks these against `shmd -p`). */
+ * defaults.h and config.h; a tool may not include them:
+ * test-shmctl-plan.sh checks the picks against a real shmd's BF.RESERVE
+ * and CF.RESERVE). */
 #define PLAN_BLOOM_EXPANSION  2u     /* [defaults] bloom_expansion: BF.RESERVE grows */
 #define PLAN_CF_BUCKET_SIZE   2u     /* [defaults] cuckoo_bucket_size: CF.RESERVE's */
 #define PLAN_JOURNAL_RINGS    64u    /* [replication] journal_rings */
@@ -116,6 +117,7 @@ static int bloom_rows(const struct plan_args *a, struct plan_row *rows)
 	struct plan_row *r = &rows[n++];
 	*r = (struct plan_row){ .sized_fpr = a->fpr };
 	int e = shmf_geometry_size(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, &r->g);
+	r->g.type = SHMF_TYPE_BLOOM;
 	if (e < 0)
 		refusal(r, e, a, "bloom, one line a key");
 	add_pick(r, "shmctl create");
@@ -131,6 +133,7 @@ static int bloom_rows(const struct plan_args *a, struct plan_row *rows)
 		refusal(r, e, a, "bloom, one line a key, growing");
 	else
 		r->g = l.g, r->sized_fpr = l.fpr;
+	r->g.type = SHMF_TYPE_BLOOM;
 	add_pick(r, "BF.RESERVE");
 	return n;
 }
@@ -146,6 +149,7 @@ static int cuckoo_rows(const struct plan_args *a, struct plan_row *rows)
 		struct plan_row *r = &rows[n++];
 		*r = (struct plan_row){ .sized_fpr = a->fpr };
 		int e = shmf_geometry_size(SHMF_TYPE_CUCKOO, a->capacity, a->fpr, 0, b, &r->g);
+		r->g.type = SHMF_TYPE_CUCKOO;
 		if (e == SHMF_E_INVAL) {
 			char why[400];
 			spec_bucket_fpr_why(a->capacity, b, a->fpr, why, sizeof(why));
