@@ -83,6 +83,9 @@ for r in p['layouts']:
 done
 expect 0 '^cuckoo: no fingerprint size in any bucket size reaches 1e-12$' '' -- plan --capacity 1000000 --fpr 1e-12
 expect 0 'so CF.RESERVE refuses these arguments' '' -- plan --capacity 1000000 --fpr 1e-12
+expect 0 '^bloom: no layout reaches 1e-20$' '' -- plan --capacity 1000 --fpr 1e-20
+expect 0 'bloom, one line a key: does not reach 1e-20 \(.*about 1e-17\)' '' -- plan --capacity 1000 --fpr 1e-20
+expect 0 'so shmctl create refuses these arguments' '' -- plan --capacity 1000 --fpr 1e-20
 "$SHMCTL" plan --capacity 1000000 --fpr 1e-12 --json >"$ROOT/p.json"
 py "unreached cuckoo in JSON" "
 cf = [r for r in p['layouts'] if r['type'] == 'cuckoo']

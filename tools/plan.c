@@ -106,7 +106,10 @@ static void refusal(struct plan_row *r, int err, const struct plan_args *a, cons
 		snprintf(r->why, sizeof(r->why), "%s: too big for the data segment format at %llu keys", what,
 			 (unsigned long long)a->capacity);
 	else
-		snprintf(r->why, sizeof(r->why), "%s: does not reach %g", what, a->fpr);
+		snprintf(r->why, sizeof(r->why), "%s: does not reach %g%s", what, a->fpr,
+			 r->g.type == SHMF_TYPE_BLOOM ? " (a key's bits share one 512-bit line, which reaches down to "
+							"about 1e-17)"
+						      : "");
 }
 
 /* The Bloom rows: fixed (shmctl create; anything with a window) and, without
@@ -129,11 +132,11 @@ static int bloom_rows(const struct plan_args *a, struct plan_row *rows)
 	r = &rows[n++];
 	*r = (struct plan_row){ .grows = "grows x2 (layer 0 at 0.45 P)" };
 	e = shmf_geometry_layer(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, PLAN_BLOOM_EXPANSION, 0, &l);
-	if (e < 0)
-		refusal(r, e, a, "bloom, one line a key, growing");
-	else
+	if (e == 0)
 		r->g = l.g, r->sized_fpr = l.fpr;
 	r->g.type = SHMF_TYPE_BLOOM;
+	if (e < 0)
+		refusal(r, e, a, "bloom, one line a key, growing");
 	add_pick(r, "BF.RESERVE");
 	return n;
 }
@@ -238,8 +241,12 @@ static void print_text(const struct plan_args *a, const struct plan_row *rows, i
 		       PLAN_JOURNAL_ENTRIES);
 	printf("\nclassic Bloom filter (-ln p / ln^2 2): %.2f bits per key, %s of bits\n\n", classic,
 	       human((uint64_t)ceil(classic * (double)a->capacity / 8) * a->gens, h, sizeof(h)));
-	printf("%-7s %-52s %10s %9s %6s  %-31s %s\n", "type", "layout", "memory", "bits/key", "lines", "supports",
-	       "picked by");
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		any |= rows[i].why[0] == '\0';
+	if (any)
+		printf("%-7s %-52s %10s %9s %6s  %-31s %s\n", "type", "layout", "memory", "bits/key", "lines",
+		       "supports", "picked by");
 	for (int i = 0; i < n; i++) {
 		const struct plan_row *r = &rows[i];
 		if (r->why[0])
@@ -255,7 +262,7 @@ static void print_text(const struct plan_args *a, const struct plan_row *rows, i
 			reached[rows[i].g.type == SHMF_TYPE_CUCKOO] = 1;
 	for (int t = 0; t < 2; t++)
 		if (!reached[t])
-			printf("\n%s: %s reaches %g", t ? "cuckoo" : "bloom",
+			printf("%s%s: %s reaches %g", any++ ? "\n" : "", t ? "cuckoo" : "bloom",
 			       t ? "no fingerprint size in any bucket size" : "no layout", a->fpr);
 	if (!reached[0] || !reached[1])
 		putchar('\n');
