@@ -79,6 +79,20 @@ static const struct help {
 	  "'shmctl swap FILTER FILE --reshape'.\n" },
 	{ "inspect", "FILE [--json]", "a snapshot's header and checksum verdict (offline)",
 	  "Exit status 2 and where, if the file is damaged.\n" },
+	{ "plan", "--capacity N --fpr P [--window DURATION [--generations G]] [--replicate] [--json]",
+	  "what a filter costs in each layout, and which one is picked (offline)",
+	  "For every type and layout that reaches the rate: memory per host, bits per key, cache lines a\n"
+	  "check reads, what it supports, and which layout BF.RESERVE, CF.RESERVE and 'shmctl create' pick\n"
+	  "(BF.RESERVE grows by 2: its layer 0 is sized at 0.45 P); the bits per key of a classic Bloom\n"
+	  "filter (-ln P / ln^2 2) as the yardstick; and, per type, the layouts that do not reach P and why.\n"
+	  "Computed with shmd's sizing; needs no daemon.\n"
+	  "  --capacity N        keys the filter is sized for\n"
+	  "  --fpr P             false-positive rate at capacity, strictly between 0 and 1\n"
+	  "  --window D          a time window: memory times its live generations\n"
+	  "  --generations G     live generations of the window (1 to 16, default 2)\n"
+	  "  --replicate         add the fleet journal's memory (shmd's default 64 rings x 16384 entries\n"
+	  "                      x 16 bytes + a 4 KiB header and 192 bytes a ring: 16 MiB a filter)\n"
+	  "  --json              as one JSON object\n" },
 	{ "build",
 	  "--capacity N --fpr P --from FILE|- -o OUT [--type bloom|cuckoo] [--max-kicks N] [--bucket-size B]\n"
 	  "              [--name NAME]",

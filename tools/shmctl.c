@@ -698,6 +698,11 @@ static int verb_inspect(int argc, char **argv, int json)
 	return shmctl_inspect(argc, argv, json);
 }
 
+static int verb_plan(int argc, char **argv, int json)
+{
+	return shmctl_plan(argc, argv, json);
+}
+
 static int verb_pull(int argc, char **argv, int json)
 {
 	(void)json;
@@ -728,29 +733,14 @@ static const struct verb {
 	int (*run)(int argc, char **argv, int json);
 	enum key_op op;
 } verbs[] = {
-	{ "create", verb_create, 0 },
-	{ "list", verb_list, 0 },
-	{ "info", verb_info, 0 },
-	{ "drop", verb_drop, 0 },
-	{ "ping", verb_ping, 0 },
-	{ "add", NULL, OP_ADD },
-	{ "check", NULL, OP_CHECK },
-	{ "del", NULL, OP_DEL },
-	{ "count", NULL, OP_COUNT },
-	{ "add-capped", NULL, OP_CAPPED },
-	{ "snapshot", verb_snapshot, 0 },
-	{ "swap", verb_swap, 0 },
-	{ "rotate", verb_rotate, 0 },
-	{ "restore", verb_restore, 0 },
-	{ "build", verb_build, 0 },
-	{ "inspect", verb_inspect, 0 },
-	{ "replication", verb_replication, 0 },
-	{ "pull", verb_pull, 0 },
-	{ "import", verb_import, 0 },
-	{ "merge", verb_merge, 0 },
-	{ "chmod", verb_chmod, 0 },
-	{ "resize", verb_resize, 0 },
-	{ "reload", verb_reload, 0 },
+	{ "create", verb_create, 0 },      { "list", verb_list, 0 },         { "info", verb_info, 0 },
+	{ "drop", verb_drop, 0 },          { "ping", verb_ping, 0 },         { "add", NULL, OP_ADD },
+	{ "check", NULL, OP_CHECK },       { "del", NULL, OP_DEL },          { "count", NULL, OP_COUNT },
+	{ "add-capped", NULL, OP_CAPPED }, { "snapshot", verb_snapshot, 0 }, { "swap", verb_swap, 0 },
+	{ "rotate", verb_rotate, 0 },      { "restore", verb_restore, 0 },   { "build", verb_build, 0 },
+	{ "inspect", verb_inspect, 0 },    { "plan", verb_plan, 0 },         { "replication", verb_replication, 0 },
+	{ "pull", verb_pull, 0 },          { "import", verb_import, 0 },     { "merge", verb_merge, 0 },
+	{ "chmod", verb_chmod, 0 },        { "resize", verb_resize, 0 },     { "reload", verb_reload, 0 },
 	{ "help", verb_help, 0 },
 };
 
