@@ -46,6 +46,14 @@ int spec_parse_type(const char *text, int *out);
 int spec_parse_kicks(const char *text, uint32_t *out);
 
 /* The cuckoo bucket sizes there are, and why only those, for messages. */
+/* shmd's built-in defaults that decide what a reservation makes: shmd's
+ * configuration starts from them (shmd/config: defaults.h, config.h), and
+ * shmctl plan says what BF.RESERVE and CF.RESERVE pick with them. */
+#define SPEC_BLOOM_EXPANSION_DEFAULT    2u     /* [defaults] bloom_expansion */
+#define SPEC_CUCKOO_BUCKET_SIZE_DEFAULT 2u     /* [defaults] cuckoo_bucket_size */
+#define SPEC_JOURNAL_RINGS_DEFAULT      64u    /* [replication] journal_rings */
+#define SPEC_JOURNAL_ENTRIES_DEFAULT    16384u /* [replication] journal_entries */
+
 #define SPEC_BUCKET_SIZES_LIST "1, 2, 4 or 8"
 #define SPEC_BUCKET_SIZES_WHY                                                                                        \
 	"(a bucket is one word that a lookup reads in one atomic load and a move compare-and-swaps: 8 fingerprints " \

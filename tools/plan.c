@@ -18,15 +18,13 @@
 #include "libclient/geometry.h"
 #include "libclient/segment.h"
 
-/* shmd's defaults that decide what a reservation picks (shmd/config:
- * defaults.h and config.h; a tool may not include them:
- * test-shmctl-plan.sh checks the picks against a real shmd's BF.RESERVE
- * and CF.RESERVE). */
-#define PLAN_BLOOM_EXPANSION  2u     /* [defaults] bloom_expansion: BF.RESERVE grows */
-#define PLAN_CF_BUCKET_SIZE   2u     /* [defaults] cuckoo_bucket_size: CF.RESERVE's */
-#define PLAN_JOURNAL_RINGS    64u    /* [replication] journal_rings */
-#define PLAN_JOURNAL_ENTRIES  16384u /* [replication] journal_entries */
-#define PLAN_BUCKET_SIZE_STOP 64u    /* bucket sizes tried: powers of 2 below it the layout accepts */
+/* shmd's defaults that decide what a reservation picks: common/spec.h's,
+ * which shmd's configuration starts from too. */
+#define PLAN_BLOOM_EXPANSION  SPEC_BLOOM_EXPANSION_DEFAULT    /* BF.RESERVE grows */
+#define PLAN_CF_BUCKET_SIZE   SPEC_CUCKOO_BUCKET_SIZE_DEFAULT /* CF.RESERVE's */
+#define PLAN_JOURNAL_RINGS    SPEC_JOURNAL_RINGS_DEFAULT
+#define PLAN_JOURNAL_ENTRIES  SPEC_JOURNAL_ENTRIES_DEFAULT
+#define PLAN_BUCKET_SIZE_STOP 64u /* bucket sizes tried: powers of 2 below it the layout accepts */
 
 struct plan_args {
 	uint64_t capacity, window_secs;

@@ -142,8 +142,8 @@ struct tcp_config {
 #define REPL_PREFIX_MAX        64
 #define REPL_ADDRESS_MAX       256
 #define REPL_RETENTION_DEFAULT 1000000u
-#define REPL_RINGS_DEFAULT     64u
-#define REPL_ENTRIES_DEFAULT   16384u
+#define REPL_RINGS_DEFAULT     SPEC_JOURNAL_RINGS_DEFAULT
+#define REPL_ENTRIES_DEFAULT   SPEC_JOURNAL_ENTRIES_DEFAULT
 
 /* [replication]: where the fleet's streams are and who this node is. */
 struct repl_config {

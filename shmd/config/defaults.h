@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/spec.h"
+
 struct filter_defaults {
 	int auto_create; /* 1: the adds create a missing filter (RedisBloom's behaviour) */
 	int flushall;    /* 1: FLUSHALL and FLUSHDB are served */
@@ -53,11 +55,12 @@ struct filter_defaults {
 
 /* RedisBloom's: BF 100 keys at 1%, expansion 2; CF 1024 keys, buckets of
  * 2, 20 iterations, expansion 1. */
-#define FILTER_DEFAULTS_INIT                                                                                         \
-	{                                                                                                            \
-		.auto_create = 1, .flushall = 0, .bloom_capacity = 100, .bloom_error_rate = 0.01,                    \
-		.bloom_expansion = 2, .cuckoo_capacity = 1024, .cuckoo_bucket_size = 2, .cuckoo_max_iterations = 20, \
-		.cuckoo_expansion = 1, .mode = 0640                                                                  \
+#define FILTER_DEFAULTS_INIT                                                                        \
+	{                                                                                           \
+		.auto_create = 1, .flushall = 0, .bloom_capacity = 100, .bloom_error_rate = 0.01,   \
+		.bloom_expansion = SPEC_BLOOM_EXPANSION_DEFAULT, .cuckoo_capacity = 1024,           \
+		.cuckoo_bucket_size = SPEC_CUCKOO_BUCKET_SIZE_DEFAULT, .cuckoo_max_iterations = 20, \
+		.cuckoo_expansion = 1, .mode = 0640                                                 \
 	}
 
 /** The built-in defaults (FILTER_DEFAULTS_INIT), for a server started without a configuration. */
