@@ -144,6 +144,107 @@ static void test_sizing(void **state)
 	assert_int_equal(shmf_geometry_sized(&g, 1000, 0.01), SHMF_E_FORMAT);
 }
 
+/* Bits a key of a filter of @p capacity: its whole data segment. */
+static double bits_per_key(const struct shmf_geometry *g, uint64_t capacity)
+{
+	return (double)g->data_bytes * 8.0 / (double)capacity;
+}
+
+/*
+ * Below the rates buckets of 4 reach (about 1.2e-4), a filter with no
+ * bucket size asked for gets buckets of 2: 16-bit fingerprints down to
+ * what they reach, then 32-bit ones, at 1e-9 in at most 40 bits a key
+ * (a classic Bloom filter: 43.1). A bucket size asked for keeps its
+ * fingerprints; below what 32-bit ones reach, nothing. Layers keep their
+ * first layer's fingerprints, and the shape checks take 32-bit ones only
+ * in buckets of 1 and 2.
+ */
+static void test_sizing_32(void **state)
+{
+	(void)state;
+	const uint64_t cap = 1000000;
+	struct shmf_geometry g;
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 2e-4, 0, 0, &g), 0);
+	assert_true(g.k == 16 && g.bucket_size == 4); /* unchanged where buckets of 4 reach it */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 6e-5, 0, 0, &g), 0);
+	assert_true(g.k == 16 && g.bucket_size == 2);
+	static const double rates[] = { 1e-6, 1e-9 };
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, rates[i], 0, 0, &g), 0);
+		printf("capacity %llu at %g: %u-bit fingerprints in buckets of %u, %llu bytes, %.2f bits a key\n",
+		       (unsigned long long)cap, rates[i], g.k, g.bucket_size, (unsigned long long)g.data_bytes,
+		       bits_per_key(&g, cap));
+		assert_int_equal(g.k, 32);
+		assert_int_equal(g.bucket_size, 2);
+		assert_true(shmf_cuckoo_fpr(cap, g.nbuckets, g.k, g.bucket_size) <= rates[i]);
+		assert_true(bits_per_key(&g, cap) <= 40.0);
+		assert_int_equal(shmf_geometry_sized(&g, cap, rates[i]), 0); /* a restore recognises it */
+	}
+	/* A bucket size asked for: 4 cannot hold 32-bit fingerprints; 2 and 1 do. */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-6, 0, 4, &g), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-6, 0, 2, &g), 0);
+	assert_true(g.k == 32 && g.bucket_size == 2);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 2e-10, 0, 1, &g), 0);
+	assert_true(g.k == 32 && g.bucket_size == 1);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 5e-10, 0, 0, &g), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 5e-10, 0, 2, &g), SHMF_E_INVAL);
+	/* A growing filter's later layers keep 32-bit fingerprints. */
+	struct shmf_layer l;
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 1000, 1e-9, 0, 0, 2, i, &l), 0);
+		assert_true(l.g.k == 32 && l.g.bucket_size == 2);
+		assert_int_equal(shmf_geometry_check(l.g.type, l.g.scheme, l.g.k, l.g.bucket_size, l.g.nblocks,
+						     l.g.nbuckets),
+				 0);
+	}
+	/* The shape check: 32 bits in buckets of 1 and 2 only; no width but 8, 16, 32. */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-9, 0, 0, &g), 0);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 2, g.nblocks, g.nbuckets), 0);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 24, 2, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 64, 1, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 4, g.nblocks, g.nbuckets / 2), SHMF_E_FORMAT);
+}
+
+/*
+ * A 32-bit filter at 1e-6 filled to its capacity (82% of its slots): every
+ * key found, and of 2,000,000 keys never added at most 2 answer present
+ * (the declared rate; the bound at this load is 7.6e-10, so none is
+ * expected). Fingerprints cut to 16 bits would give about 100.
+ */
+static void test_fpr_32(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 1000000, probes = 2000000;
+	const double fpr = 1e-6;
+	struct table t;
+	table_open_b(&t, capacity, fpr, 2);
+	assert_int_equal(t.g.fp_bits, 32);
+	for (uint64_t i = 0; i < capacity; i++) {
+		struct shmf_cuckoo_key k = key(&t, 30, i);
+		int r = shmf_cuckoo_add(&t.g, &k);
+		if (r != 0)
+			fail_msg("add %llu of %llu: %s", (unsigned long long)i, (unsigned long long)capacity,
+				 shmf_strerror(r));
+	}
+	for (uint64_t i = 0; i < capacity; i++) {
+		struct shmf_cuckoo_key k = key(&t, 30, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost", (unsigned long long)i);
+	}
+	uint64_t fp = 0;
+	for (uint64_t i = 0; i < probes; i++) {
+		struct shmf_cuckoo_key k = key(&t, 31, i);
+		fp += shmf_cuckoo_count(&t.g, &k) > 0;
+	}
+	printf("32-bit fingerprints, %llu buckets (load %.3f), %llu moves: %llu false positives of %llu, declared "
+	       "%g, bound %g\n",
+	       (unsigned long long)t.g.nbuckets, (double)capacity / (double)slots(&t),
+	       (unsigned long long)t.g.meta->moves, (unsigned long long)fp, (unsigned long long)probes, fpr,
+	       shmf_cuckoo_fpr(capacity, t.g.nbuckets, t.g.fp_bits, t.g.slots));
+	assert_true((double)fp <= fpr * (double)probes);
+	table_close(&t);
+}
+
 /* Fill to 95% of the slots; every key found; then the FPR over 1M absent
  * keys is within 0.5-1.5x of the bound at that load. */
 static void fill_and_measure(uint64_t capacity, double fpr)
@@ -418,7 +519,8 @@ static const struct layout {
 	uint32_t slots, bits;
 	double fpr;
 } layouts[] = {
-	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 }, { 4, 8, 0.05 }, { 4, 16, 0.01 }, { 8, 8, 0.1 },
+	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 },  { 4, 8, 0.05 },
+	{ 4, 16, 0.01 }, { 8, 8, 0.1 },  { 1, 32, 2e-10 }, { 2, 32, 1e-9 },
 };
 #define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 
@@ -962,6 +1064,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_sizing_32),
+		cmocka_unit_test(test_fpr_32),
 		cmocka_unit_test(test_small_capacities),
 		cmocka_unit_test(test_load_and_fpr),
 		cmocka_unit_test(test_full),
@@ -974,7 +1078,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_layouts_churn),
 		cmocka_unit_test(test_long_paths),
 	};
-	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",        "churn",
-				      "killed", "stopped", "copy",     "layouts", "layouts_churn", "long_paths" };
+	const char *const names[] = { "sizing", "sizing32", "fpr32",         "small",     "load_fpr",
+				      "full",   "delete",   "churn",         "killed",    "stopped",
+				      "copy",   "layouts",  "layouts_churn", "long_paths" };
 	return fixture_run(argc, argv, all, names);
 }

@@ -77,7 +77,8 @@ expect 2 '' "bad MODE '0666'" -- create other --capacity 10 --fpr 0.1 --mode 066
 expect 2 '' "create: missing --fpr P" -- create other --capacity 10
 expect 2 '' "unknown --type 'quotient' \(bloom or cuckoo\)" -- create other --type quotient --capacity 10 --fpr 0.1
 expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --max-kicks 9
-expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach" -- create other --type cuckoo --capacity 10 --fpr 0.00001
+expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach .*ask for a bucket size of 2, or none" -- create other --type cuckoo --capacity 10 --fpr 0.00001 --bucket-size 4
+expect 2 '' "below what cuckoo filters reach .*use a Bloom filter" -- create other --type cuckoo --capacity 10 --fpr 1e-11
 expect 2 '' "MAXITERATIONS: value must be in the range \[1, 65535\]" -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
 expect 2 '' "bucket-size applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --bucket-size 2
 expect 2 '' "BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
