@@ -200,6 +200,10 @@ static void test_sizing_32(void **state)
 	/* The shape check: 32 bits in buckets of 1 and 2 only; no width but 8, 16, 32. */
 	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-9, 0, 0, &g), 0);
 	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 2, g.nblocks, g.nbuckets), 0);
+	/* 24 bits refused even where the blocks would match such a table. */
+	uint64_t blocks24 = (sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(g.nbuckets, 24, 2)) /
+			    SHMF_BLOCK_BYTES;
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 24, 2, blocks24, g.nbuckets), SHMF_E_FORMAT);
 	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 24, 2, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
 	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 64, 1, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
 	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 4, g.nblocks, g.nbuckets / 2), SHMF_E_FORMAT);
