@@ -678,7 +678,8 @@ static void die_mid_move(void)
 /* Fill a table until adds need relocations; returns how many keys. */
 static uint64_t fill_until_full_buckets(struct table *t, unsigned family)
 {
-	uint64_t n = slots(t) * 90 / 100;
+	/* Buckets of 2 fill at about 88%. */
+	uint64_t n = slots(t) * (t->g.slots == 2 ? 84 : 90) / 100;
 	for (uint64_t i = 0; i < n; i++) {
 		struct shmf_cuckoo_key k = key(t, family, i);
 		assert_int_equal(shmf_cuckoo_add(&t->g, &k), 0);
@@ -686,11 +687,10 @@ static uint64_t fill_until_full_buckets(struct table *t, unsigned family)
 	return n;
 }
 
-static void test_lock_holder_killed(void **state)
+static void lock_holder_killed(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 20000, 0.01);
+	table_open_b(&t, 20000, fpr, bucket_size);
 	/* Long, so that "at once" below cannot be confused with a noisy machine. */
 	t.lock.timeout_ms = 10000;
 	uint64_t n = fill_until_full_buckets(&t, 9);
@@ -760,6 +760,14 @@ static void test_lock_holder_killed(void **state)
 	close(ready[0]);
 	close(ready[1]);
 	table_close(&t);
+}
+
+/* Buckets of 4 (16-bit fingerprints) and of 2 with 32-bit ones. */
+static void test_lock_holder_killed(void **state)
+{
+	(void)state;
+	lock_holder_killed(4, 0.01);
+	lock_holder_killed(2, 1e-9);
 }
 
 static void stop_mid_move(void)
@@ -1013,12 +1021,13 @@ static uint64_t add_past_stopped_copier(struct table *t, void *img)
  * stops in the middle holds no writer up: the writers cancel its copy
  * after a few milliseconds without room in the log.
  */
-static void test_copy_while_moving(void **state)
+static void copy_while_moving(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 200000, 0.01);
-	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 2;
+	table_open_b(&t, 200000, fpr, bucket_size);
+	/* 94% of the slots at most (buckets of 4), 80% (buckets of 2). */
+	const uint64_t stable = slots(&t) * (bucket_size == 2 ? 40 : 50) / 100,
+		       churn = slots(&t) * (bucket_size == 2 ? 40 : 44) / 100 / 2;
 	for (uint64_t i = 0; i < stable; i++) {
 		struct shmf_cuckoo_key k = key(&t, 16, i);
 		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
@@ -1062,6 +1071,13 @@ static void test_copy_while_moving(void **state)
 	free(img);
 	munmap((void *)stop, sizeof(*stop));
 	table_close(&t);
+}
+
+static void test_copy_while_moving(void **state)
+{
+	(void)state;
+	copy_while_moving(4, 0.01);
+	copy_while_moving(2, 1e-9);
 }
 
 int main(int argc, char **argv)
