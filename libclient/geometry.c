@@ -110,6 +110,14 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
 	return sized_cached(type, capacity, fpr, max_kicks, bucket_size, out);
 }
 
+uint32_t shmf_geometry_bucket_size(uint64_t capacity, double fpr)
+{
+	struct shmf_geometry g;
+	if (sized_cached(SHMF_TYPE_CUCKOO, capacity, fpr, 0, 0, &g) == 0)
+		return g.bucket_size;
+	return SHMF_CUCKOO_SLOTS_DEFAULT;
+}
+
 unsigned shmf_layers_max(uint32_t type)
 {
 	return type == SHMF_TYPE_CUCKOO ? SHMF_CUCKOO_LAYERS_MAX : SHMF_LAYERS_MAX;

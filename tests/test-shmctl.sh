@@ -163,6 +163,16 @@ expect 0 "^created filter 'pushd': cuckoo" '' -- create pushd --type cuckoo --ca
 expect 0 '^bucket_size +4$' '' -- info pushd
 expect 0 '^max_kicks +500$' '' -- info pushd
 expect 0 '^OK' '' -- drop pushd
+# below what buckets of 4 reach: buckets of 2 with 32-bit fingerprints
+expect 0 "^created filter 'push32': cuckoo, capacity 1000, error rate 1e-09" '' -- create push32 --type cuckoo --capacity 1000 --fpr 1e-9
+expect 0 '^fingerprint_bits +32$' '' -- info push32
+expect 0 '^bucket_size +2$' '' -- info push32
+expect 0 '^3 keys added$' '' -- add push32 dev-1 dev-1 dev-2
+expect 0 '^2	dev-1$' '' -- count push32 dev-1
+expect 1 '^absent	dev-3$' '' -- check push32 dev-3
+expect 0 '^deleted	dev-1$' '' -- del push32 dev-1
+expect 0 '^added	dev-9	0 before$' '' -- add-capped --cap 1 push32 dev-9
+expect 0 '^OK' '' -- drop push32
 expect 0 '^3 keys added$' '' -- add push dev-1 dev-1 dev-2
 expect 0 '^2	dev-1$' '' -- count push dev-1
 expect 0 '^0	dev-3$' '' -- count push dev-3
@@ -249,6 +259,9 @@ expect 0 '60000 keys read' '' -- build --capacity 40000 --fpr 0.01 --from "$ROOT
 expect 0 '^type +bloom$' '' -- inspect "$ROOT/built.snap"
 expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
 expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"
+expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 1e-9 --from "$ROOT/keys.txt" -o "$ROOT/built-cf32.snap"
+expect 0 '^fingerprint +32$' '' -- inspect "$ROOT/built-cf32.snap"
+expect 0 '^bucket_size +2$' '' -- inspect "$ROOT/built-cf32.snap"
 expect 0 '"checksum": "ok"' '' -- inspect "$ROOT/built-cf.snap" --json
 expect 2 '' 'build: missing -o OUT' -- build --capacity 10 --fpr 0.01 --from "$ROOT/keys.txt"
 expect 2 '' "build: --type 'x': must be bloom or cuckoo" -- build --type x --capacity 10 --fpr 0.01 --from - -o "$ROOT/x"
