@@ -836,11 +836,10 @@ static void assert_busy_in_time(struct table *t, unsigned family, const char *wh
  * a move: writers that need the lock get SHMF_E_BUSY after the timeout,
  * checks are not held up, and when the holder goes on (or is killed)
  * everything does. */
-static void test_lock_holder_stopped(void **state)
+static void lock_holder_stopped(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 20000, 0.01);
+	table_open_b(&t, 20000, fpr, bucket_size);
 	t.lock.timeout_ms = 200;
 	uint64_t n = fill_until_full_buckets(&t, 13);
 
@@ -876,6 +875,14 @@ static void test_lock_holder_stopped(void **state)
 	       (unsigned long long)(moving & 0xffffffffu) - 1, (unsigned long long)(moving >> 32) - 1,
 	       (unsigned long long)n, (unsigned long long)ms);
 	table_close(&t);
+}
+
+/* Buckets of 4 (16-bit fingerprints) and of 2 with 32-bit ones. */
+static void test_lock_holder_stopped(void **state)
+{
+	(void)state;
+	lock_holder_stopped(4, 0.01);
+	lock_holder_stopped(2, 1e-9);
 }
 
 static void stall_copy(void)
