@@ -417,6 +417,18 @@ static void test_cuckoo_layers_32(void **state)
 	assert_bucket_layers_at(w, B, 1e-9, 32, 3);
 	shmf_t *r = fixture_open("cg32", SHMF_RDONLY);
 	assert_int_equal(found(r, 1, 0, N), N);
+	/* Batch checks over every layer: each key present. */
+	char keys[64][32];
+	shmf_key_t ks[64];
+	uint8_t out[64];
+	for (uint64_t i = 0; i < N; i += 64) {
+		unsigned n = N - i < 64 ? (unsigned)(N - i) : 64;
+		for (unsigned j = 0; j < n; j++)
+			ks[j] = (shmf_key_t){ keys[j], fixture_key(keys[j], 1, i + j) };
+		assert_int_equal(shmf_check_many(r, ks, n, out), (int)n);
+		for (unsigned j = 0; j < n; j++)
+			assert_int_equal(out[j], 1);
+	}
 	char key[32];
 	size_t len = fixture_key(key, 1, 7);
 	assert_int_equal(shmf_count(r, key, len), 1);
