@@ -213,7 +213,8 @@ static void test_sizing_32(void **state)
  * A 32-bit filter at 1e-6 filled to its capacity (82% of its slots): every
  * key found, and of 2,000,000 keys never added at most 2 answer present
  * (the declared rate; the bound at this load is 7.6e-10, so none is
- * expected). Fingerprints cut to 16 bits would give about 100.
+ * expected). Fingerprints cut to 16 bits would give about 100. A key's
+ * fingerprint is never 0, the empty slot.
  */
 static void test_fpr_32(void **state)
 {
@@ -223,6 +224,11 @@ static void test_fpr_32(void **state)
 	struct table t;
 	table_open_b(&t, capacity, fpr, 2);
 	assert_int_equal(t.g.fp_bits, 32);
+	/* The fingerprint is the hash's low 32 bits, all of them; 0 (an empty
+	 * slot) becomes 1. */
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x12345678ffffffff)).fp, 0xffffffffu);
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x1234567800000000)).fp, 1);
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x1234567880010000)).fp, 0x80010000u);
 	for (uint64_t i = 0; i < capacity; i++) {
 		struct shmf_cuckoo_key k = key(&t, 30, i);
 		int r = shmf_cuckoo_add(&t.g, &k);
