@@ -103,12 +103,12 @@ static void loads(unsigned tables, int ncap, char **caps, uint32_t kicks)
 	for (int c = 0; c < (ncap ? ncap : 1); c++) {
 		uint64_t cap = ncap ? strtoull(caps[c], NULL, 10) : 1000000;
 		for (uint32_t slots = 1; slots <= SHMF_CUCKOO_SLOTS_MAX; slots *= 2)
-			for (uint32_t bits = 8; bits <= 16; bits += 8) {
-				struct shmf_cuckoo_params p;
-				if (!shmf_cuckoo_layout_ok(slots, bits) || shmf_cuckoo_size(cap, 0.5, slots, 1, &p) < 0)
+			for (uint32_t bits = 8; bits <= 32; bits *= 2) {
+				struct shmf_cuckoo_params p = { .fp_bits = bits, .slots = slots };
+				if (!shmf_cuckoo_layout_ok(slots, bits) ||
+				    shmf_cuckoo_buckets(cap, slots, bits, 1, &p.nbuckets) < 0)
 					continue;
-				/* The same buckets, the width asked for. */
-				p.fp_bits = bits;
+				/* The buckets the sizing plans, the width asked for. */
 				p.table_bytes = shmf_cuckoo_table_bytes(p.nbuckets, bits, slots);
 				struct table t;
 				table_open(&t, &p, kicks);
@@ -119,7 +119,7 @@ static void loads(unsigned tables, int ncap, char **caps, uint32_t kicks)
 				double s = (double)p.nbuckets * slots;
 				printf("%-9" PRIu64 " %-7u %-7u %10" PRIu64 " %10.4f %10.4f %8.2f\n", cap, slots, bits,
 				       p.nbuckets, (double)n[0] / s, (double)n[tables / 2] / s,
-				       shmf_cuckoo_load(slots));
+				       shmf_cuckoo_load(slots, bits));
 				free(n);
 				table_close(&t);
 			}

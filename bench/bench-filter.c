@@ -32,7 +32,8 @@
  * the handle.
  *
  * The "cuckoo b=N" rows put cuckoo filters of each bucket size side by
- * side (run_cuckoo_sizes()).
+ * side (run_cuckoo_sizes()); the "1e-9" rows a cuckoo filter (32-bit
+ * fingerprints) beside a Bloom filter at 1e-9 (run_low_rate()).
  *
  * The "replicated" rows run the same adds and checks on a twin of each
  * filter that replicates (its adds journalled into the handle's ring of
@@ -702,6 +703,67 @@ static void run_replicated_cuckoo(struct registry *reg, struct target *t)
 	registry_drop(reg, pname, NULL, 0);
 }
 
+/*
+ * At 1e-9: a cuckoo filter (no bucket size asked: buckets of 2, 32-bit
+ * fingerprints) beside a Bloom filter of the same declared rate, both
+ * filled to the capacity with the same keys: bits a key (the data
+ * segment over the capacity), the check loop and batch checks of 1024 on
+ * the same probes, alternating run by run, and the false positives of the
+ * absent probes (none expected of either).
+ */
+static void run_low_rate(struct registry *reg, struct target *t)
+{
+	static const int types[] = { SHMF_TYPE_BLOOM, SHMF_TYPE_CUCKOO };
+	static const char *const what[] = { "bloom", "cuckoo" };
+	char err[REGISTRY_ERR_MAX];
+	struct target c[2];
+	shmf_info_t info[2];
+	for (unsigned f = 0; f < 2; f++) {
+		char name[32];
+		snprintf(name, sizeof(name), "low-%s-%s", what[f], t->label);
+		struct filter_spec spec = { .type = types[f], .capacity = t->capacity, .fpr = 1e-9, .mode = 0640 };
+		snprintf(spec.name, sizeof(spec.name), "%s", name);
+		c[f] = *t;
+		if (registry_create(reg, &spec, err, sizeof(err)) < 0 ||
+		    shmf_open(reg->instance, name, SHMF_RDWR, &c[f].rw) < 0) {
+			fprintf(stderr, "%s: %s\n", name, err);
+			exit(1);
+		}
+		timed_adds(c[f].rw, t->present, 0, t->npresent);
+		shmf_info(c[f].rw, &info[f]);
+	}
+	double check[2][RUNS], many[2][RUNS];
+	for (int r = 0; r < RUNS; r++)
+		for (unsigned f = 0; f < 2; f++) {
+			check[f][r] = bench_check(&c[f]);
+			many[f][r] = bench_check_many(&c[f], 1024);
+		}
+	double bpk[2], ch[2], mn[2];
+	uint64_t fp[2] = { 0, 0 };
+	for (unsigned f = 0; f < 2; f++) {
+		bpk[f] = (double)info[f].bytes * 8.0 / (double)t->capacity;
+		ch[f] = bench_median(check[f], RUNS);
+		mn[f] = bench_median(many[f], RUNS);
+		for (uint64_t i = 0; i < t->nprobe / 2; i++)
+			fp[f] += shmf_check(c[f].rw, t->absent + i * KEY_LEN, KEY_LEN) == 1;
+	}
+	for (unsigned f = 0; f < 2; f++) {
+		char w[64];
+		snprintf(w, sizeof(w), "1e-9 %s (%s %u), check", what[f], f ? "fp bits" : "k", info[f].k);
+		printf("%-8s %-34s %7.1f ns  (%.2fx bloom; %.1f bits/key, %.2fx bloom; %llu fp of %llu)\n", t->label, w,
+		       ch[f], ch[f] / ch[0], bpk[f], bpk[f] / bpk[0], (unsigned long long)fp[f],
+		       (unsigned long long)(t->nprobe / 2));
+		snprintf(w, sizeof(w), "1e-9 %s, check_many 1024", what[f]);
+		printf("%-8s %-34s %7.1f ns/key  (%.2fx bloom)\n", t->label, w, mn[f], mn[f] / mn[0]);
+	}
+	for (unsigned f = 0; f < 2; f++) {
+		char name[32];
+		snprintf(name, sizeof(name), "low-%s-%s", what[f], t->label);
+		shmf_close(c[f].rw);
+		registry_drop(reg, name, NULL, 0);
+	}
+}
+
 static void run_speed(struct registry *reg, uint64_t big);
 
 /* Run the speed table with the runtime directory @p dir. */
@@ -758,6 +820,7 @@ static void run_speed(struct registry *reg, uint64_t big)
 		       check / fl);
 		run_cuckoo(reg, &t[i]);
 		run_cuckoo_sizes(reg, &t[i]);
+		run_low_rate(reg, &t[i]);
 		run_replicated_bloom(reg, &t[i]);
 		run_replicated_cuckoo(reg, &t[i]);
 	}

@@ -54,10 +54,10 @@ int spec_parse_bucket_size(const char *text, uint32_t *out)
  * @p bits-bit fingerprints. */
 static double reachable(uint64_t capacity, uint32_t slots, uint32_t bits)
 {
-	struct shmf_cuckoo_params p;
-	if (shmf_cuckoo_size(capacity, 0.999999, slots, 1, &p) < 0)
+	uint64_t nb;
+	if (shmf_cuckoo_buckets(capacity, slots, bits, 1, &nb) < 0)
 		return 1.0;
-	return shmf_cuckoo_fpr(capacity, p.nbuckets, bits, slots);
+	return shmf_cuckoo_fpr(capacity, nb, bits, slots);
 }
 
 /* @p x rounded up to 3 significant digits: a rate printed with %g that
@@ -77,11 +77,17 @@ void spec_bucket_fpr_why(uint64_t capacity, uint32_t bucket_size, double fpr, ch
 			 "%g or more, or a bucket size of 1, 2 or 4",
 			 bucket_size, bucket_size, reachable(capacity, bucket_size, 8), fpr,
 			 up3(reachable(capacity, bucket_size, 8)));
-	else
+	else if (!shmf_cuckoo_layout_ok(bucket_size, 32) && fpr >= reachable(capacity, SHMF_CUCKOO_SLOTS_LOW_RATE, 32))
 		snprintf(msg, len,
 			 "error rate %g is below what buckets of %u with 16-bit fingerprints reach (%.3g at "
-			 "capacity); use a smaller bucket size or a Bloom filter",
+			 "capacity); buckets of 2 with 32-bit fingerprints reach it: ask for a bucket size of 2, "
+			 "or none",
 			 fpr, bucket_size, reachable(capacity, bucket_size, 16));
+	else
+		snprintf(msg, len,
+			 "error rate %g is below what cuckoo filters reach (%.3g at capacity, buckets of 2 with "
+			 "32-bit fingerprints); use a Bloom filter",
+			 fpr, reachable(capacity, SHMF_CUCKOO_SLOTS_LOW_RATE, 32));
 }
 
 int spec_parse_capacity(const char *text, uint64_t *out)

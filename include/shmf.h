@@ -201,7 +201,7 @@ typedef struct {
 	double fpr_estimate; /**< expected false-positive rate now, from items */
 	uint64_t generation; /**< generation this handle has mapped */
 	uint64_t buckets;    /**< cuckoo: buckets of bucket_size slots; Bloom: 0 */
-	uint32_t fingerprint_bits;   /**< cuckoo: 8 or 16; Bloom: 0 */
+	uint32_t fingerprint_bits;   /**< cuckoo: 8, 16 or 32; Bloom: 0 */
 	uint32_t max_kicks;          /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;        /**< cuckoo: fingerprints moved so far; Bloom: 0 */
 	uint64_t deletes;            /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */

@@ -4,9 +4,10 @@
  *
  * A bucket is b fingerprint slots (b, the bucket size, is 1, 2, 4 or 8)
  * packed in one word that is read and compare-and-swapped whole: b * f
- * bits for f-bit fingerprints (8 or 16), a word of 8, 16, 32 or 64 bits.
- * So only the sizes whose bucket fits one 64-bit word exist: 1, 2, 4 and 8
- * with 8-bit fingerprints, 1, 2 and 4 with 16-bit ones. A bucket of more
+ * bits for f-bit fingerprints (8, 16 or 32), a word of 8, 16, 32 or 64
+ * bits. So only the sizes whose bucket fits one 64-bit word exist: 1, 2, 4
+ * and 8 with 8-bit fingerprints, 1, 2 and 4 with 16-bit ones, 1 and 2 with
+ * 32-bit ones (the low-rate layout: about 7.6e-10 in buckets of 2). A bucket of more
  * slots, or of a size that is no power of two, would span two words: a
  * lookup could no longer read it in one atomic load, nor a move CAS it,
  * and the lock-free reads and adds below rest on both. (12-bit
@@ -38,12 +39,13 @@
 
 #include "libclient/hash.h"
 
-#define SHMF_CUCKOO_SLOTS_DEFAULT 4u     /* bucket size when none is asked for */
-#define SHMF_CUCKOO_SLOTS_MAX     8u     /* the most slots one 64-bit word holds (8-bit fingerprints) */
-#define SHMF_CUCKOO_STRIPES       1024u  /* version counters, bucket i uses i % STRIPES */
-#define SHMF_CUCKOO_MAX_KICKS     500u   /* default bound on one insert's relocation path */
-#define SHMF_CUCKOO_KICKS_LIMIT   65535u /* largest configurable bound: RedisBloom's MAXITERATIONS limit */
-#define SHMF_CUCKOO_KICKS_STACK   1024u  /* paths up to this long live on the stack, longer ones on the heap */
+#define SHMF_CUCKOO_SLOTS_DEFAULT  4u     /* bucket size when none is asked for */
+#define SHMF_CUCKOO_SLOTS_LOW_RATE 2u     /* ... and below the rates buckets of 4 reach (32-bit fingerprints) */
+#define SHMF_CUCKOO_SLOTS_MAX      8u     /* the most slots one 64-bit word holds (8-bit fingerprints) */
+#define SHMF_CUCKOO_STRIPES        1024u  /* version counters, bucket i uses i % STRIPES */
+#define SHMF_CUCKOO_MAX_KICKS      500u   /* default bound on one insert's relocation path */
+#define SHMF_CUCKOO_KICKS_LIMIT    65535u /* largest configurable bound: RedisBloom's MAXITERATIONS limit */
+#define SHMF_CUCKOO_KICKS_STACK    1024u  /* paths up to this long live on the stack, longer ones on the heap */
 
 /* Bucket words of 1 and 2 bytes are shared across processes like the
  * others: only lock-free atomics work there. */
@@ -99,11 +101,11 @@ _Static_assert(offsetof(struct shmf_cuckoo_meta, lock) == 16, "lock in the meta 
 _Static_assert(sizeof(struct shmf_cuckoo_meta) == 8256, "meta block size: part of the snapshot format");
 
 /* Whether buckets of @p slots fingerprints of @p fp_bits bits are one
- * word this library reads and CASes whole: fp_bits 8 or 16, slots a power
+ * word this library reads and CASes whole: fp_bits 8, 16 or 32, slots a power
  * of two up to SHMF_CUCKOO_SLOTS_MAX, and slots * fp_bits at most 64. */
 static inline int shmf_cuckoo_layout_ok(uint32_t slots, uint32_t fp_bits)
 {
-	return (fp_bits == 8 || fp_bits == 16) && slots != 0 && slots <= SHMF_CUCKOO_SLOTS_MAX &&
+	return (fp_bits == 8 || fp_bits == 16 || fp_bits == 32) && slots != 0 && slots <= SHMF_CUCKOO_SLOTS_MAX &&
 	       (slots & (slots - 1)) == 0 && slots * fp_bits <= 64;
 }
 
@@ -117,7 +119,7 @@ static inline uint64_t shmf_cuckoo_table_bytes(uint64_t nbuckets, uint32_t fp_bi
 
 /* What shmf_cuckoo_size() chose. */
 struct shmf_cuckoo_params {
-	uint32_t fp_bits; /* 8 or 16 */
+	uint32_t fp_bits; /* 8, 16 or 32 */
 	uint32_t slots;   /* fingerprints per bucket, as asked */
 	uint64_t nbuckets;
 	uint64_t table_bytes; /* nbuckets * bucket bytes, rounded up to 64 */
@@ -176,7 +178,7 @@ void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms);
 /* What the lane arithmetic needs of a bucket layout (slots fingerprints of
  * w bits in a word of bytes bytes). */
 struct shmf_cuckoo_lanes {
-	uint32_t w;     /* fingerprint bits, the lane width: 8 or 16 */
+	uint32_t w;     /* fingerprint bits, the lane width: 8, 16 or 32 */
 	uint32_t bytes; /* slots * w / 8: 1, 2, 4 or 8, the width of a bucket word */
 	uint32_t shift; /* (slots - 1) * w: the top lane, where a lane count collects */
 	uint32_t slots; /* lanes in a word */
@@ -202,7 +204,7 @@ struct shmf_cuckoo_geom {
 	void *buckets; /* nbuckets words of slots * fp_bits bits */
 	uint64_t nbuckets;
 	uint64_t seed;
-	uint32_t fp_bits; /* 8 or 16 */
+	uint32_t fp_bits; /* 8, 16 or 32 */
 	uint32_t slots;   /* fingerprints per bucket: 1, 2, 4 or 8 (shmf_cuckoo_layout_ok) */
 	uint32_t max_kicks;
 	/* Derived from fp_bits and slots by shmf_cuckoo_geom_layout(): */
@@ -229,16 +231,16 @@ static inline int shmf_cuckoo_even_buckets(uint32_t slots)
  */
 int shmf_cuckoo_geom_layout(struct shmf_cuckoo_geom *g);
 
-/** The load at capacity that sizing plans for, by bucket size: the loads
- * a cuckoo filter reaches before inserts start to fail, less a margin
- * (docs/design.md section 5). */
-double shmf_cuckoo_load(uint32_t slots);
+/** The load at capacity that sizing plans for, by bucket size (and for
+ * buckets of 2, fingerprint width): the loads a cuckoo filter reaches
+ * before inserts start to fail, less a margin (docs/design.md section 5). */
+double shmf_cuckoo_load(uint32_t slots, uint32_t fp_bits);
 
 /**
  * Size a cuckoo filter of buckets of @p slots fingerprints for @p capacity
  * keys at false-positive rate @p fpr: buckets for capacity at load
- * shmf_cuckoo_load(slots) plus a headroom of sqrt(capacity) buckets, and
- * the smallest fingerprint (8 or 16 bits) whose shmf_cuckoo_fpr() there is
+ * shmf_cuckoo_load() plus a headroom of sqrt(capacity) buckets, and the
+ * smallest fingerprint (8, 16 or 32 bits) whose shmf_cuckoo_fpr() there is
  * at most @p fpr and whose bucket fits one word (shmf_cuckoo_layout_ok).
  *
  * The headroom is what makes a small filter hold its capacity: the load at
@@ -255,17 +257,18 @@ double shmf_cuckoo_load(uint32_t slots);
  * @return 0, SHMF_E_INVAL (capacity 0, fpr not in (0,1), a bucket size
  *         other than 1, 2, 4 or 8, or an fpr below what the fingerprints
  *         that fit reach: about 1.2e-4 for 16-bit ones in buckets of 4,
+ *         7.6e-10 for 32-bit ones in buckets of 2, 1.4e-10 in buckets of 1,
  *         and 8-bit ones only in buckets of 8, about 6%), or SHMF_E_TOOBIG.
  */
 int shmf_cuckoo_size(uint64_t capacity, double fpr, uint32_t slots, int headroom, struct shmf_cuckoo_params *out);
 
 /** The buckets shmf_cuckoo_size() gives @p capacity keys in buckets of
- * @p slots (with or without the headroom), whatever the fingerprint: a
+ * @p slots of @p fp_bits fingerprints (with or without the headroom): a
  * growing filter's layers keep their first layer's fingerprint and bucket
  * sizes.
  * @return 0, SHMF_E_INVAL (capacity 0, a bucket size other than 1, 2, 4
  *         or 8) or SHMF_E_TOOBIG. */
-int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, int headroom, uint64_t *out);
+int shmf_cuckoo_buckets(uint64_t capacity, uint32_t slots, uint32_t fp_bits, int headroom, uint64_t *out);
 
 /** The false-positive bound at load @p items / (slots * nbuckets): the
  * chance that one of the 2 * slots * load occupied candidate slots holds

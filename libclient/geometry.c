@@ -8,6 +8,22 @@
 #include "libclient/cuckoo.h"
 #include "libclient/geometry.h"
 
+/* A cuckoo filter's table for @p bucket_size, or where none was asked
+ * for, buckets of 4 (SHMF_CUCKOO_SLOTS_DEFAULT), and below the rates their
+ * fingerprints reach, buckets of 2: 16-bit fingerprints down to about
+ * 4.9e-5 at 20 bits a key, then 32-bit ones (about 7.6e-10 at 39 bits a
+ * key), each the least memory that reaches the rate (docs/design.md
+ * section 5). */
+static int cuckoo_size(uint64_t capacity, double fpr, uint32_t bucket_size, int headroom, struct shmf_cuckoo_params *p)
+{
+	if (bucket_size != 0)
+		return shmf_cuckoo_size(capacity, fpr, bucket_size, headroom, p);
+	int r = shmf_cuckoo_size(capacity, fpr, SHMF_CUCKOO_SLOTS_DEFAULT, headroom, p);
+	if (r == SHMF_E_INVAL && capacity != 0 && fpr > 0.0 && fpr < 1.0)
+		r = shmf_cuckoo_size(capacity, fpr, SHMF_CUCKOO_SLOTS_LOW_RATE, headroom, p);
+	return r;
+}
+
 static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 			 int headroom, struct shmf_geometry *out)
 {
@@ -29,8 +45,7 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 		struct shmf_cuckoo_params p;
 		if (max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 			return SHMF_E_INVAL;
-		if ((r = shmf_cuckoo_size(capacity, fpr, bucket_size ? bucket_size : SHMF_CUCKOO_SLOTS_DEFAULT,
-					  headroom, &p)) < 0)
+		if ((r = cuckoo_size(capacity, fpr, bucket_size, headroom, &p)) < 0)
 			return r;
 		g.k = p.fp_bits;
 		g.bucket_size = p.slots;
@@ -95,6 +110,14 @@ int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kic
 	return sized_cached(type, capacity, fpr, max_kicks, bucket_size, out);
 }
 
+uint32_t shmf_geometry_bucket_size(uint64_t capacity, double fpr)
+{
+	struct shmf_geometry g;
+	if (sized_cached(SHMF_TYPE_CUCKOO, capacity, fpr, 0, 0, &g) == 0)
+		return g.bucket_size;
+	return SHMF_CUCKOO_SLOTS_DEFAULT;
+}
+
 unsigned shmf_layers_max(uint32_t type)
 {
 	return type == SHMF_TYPE_CUCKOO ? SHMF_CUCKOO_LAYERS_MAX : SHMF_LAYERS_MAX;
@@ -140,7 +163,7 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 	l.g = base;
 	if (i > 0) {
 		uint64_t nb;
-		if ((r = shmf_cuckoo_buckets(l.capacity, base.bucket_size, 1, &nb)) < 0)
+		if ((r = shmf_cuckoo_buckets(l.capacity, base.bucket_size, base.k, 1, &nb)) < 0)
 			return r;
 		l.g.nbuckets = nb;
 		l.g.nblocks = (sizeof(struct shmf_cuckoo_meta) +

@@ -22,7 +22,8 @@ struct shmf_geometry {
 
 /**
  * Size a filter of @p type for @p capacity keys at @p fpr (@p max_kicks
- * and @p bucket_size: cuckoo only, 0 for the defaults, 500 and 4).
+ * and @p bucket_size: cuckoo only, 0 for the defaults, 500 and 4, or
+ * 2 below the rates buckets of 4 reach: shmf_geometry_bucket_size()).
  * @return 0, SHMF_E_TYPE (unknown type), SHMF_E_INVAL (capacity 0, fpr
  *         out of (0,1) or not reachable by the type and bucket size, a
  *         bucket size other than 1, 2, 4 or 8, max_kicks above
@@ -30,6 +31,12 @@ struct shmf_geometry {
  */
 int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 		       struct shmf_geometry *out);
+
+/** The bucket size a cuckoo filter of @p capacity keys at @p fpr gets
+ * when none is asked for: 4 (SHMF_CUCKOO_SLOTS_DEFAULT), or 2 below the
+ * rates buckets of 4 reach (SHMF_CUCKOO_SLOTS_LOW_RATE); 4 where neither
+ * reaches it (the sizing then refuses it, naming buckets of 4). */
+uint32_t shmf_geometry_bucket_size(uint64_t capacity, double fpr);
 
 /**
  * Whether @p g, a shape read from a file, is the one shmf_geometry_size()

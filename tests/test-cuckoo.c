@@ -144,6 +144,117 @@ static void test_sizing(void **state)
 	assert_int_equal(shmf_geometry_sized(&g, 1000, 0.01), SHMF_E_FORMAT);
 }
 
+/* Bits a key of a filter of @p capacity: its whole data segment. */
+static double bits_per_key(const struct shmf_geometry *g, uint64_t capacity)
+{
+	return (double)g->data_bytes * 8.0 / (double)capacity;
+}
+
+/*
+ * Below the rates buckets of 4 reach (about 1.2e-4), a filter with no
+ * bucket size asked for gets buckets of 2: 16-bit fingerprints down to
+ * what they reach, then 32-bit ones, at 1e-9 in at most 40 bits a key
+ * (a classic Bloom filter: 43.1). A bucket size asked for keeps its
+ * fingerprints; below what 32-bit ones reach, nothing. Layers keep their
+ * first layer's fingerprints, and the shape checks take 32-bit ones only
+ * in buckets of 1 and 2.
+ */
+static void test_sizing_32(void **state)
+{
+	(void)state;
+	const uint64_t cap = 1000000;
+	struct shmf_geometry g;
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 2e-4, 0, 0, &g), 0);
+	assert_true(g.k == 16 && g.bucket_size == 4); /* unchanged where buckets of 4 reach it */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 6e-5, 0, 0, &g), 0);
+	assert_true(g.k == 16 && g.bucket_size == 2);
+	static const double rates[] = { 1e-6, 1e-9 };
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, rates[i], 0, 0, &g), 0);
+		printf("capacity %llu at %g: %u-bit fingerprints in buckets of %u, %llu bytes, %.2f bits a key\n",
+		       (unsigned long long)cap, rates[i], g.k, g.bucket_size, (unsigned long long)g.data_bytes,
+		       bits_per_key(&g, cap));
+		assert_int_equal(g.k, 32);
+		assert_int_equal(g.bucket_size, 2);
+		assert_true(shmf_cuckoo_fpr(cap, g.nbuckets, g.k, g.bucket_size) <= rates[i]);
+		assert_true(bits_per_key(&g, cap) <= 40.0);
+		assert_int_equal(shmf_geometry_sized(&g, cap, rates[i]), 0); /* a restore recognises it */
+	}
+	/* A bucket size asked for: 4 cannot hold 32-bit fingerprints; 2 and 1 do. */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-6, 0, 4, &g), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-6, 0, 2, &g), 0);
+	assert_true(g.k == 32 && g.bucket_size == 2);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 2e-10, 0, 1, &g), 0);
+	assert_true(g.k == 32 && g.bucket_size == 1);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 5e-10, 0, 0, &g), SHMF_E_INVAL);
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 5e-10, 0, 2, &g), SHMF_E_INVAL);
+	/* A growing filter's later layers keep 32-bit fingerprints. */
+	struct shmf_layer l;
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, 1000, 1e-9, 0, 0, 2, i, &l), 0);
+		assert_true(l.g.k == 32 && l.g.bucket_size == 2);
+		assert_int_equal(shmf_geometry_check(l.g.type, l.g.scheme, l.g.k, l.g.bucket_size, l.g.nblocks,
+						     l.g.nbuckets),
+				 0);
+	}
+	/* The shape check: 32 bits in buckets of 1 and 2 only; no width but 8, 16, 32. */
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_CUCKOO, cap, 1e-9, 0, 0, &g), 0);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 2, g.nblocks, g.nbuckets), 0);
+	/* 24 bits refused even where the blocks would match such a table. */
+	uint64_t blocks24 = (sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(g.nbuckets, 24, 2)) /
+			    SHMF_BLOCK_BYTES;
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 24, 2, blocks24, g.nbuckets), SHMF_E_FORMAT);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 24, 2, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 64, 1, g.nblocks, g.nbuckets), SHMF_E_FORMAT);
+	assert_int_equal(shmf_geometry_check(g.type, g.scheme, 32, 4, g.nblocks, g.nbuckets / 2), SHMF_E_FORMAT);
+}
+
+/*
+ * A 32-bit filter at 1e-6 filled to its capacity (82% of its slots): every
+ * key found, and of 2,000,000 keys never added at most 2 answer present
+ * (the declared rate; the bound at this load is 7.6e-10, so none is
+ * expected). Fingerprints cut to 16 bits would give about 100. A key's
+ * fingerprint is never 0, the empty slot.
+ */
+static void test_fpr_32(void **state)
+{
+	(void)state;
+	const uint64_t capacity = 1000000, probes = 2000000;
+	const double fpr = 1e-6;
+	struct table t;
+	table_open_b(&t, capacity, fpr, 2);
+	assert_int_equal(t.g.fp_bits, 32);
+	/* The fingerprint is the hash's low 32 bits, all of them; 0 (an empty
+	 * slot) becomes 1. */
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x12345678ffffffff)).fp, 0xffffffffu);
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x1234567800000000)).fp, 1);
+	assert_int_equal(shmf_cuckoo_locate(&t.g, UINT64_C(0x1234567880010000)).fp, 0x80010000u);
+	for (uint64_t i = 0; i < capacity; i++) {
+		struct shmf_cuckoo_key k = key(&t, 30, i);
+		int r = shmf_cuckoo_add(&t.g, &k);
+		if (r != 0)
+			fail_msg("add %llu of %llu: %s", (unsigned long long)i, (unsigned long long)capacity,
+				 shmf_strerror(r));
+	}
+	for (uint64_t i = 0; i < capacity; i++) {
+		struct shmf_cuckoo_key k = key(&t, 30, i);
+		if (shmf_cuckoo_count(&t.g, &k) < 1)
+			fail_msg("key %llu lost", (unsigned long long)i);
+	}
+	uint64_t fp = 0;
+	for (uint64_t i = 0; i < probes; i++) {
+		struct shmf_cuckoo_key k = key(&t, 31, i);
+		fp += shmf_cuckoo_count(&t.g, &k) > 0;
+	}
+	printf("32-bit fingerprints, %llu buckets (load %.3f), %llu moves: %llu false positives of %llu, declared "
+	       "%g, bound %g\n",
+	       (unsigned long long)t.g.nbuckets, (double)capacity / (double)slots(&t),
+	       (unsigned long long)t.g.meta->moves, (unsigned long long)fp, (unsigned long long)probes, fpr,
+	       shmf_cuckoo_fpr(capacity, t.g.nbuckets, t.g.fp_bits, t.g.slots));
+	assert_true((double)fp <= fpr * (double)probes);
+	table_close(&t);
+}
+
 /* Fill to 95% of the slots; every key found; then the FPR over 1M absent
  * keys is within 0.5-1.5x of the bound at that load. */
 static void fill_and_measure(uint64_t capacity, double fpr)
@@ -418,7 +529,8 @@ static const struct layout {
 	uint32_t slots, bits;
 	double fpr;
 } layouts[] = {
-	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 }, { 4, 8, 0.05 }, { 4, 16, 0.01 }, { 8, 8, 0.1 },
+	{ 1, 16, 0.01 }, { 2, 8, 0.05 }, { 2, 16, 0.01 },  { 4, 8, 0.05 },
+	{ 4, 16, 0.01 }, { 8, 8, 0.1 },  { 1, 32, 2e-10 }, { 2, 32, 1e-9 },
 };
 #define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 
@@ -572,7 +684,8 @@ static void die_mid_move(void)
 /* Fill a table until adds need relocations; returns how many keys. */
 static uint64_t fill_until_full_buckets(struct table *t, unsigned family)
 {
-	uint64_t n = slots(t) * 90 / 100;
+	/* Buckets of 2 fill at about 88%. */
+	uint64_t n = slots(t) * (t->g.slots == 2 ? 84 : 90) / 100;
 	for (uint64_t i = 0; i < n; i++) {
 		struct shmf_cuckoo_key k = key(t, family, i);
 		assert_int_equal(shmf_cuckoo_add(&t->g, &k), 0);
@@ -580,11 +693,10 @@ static uint64_t fill_until_full_buckets(struct table *t, unsigned family)
 	return n;
 }
 
-static void test_lock_holder_killed(void **state)
+static void lock_holder_killed(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 20000, 0.01);
+	table_open_b(&t, 20000, fpr, bucket_size);
 	/* Long, so that "at once" below cannot be confused with a noisy machine. */
 	t.lock.timeout_ms = 10000;
 	uint64_t n = fill_until_full_buckets(&t, 9);
@@ -656,6 +768,14 @@ static void test_lock_holder_killed(void **state)
 	table_close(&t);
 }
 
+/* Buckets of 4 (16-bit fingerprints) and of 2 with 32-bit ones. */
+static void test_lock_holder_killed(void **state)
+{
+	(void)state;
+	lock_holder_killed(4, 0.01);
+	lock_holder_killed(2, 1e-9);
+}
+
 static void stop_mid_move(void)
 {
 	raise(SIGSTOP);
@@ -722,11 +842,10 @@ static void assert_busy_in_time(struct table *t, unsigned family, const char *wh
  * a move: writers that need the lock get SHMF_E_BUSY after the timeout,
  * checks are not held up, and when the holder goes on (or is killed)
  * everything does. */
-static void test_lock_holder_stopped(void **state)
+static void lock_holder_stopped(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 20000, 0.01);
+	table_open_b(&t, 20000, fpr, bucket_size);
 	t.lock.timeout_ms = 200;
 	uint64_t n = fill_until_full_buckets(&t, 13);
 
@@ -762,6 +881,14 @@ static void test_lock_holder_stopped(void **state)
 	       (unsigned long long)(moving & 0xffffffffu) - 1, (unsigned long long)(moving >> 32) - 1,
 	       (unsigned long long)n, (unsigned long long)ms);
 	table_close(&t);
+}
+
+/* Buckets of 4 (16-bit fingerprints) and of 2 with 32-bit ones. */
+static void test_lock_holder_stopped(void **state)
+{
+	(void)state;
+	lock_holder_stopped(4, 0.01);
+	lock_holder_stopped(2, 1e-9);
 }
 
 static void stall_copy(void)
@@ -907,12 +1034,13 @@ static uint64_t add_past_stopped_copier(struct table *t, void *img)
  * stops in the middle holds no writer up: the writers cancel its copy
  * after a few milliseconds without room in the log.
  */
-static void test_copy_while_moving(void **state)
+static void copy_while_moving(uint32_t bucket_size, double fpr)
 {
-	(void)state;
 	struct table t;
-	table_open(&t, 200000, 0.01);
-	const uint64_t stable = slots(&t) / 2, churn = slots(&t) * 44 / 100 / 2;
+	table_open_b(&t, 200000, fpr, bucket_size);
+	/* 94% of the slots at most (buckets of 4), 80% (buckets of 2). */
+	const uint64_t stable = slots(&t) * (bucket_size == 2 ? 40 : 50) / 100,
+		       churn = slots(&t) * (bucket_size == 2 ? 40 : 44) / 100 / 2;
 	for (uint64_t i = 0; i < stable; i++) {
 		struct shmf_cuckoo_key k = key(&t, 16, i);
 		assert_int_equal(shmf_cuckoo_add(&t.g, &k), 0);
@@ -958,10 +1086,19 @@ static void test_copy_while_moving(void **state)
 	table_close(&t);
 }
 
+static void test_copy_while_moving(void **state)
+{
+	(void)state;
+	copy_while_moving(4, 0.01);
+	copy_while_moving(2, 1e-9);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_sizing_32),
+		cmocka_unit_test(test_fpr_32),
 		cmocka_unit_test(test_small_capacities),
 		cmocka_unit_test(test_load_and_fpr),
 		cmocka_unit_test(test_full),
@@ -974,7 +1111,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_layouts_churn),
 		cmocka_unit_test(test_long_paths),
 	};
-	const char *const names[] = { "sizing", "small",   "load_fpr", "full",    "delete",        "churn",
-				      "killed", "stopped", "copy",     "layouts", "layouts_churn", "long_paths" };
+	const char *const names[] = { "sizing", "sizing32", "fpr32",         "small",     "load_fpr",
+				      "full",   "delete",   "churn",         "killed",    "stopped",
+				      "copy",   "layouts",  "layouts_churn", "long_paths" };
 	return fixture_run(argc, argv, all, names);
 }

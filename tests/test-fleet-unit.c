@@ -96,6 +96,14 @@ static void test_shape(void **state)
 			assert_true(seen[n] != seen[j]);
 		n++;
 	}
+	/* The fingerprint width: 2 x 16 and 2 x 32 bits are other shapes. */
+	t = s;
+	t.type = SHMF_TYPE_CUCKOO;
+	t.bucket_size = 2;
+	t.k = 16;
+	uint64_t k16 = fleet_shape(&t, 42);
+	t.k = 32;
+	assert_true(fleet_shape(&t, 42) != k16);
 	t = s;
 	t.created_epoch = 12345;
 	t.cursor_ms = 99;
@@ -344,6 +352,23 @@ static void test_registry_replicated(void **state)
 	assert_int_equal(shmf_journal_handle_stats(h, &ws), 0);
 	assert_int_equal(ws.journals, 1);
 	assert_true(ws.ring >= 0);
+	shmf_close(h);
+	/* A cuckoo filter at 1e-9 (32-bit fingerprints) journals its adds too. */
+	struct filter_spec low;
+	spec_defaults(&low, "c32");
+	low.type = SHMF_TYPE_CUCKOO;
+	low.capacity = 1000;
+	low.fpr = 1e-9;
+	low.mode = 0660;
+	low.replicate = 1;
+	int c32 = registry_create(&fx.reg, &low, err, sizeof(err));
+	assert_true(c32 >= 0);
+	assert_int_equal(fx.reg.ctl.slots[c32].k, 32);
+	assert_true(journal_exists("c32", NULL));
+	h = fixture_open("c32", SHMF_RDWR);
+	assert_int_equal(shmf_add(h, "k", 1), 1);
+	assert_int_equal(shmf_journal_handle_stats(h, &ws), 0);
+	assert_int_equal(ws.journals, 1);
 	shmf_close(h);
 
 	/* The cursor lives with the filter: kept by a swap, cleared by a drop. */

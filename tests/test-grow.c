@@ -295,14 +295,14 @@ static void test_cuckoo_layers(void **state)
  * function makes it: buckets of 2 and layer 0's fingerprint width, an even
  * number of buckets (the bucket function's H is odd for every size but 4),
  * the capacity its place gives. */
-static void assert_bucket_layers(shmf_t *f, uint64_t capacity, uint32_t fp_bits, int min_layers)
+static void assert_bucket_layers_at(shmf_t *f, uint64_t capacity, double fpr, uint32_t fp_bits, int min_layers)
 {
 	struct shmf_layer_status st[SHMF_LAYERS_MAX];
 	int n = shmf_layers(f, st, SHMF_LAYERS_MAX);
 	assert_true(n >= min_layers);
 	for (int i = 0; i < n; i++) {
 		struct shmf_layer want;
-		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, capacity, 0.01, 0, 2, 2, st[i].layer, &want), 0);
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_CUCKOO, capacity, fpr, 0, 2, 2, st[i].layer, &want), 0);
 		assert_int_equal(st[i].bucket_size, 2);
 		assert_int_equal(st[i].k, fp_bits);
 		assert_int_equal(st[i].capacity, capacity << st[i].layer);
@@ -310,6 +310,11 @@ static void assert_bucket_layers(shmf_t *f, uint64_t capacity, uint32_t fp_bits,
 		assert_int_equal(st[i].nblocks, want.g.nblocks);
 		assert_int_equal(st[i].nbuckets % 2, 0);
 	}
+}
+
+static void assert_bucket_layers(shmf_t *f, uint64_t capacity, uint32_t fp_bits, int min_layers)
+{
+	assert_bucket_layers_at(f, capacity, 0.01, fp_bits, min_layers);
 }
 
 /* A growing cuckoo filter of buckets of 2 (RedisBloom's BUCKETSIZE 2,
@@ -390,6 +395,55 @@ static void test_cuckoo_bucket_layers(void **state)
 	fclose(hf);
 	r = fixture_open("cb2", SHMF_RDONLY);
 	assert_int_equal(found(r, 1, 0, N), N);
+	shmf_close(r);
+	shmf_close(w);
+}
+
+/* A growing cuckoo filter at 1e-9 (buckets of 2, 32-bit fingerprints):
+ * every layer keeps 32-bit fingerprints and the layer function's shape,
+ * every key is found from a writer and a new reader, a count and delete
+ * reach the layers, and a snapshot restores with the same layers and
+ * keys. */
+static void test_cuckoo_layers_32(void **state)
+{
+	(void)state;
+	enum { B = 1000, N = 12000 };
+	int slot = fixture_cuckoo_growing(&fx, "cg32", B, 1e-9, 2, 2);
+	assert_int_equal(slot_of(slot)->k, 32);
+	shmf_t *w = fixture_open("cg32", SHMF_RDWR);
+	add_ticking(slot, w, 1, 0, N, 50);
+	assert_int_equal(found(w, 1, 0, N), N);
+	assert_int_equal(found(w, 2, 0, N), 0); /* 12,000 absent keys at 1e-9: none */
+	assert_bucket_layers_at(w, B, 1e-9, 32, 3);
+	shmf_t *r = fixture_open("cg32", SHMF_RDONLY);
+	assert_int_equal(found(r, 1, 0, N), N);
+	/* Batch checks over every layer: each key present. */
+	char keys[64][32];
+	shmf_key_t ks[64];
+	uint8_t out[64];
+	for (uint64_t i = 0; i < N; i += 64) {
+		unsigned n = N - i < 64 ? (unsigned)(N - i) : 64;
+		for (unsigned j = 0; j < n; j++)
+			ks[j] = (shmf_key_t){ keys[j], fixture_key(keys[j], 1, i + j) };
+		assert_int_equal(shmf_check_many(r, ks, n, out), (int)n);
+		for (unsigned j = 0; j < n; j++)
+			assert_int_equal(out[j], 1);
+	}
+	char key[32];
+	size_t len = fixture_key(key, 1, 7);
+	assert_int_equal(shmf_count(r, key, len), 1);
+	assert_int_equal(shmf_del(w, key, len), 1);
+	assert_int_equal(shmf_count(r, key, len), 0);
+	assert_int_equal(shmf_add(w, key, len), 1);
+
+	char path[512], err[SNAPSHOT_ERR_MAX];
+	snprintf(path, sizeof(path), "%s/cg32.snap", fx.files);
+	assert_int_equal(registry_snapshot(&fx.reg, "cg32", path, NULL, err, sizeof(err)), 0);
+	assert_true(fixture_replace(&fx, "cg32-copy", path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
+	shmf_t *c = fixture_open("cg32-copy", SHMF_RDONLY);
+	assert_int_equal(found(c, 1, 0, N), N);
+	assert_bucket_layers_at(c, B, 1e-9, 32, 3);
+	shmf_close(c);
 	shmf_close(r);
 	shmf_close(w);
 }
@@ -673,10 +727,12 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_applied_by_hash, fx),
 		fixture_unit_test(test_cuckoo_bucket_layers, fx),
 		fixture_unit_test(test_cuckoo_bucket_snapshot, fx),
+		fixture_unit_test(test_cuckoo_layers_32, fx),
 	};
 	const char *const names[] = {
-		"bloom_layers", "nonscaling", "cuckoo_layers", "layer_limit",          "one_layer",
-		"capped",       "bad_specs",  "applied",       "cuckoo_bucket_layers", "cuckoo_bucket_snapshot"
+		"bloom_layers",    "nonscaling", "cuckoo_layers", "layer_limit",          "one_layer",
+		"capped",          "bad_specs",  "applied",       "cuckoo_bucket_layers", "cuckoo_bucket_snapshot",
+		"cuckoo_layers_32"
 	};
 	return fixture_run(argc, argv, all, names);
 }

@@ -111,6 +111,12 @@ fpr = 0.001
 type = cuckoo
 capacity = 2000
 
+# no bucket size: 2 at this rate (32-bit fingerprints), no change to refuse
+[filter low]
+type = cuckoo
+capacity = 1000
+fpr = 1e-9
+
 [tcp]
 port = 7000
 CONF
@@ -124,10 +130,13 @@ check "fpr change refused, logged" grep -q "reload: filter 'a': fpr 0.001 in the
 check "the refused filter is kept as it was" bash -c "'$SHMCTL' -i rl info a | grep -Eq '^capacity +1000$'"
 check "the refused filter keeps its keys" bash -c "'$SHMCTL' -i rl check a before-reload | grep -q present"
 check "new filter b is a cuckoo filter of 2000" bash -c "'$SHMCTL' -i rl info b | grep -Eq '^capacity +2000$'"
+check "new filter low at 1e-9 has 32-bit fingerprints" bash -c "'$SHMCTL' -i rl info low | grep -Eq '^fingerprint_bits +32$'"
+check "new filter low has buckets of 2" bash -c "'$SHMCTL' -i rl info low | grep -Eq '^bucket_size +2$'"
+check "filter low, unchanged, is not refused" bash -c "! grep -q \"filter 'low'.*refused\" '$LOG'"
 check "log_level applied (logged)" grep -q "reload: \[instance\] log_level info -> debug: applied" "$LOG"
 check "remove_on_exit applied (logged)" grep -q "reload: \[instance\] remove_on_exit 0 -> 1: applied" "$LOG"
 check "[tcp] port needs a restart (logged)" grep -q "reload: \[tcp\] port 6479 -> 7000: needs a restart; not applied" "$LOG"
-check "summary logged" grep -q "1 filters created, 2 changes applied, 2 refused, 1 need a restart" "$LOG"
+check "summary logged" grep -q "2 filters created, 2 changes applied, 2 refused, 1 need a restart" "$LOG"
 
 # shmctl reload: the same, answered; nothing new this time. Not all of the
 # file is in force: exit 1, and stderr says so.

@@ -420,7 +420,12 @@ static void check_cf_expansion_refused(void)
 static void check_cf_other_bad_requests_refused(void)
 {
 	struct refusal cases[] = {
-		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "0.00001" }, "-ERR filter 'x': error rate 1e-05 is below" },
+		{ 5,
+		  { "CF.RESERVE", "x", "100", "ERROR", "1e-11" },
+		  "-ERR filter 'x': error rate 1e-11 is below what cuckoo filters reach" },
+		{ 7,
+		  { "CF.RESERVE", "x", "100", "ERROR", "0.00001", "BUCKETSIZE", "4" },
+		  "-ERR filter 'x': error rate 1e-05 is below what buckets of 4 with 16-bit fingerprints reach" },
 		{ 5, { "CF.RESERVE", "x", "100", "ERROR", "2" }, "-ERR bad ERROR '2'" },
 		{ 4, { "CF.RESERVE", "x", "100", "COLOR" }, "-ERR option 'COLOR' needs a value, or is unknown" },
 		{ 5, { "CF.RESERVE", "x", "100", "COLOR", "red" }, "-ERR unknown option 'COLOR'" },

@@ -312,6 +312,7 @@ static void roundtrip_in(const char *name, int type, uint64_t capacity, uint64_t
 		shmf_info_t info;
 		assert_int_equal(shmf_info(f, &info), 0);
 		assert_int_equal(info.bucket_size, bucket);
+		assert_int_equal(info.fingerprint_bits, fpr < 1e-6 ? 32 : info.fingerprint_bits);
 		shmf_close(f);
 	}
 	assert_int_equal(count_present(copy, 12, keys), keys);
@@ -342,6 +343,7 @@ static void test_bucket_sizes(void **state)
 	roundtrip_in("cb2", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 2, 0.05);
 	roundtrip_in("cb4", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 4, 0.05);
 	roundtrip_in("cb8", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 8, 0.1);
+	roundtrip_in("cb2x32", SHMF_TYPE_CUCKOO, 100000, 50000, 0, 2, 1e-9); /* 32-bit fingerprints */
 }
 
 static void test_roundtrip(void **state)

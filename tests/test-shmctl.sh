@@ -77,7 +77,8 @@ expect 2 '' "bad MODE '0666'" -- create other --capacity 10 --fpr 0.1 --mode 066
 expect 2 '' "create: missing --fpr P" -- create other --capacity 10
 expect 2 '' "unknown --type 'quotient' \(bloom or cuckoo\)" -- create other --type quotient --capacity 10 --fpr 0.1
 expect 2 '' "max-kicks applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --max-kicks 9
-expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach" -- create other --type cuckoo --capacity 10 --fpr 0.00001
+expect 2 '' "below what buckets of 4 with 16-bit fingerprints reach .*ask for a bucket size of 2, or none" -- create other --type cuckoo --capacity 10 --fpr 0.00001 --bucket-size 4
+expect 2 '' "below what cuckoo filters reach .*use a Bloom filter" -- create other --type cuckoo --capacity 10 --fpr 1e-11
 expect 2 '' "MAXITERATIONS: value must be in the range \[1, 65535\]" -- create other --type cuckoo --capacity 10 --fpr 0.01 --max-kicks 0
 expect 2 '' "bucket-size applies to --type cuckoo only" -- create other --capacity 10 --fpr 0.1 --bucket-size 2
 expect 2 '' "BUCKETSIZE 3 is not supported: a bucket holds 1, 2, 4 or 8 fingerprints here" -- create other --type cuckoo --capacity 10 --fpr 0.1 --bucket-size 3
@@ -162,6 +163,16 @@ expect 0 "^created filter 'pushd': cuckoo" '' -- create pushd --type cuckoo --ca
 expect 0 '^bucket_size +4$' '' -- info pushd
 expect 0 '^max_kicks +500$' '' -- info pushd
 expect 0 '^OK' '' -- drop pushd
+# below what buckets of 4 reach: buckets of 2 with 32-bit fingerprints
+expect 0 "^created filter 'push32': cuckoo, capacity 1000, error rate 1e-09" '' -- create push32 --type cuckoo --capacity 1000 --fpr 1e-9
+expect 0 '^fingerprint_bits +32$' '' -- info push32
+expect 0 '^bucket_size +2$' '' -- info push32
+expect 0 '^3 keys added$' '' -- add push32 dev-1 dev-1 dev-2
+expect 0 '^2	dev-1$' '' -- count push32 dev-1
+expect 1 '^absent	dev-3$' '' -- check push32 dev-3
+expect 0 '^deleted	dev-1$' '' -- del push32 dev-1
+expect 0 '^added	dev-9	0 before$' '' -- add-capped --cap 1 push32 dev-9
+expect 0 '^OK' '' -- drop push32
 expect 0 '^3 keys added$' '' -- add push dev-1 dev-1 dev-2
 expect 0 '^2	dev-1$' '' -- count push dev-1
 expect 0 '^0	dev-3$' '' -- count push dev-3
@@ -248,6 +259,9 @@ expect 0 '60000 keys read' '' -- build --capacity 40000 --fpr 0.01 --from "$ROOT
 expect 0 '^type +bloom$' '' -- inspect "$ROOT/built.snap"
 expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
 expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"
+expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 1e-9 --from "$ROOT/keys.txt" -o "$ROOT/built-cf32.snap"
+expect 0 '^fingerprint +32$' '' -- inspect "$ROOT/built-cf32.snap"
+expect 0 '^bucket_size +2$' '' -- inspect "$ROOT/built-cf32.snap"
 expect 0 '"checksum": "ok"' '' -- inspect "$ROOT/built-cf.snap" --json
 expect 2 '' 'build: missing -o OUT' -- build --capacity 10 --fpr 0.01 --from "$ROOT/keys.txt"
 expect 2 '' "build: --type 'x': must be bloom or cuckoo" -- build --type x --capacity 10 --fpr 0.01 --from - -o "$ROOT/x"

@@ -123,35 +123,45 @@ static void test_clock(void **state)
 	shmf_close(f);
 }
 
-/* Cuckoo: counts and caps add up over the live generations. */
-static void test_cuckoo_caps(void **state)
+/* Cuckoo: counts and caps add up over the live generations of filter
+ * @p name at @p fpr (1e-9: 32-bit fingerprints in buckets of 2). */
+static void cuckoo_caps(const char *name, double fpr)
 {
-	(void)state;
-	fixture_window(&fx, "cap", SHMF_TYPE_CUCKOO, 100000, 0.01, 86400, 2);
-	shmf_t *f = fixture_open("cap", SHMF_RDWR);
+	fixture_window(&fx, name, SHMF_TYPE_CUCKOO, 100000, fpr, 86400, 2);
+	shmf_t *f = fixture_open(name, SHMF_RDWR);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.fingerprint_bits, fpr < 1e-6 ? 32 : 16);
 	const char *dev = "device-42";
 	size_t len = strlen(dev);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 0);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 1);
-	fixture_rotate(&fx, "cap");
+	fixture_rotate(&fx, name);
 	assert_int_equal(shmf_count(f, dev, len), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 3);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 4); /* at the cap: not added */
 	assert_int_equal(shmf_count(f, dev, len), 4);
 	assert_int_equal(shmf_add_unique(f, dev, len), 0);
-	fixture_rotate(&fx, "cap"); /* the first generation's 2 copies retire */
+	fixture_rotate(&fx, name); /* the first generation's 2 copies retire */
 	assert_int_equal(shmf_count(f, dev, len), 2);
 	assert_int_equal(shmf_add_capped(f, dev, len, 4), 2);
 	/* Delete takes the newest copy first. */
 	assert_int_equal(shmf_del(f, dev, len), 1);
 	assert_int_equal(shmf_count(f, dev, len), 2);
-	fixture_rotate(&fx, "cap");
+	fixture_rotate(&fx, name);
 	assert_int_equal(shmf_count(f, dev, len), 0); /* the newest held none... */
-	fixture_rotate(&fx, "cap");
+	fixture_rotate(&fx, name);
 	assert_int_equal(shmf_count(f, dev, len), 0);
 	assert_int_equal(shmf_add_unique(f, dev, len), 1);
 	shmf_close(f);
+}
+
+static void test_cuckoo_caps(void **state)
+{
+	(void)state;
+	cuckoo_caps("cap", 0.01);
+	cuckoo_caps("cap32", 1e-9);
 }
 
 /* ---- 4 processes through 20 rotations ------------------------------------ */

@@ -22,6 +22,8 @@
 #include "tools/pull.h"
 #include "tools/import.h"
 #include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
+#include "common/spec.h"
 #include "libclient/rundir.h"
 #include <shmf.h>
 
@@ -295,11 +297,18 @@ static int create_request(const struct create_args *a, const char **req)
 		req[n++] = a->fpr;
 		req[n++] = a->capacity;
 	}
-	/* shmctl's door keeps shmd's defaults (buckets of 4, 500 moves); the
-	 * CF.RESERVE it sends would otherwise get RedisBloom's 2 and 20. */
+	/* shmctl's door keeps shmd's defaults (buckets of 4, or 2 below the
+	 * rates 4 reach; 500 moves); the CF.RESERVE it sends would otherwise
+	 * get RedisBloom's 2 and 20. A capacity or rate that does not parse
+	 * is shmd's to refuse. */
 	static char kicks_default[16], bucket_default[16];
+	uint64_t cap = 0;
+	double rate = 0.0;
+	uint32_t slots = SHMF_CUCKOO_SLOTS_DEFAULT;
+	if (cuckoo && spec_parse_capacity(a->capacity, &cap) == 0 && spec_parse_fpr(a->fpr, &rate) == 0)
+		slots = shmf_geometry_bucket_size(cap, rate);
 	snprintf(kicks_default, sizeof(kicks_default), "%u", SHMF_CUCKOO_MAX_KICKS);
-	snprintf(bucket_default, sizeof(bucket_default), "%u", SHMF_CUCKOO_SLOTS_DEFAULT);
+	snprintf(bucket_default, sizeof(bucket_default), "%u", slots);
 	const char *kicks = a->kicks != NULL || !cuckoo ? a->kicks : kicks_default;
 	const char *bucket = a->bucket != NULL || !cuckoo ? a->bucket : bucket_default;
 	const char *opts[][2] = { { "MAXITERATIONS", kicks },

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "libclient/cuckoo.h"
+#include "libclient/geometry.h"
 #include "common/errmsg.h"
 #include "shmd/base/log.h"
 #include "shmd/base/notify.h"
@@ -99,8 +100,8 @@ static void shape_text(const struct shape_row *r, const void *base, size_t off, 
 
 /* Every shape field where configured filter @p cf differs from the live one
  * in @p slot: one line each. max_kicks 0 means the default, which any
- * value satisfies; bucket_size 0 means 4, the default; a Bloom filter has
- * neither. */
+ * value satisfies; bucket_size 0 means the default (4, or 2 below the
+ * rates buckets of 4 reach); a Bloom filter has neither. */
 static void compare_shape(struct registry *reg, int slot, const struct filter_spec *cf, struct reload_report *rep)
 {
 	struct filter_info fi;
@@ -108,7 +109,7 @@ static void compare_shape(struct registry *reg, int slot, const struct filter_sp
 	struct filter_spec want_spec = *cf;
 	const struct filter_spec *f = &want_spec;
 	if (want_spec.type == SHMF_TYPE_CUCKOO && want_spec.bucket_size == 0)
-		want_spec.bucket_size = SHMF_CUCKOO_SLOTS_DEFAULT;
+		want_spec.bucket_size = shmf_geometry_bucket_size(want_spec.capacity, want_spec.fpr);
 	if (registry_info(reg, slot, &fi, err, sizeof(err)) < 0) {
 		say(rep, LOG_WARNING, "filter '%s': cannot compare with its configuration: %s", f->name, err);
 		return;

@@ -148,7 +148,7 @@ static void use(shmf_t *f, const uint8_t *keys, size_t klen, int rdwr)
 	 * and CASed: an opened cuckoo filter has one that is a word. */
 	if (info.type == SHMF_TYPE_CUCKOO &&
 	    !((info.bucket_size == 1 || info.bucket_size == 2 || info.bucket_size == 4 || info.bucket_size == 8) &&
-	      (info.fingerprint_bits == 8 || info.fingerprint_bits == 16) &&
+	      (info.fingerprint_bits == 8 || info.fingerprint_bits == 16 || info.fingerprint_bits == 32) &&
 	      info.bucket_size * info.fingerprint_bits <= 64 && (info.bucket_size == 4 || info.buckets % 2 == 0)))
 		fuzz_fail("opened a cuckoo filter of buckets of %u %u-bit fingerprints (%llu buckets)",
 			  info.bucket_size, info.fingerprint_bits, (unsigned long long)info.buckets);
