@@ -77,10 +77,17 @@ want = -math.log($p) / math.log(2) ** 2
 assert abs(p['classic_bloom_bits_per_key'] - want) < 1e-9, (p['classic_bloom_bits_per_key'], want)
 assert p['classic_bloom_memory_bytes'] == math.ceil(want * 1e9 / 8), p['classic_bloom_memory_bytes']
 for r in p['layouts']:
-    if r['reached']:
-        assert r['bits_per_key'] > want * 0.999, r  # nothing beats the classic filter
+    if r['reached'] and r['type'] == 'bloom':
+        assert r['bits_per_key'] > want * 0.999, r  # no Bloom layout beats the classic filter
 " -- "$ROOT/p.json"
 done
+# Below the rates buckets of 4 reach, shmctl create makes buckets of 2
+# (shmf_geometry_bucket_size), and plan says so.
+"$SHMCTL" plan --capacity 1000000 --fpr 1e-9 --json >"$ROOT/p.json" || fail "plan --fpr 1e-9 --json exit $?"
+py "shmctl create's cuckoo pick at 1e-9 is buckets of 2 with 32-bit fingerprints" "
+picks = [r for r in p['layouts'] if 'shmctl create --type cuckoo' in r['picked_by']]
+assert len(picks) == 1 and picks[0]['bucket_size'] == 2 and picks[0]['fingerprint_bits'] == 32, picks
+" -- "$ROOT/p.json"
 expect 0 '^cuckoo: no fingerprint size in any bucket size reaches 1e-12$' '' -- plan --capacity 1000000 --fpr 1e-12
 expect 0 'so CF.RESERVE refuses these arguments' '' -- plan --capacity 1000000 --fpr 1e-12
 expect 0 '^bloom: no layout reaches 1e-20$' '' -- plan --capacity 1000 --fpr 1e-20

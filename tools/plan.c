@@ -163,7 +163,7 @@ static int cuckoo_rows(const struct plan_args *a, struct plan_row *rows)
 		r->g.bucket_size = b;
 		if (b == PLAN_CF_BUCKET_SIZE)
 			add_pick(r, "CF.RESERVE");
-		if (b == SHMF_CUCKOO_SLOTS_DEFAULT)
+		if (b == shmf_geometry_bucket_size(a->capacity, a->fpr))
 			add_pick(r, "shmctl create --type cuckoo");
 	}
 	return n;
