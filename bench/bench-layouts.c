@@ -2,7 +2,7 @@
  * bench-layouts.c - which Bloom layout reaches a low error rate in the
  * least memory, and what it costs a check and an add (issue 29's study).
  *
- *   bench-layouts [--keys N] [--reps R] [--sizes-only]
+ *   bench-layouts [--keys N] [--reps R] [--sizes-only | --timing-only]
  *   bench-layouts --quick
  *
  * The layouts, all over one array of 64-byte lines, all from the one XXH3
@@ -41,6 +41,9 @@
  * fetch-or per word that lacks a bit). Each is given as the median over
  * the runs of its ratio to the one-line filter of the same memory and to
  * the one-line filter at its own size.
+ *
+ * --sizes-only stops after the model's tables; --timing-only times N keys
+ * only (the 100M-key row).
  *
  * --quick (the bench suite): sizes at 1e-3, builds each layout with 100k
  * keys, checks 1M absent keys; exits 1 if a present key is missed or a
@@ -639,19 +642,21 @@ static uint64_t parse_u64(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	uint64_t n = 1000000;
-	int reps = 5, quick = 0, sizes_only = 0;
+	int reps = 5, quick = 0, sizes_only = 0, timing_only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = 1;
 		else if (strcmp(argv[i], "--sizes-only") == 0)
 			sizes_only = 1;
+		else if (strcmp(argv[i], "--timing-only") == 0)
+			timing_only = 1;
 		else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc)
 			n = parse_u64(argv[++i], "--keys");
 		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
 			reps = (int)parse_u64(argv[++i], "--reps");
 		else {
 			fprintf(stderr,
-				"usage: bench-layouts [--keys N] [--reps R (at most %d)] [--sizes-only] | --quick\n",
+				"usage: bench-layouts [--keys N] [--reps R (at most %d)] [--sizes-only | --timing-only] | --quick\n",
 				MAXREPS);
 			return 2;
 		}
@@ -663,6 +668,10 @@ int main(int argc, char **argv)
 	if (quick) {
 		print_sizes(1000000);
 		return print_measured(100000, 1e-3, 1000000) ? 0 : 1;
+	}
+	if (timing_only) {
+		print_timings(n, 1e-6, reps);
+		return 0;
 	}
 	print_sizes(n);
 	print_within(n);
