@@ -12,7 +12,10 @@
  *   two     two independent lines, k bits in each (2k a key);
  *   three   three independent lines, k bits in each (3k a key);
  *   choice  two-choice blocked: k bits in the emptier (fewer bits set) of
- *           the key's two lines; a check tests both.
+ *           the key's two lines; a check tests both;
+ *   two8    two lines sized with k <= 8 a line, so that the AVX-512 batch
+ *           test takes both lines' 16 positions in one multiply and one
+ *           two-source permute (two_lines_fused).
  * Line j > 0 of a key, and its positions, come from shmf_mix64(h + j * c):
  * a bijection of the key's hash, so no second hash of the key.
  *
@@ -61,10 +64,12 @@
 #include "bench/clock.h"
 #include "libclient/bloom.h"
 
-enum layout { L_ONE, L_TWO, L_THREE, L_CHOICE, L_COUNT };
+enum layout { L_ONE, L_TWO, L_THREE, L_CHOICE, L_TWO8, L_COUNT };
 
-static const char *const layout_name[L_COUNT] = { "one line", "two lines", "three lines", "two-choice" };
-static const uint32_t layout_lines[L_COUNT] = { 1, 2, 3, 2 };
+static const char *const layout_name[L_COUNT] = { "one line", "two lines", "three lines", "two-choice",
+						  "two lines k<=8" };
+static const uint32_t layout_lines[L_COUNT] = { 1, 2, 3, 2, 2 };
+static const uint32_t layout_kmax[L_COUNT] = { SHMF_K_MAX, SHMF_K_MAX, SHMF_K_MAX, SHMF_K_MAX, 8 };
 
 struct filt {
 	enum layout lay;
@@ -118,6 +123,7 @@ static inline int test_lines(const struct filt *f, const uint64_t hj[], uint64_t
 	switch (f->lay) {
 	case L_ONE: return shmf_bloom_block_check_key(line[0], hj[0], f->k);
 	case L_TWO:
+	case L_TWO8:
 		return shmf_bloom_block_check_key(line[0], hj[0], f->k) &
 		       shmf_bloom_block_check_key(line[1], hj[1], f->k);
 	case L_THREE:
@@ -228,6 +234,27 @@ __attribute__((target("avx512f"))) static inline int line_avx(const uint64_t *li
 	return ok;
 }
 
+/* Two lines of k <= 8 in one 16-lane test: lanes 0-7 take line 0's hash,
+ * lanes 8-15 line 1's (each 64-bit broadcast keeps shmf_pos's word parity),
+ * both with salts 0-7; one two-source permute fetches each lane's word from
+ * the 32 words of the two lines. */
+__attribute__((target("avx512f"))) static inline int two_lines_fused(uint64_t *const line[], const uint64_t hj[],
+								     uint32_t k)
+{
+	const __m512i salt = _mm512_permutexvar_epi32(_mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0),
+						      _mm512_loadu_si512((const void *)shmf_pos_salt));
+	const __m512i half = _mm512_set_epi32(16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0);
+	const __mmask16 live = (__mmask16)(((1u << k) - 1) | (((1u << k) - 1) << 8));
+	__m512i x = _mm512_mask_blend_epi64(0xf0, _mm512_set1_epi64((long long)(hj[0] * SHMF_POS_MUL)),
+					    _mm512_set1_epi64((long long)(hj[1] * SHMF_POS_MUL)));
+	__m512i p = _mm512_mullo_epi32(x, salt);
+	__m512i idx = _mm512_or_si512(_mm512_srli_epi32(p, 28), half);
+	__m512i word = _mm512_permutex2var_epi32(_mm512_load_si512((const void *)line[0]), idx,
+						 _mm512_load_si512((const void *)line[1]));
+	word = _mm512_rorv_epi32(word, _mm512_srli_epi32(p, SHMF_POS_SHIFT));
+	return _mm512_mask_test_epi32_mask(live, word, _mm512_set1_epi32(1)) == live;
+}
+
 __attribute__((target("avx512f"))) static inline int test_lines_avx(const struct filt *f, const uint64_t hj[],
 								    uint64_t *const line[])
 {
@@ -236,6 +263,7 @@ __attribute__((target("avx512f"))) static inline int test_lines_avx(const struct
 	case L_TWO: return line_avx(line[0], hj[0], f->k) & line_avx(line[1], hj[1], f->k);
 	case L_THREE:
 		return line_avx(line[0], hj[0], f->k) & line_avx(line[1], hj[1], f->k) & line_avx(line[2], hj[2], f->k);
+	case L_TWO8: return two_lines_fused(line, hj, f->k);
 	default: return line_avx(line[0], hj[0], f->k) | line_avx(line[1], hj[1], f->k);
 	}
 }
@@ -331,7 +359,7 @@ static double model_best(enum layout lay, uint64_t n, uint64_t nb, uint32_t *k_o
 		levels = (int)(t + 10 * sqrt(t) + 30) < 256 ? (int)(t + 10 * sqrt(t) + 30) : 256;
 		choice_loads(t, q, levels);
 	}
-	for (uint32_t k = 1; k <= SHMF_K_MAX; k++) {
+	for (uint32_t k = 1; k <= layout_kmax[lay]; k++) {
 		double r;
 		if (lay == L_CHOICE) {
 			double f = 0.0;
