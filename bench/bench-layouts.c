@@ -40,15 +40,16 @@
  * prefetched, the next chunk's while this one is tested, as
  * libclient/bloom-batch.c does) with the scalar test and with the AVX-512
  * one (each line tested as check_chunk_avx512 tests a block; on a CPU
- * without it that column repeats the check's time), and an add (fill from empty, one
- * fetch-or per word that lacks a bit). Each is given as the median over
+ * without it that column times the scalar batch again), and an add (fill
+ * from empty, one fetch-or per word that lacks a bit). Each is given as the median over
  * the runs of its ratio to the one-line filter of the same memory and to
  * the one-line filter at its own size.
  *
  * --sizes-only stops after the model's tables; --timing-only times N keys
  * only (the 100M-key row).
  *
- * --quick (the bench suite): sizes at 1e-3, builds each layout with 100k
+ * --quick (the bench suite): the model's tables, then each layout sized
+ * for 1e-3 and built with 100k
  * keys, checks 1M absent keys; exits 1 if a present key is missed or a
  * measured rate is above the declared 1e-3 by more than four standard
  * deviations of the count. Nothing is timed.
@@ -586,7 +587,7 @@ static void timed_run(struct timed *t, uint64_t n, int rep)
 		found[OP_BATCH] = check_batch(f, (const uint64_t(*)[2])t->probes, t->nprobes);
 		at[3] = bench_now_ns();
 		found[OP_AVX] = have_avx512() ? check_batch_avx(f, (const uint64_t(*)[2])t->probes, t->nprobes)
-					      : found[OP_CHECK];
+					      : check_batch(f, (const uint64_t(*)[2])t->probes, t->nprobes);
 		at[4] = bench_now_ns();
 		for (int op = OP_EARLY; op <= OP_AVX; op++)
 			if (found[op] != found[OP_CHECK]) {
