@@ -49,10 +49,10 @@
  * only (the 100M-key row).
  *
  * --quick (the bench suite): the model's tables, then each layout sized
- * for 1e-3 and built with 100k
- * keys, checks 1M absent keys; exits 1 if a present key is missed or a
- * measured rate is above the declared 1e-3 by more than four standard
- * deviations of the count. Nothing is timed.
+ * for 1e-3, built with 100k keys and checked with 1M absent keys; exits 1
+ * if a present key is missed or a measured rate is above the declared
+ * 1e-3 by more than four standard deviations of the count. Nothing is
+ * timed.
  */
 #include <immintrin.h>
 #include <inttypes.h>
