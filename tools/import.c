@@ -311,25 +311,31 @@ static redisReply *scandump(struct import *im, long long iter)
 
 /* ---- Into the local shmd --------------------------------------------------- */
 
+/* One request to the local daemon: NULL when it succeeded; else its
+ * error's text in @p text (exits if the connection fails). */
+static const char *local_ask(struct import *im, int argc, const char **argv, const size_t *lens, char *text, size_t len)
+{
+	redisReply *r = redisCommandArgv(im->local, argc, argv, lens);
+	if (r == NULL)
+		die("local shmd: %s", im->local->errstr[0] ? im->local->errstr : "no reply");
+	int refused = r->type == REDIS_REPLY_ERROR;
+	if (refused)
+		snprintf(text, len, "%s", cli_error_text(r));
+	freeReplyObject(r);
+	return refused ? text : NULL;
+}
+
 /* LOADCHUNK NAME ITER DATA into the local daemon; exits on an error reply. */
 static void load(struct import *im, uint64_t iter, const char *data, size_t len)
 {
-	char it[24];
+	char it[24], text[1024];
 	snprintf(it, sizeof(it), "%" PRIu64, iter);
 	const char *cmd = im->cuckoo ? "CF.LOADCHUNK" : "BF.LOADCHUNK";
 	const char *argv[] = { cmd, im->as, it, data };
 	size_t lens[] = { strlen(cmd), strlen(im->as), strlen(it), len };
-	redisReply *r = redisCommandArgv(im->local, 4, argv, lens);
-	if (r == NULL)
-		die("local shmd: %s", im->local->errstr[0] ? im->local->errstr : "no reply");
-	if (r->type == REDIS_REPLY_ERROR) {
-		/* shmd answers a chunk it refuses as RedisBloom would, and logs why. */
-		char text[1024];
-		snprintf(text, sizeof(text), "%s", cli_error_text(r));
-		freeReplyObject(r);
+	/* shmd answers a chunk it refuses as RedisBloom would, and logs why. */
+	if (local_ask(im, 4, argv, lens, text, sizeof(text)) != NULL)
 		die("local shmd refused chunk %" PRIu64 " of '%s': %s (shmd's log says why)", iter, im->key, text);
-	}
-	freeReplyObject(r);
 }
 
 /* A piece held back: the last one publishes the filter. */
@@ -463,18 +469,11 @@ static int import_empty(struct import *im)
 	snprintf(it, sizeof(it), "%lld", iters);
 	snprintf(ex, sizeof(ex), "%lld", exp);
 	const char *mk[] = { "CF.RESERVE", im->as, cap, "BUCKETSIZE", bs, "MAXITERATIONS", it, "EXPANSION", ex };
-	r = redisCommandArgv(im->local, 9, mk, NULL);
-	if (r == NULL)
-		die("local shmd: %s", im->local->errstr[0] ? im->local->errstr : "no reply");
-	if (r->type == REDIS_REPLY_ERROR) {
-		char text[1024];
-		snprintf(text, sizeof(text), "%s", cli_error_text(r));
-		freeReplyObject(r);
+	char text[1024];
+	if (local_ask(im, 9, mk, NULL, text, sizeof(text)) != NULL)
 		die("local shmd refused to make '%s' like the empty cuckoo filter '%s' (capacity %s, BUCKETSIZE %s, "
 		    "MAXITERATIONS %s, EXPANSION %s): %s",
 		    im->as, im->key, cap, bs, it, ex, text);
-	}
-	freeReplyObject(r);
 	printf("filter '%s' on Redis %s is an empty cuckoo filter, which RedisBloom dumps nothing of: made '%s', "
 	       "a cuckoo filter of shmd's own with its shape (capacity %s, BUCKETSIZE %s, MAXITERATIONS %s, "
 	       "EXPANSION %s). It is empty, as it was there, and writable.\n",
