@@ -145,7 +145,10 @@ for ($i = 0; $i < intdiv($maxRequest, 1000) + 2; $i++)
 	$keys[] = str_repeat('k', 1000) . $i;
 [$kind, $v] = run($big, array_merge(['BF.MADD', 'php-bf'], $keys));
 check($kind === 'error' && str_contains($v, 'request larger than ' . intdiv($maxRequest, 1024) . ' KiB'), "a request over max_request: $kind " . var_export($v, true));
-check($r->rawCommand('BF.EXISTS', 'php-bf', $keys[0]) === 0, 'the refused request added nothing');
+/* A Bloom filter answers an absent key "present" now and then (1%): of 50
+ * of the refused request's keys, applied would be all 50, refused a few. */
+$hits = array_sum($r->rawCommand('BF.MEXISTS', 'php-bf', ...array_slice($keys, 0, 50)));
+check($hits < 10, "the refused request added nothing ($hits of 50 of its keys answer present)");
 $held = [];
 for ($i = 0; $i < $maxclients - 1; $i++) { /* $r is connected too */
 	$h = connect();

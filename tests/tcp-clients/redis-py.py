@@ -151,7 +151,10 @@ raises(redis.exceptions.ResponseError, f"request larger than {max_request // 102
 # yet when the next command goes out, so drop it here: whether redis-py
 # notices the close in time is a race, not part of what is tested.
 r.connection_pool.disconnect()
-c.check(r.execute_command("BF.EXISTS", "py-bf", "k" * 1000 + "0") == 0, "the refused request added nothing")
+# A Bloom filter answers an absent key "present" now and then (1%): of 50
+# of the refused request's keys, applied would be all 50, refused a few.
+hits = sum(r.execute_command("BF.MEXISTS", "py-bf", *["k" * 1000 + str(i) for i in range(50)]))
+c.check(hits < 10, f"the refused request added nothing ({hits} of 50 of its keys answer present)")
 c.check(r.ping() is True, "the pool reconnects after the refused request")
 # Fill every connection slot (r's pooled one is one of them) with raw sockets.
 held = []
