@@ -31,13 +31,18 @@ static size_t u64_dec(char *buf, uint64_t v)
 	return n;
 }
 
-/* The k bit offsets of @p key in the Redis string. */
-static unsigned key_offsets(const struct getbit_geom *g, const shmf_key_t *key, uint64_t offs[SHMF_K_MAX])
+#define OFFSETS_MAX (SHMF_K_MAX * SHMF_BLOOM_LINES_MAX)
+
+/* The k bit offsets of @p key in each of its lines in the Redis string. */
+static unsigned key_offsets(const struct getbit_geom *g, const shmf_key_t *key, uint64_t offs[OFFSETS_MAX])
 {
 	uint64_t h = shmf_hash(key->ptr, key->len, g->seed);
-	uint64_t base = shmf_block_index(h, g->nblocks) * SHMF_BLOCK_BITS;
 	unsigned np = 0;
-	SHMF_FOR_EACH_POS(h, g->k, pos, offs[np++] = base + pos);
+	for (uint32_t j = 0; j < (g->lines ? g->lines : 1); j++) {
+		uint64_t hj = shmf_line_hash(h, j);
+		uint64_t base = shmf_block_index(hj, g->nblocks) * SHMF_BLOCK_BITS;
+		SHMF_FOR_EACH_POS(hj, g->k, pos, offs[np++] = base + pos);
+	}
 	return np;
 }
 
@@ -48,7 +53,7 @@ static size_t bits_call(struct remote *r, const shmf_key_t *keys, size_t n, uint
 	const char *argv[4] = { set ? "SETBIT" : "GETBIT", r->target, NULL, "1" };
 	size_t lens[4] = { 6, strlen(r->target), 0, 1 };
 	char num[24];
-	uint64_t offs[SHMF_K_MAX];
+	uint64_t offs[OFFSETS_MAX];
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned np = key_offsets(&r->g, &keys[i], offs);

@@ -17,11 +17,12 @@
 #include <shmf.h>
 
 /* Where a key's bits lie in the shmfilter filter, and so in the Redis
- * string: the data header's seed, blocks and k. */
+ * string: the data header's seed, blocks, k and lines a key. */
 struct getbit_geom {
 	uint64_t seed;
 	uint64_t nblocks;
 	uint32_t k;
+	uint32_t lines;
 };
 
 struct remote {

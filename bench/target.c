@@ -24,7 +24,7 @@ void target_plan(struct target *t, const char *name, int type, uint64_t keys, in
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		struct shmf_bloom_params p;
-		if (shmf_bloom_size(mid, CLICK_RESERVE_FPR, &p) < 0)
+		if (shmf_bloom_size(mid, CLICK_RESERVE_FPR, 0, &p) < 0)
 			die("%s: cannot size a filter of %llu keys", name, (unsigned long long)mid);
 		if (p.bits >= want_bits)
 			hi = mid;
@@ -32,9 +32,9 @@ void target_plan(struct target *t, const char *name, int type, uint64_t keys, in
 			lo = mid + 1;
 	}
 	struct shmf_bloom_params p;
-	if (shmf_bloom_size(lo, CLICK_RESERVE_FPR, &p) < 0 || p.k != CLICK_K)
-		die("%s: no BF.RESERVE at %g gives k = %d with %d bits per key (bloom.c's sizing changed?)", name,
-		    CLICK_RESERVE_FPR, CLICK_K, CLICK_BITS_PER_KEY);
+	if (shmf_bloom_size(lo, CLICK_RESERVE_FPR, 0, &p) < 0 || p.k * p.lines < CLICK_K)
+		die("%s: no BF.RESERVE at %g gives %d bits a key with at least k = %d (bloom.c's sizing changed?)",
+		    name, CLICK_RESERVE_FPR, CLICK_BITS_PER_KEY, CLICK_K);
 	t->capacity = lo;
 	t->fpr = CLICK_RESERVE_FPR;
 }
@@ -59,7 +59,9 @@ void target_create(struct target *t, struct remote *shmd, const char *instance)
 		if ((rc = shmf_slot_find(&ctl, t->name, &slot)) < 0 ||
 		    (rc = shmf_data_map_open(&dir, &slot, 0, &dm)) < 0)
 			die("filter %s: %s", t->name, shmf_strerror(rc));
-		t->g = (struct getbit_geom){ .seed = dm.hdr.seed, .nblocks = dm.hdr.nblocks, .k = dm.hdr.k };
+		t->g = (struct getbit_geom){
+			.seed = dm.hdr.seed, .nblocks = dm.hdr.nblocks, .k = dm.hdr.k, .lines = dm.hdr.bucket_size
+		};
 		shmf_data_map_close(&dm);
 		shmf_ctl_map_close(&ctl);
 		shmf_dir_close(&dir);
@@ -68,8 +70,9 @@ void target_create(struct target *t, struct remote *shmd, const char *instance)
 		.filter = t->name,
 		.type = t->type == SHMF_TYPE_BLOOM ? "bloom" : "cuckoo",
 		.keys = t->keys,
-		.fpr_target = t->type == SHMF_TYPE_BLOOM ? shmf_bloom_fpr(t->keys, t->g.nblocks, t->g.k)
-							 : t->info.fpr_target,
+		.fpr_target = t->type == SHMF_TYPE_BLOOM
+				      ? shmf_bloom_fpr_lines(t->keys, t->g.nblocks, t->g.k, t->g.lines)
+				      : t->info.fpr_target,
 		.fpr_measured = -1,
 		.k = t->info.k,
 		.bits_per_key = (double)t->info.bits / (double)t->keys,

@@ -57,10 +57,11 @@ uint64_t fleet_shape(const struct shmf_slot *s, uint64_t seed)
 		f[n++] = s->expansion;
 		f[n++] = s->flags & SHMF_SLOT_NONSCALING;
 	}
-	/* The bucket size only where it is not 4 (nor 0, Bloom): a filter of
-	 * buckets of 4 keeps the shape it had before bucket sizes, so nodes
+	/* The bucket size only where it is not 4 (a Bloom filter's lines a
+	 * key only where they are not 1): a filter of buckets of 4, or of one
+	 * line, keeps the shape it had before bucket sizes and lines, so nodes
 	 * upgraded one by one go on applying each other's entries. */
-	if (s->bucket_size != 0 && s->bucket_size != 4)
+	if (s->type == SHMF_TYPE_CUCKOO ? s->bucket_size != 0 && s->bucket_size != 4 : s->bucket_size > 1)
 		f[n++] = s->bucket_size;
 	unsigned char buf[sizeof(f)];
 	for (size_t i = 0; i < n; i++)

@@ -49,9 +49,12 @@
  * 4 the filter's scheme (bytes 212-215, reserved and zero before: older
  * files hold shmfilter's own filters), so that a filter imported from
  * RedisBloom (its payload a struct shmf_rb_table and RedisBloom's links,
- * segment-format.h) is snapshotted, restored, dumped and pulled as one.
- * Readers accept all four. */
-#define SHMF_SNAP_VERSION     4u
+ * segment-format.h) is snapshotted, restored, dumped and pulled as one;
+ * 5 Bloom filters of several lines a key: a Bloom filter's bucket size
+ * (bytes 208-211) is its lines a key, 1, 2 or 3 (zero before: one line,
+ * which readers take older files' Bloom filters to have).
+ * Readers accept all five. */
+#define SHMF_SNAP_VERSION     5u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
@@ -88,11 +91,12 @@ struct shmf_snap_header {
 	uint64_t cursor_seq;          /* 192:     when the copy began (0-0: none) */
 	uint32_t flags;               /* 200: v2: SHMF_SNAP_F_* */
 	uint32_t expansion;           /* 204: v3: a growing filter's expansion (LAYERED); else 0 */
-	uint32_t bucket_size;         /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: 0 */
-	uint32_t scheme;              /* 212: v4: SHMF_SCHEME_* (0: shmfilter's own; else an import from
-					 RedisBloom: one section, its payload the import's, k 0) */
-	uint8_t reserved[32];         /* 216: zero */
-	uint64_t header_xxh3;         /* 248: XXH3-64 (seed 0) of bytes 0..247 */
+	uint32_t bucket_size; /* 208: v3: cuckoo: fingerprints per bucket (1, 2, 4, 8); Bloom: v5: lines a key (1, 2,
+				 3), 0 before */
+	uint32_t scheme;      /* 212: v4: SHMF_SCHEME_* (0: shmfilter's own; else an import from
+				 RedisBloom: one section, its payload the import's, k 0) */
+	uint8_t reserved[32]; /* 216: zero */
+	uint64_t header_xxh3; /* 248: XXH3-64 (seed 0) of bytes 0..247 */
 };
 
 /* Header flags. */

@@ -50,6 +50,10 @@ void snapshot_geometry(const struct shmf_snap_header *h, struct shmf_geometry *g
 	 * field was reserved, zero). */
 	if (h->version < 3 && h->type == SHMF_TYPE_CUCKOO)
 		g->bucket_size = SHMF_CUCKOO_SLOTS_DEFAULT;
+	/* Before version 5 every Bloom filter had one line a key (and the
+	 * field was zero). */
+	if (h->version < 5 && h->type == SHMF_TYPE_BLOOM && h->scheme == SHMF_SCHEME_NATIVE)
+		g->bucket_size = 1;
 }
 
 void snapshot_spec(const struct shmf_snap_header *h, struct filter_spec *spec)

@@ -588,6 +588,11 @@ static int header_bytes_check(const struct shmf_snap_header *h, const char *p, c
 			      "%s: version %u header has version 3's flags, expansion or bucket size (bytes 200-211) "
 			      "set",
 			      p, h->version);
+	/* Before version 5 a Bloom filter's bucket size was zero (one line a key). */
+	if (h->version < 5 && h->type == SHMF_TYPE_BLOOM && h->bucket_size != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: version %u header has version 5's lines a key (bytes 208-211) set for a Bloom filter",
+			      p, h->version);
 	/* Before version 4 bytes 212-215 were reserved: shmfilter's own filters. */
 	if (h->version < 4 && h->scheme != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,

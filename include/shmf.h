@@ -187,7 +187,7 @@ typedef struct {
 typedef struct {
 	char name[SHMF_NAME_MAX + 1]; /**< filter name */
 	int type;                     /**< SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;                   /**< Bloom: bits set per key; cuckoo: fingerprint bits */
+	uint32_t k;                   /**< Bloom: bits set per key (in all its lines); cuckoo: fingerprint bits */
 	uint64_t capacity;            /**< keys it was sized for */
 	double fpr_target;   /**< false-positive rate it was sized for, at capacity ("error_rate" in SHMF.INFO, shmctl
 				info --json and PHP's info()) */
@@ -212,7 +212,9 @@ typedef struct {
 	uint64_t items_live;         /**< items summed over the live generations */
 	uint32_t bucket_size;        /**< cuckoo: fingerprints per bucket, 1, 2, 4 or 8 (RedisBloom's
 					  BUCKETSIZE); Bloom: 0 */
-	uint32_t reserved;           /**< zero */
+	uint32_t lines;              /**< Bloom: cache lines a key's bits lie in, each check reads them:
+					  1, or 2 or 3 at low rates (k / lines bits in each); cuckoo: 0.
+					  (Reserved and zero before 0.1.0.) */
 } shmf_info_t;
 
 /* ---- Functions --------------------------------------------------------- */

@@ -7,7 +7,9 @@
  * picked per call from k and the CPU (probed once): AVX-512 where the CPU
  * has it (the k positions of a key in one multiply, its words fetched from
  * the block in one permute), the scalar SHMF_FOR_EACH_POS loop otherwise.
- * Both answer the same bits; test-bloom proves it.
+ * Both answer the same bits; test-bloom proves it. A filter of two or
+ * three lines a key goes through the same pipeline with every line of the
+ * next chunk prefetched (run_lines).
  */
 #include <immintrin.h>
 #include <stdatomic.h>
@@ -161,6 +163,108 @@ static size_t add_chunk(const struct shmf_bloom_geom *g, uint64_t *const blocks[
 	return fresh;
 }
 
+/* ---- Several lines a key ------------------------------------------------- */
+
+/* A chunk of a filter of several lines: line j of key q is line[j][q],
+ * its hash hj[j][q]. */
+struct lines_chunk {
+	uint64_t hj[SHMF_BLOOM_LINES_MAX][CHUNK];
+	uint64_t *line[SHMF_BLOOM_LINES_MAX][CHUNK];
+};
+
+typedef size_t (*lines_fn)(const struct shmf_bloom_geom *g, const struct lines_chunk *c, size_t n, uint8_t *out);
+
+static inline void hash_chunk_lines(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, int rw,
+				    struct lines_chunk *c)
+{
+	for (size_t q = 0; q < n; q++) {
+		uint64_t h = shmf_hash(keys[q].ptr, keys[q].len, g->seed);
+		for (uint32_t j = 0; j < g->lines; j++) {
+			c->hj[j][q] = shmf_line_hash(h, j);
+			c->line[j][q] = shmf_bloom_line(g, c->hj[j][q]);
+			if (rw)
+				__builtin_prefetch(c->line[j][q], 1, 3);
+			else
+				__builtin_prefetch(c->line[j][q], 0, 3);
+		}
+	}
+}
+
+__attribute__((flatten)) static size_t run_lines(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n,
+						 uint8_t *out, int rw, lines_fn test)
+{
+	struct lines_chunk c[2];
+	size_t count = 0;
+
+	hash_chunk_lines(g, keys, n < CHUNK ? n : CHUNK, rw, &c[0]);
+	for (size_t at = 0, cur = 0; at < n; at += CHUNK, cur ^= 1) {
+		size_t m = n - at < CHUNK ? n - at : CHUNK;
+		if (n - at > CHUNK) {
+			size_t next = n - at - CHUNK < CHUNK ? n - at - CHUNK : CHUNK;
+			hash_chunk_lines(g, keys + at + CHUNK, next, rw, &c[cur ^ 1]);
+		}
+		count += test(g, &c[cur], m, out == NULL ? NULL : out + at);
+	}
+	return count;
+}
+
+static size_t check_lines_scalar(const struct shmf_bloom_geom *g, const struct lines_chunk *c, size_t n, uint8_t *out)
+{
+	size_t present = 0;
+	for (size_t q = 0; q < n; q++) {
+		int r = 1;
+		for (uint32_t j = 0; j < g->lines && r; j++)
+			r = shmf_bloom_block_check_key(c->line[j][q], c->hj[j][q], g->k);
+		out[q] = (uint8_t)r;
+		present += (size_t)r;
+	}
+	return present;
+}
+
+/* Each line as check_chunk_avx512 tests a block, stopping at the first
+ * line that lacks a bit. */
+__attribute__((target("avx512f"))) static size_t check_lines_avx512(const struct shmf_bloom_geom *g,
+								    const struct lines_chunk *c, size_t n, uint8_t *out)
+{
+	const __m512i salt_lo = _mm512_load_si512((const void *)shmf_pos_salt);
+	const __m512i salt_hi = _mm512_load_si512((const void *)(shmf_pos_salt + 16));
+	const uint32_t k = g->k;
+	const __mmask16 live_lo = (__mmask16)(k >= 16 ? 0xffffu : (1u << k) - 1);
+	const __mmask16 live_hi = (__mmask16)(k <= 16 ? 0u : k >= 32 ? 0xffffu : (1u << (k - 16)) - 1);
+	size_t present = 0;
+
+	for (size_t q = 0; q < n; q++) {
+		int r = 1;
+		for (uint32_t j = 0; j < g->lines && r; j++) {
+			__m512i x = _mm512_set1_epi64((long long)(c->hj[j][q] * SHMF_POS_MUL));
+			__m512i block = _mm512_load_si512((const void *)c->line[j][q]);
+			r = lanes_set(x, salt_lo, block, live_lo) == live_lo;
+			if (k > 16)
+				r &= lanes_set(x, salt_hi, block, live_hi) == live_hi;
+		}
+		out[q] = (uint8_t)r;
+		present += (size_t)r;
+	}
+	return present;
+}
+
+static size_t add_lines(const struct shmf_bloom_geom *g, const struct lines_chunk *c, size_t n, uint8_t *out)
+{
+	uint64_t mask[SHMF_BLOCK_WORDS];
+	size_t fresh = 0;
+	for (size_t q = 0; q < n; q++) {
+		int r = 0;
+		for (uint32_t j = 0; j < g->lines; j++) {
+			shmf_block_masks(c->hj[j][q], g->k, mask);
+			r |= shmf_bloom_block_add(c->line[j][q], mask);
+		}
+		if (out != NULL)
+			out[q] = (uint8_t)r;
+		fresh += (size_t)r;
+	}
+	return fresh;
+}
+
 int shmf_bloom_have_avx512(void)
 {
 	/* relaxed: every thread computes the same answer. */
@@ -189,10 +293,15 @@ size_t shmf_bloom_check_batch(const struct shmf_bloom_geom *g, const shmf_key_t 
 	chunk_fn test = pick_check(impl, g->k);
 	if (test == NULL)
 		return SIZE_MAX;
+	if (g->lines > 1)
+		return run_lines(g, keys, n, out, 0,
+				 test == check_chunk_scalar ? check_lines_scalar : check_lines_avx512);
 	return run(g, keys, n, out, 0, test);
 }
 
 size_t shmf_bloom_add_batch(const struct shmf_bloom_geom *g, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
+	if (g->lines > 1)
+		return run_lines(g, keys, n, out, 1, add_lines);
 	return run(g, keys, n, out, 1, add_chunk);
 }

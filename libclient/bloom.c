@@ -36,12 +36,26 @@ double shmf_bloom_fpr(uint64_t n, uint64_t nblocks, uint32_t k)
 	return sum > 1.0 ? 1.0 : sum;
 }
 
-double shmf_bloom_fill(uint64_t n, uint64_t nblocks, uint32_t k)
+double shmf_bloom_fpr_lines(uint64_t n, uint64_t nblocks, uint32_t k, uint32_t lines)
+{
+	if (lines <= 1)
+		return shmf_bloom_fpr(n, nblocks, k);
+	/* lines * n overflows only past any filter's capacity: saturate. */
+	uint64_t patterns = n > UINT64_MAX / lines ? UINT64_MAX : n * lines;
+	return pow(shmf_bloom_fpr(patterns, nblocks, k), (double)lines);
+}
+
+double shmf_bloom_fill(uint64_t n, uint64_t nblocks, uint32_t k, uint32_t lines)
 {
 	if (nblocks == 0)
 		return 1.0;
 	double m = (double)nblocks * SHMF_BLOCK_BITS;
-	return -expm1((double)n * k * log1p(-1.0 / m));
+	return -expm1((double)n * k * (lines ? lines : 1) * log1p(-1.0 / m));
+}
+
+double shmf_bloom_classic_bits(double fpr)
+{
+	return -log(fpr) / (M_LN2 * M_LN2);
 }
 
 /* The fewest blocks with which @p k bits per key reach @p fpr at
@@ -69,14 +83,11 @@ static uint64_t blocks_for_k(uint64_t capacity, double fpr, uint32_t k)
 	return nb;
 }
 
-int shmf_bloom_size(uint64_t capacity, double fpr, struct shmf_bloom_params *out)
+/* The one-line sizing: the fewest blocks over k = 1..SHMF_K_MAX for
+ * @p capacity patterns at rate @p fpr. A layout of j lines is this sizing
+ * of j * capacity patterns at fpr^(1/j) (shmf_bloom_fpr_lines()). */
+static int size_one_line(uint64_t capacity, double fpr, struct shmf_bloom_params *out)
 {
-	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0))
-		return SHMF_E_INVAL;
-	/* Refuse before any arithmetic can overflow: even one bit per key. */
-	if (capacity > SHMF_DATA_MAX_BYTES * 8)
-		return SHMF_E_TOOBIG;
-
 	/* The fewest blocks over k = 1..SHMF_K_MAX, the smallest k among
 	 * equals. Searching each k takes about 50 evaluations of the FPR
 	 * formula; so the search starts at the k a classic filter would use
@@ -109,7 +120,62 @@ int shmf_bloom_size(uint64_t capacity, double fpr, struct shmf_bloom_params *out
 	if (best_blocks > (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
 		return SHMF_E_TOOBIG;
 	out->k = best_k;
+	out->lines = 1;
 	out->nblocks = best_blocks;
 	out->bits = best_blocks * SHMF_BLOCK_BITS;
 	return 0;
+}
+
+/* Layout @p lines (1..SHMF_BLOOM_LINES_MAX). */
+static int size_lines(uint64_t capacity, double fpr, uint32_t lines, struct shmf_bloom_params *out)
+{
+	if (lines == 1)
+		return size_one_line(capacity, fpr, out);
+	int r = size_one_line(capacity * lines, pow(fpr, 1.0 / lines), out);
+	if (r < 0)
+		return r;
+	/* The root's rounding may leave the power a hair above fpr. */
+	while (shmf_bloom_fpr_lines(capacity, out->nblocks, out->k, lines) > fpr) {
+		if (out->nblocks >= (SHMF_DATA_MAX_BYTES - SHMF_DATA_BLOCKS_OFF) / SHMF_BLOCK_BYTES)
+			return SHMF_E_TOOBIG;
+		out->nblocks++;
+	}
+	out->lines = lines;
+	out->bits = out->nblocks * SHMF_BLOCK_BITS;
+	return 0;
+}
+
+int shmf_bloom_size(uint64_t capacity, double fpr, uint32_t lines, struct shmf_bloom_params *out)
+{
+	if (capacity == 0 || !(fpr > 0.0 && fpr < 1.0) || lines > SHMF_BLOOM_LINES_MAX)
+		return SHMF_E_INVAL;
+	/* Refuse before any arithmetic can overflow: even one bit per key,
+	 * in each of three lines. */
+	if (capacity > SHMF_DATA_MAX_BYTES * 8 / SHMF_BLOOM_LINES_MAX)
+		return SHMF_E_TOOBIG;
+	if (lines != 0)
+		return size_lines(capacity, fpr, lines, out);
+	/* The fewest lines within SHMF_BLOOM_WITHIN of classic Bloom's
+	 * memory; where none is, the least memory. */
+	double limit = SHMF_BLOOM_WITHIN * shmf_bloom_classic_bits(fpr) * (double)capacity;
+	struct shmf_bloom_params best = { 0 }, p;
+	int r = SHMF_E_INVAL;
+	for (uint32_t j = 1; j <= SHMF_BLOOM_LINES_MAX; j++) {
+		int rj = size_lines(capacity, fpr, j, &p);
+		if (rj < 0) {
+			r = best.lines ? r : rj;
+			continue;
+		}
+		if ((double)p.bits <= limit) {
+			*out = p;
+			return 0;
+		}
+		if (best.lines == 0 || p.nblocks < best.nblocks) {
+			best = p;
+			r = 0;
+		}
+	}
+	if (r == 0)
+		*out = best;
+	return r;
 }

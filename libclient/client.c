@@ -181,7 +181,7 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 		}
 	} else {
 		pt->bloom = (struct shmf_bloom_geom){ pt->data.blocks, pt->data.hdr.nblocks, pt->data.hdr.seed,
-						      pt->data.hdr.k };
+						      pt->data.hdr.k, pt->data.hdr.bucket_size };
 	}
 	return 0;
 }
@@ -427,16 +427,15 @@ static int cuckoo_count_in(const struct part *p, const struct shmf_cuckoo_key *k
 
 static inline int bloom_has(const struct shmf_bloom_geom *g, uint64_t h)
 {
-	const uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
-	return shmf_bloom_block_check_key(block, h, g->k);
+	return shmf_bloom_has(g, h);
 }
 
-/* Ask for the block of the key of hash @p h in @p g: the layers of a
+/* Ask for the lines of the key of hash @p h in @p g: the layers of a
  * growing filter are looked at one after the other, their cache misses
  * need not be. */
 static inline void bloom_prefetch(const struct shmf_bloom_geom *g, uint64_t h)
 {
-	__builtin_prefetch(g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS);
+	shmf_bloom_prefetch(g, h, 0);
 }
 
 /* ---- Layers of a growing filter ------------------------------------------ */
@@ -585,11 +584,7 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
  * one of them. */
 static inline int bloom_add_hash(struct part *p, uint64_t h)
 {
-	uint64_t mask[SHMF_BLOCK_WORDS];
-	const struct shmf_bloom_geom *g = &p->bloom;
-	uint64_t *block = g->blocks + shmf_block_index(h, g->nblocks) * SHMF_BLOCK_WORDS;
-	shmf_block_masks(h, g->k, mask);
-	int r = shmf_bloom_block_add(block, mask);
+	int r = shmf_bloom_add_key(&p->bloom, h);
 	if (r)
 		count_new(p, 1);
 	return r;
@@ -1172,8 +1167,10 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	} else if (v->type == SHMF_TYPE_BLOOM) {
 		const struct shmf_bloom_geom *g = &p->bloom;
 		out->bits = g->nblocks * SHMF_BLOCK_BITS;
-		out->fill_ratio = shmf_bloom_fill(out->items, g->nblocks, g->k);
-		out->fpr_estimate = shmf_bloom_fpr(out->items, g->nblocks, g->k);
+		out->k = g->k * g->lines;
+		out->lines = g->lines;
+		out->fill_ratio = shmf_bloom_fill(out->items, g->nblocks, g->k, g->lines);
+		out->fpr_estimate = shmf_bloom_fpr_lines(out->items, g->nblocks, g->k, g->lines);
 	} else {
 		const struct shmf_cuckoo_geom *g = &p->cuckoo;
 		uint64_t slots = g->nbuckets * g->slots;

@@ -32,12 +32,15 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 
 	switch (type) {
 	case SHMF_TYPE_BLOOM: {
+		/* A Bloom filter's bucket size is its lines a key: 0 asks
+		 * for the sizing's choice. */
 		struct shmf_bloom_params p;
-		if (max_kicks != 0 || bucket_size != 0)
+		if (max_kicks != 0 || bucket_size > SHMF_BLOOM_LINES_MAX)
 			return SHMF_E_INVAL;
-		if ((r = shmf_bloom_size(capacity, fpr, &p)) < 0)
+		if ((r = shmf_bloom_size(capacity, fpr, bucket_size, &p)) < 0)
 			return r;
 		g.k = p.k;
+		g.bucket_size = p.lines;
 		g.nblocks = p.nblocks;
 		break;
 	}
@@ -148,6 +151,16 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 		double floor = fmin(SHMF_LAYER_FPR_FLOOR, fpr * SHMF_LAYER_MARGIN * SHMF_LAYER_TIGHTENING);
 		if (l.fpr < floor)
 			l.fpr = floor;
+		/* Every layer keeps the first layer's lines, as a cuckoo
+		 * filter's its bucket size: one shape rule for the filter's
+		 * life (a filter restored from a file of one line a key grows
+		 * in one-line layers). */
+		if (bucket_size == 0 && i > 0) {
+			struct shmf_layer first;
+			if ((r = shmf_geometry_layer(type, capacity, fpr, max_kicks, 0, expansion, 0, &first)) < 0)
+				return r;
+			bucket_size = first.g.bucket_size;
+		}
 		if ((r = sized_cached(type, l.capacity, l.fpr, max_kicks, bucket_size, &l.g)) < 0)
 			return r;
 		*out = l;
@@ -210,7 +223,11 @@ int shmf_geometry_check(uint32_t type, uint32_t scheme, uint32_t k, uint32_t buc
 			       ? 0
 			       : SHMF_E_FORMAT;
 	switch (type) {
-	case SHMF_TYPE_BLOOM: return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 && bucket_size == 0 ? 0 : SHMF_E_FORMAT;
+	case SHMF_TYPE_BLOOM:
+		return k >= 1 && k <= SHMF_K_MAX && nbuckets == 0 && bucket_size >= 1 &&
+				       bucket_size <= SHMF_BLOOM_LINES_MAX
+			       ? 0
+			       : SHMF_E_FORMAT;
 	case SHMF_TYPE_CUCKOO:
 		/* The bucket size decides the width of every word a client
 		 * reads and CASes: one it does not know is refused here, before

@@ -15,19 +15,23 @@ struct shmf_geometry {
 	uint64_t nblocks;     /* 64-byte payload blocks */
 	uint64_t nbuckets;    /* cuckoo: buckets; Bloom: 0 */
 	uint32_t max_kicks;   /* cuckoo: relocation bound; Bloom: 0 */
-	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4 or 8); Bloom: 0 */
+	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4 or 8);
+				 Bloom: lines a key's bits span (1, 2 or 3: bloom.h) */
 	uint32_t scheme;      /* SHMF_SCHEME_*: 0 shmfilter's own; else an import, whose shape is in its payload */
 	uint64_t data_bytes;  /* the whole data segment */
 };
 
 /**
  * Size a filter of @p type for @p capacity keys at @p fpr (@p max_kicks
- * and @p bucket_size: cuckoo only, 0 for the defaults, 500 and 4, or
- * 2 below the rates buckets of 4 reach: shmf_geometry_bucket_size()).
+ * cuckoo only, 0 for the default, 500; @p bucket_size 0 for the default:
+ * cuckoo buckets of 4, or 2 below the rates buckets of 4 reach
+ * (shmf_geometry_bucket_size()); Bloom, the layout shmf_bloom_size()
+ * chooses, or 1..3 for that many lines a key).
  * @return 0, SHMF_E_TYPE (unknown type), SHMF_E_INVAL (capacity 0, fpr
  *         out of (0,1) or not reachable by the type and bucket size, a
- *         bucket size other than 1, 2, 4 or 8, max_kicks above
- *         SHMF_CUCKOO_KICKS_LIMIT, either given for Bloom), SHMF_E_TOOBIG.
+ *         cuckoo bucket size other than 1, 2, 4 or 8, a Bloom one past 3,
+ *         max_kicks above SHMF_CUCKOO_KICKS_LIMIT or given for Bloom),
+ *         SHMF_E_TOOBIG.
  */
 int shmf_geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_kicks, uint32_t bucket_size,
 		       struct shmf_geometry *out);
@@ -55,7 +59,8 @@ int shmf_geometry_sized(const struct shmf_geometry *g, uint64_t capacity, double
  * sized for fpr * 0.9 * 0.5^(i+1) (RedisBloom's tightening ratio 0.5
  * between layers; layer 0 at 0.45 of the declared rate, so that the rates
  * of every layer sum to at most 0.9 of it, and one filter's realised rate,
- * which varies by a few percent around that sum, stays within it), a
+ * which varies by a few percent around that sum, stays within it), with
+ * layer 0's lines a key (its bucket size), a
  * cuckoo layer keeps layer 0's fingerprint and bucket sizes (its rate is
  * layer 0's: RedisBloom's cuckoo layers do not tighten either). A filter
  * that does not grow (expansion 0) is layer 0 alone, sized for fpr itself.

@@ -81,6 +81,20 @@ static inline unsigned shmf_pos(uint64_t x, uint32_t i)
 		stmt;                                          \
 	}
 
+/*
+ * A Bloom filter of several lines a key (bloom.h, docs/design.md section
+ * 4.1) keeps k bits in each of its lines. Line 0 is the one-line layout's
+ * line (hash h); line j > 0 takes the hash shmf_mix64(h + j * SHMF_LINE_MUL),
+ * a bijection of the one XXH3 (no second hash of the key), for both its
+ * index (shmf_block_index) and its positions (SHMF_FOR_EACH_POS).
+ */
+#define SHMF_LINE_MUL UINT64_C(0xd6e8feb86659fd93)
+
+static inline uint64_t shmf_line_hash(uint64_t h, uint32_t j)
+{
+	return j == 0 ? h : shmf_mix64(h + j * SHMF_LINE_MUL);
+}
+
 /* Fill mask[0..7] with the key's k bits. */
 static inline void shmf_block_masks(uint64_t h, uint32_t k, uint64_t mask[SHMF_BLOCK_WORDS])
 {

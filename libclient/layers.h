@@ -23,7 +23,7 @@ struct shmf_layer_status {
 	uint64_t state;       /* SHMF_LAYER_* */
 	uint32_t k;           /* Bloom: bits per key; cuckoo: fingerprint bits */
 	uint32_t max_kicks;   /* cuckoo */
-	uint32_t bucket_size; /* cuckoo: fingerprints per bucket, every layer's the first's */
+	uint32_t bucket_size; /* cuckoo: fingerprints per bucket; Bloom: lines a key; every layer's the first's */
 	uint64_t nblocks, nbuckets;
 	uint32_t links;  /* an import from RedisBloom: its links (sub-filters); else 0 */
 	uint32_t growth; /* an import: its table's growth (RedisBloom's expansion rate); else 0 */

@@ -6,7 +6,8 @@
  *                      Written by shmd only; clients map it read-only.
  *   <name>.<gen>.data  one data segment per filter generation: header page,
  *                      item-counter page, then the payload in 64-byte blocks:
- *                      Bloom: the filter blocks; cuckoo: struct
+ *                      Bloom: the filter blocks (a key's bits in 1,
+ *                      2 or 3 of them: bloom.h); cuckoo: struct
  *                      shmf_cuckoo_meta (relocation state and version
  *                      stripes, cuckoo.h), then the bucket table.
  *                      Adders map it read-write, checkers read-only.
@@ -48,8 +49,11 @@
  * included, wait that long; 9: a filter's scheme (the slot's and the data
  * header's former zero pads): how its keys map to its payload, shmfilter's
  * own or a filter imported from RedisBloom (struct shmf_rb_table), which a
- * client of format 8 would read as blocks or buckets of its own. */
-#define SHMF_FORMAT_VERSION 9u
+ * client of format 8 would read as blocks or buckets of its own; 10: Bloom
+ * filters of two or three lines a key (the bucket size field of the slot
+ * and the data header, 0 before, is a Bloom filter's lines a key: 1, 2 or
+ * 3), whose other lines a client of format 9 would not look at. */
+#define SHMF_FORMAT_VERSION 10u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -178,7 +182,8 @@ struct shmf_slot {
 	uint32_t expansion;                   /* shmd writes; LAYERED: each layer's capacity is the one
 						 before times this (1..SHMF_EXPANSION_MAX); else 0 */
 	uint32_t bucket_size;                 /* shmd writes; cuckoo: fingerprints per bucket (1, 2,
-						 4 or 8, one word: cuckoo.h), every layer's the same; Bloom: 0 */
+						 4 or 8, one word: cuckoo.h); Bloom: lines a key (1, 2 or 3:
+						 bloom.h); every layer's the same */
 	uint32_t lock_timeout_ms;             /* shmd writes; cuckoo: longest wait for a layer's relocation
 						 lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
 	uint32_t scheme;                      /* shmd writes; SHMF_SCHEME_*: how keys map to the payload
@@ -206,7 +211,7 @@ struct shmf_data_header {
 	uint32_t max_kicks;       /* cuckoo: bound on one insert's relocation path; Bloom: 0 */
 	uint32_t reserved;        /* zero; nobody reads it (format 7 kept the lock timeout here,
 				     where every writer could change it: it is in the slot now) */
-	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket, as the slot says; Bloom: 0 */
+	uint32_t bucket_size;     /* cuckoo: fingerprints per bucket; Bloom: lines a key; as the slot says */
 	uint32_t scheme;          /* SHMF_SCHEME_*, as the slot says */
 	char name[SHMF_NAME_MAX + 1];
 };

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,24 +87,24 @@ static void test_sizing(void **state)
 	 * fewer would not (it is the smallest). */
 	const double targets[] = { 0.1, 0.01, 1e-3, 1e-4, 1e-6 };
 	for (unsigned i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-		assert_int_equal(shmf_bloom_size(1000000, targets[i], &p), 0);
+		assert_int_equal(shmf_bloom_size(1000000, targets[i], 1, &p), 0);
 		assert_true(shmf_bloom_fpr(1000000, p.nblocks, p.k) <= targets[i]);
 		assert_true(shmf_bloom_fpr(1000000, p.nblocks - 1, p.k) > targets[i] * 0.999);
 		assert_int_equal(p.bits, p.nblocks * 512);
 	}
 	/* Blocked filters need a little more than the classic 9.6 bits/key at 1%. */
-	assert_int_equal(shmf_bloom_size(1000000, 0.01, &p), 0);
+	assert_int_equal(shmf_bloom_size(1000000, 0.01, 1, &p), 0);
 	assert_true(p.bits / 1000000.0 > 9.6 && p.bits / 1000000.0 < 11.0);
 	/* Bad parameters. */
-	assert_int_equal(shmf_bloom_size(0, 0.01, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_bloom_size(1000, 0.0, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_bloom_size(1000, 1.0, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_bloom_size(1000, -0.5, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_bloom_size(1000, NAN, &p), SHMF_E_INVAL);
-	assert_int_equal(shmf_bloom_size(UINT64_C(1) << 62, 0.01, &p), SHMF_E_TOOBIG);
+	assert_int_equal(shmf_bloom_size(0, 0.01, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, 0.0, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, 1.0, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, -0.5, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(1000, NAN, 1, &p), SHMF_E_INVAL);
+	assert_int_equal(shmf_bloom_size(UINT64_C(1) << 62, 0.01, 1, &p), SHMF_E_TOOBIG);
 	/* Fill and FPR estimates move the right way. */
-	assert_true(shmf_bloom_fill(0, 100, 7) == 0.0);
-	assert_true(shmf_bloom_fill(1000, 100, 7) > shmf_bloom_fill(100, 100, 7));
+	assert_true(shmf_bloom_fill(0, 100, 7, 1) == 0.0);
+	assert_true(shmf_bloom_fill(1000, 100, 7, 1) > shmf_bloom_fill(100, 100, 7, 1));
 	assert_true(shmf_bloom_fpr(2000, 100, 7) > shmf_bloom_fpr(1000, 100, 7));
 }
 
@@ -210,10 +211,51 @@ static void test_batch(void **state)
 	shmf_close(f);
 }
 
+/* One k and layout of test_batch_impls: each bit set with probability
+ * 2^(-1/(k lines)), so that a key's k bits in each of its lines are all
+ * set with probability about one half. The expected answer is computed
+ * here line by line from shmf_line_hash(), apart from the library's
+ * check of several lines. */
+static void batch_impls_agree(uint64_t *blocks, uint64_t nb, const shmf_key_t *k, unsigned n, uint32_t kk,
+			      uint32_t lines, uint8_t *scalar, uint8_t *simd)
+{
+	double density = pow(0.5, 1.0 / (kk * lines));
+	uint64_t threshold = (uint64_t)(density * 4294967296.0);
+	for (uint64_t w = 0; w < nb * SHMF_BLOCK_WORDS; w++) {
+		uint64_t word = 0;
+		for (unsigned b = 0; b < 64; b++)
+			if ((shmf_mix64(w * 64 + b + (kk + 40 * lines) * UINT64_C(1000003)) >> 32) < threshold)
+				word |= UINT64_C(1) << b;
+		blocks[w] = word;
+	}
+	struct shmf_bloom_geom g = { blocks, nb, 0x5eed0000 + kk, kk, lines };
+	size_t n_scalar = shmf_bloom_check_batch(&g, k, n, scalar, SHMF_BLOOM_SCALAR);
+	size_t n_simd = shmf_bloom_check_batch(&g, k, n, simd, SHMF_BLOOM_AVX512);
+	size_t expect = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t h = shmf_hash(k[i].ptr, k[i].len, g.seed);
+		int one = 1;
+		for (uint32_t j = 0; j < lines; j++) {
+			uint64_t hj = j == 0 ? h : shmf_mix64(h + j * SHMF_LINE_MUL);
+			one &= shmf_bloom_block_check_key(blocks + shmf_block_index(hj, nb) * SHMF_BLOCK_WORDS, hj, kk);
+		}
+		int single = shmf_bloom_has(&g, h);
+		if (scalar[i] != one || simd[i] != one || single != one)
+			fail_msg("k %u, %u lines, key %u: expected %d, one-key check %d, scalar batch %d, AVX-512 batch %d",
+				 kk, lines, i, one, single, scalar[i], simd[i]);
+		expect += (size_t)one;
+	}
+	assert_int_equal(n_scalar, expect);
+	assert_int_equal(n_simd, expect);
+	/* Both answers occur often, so the comparison means something. */
+	assert_true(expect > n / 5 && expect < n * 4 / 5);
+}
+
 /*
  * The batch check's implementations (scalar, AVX-512 with 8 and with 16
  * lanes) answer exactly what the one-key check answers, for every k from
- * 1 to SHMF_K_MAX and keys of every length: blocks are filled so densely
+ * 1 to SHMF_K_MAX, in every layout (1, 2 and 3 lines a key), and keys of
+ * every length: blocks are filled so densely
  * that about half of the answers are 1, so a wrong bit in either direction
  * shows. Without AVX-512 on this CPU the comparison is skipped, not passed.
  */
@@ -236,36 +278,9 @@ static void test_batch_impls(void **state)
 			keys[i][b] = (char)shmf_mix64(i * 64 + b);
 		k[i] = (shmf_key_t){ len ? keys[i] : NULL, len };
 	}
-	for (uint32_t kk = 1; kk <= SHMF_K_MAX; kk++) {
-		/* Each bit set with probability 2^(-1/k): a key's k bits are
-		 * all set with probability about one half. */
-		double density = pow(0.5, 1.0 / kk);
-		uint64_t threshold = (uint64_t)(density * 4294967296.0);
-		for (uint64_t w = 0; w < (uint64_t)NB * SHMF_BLOCK_WORDS; w++) {
-			uint64_t word = 0;
-			for (unsigned b = 0; b < 64; b++)
-				if ((shmf_mix64(w * 64 + b + kk * UINT64_C(1000003)) >> 32) < threshold)
-					word |= UINT64_C(1) << b;
-			blocks[w] = word;
-		}
-		struct shmf_bloom_geom g = { blocks, NB, 0x5eed0000 + kk, kk };
-		size_t n_scalar = shmf_bloom_check_batch(&g, k, N, scalar, SHMF_BLOOM_SCALAR);
-		size_t n_simd = shmf_bloom_check_batch(&g, k, N, simd, SHMF_BLOOM_AVX512);
-		size_t expect = 0;
-		for (unsigned i = 0; i < N; i++) {
-			uint64_t h = shmf_hash(k[i].ptr, k[i].len, g.seed);
-			int one = shmf_bloom_block_check_key(blocks + shmf_block_index(h, NB) * SHMF_BLOCK_WORDS, h,
-							     kk);
-			if (scalar[i] != one || simd[i] != one)
-				fail_msg("k %u key %u: one-key check %d, scalar batch %d, AVX-512 batch %d", kk, i, one,
-					 scalar[i], simd[i]);
-			expect += (size_t)one;
-		}
-		assert_int_equal(n_scalar, expect);
-		assert_int_equal(n_simd, expect);
-		/* Both answers occur often, so the comparison means something. */
-		assert_true(expect > N / 5 && expect < N * 4 / 5);
-	}
+	for (uint32_t lines = 1; lines <= SHMF_BLOOM_LINES_MAX; lines++)
+		for (uint32_t kk = 1; kk <= SHMF_K_MAX; kk++)
+			batch_impls_agree(blocks, NB, k, N, kk, lines, scalar, simd);
 	free(blocks);
 }
 
@@ -320,7 +335,7 @@ static void test_sizing_search(void **state)
 				uint32_t k;
 				uint64_t blocks;
 				int want = reference_size(caps[c], fpr, &k, &blocks);
-				int got = shmf_bloom_size(caps[c], fpr, &p);
+				int got = shmf_bloom_size(caps[c], fpr, 1, &p);
 				if (want == 0 && got == 0 && (p.k != k || p.nblocks != blocks))
 					fail_msg("capacity %llu fpr %g: k %u, %llu blocks; the full search chose k %u, %llu",
 						 (unsigned long long)caps[c], fpr, p.k, (unsigned long long)p.nblocks,
@@ -336,7 +351,7 @@ static void test_sizing_search(void **state)
 		uint32_t k;
 		uint64_t blocks;
 		int want = reference_size(cap, fpr, &k, &blocks);
-		int got = shmf_bloom_size(cap, fpr, &p);
+		int got = shmf_bloom_size(cap, fpr, 1, &p);
 		assert_int_equal(got == 0, want == 0);
 		if (got == 0 && (p.k != k || p.nblocks != blocks))
 			fail_msg("capacity %llu fpr %.17g: k %u, %llu blocks; the full search chose k %u, %llu",
@@ -345,6 +360,105 @@ static void test_sizing_search(void **state)
 		n++;
 	}
 	print_message("%u sizings agree with the full search\n", n);
+}
+
+/* The layout the sizing picks at each rate, its memory against a classic
+ * Bloom filter's (within SHMF_BLOOM_WITHIN from 1e-4 to 1e-10: at 1e-6
+ * and 1e-9 one line takes 1.34x and 1.84x), at a million and at 100
+ * million keys. */
+static void test_layouts_sizing(void **state)
+{
+	(void)state;
+	const struct {
+		double fpr;
+		uint32_t lines;
+	} want[] = { { 1e-1, 1 }, { 1e-2, 1 }, { 1e-3, 1 }, { 6e-4, 1 }, { 1e-4, 2 },
+		     { 1e-5, 2 }, { 1e-6, 2 }, { 1e-7, 3 }, { 1e-9, 3 }, { 1e-12, 3 } };
+	const uint64_t caps[] = { 1000000, 100000000 };
+	for (unsigned c = 0; c < 2; c++)
+		for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			struct shmf_bloom_params p, one;
+			double fpr = want[i].fpr, classic = shmf_bloom_classic_bits(fpr);
+			assert_int_equal(shmf_bloom_size(caps[c], fpr, 0, &p), 0);
+			assert_int_equal(shmf_bloom_size(caps[c], fpr, 1, &one), 0);
+			double bpk = (double)p.bits / (double)caps[c], bpk1 = (double)one.bits / (double)caps[c];
+			print_message("%g, %" PRIu64
+				      " keys: %u lines of k %u, %.1f bits a key (%.3fx classic %.1f; one "
+				      "line %.1f, %.3fx)\n",
+				      fpr, caps[c], p.lines, p.k, bpk, bpk / classic, classic, bpk1, bpk1 / classic);
+			if (p.lines != want[i].lines)
+				fail_msg("%g: %u lines a key, expected %u", fpr, p.lines, want[i].lines);
+			assert_true(shmf_bloom_fpr_lines(caps[c], p.nblocks, p.k, p.lines) <= fpr);
+			assert_true(bpk <= bpk1);
+			/* Three lines stay within it down to about 1e-10. */
+			if (fpr <= 1e-4 && fpr >= 1e-10)
+				assert_true(bpk <= SHMF_BLOOM_WITHIN * classic);
+		}
+	/* One line at 1e-9 is far from classic: what the layouts are for. */
+	struct shmf_bloom_params one;
+	assert_int_equal(shmf_bloom_size(1000000, 1e-9, 1, &one), 0);
+	assert_true((double)one.bits / 1e6 > 1.8 * shmf_bloom_classic_bits(1e-9));
+	/* Four lines do not exist. */
+	assert_int_equal(shmf_bloom_size(1000000, 1e-6, 4, &one), SHMF_E_INVAL);
+}
+
+/* Fill a filter of @p lines lines a key sized for @p n keys at @p fpr
+ * through the batch add, and count the absent keys (of @p probes) it
+ * answers present, half through the batch check and half one by one;
+ * every added key must be found. */
+static void layout_fpr(uint64_t n, double fpr, uint32_t lines, uint64_t probes)
+{
+	enum { B = 4096 };
+	static char keys[B][17];
+	static shmf_key_t k[B];
+	static uint8_t out[B];
+	struct shmf_bloom_params p;
+	assert_int_equal(shmf_bloom_size(n, fpr, lines, &p), 0);
+	uint64_t *blocks = aligned_alloc(SHMF_BLOCK_BYTES, (size_t)p.nblocks * SHMF_BLOCK_BYTES);
+	assert_non_null(blocks);
+	memset(blocks, 0, (size_t)p.nblocks * SHMF_BLOCK_BYTES);
+	struct shmf_bloom_geom g = { blocks, p.nblocks, 0x1a7e5 + lines, p.k, lines };
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t i = 0; i < n; i += B) {
+			unsigned m = n - i < B ? (unsigned)(n - i) : B;
+			for (unsigned j = 0; j < m; j++)
+				k[j] = (shmf_key_t){ keys[j], fixture_key(keys[j], 40, i + j) };
+			if (pass == 0)
+				shmf_bloom_add_batch(&g, k, m, NULL);
+			else if (shmf_bloom_check_batch(&g, k, m, out, SHMF_BLOOM_AUTO) != m)
+				fail_msg("%u lines: an added key is missing", lines);
+		}
+	uint64_t fp = 0;
+	for (uint64_t i = 0; i < probes; i += B) {
+		unsigned m = probes - i < B ? (unsigned)(probes - i) : B;
+		for (unsigned j = 0; j < m; j++)
+			k[j] = (shmf_key_t){ keys[j], fixture_key(keys[j], 41, i + j) };
+		if ((i / B) % 2 == 0)
+			fp += shmf_bloom_check_batch(&g, k, m, out, SHMF_BLOOM_AUTO);
+		else
+			for (unsigned j = 0; j < m; j++)
+				fp += (uint64_t)shmf_bloom_has(&g, shmf_hash(k[j].ptr, k[j].len, g.seed));
+	}
+	double expect = fpr * (double)probes, bound = expect + 4.0 * sqrt(expect) + 1.0;
+	print_message("%u lines at %g: k %u, %.1f bits a key; %" PRIu64 " of %" PRIu64
+		      " absent keys present (%.3g; at most %.0f allowed)\n",
+		      lines, fpr, p.k, (double)p.bits / (double)n, fp, probes, (double)fp / (double)probes, bound);
+	/* Within the declared rate, up to four standard deviations of counting
+	 * noise; and not far below it, so the count means something. */
+	assert_true((double)fp <= bound);
+	assert_true((double)fp >= expect / 3.0);
+	free(blocks);
+}
+
+/* Each layout's rate, measured at 1e-3 and 1e-6 (the sizing's own choice
+ * at those rates is one line and two lines; the others are forced). */
+static void test_layouts_fpr(void **state)
+{
+	(void)state;
+	for (uint32_t lines = 1; lines <= SHMF_BLOOM_LINES_MAX; lines++) {
+		layout_fpr(200000, 1e-3, lines, 2000000);
+		layout_fpr(1000000, 1e-6, lines, 30000000);
+	}
 }
 
 int main(int argc, char **argv)
@@ -357,8 +471,10 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_batch, fx),
 		fixture_unit_test(test_batch_impls, fx),
 		fixture_unit_test(test_sizing_search, fx),
+		fixture_unit_test(test_layouts_sizing, fx),
+		fixture_unit_test(test_layouts_fpr, fx),
 	};
-	const char *const names[] = { "no_false_negatives", "fpr",          "sizing", "big", "batch",
-				      "batch_impls",        "sizing_search" };
+	const char *const names[] = { "no_false_negatives", "fpr",           "sizing",         "big",        "batch",
+				      "batch_impls",        "sizing_search", "layouts_sizing", "layouts_fpr" };
 	return fixture_run(argc, argv, all, names);
 }

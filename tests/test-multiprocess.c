@@ -3,7 +3,9 @@
  * insert disjoint sets of 250,000 keys while 2 forked checkers keep
  * checking keys the adders have already reported added. No check may miss
  * such a key; afterwards every key is found from every process, and the
- * sum of "was new" results equals the filter's items count.
+ * sum of "was new" results equals the filter's items count. Run with an
+ * error rate as argument (default 0.01), and the lines a key that rate
+ * gives (1, 2 or 3: the Bloom layouts of bloom.h), for every layout.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,8 @@ struct board {
 };
 
 static struct fixture fx;
+static double rate = 0.01;      /* the filter's error rate */
+static uint32_t want_lines = 1; /* the lines a key it must have */
 
 static shmf_t *open_or_die(int flags)
 {
@@ -132,7 +136,7 @@ static void test_concurrent_adders_and_checkers(void **state)
 {
 	(void)state;
 	struct board *b = fixture_shared_map(sizeof(*b));
-	fixture_bloom(&fx, "shared", ADDERS * PER_ADDER, 0.01);
+	fixture_bloom(&fx, "shared", ADDERS * PER_ADDER, rate);
 
 	pid_t pids[ADDERS + CHECKERS];
 	for (unsigned i = 0; i < ADDERS + CHECKERS; i++) {
@@ -177,14 +181,21 @@ static void test_concurrent_adders_and_checkers(void **state)
 	shmf_info_t info;
 	assert_int_equal(shmf_open(FIXTURE_INSTANCE, "shared", SHMF_RDONLY, &f), 0);
 	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.lines, want_lines);
+	printf("%u lines a key, %u bits a line, %.1f bits a key\n", info.lines, info.k / info.lines,
+	       (double)info.bits / (ADDERS * PER_ADDER));
 	assert_int_equal(info.items, fresh);
 	assert_true(fresh > (uint64_t)ADDERS * PER_ADDER * 98 / 100);
 	shmf_close(f);
 	munmap(b, sizeof(*b));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3) {
+		rate = strtod(argv[1], NULL);
+		want_lines = (uint32_t)strtoul(argv[2], NULL, 10);
+	}
 	const struct CMUnitTest tests[] = {
 		fixture_unit_test(test_concurrent_adders_and_checkers, fx),
 	};

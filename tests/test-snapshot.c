@@ -849,6 +849,82 @@ static void test_older_sizing(void **state)
 		fail_msg("edited shape: %s", err);
 }
 
+/* tests/data/bloom-one-line-1e-6.snap was written by shmctl build of
+ * snapshot version 4, before Bloom filters had several lines a key:
+ * capacity 3000 at 1e-6 in one line a key (k 16, 226 blocks), keys
+ * oneline-0 to oneline-2999. It restores in one line with every key, and
+ * snapshots and restores again as such; a new filter of those parameters
+ * gets two lines in less memory; the file with lines a key set in its
+ * version 4 header, or a version 5 copy claiming two lines over the
+ * one-line blocks, is refused. */
+static void test_older_bloom_one_line(void **state)
+{
+	(void)state;
+	char path[512], again[512], err[SNAPSHOT_ERR_MAX], key[32];
+	snprintf(path, sizeof(path), "%s/bloom-one-line-1e-6.snap", data_dir);
+	file_path("oneline-again.snap", again, sizeof(again));
+	for (int round = 0; round < 2; round++) {
+		const char *name = round == 0 ? "oneline" : "oneline2";
+		if (fixture_replace(&fx, name, round == 0 ? path : again, REGISTRY_RESTORE, err, sizeof(err)) < 0)
+			fail_msg("%s", err);
+		shmf_t *f = fixture_open(name, SHMF_RDWR);
+		shmf_info_t info;
+		assert_int_equal(shmf_info(f, &info), 0);
+		assert_int_equal(info.lines, 1);
+		assert_int_equal(info.k, 16);
+		assert_int_equal(info.bits, 226 * 512);
+		assert_int_equal(info.items, 3000);
+		for (int i = 0; i < 3000; i++) {
+			int n = snprintf(key, sizeof(key), "oneline-%d", i);
+			assert_int_equal(shmf_check(f, key, (size_t)n), 1);
+		}
+		unsigned fp = 0;
+		for (int i = 0; i < 100000; i++) {
+			int n = snprintf(key, sizeof(key), "absent-%d", i);
+			fp += (unsigned)shmf_check(f, key, (size_t)n);
+		}
+		assert_true(fp <= 3); /* 0.1 expected */
+		shmf_close(f);
+		/* Snapshotted now (version 5): it stays one line a key. */
+		assert_int_equal(registry_snapshot(&fx.reg, name, again, NULL, err, sizeof(err)), 0);
+	}
+
+	fixture_bloom(&fx, "twolines", 3000, 1e-6);
+	shmf_t *f = fixture_open("twolines", SHMF_RDONLY);
+	shmf_info_t info;
+	assert_int_equal(shmf_info(f, &info), 0);
+	assert_int_equal(info.lines, 2);
+	assert_true(info.bits < 226 * 512);
+	shmf_close(f);
+
+	/* Lines a key in a version 4 header: refused. */
+	char edited[512];
+	file_path("edited.snap", edited, sizeof(edited));
+	size_t len;
+	uint8_t *buf = read_file(path, &len);
+	struct shmf_snap_header *h = (struct shmf_snap_header *)buf;
+	h->bucket_size = 2;
+	reseal(buf);
+	write_file(edited, buf, len);
+	free(buf);
+	struct snap_file sf;
+	assert_int_equal(snapshot_open(&sf, edited, err, sizeof(err)), SHMF_E_FORMAT);
+	if (strstr(err, "version 5's lines a key") == NULL)
+		fail_msg("lines in a version 4 header: %s", err);
+	/* A version 5 file claiming two lines over the one-line blocks. */
+	buf = read_file(again, &len);
+	h = (struct shmf_snap_header *)buf;
+	assert_int_equal(h->version, 5);
+	assert_int_equal(h->bucket_size, 1);
+	h->bucket_size = 2;
+	reseal(buf);
+	write_file(edited, buf, len);
+	free(buf);
+	assert_int_equal(snapshot_open(&sf, edited, err, sizeof(err)), SHMF_E_FORMAT);
+	if (strstr(err, "does not give the stored shape") == NULL)
+		fail_msg("two lines over one line's blocks: %s", err);
+}
+
 /* A windowed snapshot whose window is longer than the longest (ten
  * years), or whose generation began at a time whose window number does
  * not fit 32 bits, is refused by name and changes nothing; the longest
@@ -943,16 +1019,21 @@ static void test_window_limits(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		fixture_unit_test(test_roundtrip, fx),       fixture_unit_test(test_damaged, fx),
-		fixture_unit_test(test_concurrent, fx),      fixture_unit_test(test_killed_writer, fx),
-		fixture_unit_test(test_swap_under_load, fx), fixture_unit_test(test_older_sizing, fx),
-		fixture_unit_test(test_metadata_bits, fx),   fixture_unit_test(test_bucket_sizes, fx),
+		fixture_unit_test(test_roundtrip, fx),
+		fixture_unit_test(test_damaged, fx),
+		fixture_unit_test(test_concurrent, fx),
+		fixture_unit_test(test_killed_writer, fx),
+		fixture_unit_test(test_swap_under_load, fx),
+		fixture_unit_test(test_older_sizing, fx),
+		fixture_unit_test(test_older_bloom_one_line, fx),
+		fixture_unit_test(test_metadata_bits, fx),
+		fixture_unit_test(test_bucket_sizes, fx),
 		fixture_unit_test(test_window_limits, fx),
 	};
 	if (argc > 2)
 		data_dir = argv[2];
-	static const char *const names[] = { "roundtrip",     "damaged",         "concurrent",
-					     "killed_writer", "swap_under_load", "older_sizing",
-					     "metadata_bits", "bucket_sizes",    "window_limits" };
+	static const char *const names[] = { "roundtrip",       "damaged",      "concurrent",           "killed_writer",
+					     "swap_under_load", "older_sizing", "older_bloom_one_line", "metadata_bits",
+					     "bucket_sizes",    "window_limits" };
 	return fixture_run(argc, argv, tests, names);
 }

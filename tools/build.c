@@ -95,7 +95,7 @@ static int table_init(struct table *t, const struct filter_spec *s)
 		t->payload = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (t->payload == MAP_FAILED)
 			return -errno;
-		t->bloom = (struct shmf_bloom_geom){ t->payload, t->g.nblocks, t->seed, t->g.k };
+		t->bloom = (struct shmf_bloom_geom){ t->payload, t->g.nblocks, t->seed, t->g.k, t->g.bucket_size };
 	} else {
 		t->memfd = memfd_create("shmctl-build", MFD_CLOEXEC);
 		if (t->memfd < 0 || ftruncate(t->memfd, (off_t)len) < 0)
@@ -338,7 +338,7 @@ static int build_write(const struct table *t, const struct filter_spec *spec, co
 
 /* The false-positive rate trained table @p t answers at: Bloom, from the
  * bits set (a key lands in a block at random and finds its k bits there
- * set with probability (set / 512)^k; duplicates in the input count once,
+ * set with probability (set / 512)^k, in each of its lines; duplicates in the input count once,
  * as they set nothing); cuckoo, from its load. */
 static double table_fpr(const struct table *t)
 {
@@ -352,7 +352,8 @@ static double table_fpr(const struct table *t)
 			set += (unsigned)__builtin_popcountll(w[b * (SHMF_BLOCK_BYTES / 8) + i]);
 		sum += pow((double)set / (SHMF_BLOCK_BYTES * 8), (double)t->g.k);
 	}
-	return sum / (double)t->g.nblocks;
+	/* Each of a key's lines is a random line (bucket_size: lines a key). */
+	return pow(sum / (double)t->g.nblocks, (double)t->g.bucket_size);
 }
 
 /* More keys than the filter was sized for: a warning with the rate the

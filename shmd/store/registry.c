@@ -508,10 +508,12 @@ static int spec_check(const struct filter_spec *spec, char *err, size_t errlen)
 	if (spec->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
 		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': max kicks %u is above the limit of %u",
 			      spec->name, spec->max_kicks, SHMF_CUCKOO_KICKS_LIMIT);
-	if (spec->bucket_size != 0 && spec->type != SHMF_TYPE_CUCKOO)
-		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': bucket size applies to cuckoo filters only",
-			      spec->name);
-	if (spec->bucket_size != 0 && !shmf_cuckoo_layout_ok(spec->bucket_size, 8))
+	/* A Bloom filter's bucket size is its lines a key, which only a
+	 * file's shape gives (a snapshot, a swap): users cannot ask for one. */
+	if (spec->type == SHMF_TYPE_BLOOM && spec->bucket_size > SHMF_BLOOM_LINES_MAX)
+		return errmsg(err, errlen, SHMF_E_INVAL, "filter '%s': %u lines a key: a Bloom filter has 1 to %u",
+			      spec->name, spec->bucket_size, SHMF_BLOOM_LINES_MAX);
+	if (spec->bucket_size != 0 && spec->type == SHMF_TYPE_CUCKOO && !shmf_cuckoo_layout_ok(spec->bucket_size, 8))
 		return errmsg(err, errlen, SHMF_E_INVAL,
 			      "filter '%s': bucket size %u is not supported: " SPEC_BUCKET_SIZES, spec->name,
 			      spec->bucket_size);
@@ -747,7 +749,7 @@ int registry_info(struct registry *r, int slot, struct filter_info *out, char *e
 		bytes += l->bytes;
 		none *= 1.0 - (out->info.type == SHMF_TYPE_CUCKOO
 				       ? shmf_cuckoo_fpr(l->items, l->nbuckets, l->k, l->bucket_size)
-				       : shmf_bloom_fpr(l->items, l->nblocks, l->k));
+				       : shmf_bloom_fpr_lines(l->items, l->nblocks, l->k, l->bucket_size));
 	}
 	out->fpr_total = 1.0 - none;
 	out->buckets = out->nparts > 0 ? out->layer[out->nparts - 1 - (unsigned)out->standby].nbuckets : 0;
