@@ -96,6 +96,16 @@ static void test_shape(void **state)
 			assert_true(seen[n] != seen[j]);
 		n++;
 	}
+	/* A Bloom filter's lines a key: one line hashes as before the field
+	 * existed (0), two and three lines differ from it and each other. */
+	t = s;
+	t.bucket_size = 1;
+	assert_true(fleet_shape(&t, 42) == base);
+	t.bucket_size = 2;
+	uint64_t two = fleet_shape(&t, 42);
+	assert_true(two != base);
+	t.bucket_size = 3;
+	assert_true(fleet_shape(&t, 42) != base && fleet_shape(&t, 42) != two);
 	/* The fingerprint width: 2 x 16 and 2 x 32 bits are other shapes. */
 	t = s;
 	t.type = SHMF_TYPE_CUCKOO;

@@ -90,9 +90,12 @@ assert len(picks) == 1 and picks[0]['bucket_size'] == 2 and picks[0]['fingerprin
 " -- "$ROOT/p.json"
 expect 0 '^cuckoo: no fingerprint size in any bucket size reaches 1e-12$' '' -- plan --capacity 1000000 --fpr 1e-12
 expect 0 'so CF.RESERVE refuses these arguments' '' -- plan --capacity 1000000 --fpr 1e-12
-expect 0 '^bloom: no layout reaches 1e-20$' '' -- plan --capacity 1000 --fpr 1e-20
-expect 0 'bloom, one line a key: does not reach 1e-20 \(.*about 1e-17\)' '' -- plan --capacity 1000 --fpr 1e-20
-expect 0 'so shmctl create refuses these arguments' '' -- plan --capacity 1000 --fpr 1e-20
+# One line reaches down to about 1e-17, three lines to about 1e-51.
+expect 0 'bloom, one line a key: does not reach 1e-20 \(at most 32 bits of a key in each 512-bit line\)' '' -- plan --capacity 1000 --fpr 1e-20
+expect 0 '^bloom +three 64-byte lines, k=[0-9]+ each .* shmctl create$' '' -- plan --capacity 1000 --fpr 1e-20
+expect 0 '^bloom: no layout reaches 1e-60$' '' -- plan --capacity 1000 --fpr 1e-60
+expect 0 'bloom, three lines a key: does not reach 1e-60' '' -- plan --capacity 1000 --fpr 1e-60
+expect 0 'so shmctl create refuses these arguments' '' -- plan --capacity 1000 --fpr 1e-60
 "$SHMCTL" plan --capacity 1000000 --fpr 1e-12 --json >"$ROOT/p.json"
 py "unreached cuckoo in JSON" "
 cf = [r for r in p['layouts'] if r['type'] == 'cuckoo']

@@ -87,6 +87,16 @@ expect 0 '^default$' '' -- list
 expect 0 '^clicks$' '' -- list
 [ "$("$SHMCTL" list | wc -l)" -eq 2 ] || fail "list shows $("$SHMCTL" list | wc -l) filters after refused creates, want 2"
 expect 0 '^mode +0660$' '' -- info clicks
+# The Bloom layout: one line a key at 1e-3, two at 1e-6, three at 1e-9.
+expect 0 '^lines +1$' '' -- info clicks
+expect 0 "^created filter 'low6': bloom, capacity 10000, error rate 1e-06, [0-9]+ bytes, mode 0640$" '' -- create low6 --capacity 10000 --fpr 1e-6
+expect 0 '^lines +2$' '' -- info low6
+expect 0 '^bits_per_key +31\.[0-9]+$' '' -- info low6
+expect 0 '^\{"name": "low6", .*"k": 18, "lines": 2, "bits_per_key": 31\.[0-9]+, ' '' -- info low6 --json
+expect 0 '^OK$' '' -- drop low6
+expect 0 "^created filter 'low9': bloom, capacity 10000, error rate 1e-09, [0-9]+ bytes, mode 0640$" '' -- create low9 --capacity 10000 --fpr 1e-9
+expect 0 '^lines +3$' '' -- info low9
+expect 0 '^OK$' '' -- drop low9
 seq 1 400 | sed 's/^/grow-/' >"$ROOT/seq400"
 # growing and NONSCALING filters; shmctl's are fixed unless asked
 expect 0 "^created filter 'grows': bloom, capacity 100, error rate 0.01, [0-9]+ bytes, mode 0640, grows by 2$" '' -- create grows --capacity 100 --fpr 0.01 --expansion 2

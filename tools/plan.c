@@ -14,6 +14,7 @@
 #include "tools/cli.h"
 #include "tools/offline.h"
 #include "common/spec.h"
+#include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
 #include "libclient/geometry.h"
 #include "libclient/segment.h"
@@ -105,36 +106,49 @@ static void refusal(struct plan_row *r, int err, const struct plan_args *a, cons
 			 (unsigned long long)a->capacity);
 	else
 		snprintf(r->why, sizeof(r->why), "%s: does not reach %g%s", what, a->fpr,
-			 r->g.type == SHMF_TYPE_BLOOM ? " (a key's bits share one 512-bit line, which reaches down to "
-							"about 1e-17)"
-						      : "");
+			 r->g.type == SHMF_TYPE_BLOOM ? " (at most 32 bits of a key in each 512-bit line)" : "");
 }
 
-/* The Bloom rows: fixed (shmctl create; anything with a window) and, without
- * a window, growing by shmd's default expansion (BF.RESERVE). */
+/* The Bloom rows: each layout fixed (1, 2 and 3 lines a key; shmctl create
+ * and anything with a window take the sizing's choice) and, without a
+ * window, growing by shmd's default expansion (BF.RESERVE), in the layout
+ * its first layer's sizing chooses. */
 static int bloom_rows(const struct plan_args *a, struct plan_row *rows)
 {
 	int n = 0;
-	struct plan_row *r = &rows[n++];
-	*r = (struct plan_row){ .sized_fpr = a->fpr };
-	int e = shmf_geometry_size(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, &r->g);
-	r->g.type = SHMF_TYPE_BLOOM;
-	if (e < 0)
-		refusal(r, e, a, "bloom, one line a key");
-	add_pick(r, "shmctl create");
-	if (a->window_secs != 0) {
-		add_pick(r, "BF.RESERVE");
-		return n;
+	struct shmf_geometry chosen;
+	int ce = shmf_geometry_size(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, &chosen);
+	for (uint32_t lines = 1; lines <= SHMF_BLOOM_LINES_MAX; lines++) {
+		struct plan_row *r = &rows[n++];
+		*r = (struct plan_row){ .sized_fpr = a->fpr };
+		int e = shmf_geometry_size(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, lines, &r->g);
+		r->g.type = SHMF_TYPE_BLOOM;
+		r->g.bucket_size = lines;
+		if (e < 0) {
+			char what[64];
+			snprintf(what, sizeof(what), "bloom, %s a key",
+				 (const char *[]){ "one line", "two lines", "three lines" }[lines - 1]);
+			refusal(r, e, a, what);
+		}
+		/* Where no layout reaches the rate, shmctl create's refusal is
+		 * said under the last one. */
+		if ((ce == 0 && e == 0 && chosen.bucket_size == lines) || (ce < 0 && lines == SHMF_BLOOM_LINES_MAX)) {
+			add_pick(r, "shmctl create");
+			if (a->window_secs != 0)
+				add_pick(r, "BF.RESERVE");
+		}
 	}
+	if (a->window_secs != 0)
+		return n;
 	struct shmf_layer l;
-	r = &rows[n++];
+	struct plan_row *r = &rows[n++];
 	*r = (struct plan_row){ .grows = "grows x2 (layer 0 at 0.45 P)" };
-	e = shmf_geometry_layer(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, PLAN_BLOOM_EXPANSION, 0, &l);
+	int e = shmf_geometry_layer(SHMF_TYPE_BLOOM, a->capacity, a->fpr, 0, 0, PLAN_BLOOM_EXPANSION, 0, &l);
 	if (e == 0)
 		r->g = l.g, r->sized_fpr = l.fpr;
 	r->g.type = SHMF_TYPE_BLOOM;
 	if (e < 0)
-		refusal(r, e, a, "bloom, one line a key, growing");
+		refusal(r, e, a, "bloom, growing");
 	add_pick(r, "BF.RESERVE");
 	return n;
 }
@@ -210,11 +224,11 @@ static const char *supports(const struct shmf_geometry *g)
 	return g->type == SHMF_TYPE_CUCKOO ? "add, check, delete, count, caps" : "add, check";
 }
 
-/* A check reads one 64-byte line (Bloom) or both candidate buckets, one
- * word each, in two lines (cuckoo). */
+/* A check reads the key's 1, 2 or 3 64-byte lines (Bloom) or both
+ * candidate buckets, one word each, in two lines (cuckoo). */
 static unsigned lines_per_check(const struct shmf_geometry *g)
 {
-	return g->type == SHMF_TYPE_CUCKOO ? 2 : 1;
+	return g->type == SHMF_TYPE_CUCKOO ? 2 : g->bucket_size;
 }
 
 static void layout_name(const struct plan_row *r, char *buf, size_t len)
@@ -222,8 +236,12 @@ static void layout_name(const struct plan_row *r, char *buf, size_t len)
 	if (r->g.type == SHMF_TYPE_CUCKOO)
 		snprintf(buf, len, "%u-bit fingerprints, buckets of %u", r->g.k, r->g.bucket_size);
 	else
-		snprintf(buf, len, "one 64-byte line, k=%u%s%s", r->g.k, r->grows ? ", " : "",
-			 r->grows ? r->grows : "");
+		snprintf(buf, len, "%s 64-byte line%s, k=%u%s%s%s",
+			 r->g.bucket_size == 3   ? "three"
+			 : r->g.bucket_size == 2 ? "two"
+						 : "one",
+			 r->g.bucket_size > 1 ? "s" : "", r->g.k, r->g.bucket_size > 1 ? " each" : "",
+			 r->grows ? ", " : "", r->grows ? r->grows : "");
 }
 
 static void print_text(const struct plan_args *a, const struct plan_row *rows, int n)
@@ -243,14 +261,14 @@ static void print_text(const struct plan_args *a, const struct plan_row *rows, i
 	for (int i = 0; i < n; i++)
 		any |= rows[i].why[0] == '\0';
 	if (any)
-		printf("%-7s %-52s %10s %9s %6s  %-31s %s\n", "type", "layout", "memory", "bits/key", "lines",
+		printf("%-7s %-64s %10s %9s %6s  %-31s %s\n", "type", "layout", "memory", "bits/key", "lines",
 		       "supports", "picked by");
 	for (int i = 0; i < n; i++) {
 		const struct plan_row *r = &rows[i];
 		if (r->why[0])
 			continue;
 		layout_name(r, name, sizeof(name));
-		printf("%-7s %-52s %10s %9.2f %6u  %-31s %s\n", spec_type_name((int)r->g.type), name,
+		printf("%-7s %-64s %10s %9.2f %6u  %-31s %s\n", spec_type_name((int)r->g.type), name,
 		       human(host_bytes(a, &r->g), h, sizeof(h)), (double)table_bits(&r->g) / (double)a->capacity,
 		       lines_per_check(&r->g), supports(&r->g), r->picks[0] ? r->picks : "-");
 	}
@@ -297,8 +315,9 @@ static void json_row(struct json *j, const struct plan_args *a, const struct pla
 		layout_name(r, name, sizeof(name));
 		json_key(j, "layout");
 		json_str(j, name);
+		/* Bloom: k as SHMF.INFO says it, the bits of all the lines. */
 		json_key(j, r->g.type == SHMF_TYPE_CUCKOO ? "fingerprint_bits" : "k");
-		json_uint(j, r->g.k);
+		json_uint(j, r->g.type == SHMF_TYPE_CUCKOO ? r->g.k : r->g.k * r->g.bucket_size);
 		if (r->g.type == SHMF_TYPE_CUCKOO) {
 			json_key(j, "bucket_size");
 			json_uint(j, r->g.bucket_size);

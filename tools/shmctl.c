@@ -32,7 +32,8 @@
 /* SHMF.INFO fields that are numbers sent as text (doubles). */
 static int is_double_field(const char *field)
 {
-	return !strcmp(field, "error_rate") || !strcmp(field, "fill_ratio") || !strcmp(field, "fpr_estimate");
+	return !strcmp(field, "error_rate") || !strcmp(field, "fill_ratio") || !strcmp(field, "fpr_estimate") ||
+	       !strcmp(field, "bits_per_key");
 }
 
 /* "generations": "G:AGEs:ITEMS ..." (newest first) as an array of objects;

@@ -77,15 +77,23 @@ void cmd_shmf_info(struct verb_call *c)
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
 	int grows = fi.expansion != 0;
+	/* A Bloom filter of shmfilter's own (not an import): its layout. */
+	int layout = fi.info.type == SHMF_TYPE_BLOOM && fi.info.lines != 0;
 	struct reply *out = c->out;
 	/* the field_* calls below */
-	reply_map(out, 14 + (cuckoo ? 6 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) + (fi.nonscaling ? 1 : 0));
+	reply_map(out, 14 + (cuckoo ? 6 : 0) + (layout ? 2 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) +
+			       (fi.nonscaling ? 1 : 0));
 	reply_field_str(out, "name", fi.info.name);
 	reply_field_str(out, "type", spec_type_name(fi.info.type));
 	reply_field_int(out, "capacity", (long long)fi.info.capacity);
 	reply_field_double(out, "error_rate", fi.info.fpr_target);
 	reply_field_int(out, "bits", (long long)fi.info.bits);
 	reply_field_int(out, "k", fi.info.k);
+	if (layout) {
+		/* Lines a key: each check reads that many cache lines. */
+		reply_field_int(out, "lines", fi.info.lines);
+		reply_field_double(out, "bits_per_key", (double)fi.info.bits / (double)fi.info.capacity);
+	}
 	reply_field_int(out, "bytes", (long long)fi.info.bytes);
 	reply_field_int(out, "items", (long long)fi.info.items);
 	reply_field_double(out, "fill_ratio", fi.info.fill_ratio);
