@@ -333,6 +333,9 @@ PHP_METHOD(Shmf_Filter, info)
 	add_assoc_double(return_value, "fill_ratio", in.fill_ratio);
 	add_assoc_double(return_value, "fpr_estimate", in.fpr_estimate);
 	add_u64(return_value, "generation", in.generation);
+	/* A Bloom filter's lines a key (0: an import from RedisBloom). */
+	if (in.type == SHMF_TYPE_BLOOM && in.lines != 0)
+		add_assoc_long(return_value, "lines", in.lines);
 	if (in.type == SHMF_TYPE_CUCKOO) {
 		add_u64(return_value, "buckets", in.buckets);
 		add_assoc_long(return_value, "bucket_size", in.bucket_size);

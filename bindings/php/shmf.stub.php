@@ -65,7 +65,8 @@ final class Filter
 
     /**
      * name, type ("bloom" or "cuckoo"), k, capacity, error_rate, bits, bytes,
-     * items, fill_ratio, fpr_estimate, generation, writable; cuckoo filters
+     * items, fill_ratio, fpr_estimate, generation, writable; Bloom filters add
+     * lines (cache lines a key's bits lie in: 1, 2 or 3); cuckoo filters
      * add buckets, bucket_size, fingerprint_bits, max_kicks, relocations and deletes.
      */
     public function info(): array {}

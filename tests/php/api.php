@@ -73,6 +73,7 @@ ok(!array_key_exists('fpr_target', $info), "info: the rate is called error_rate,
 // new: alpha, beta, bin\0ary, '', 42, k1, k2 and the 5000
 ok($info['items'] === 5007, "info: items counts the adds that were new ({$info['items']}, want 5007)");
 ok($info['writable'] === true && $info['generation'] >= 1 && !isset($info['buckets']), 'info: writable, generation, no cuckoo fields');
+ok($info['lines'] === 2, "info: a Bloom filter at 1e-6 has two lines a key ({$info['lines']})");
 
 // Cuckoo-only calls on a Bloom filter
 throws(fn() => $b->count('alpha'), 'Shmf\Exception', "/^filter 'bloom': count: the filter type does not support this operation$/", 'count on Bloom', -5007);
