@@ -235,10 +235,10 @@ __attribute__((target("avx512f"))) static size_t check_lines_avx512(const struct
 
 	for (size_t q = 0; q < n; q++) {
 		int r = 1;
-		for (uint32_t j = 0; j < g->lines && r; j++) {
+		for (uint32_t j = 0; j < g->lines; j++) {
 			__m512i x = _mm512_set1_epi64((long long)(c->hj[j][q] * SHMF_POS_MUL));
 			__m512i block = _mm512_load_si512((const void *)c->line[j][q]);
-			r = lanes_set(x, salt_lo, block, live_lo) == live_lo;
+			r &= lanes_set(x, salt_lo, block, live_lo) == live_lo;
 			if (k > 16)
 				r &= lanes_set(x, salt_hi, block, live_hi) == live_hi;
 		}
