@@ -4,6 +4,7 @@ handles, the GIL released by the batch calls, the stubs and docstrings."""
 import ast
 import inspect
 import os
+import sys
 import threading
 import time
 
@@ -203,27 +204,36 @@ def test_close_and_context_manager(filters):
 
 
 def test_batches_release_the_gil(filters):
+    """Another thread runs while a batch call is in libshmf: it takes the
+    time every 1,000 turns; some of its times fall well inside the call
+    (the margins, 4 switch intervals, leave out the turns it may get just
+    before or after the call when the interpreter passes the GIL on)."""
     f = shmf.Filter("big", writable=True)
     keys = [b"gil-%d" % i for i in range(200000)] * 20
-    ticks = [0]
+    stamps = []
     stop = threading.Event()
 
     def spin():
+        n = 0
         while not stop.is_set():
-            ticks[0] += 1
+            n += 1
+            if n % 1000 == 0:
+                stamps.append(time.monotonic())
 
     t = threading.Thread(target=spin)
     t.start()
+    margin = 4 * sys.getswitchinterval()
     try:
         time.sleep(0.05)
         for call in (f.add_many, f.check_many):
-            before = ticks[0]
             t0 = time.monotonic()
             call(keys)
-            ran = ticks[0] - before
-            print("%s of %d keys: %.0f ms, the other thread counted %d meanwhile"
-                  % (call.__name__, len(keys), (time.monotonic() - t0) * 1e3, ran))
-            assert ran > 0, call.__name__ + " held the GIL"
+            t1 = time.monotonic()
+            inside = sum(t0 + margin < s < t1 - margin for s in stamps)
+            print("%s of %d keys: %.0f ms, the other thread took %d times inside it"
+                  % (call.__name__, len(keys), (t1 - t0) * 1e3, inside))
+            assert t1 - t0 > 3 * margin, "the call was too short to tell"
+            assert inside > 0, call.__name__ + " held the GIL"
     finally:
         stop.set()
         t.join()
