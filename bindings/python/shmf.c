@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include <shmf.h>
 
@@ -641,9 +642,53 @@ static PyObject *shmf_strerror_py(PyObject *mod, PyObject *arg)
 	return PyUnicode_FromString(shmf_strerror((int)code));
 }
 
+/* _c_loop(filter, keys, batch) -> ns per key: the same keys checked from C
+ * alone (no interpreter), timed around the libshmf calls only: batch 0, a
+ * loop of shmf_check(); else shmf_check_many() over batches of that many.
+ * For bindings/python/bench-check.py, which compares the Python calls. */
+static PyObject *c_loop(PyObject *mod, PyObject *args)
+{
+	PyObject *fo, *keys, *seq;
+	Py_ssize_t batch, n, i, len;
+	shmf_key_t *k;
+	uint8_t *out;
+	struct timespec t0, t1;
+	long hits = 0;
+
+	(void)mod;
+	if (!PyArg_ParseTuple(args, "O!On:_c_loop", &FilterType, &fo, &keys, &batch))
+		return NULL;
+	if (!((FilterObject *)fo)->f)
+		return raise_closed((FilterObject *)fo, "_c_loop");
+	if (!(seq = PySequence_Fast(keys, "_c_loop: keys must be a list")))
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	k = PyMem_Malloc(n * sizeof(*k) + n + 1);
+	out = (uint8_t *)(k + (n ? n : 1));
+	for (i = 0; k && i < n; i++) {
+		if (key_of(PySequence_Fast_GET_ITEM(seq, i), (const char **)&k[i].ptr, &len) < 0)
+			break;
+		k[i].len = (size_t)len;
+	}
+	if (!k || i < n) {
+		PyMem_Free(k);
+		Py_DECREF(seq);
+		return k ? NULL : PyErr_NoMemory();
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i += batch ? batch : 1)
+		hits += batch ? shmf_check_many(((FilterObject *)fo)->f, k + i, n - i < batch ? n - i : batch, out)
+		              : shmf_check(((FilterObject *)fo)->f, k[i].ptr, k[i].len);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	PyMem_Free(k);
+	Py_DECREF(seq);
+	return Py_BuildValue("dl", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (n ? n : 1), hits);
+}
+
 static PyMethodDef module_methods[] = {
 	{ "strerror", shmf_strerror_py, METH_O,
 	  "strerror(code) -> str\n\nlibshmf's sentence for a negative error code (an exception's .code)." },
+	{ "_c_loop", c_loop, METH_VARARGS, "_c_loop(filter, keys, batch) -> (ns per key, hits): for the bench." },
 	{ NULL, NULL, 0, NULL },
 };
 
