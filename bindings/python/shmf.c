@@ -678,7 +678,7 @@ static PyObject *c_loop(PyObject *mod, PyObject *args)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < n; i += batch ? batch : 1)
 		hits += batch ? shmf_check_many(((FilterObject *)fo)->f, k + i, n - i < batch ? n - i : batch, out)
-		              : shmf_check(((FilterObject *)fo)->f, k[i].ptr, k[i].len);
+			      : shmf_check(((FilterObject *)fo)->f, k[i].ptr, k[i].len);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	PyMem_Free(k);
 	Py_DECREF(seq);
