@@ -7,6 +7,11 @@
 #    and m, redis-server on 127.0.0.1), and the ratio.
 # 2. nginx: requests/s with the module's check against the same location
 #    without it (wrk, 1 nginx worker), and the difference per request.
+# 3. Python: shmf.Filter.check and check_many against the same calls from C
+#    and the interpreter's own call cost, and redis-py (GETBITs on
+#    redis-server, BF.EXISTS to shmd over TCP), all on 127.0.0.1
+#    (bindings/python/bench-check.py, on this build's shmf module).
+#    --python: this part alone.
 # Installs php-cli, php-dev, php-redis, redis-server, nginx, nginx-dev and
 # wrk if missing. --quick: 100k PHP checks, 3 s wrk runs.
 # Numbers from a shared 2-core VM are noisy: run it twice, compare.
@@ -14,20 +19,26 @@ set -u
 cd "$(dirname "$0")/.."
 SRC=$PWD
 BUILD=$SRC/build
-QUICK=""
+QUICK="" PYTHON_ONLY=""
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
+	--python) PYTHON_ONLY=1 ;;
 	*) BUILD=$(cd "$a" && pwd) ;;
 	esac
 done
 N_SHMF=1000000 N_REDIS=1000000 WRK_SECONDS=5 ROUNDS=6
 [ -n "$QUICK" ] && { N_SHMF=100000; N_REDIS=100000; WRK_SECONDS=3; }
 
-"$SRC/bindings/need-packages.sh" php-cli php-dev php-redis redis-server nginx nginx-dev wrk curl || exit 1
+if [ -z "$PYTHON_ONLY" ]; then
+	"$SRC/bindings/need-packages.sh" php-cli php-dev php-redis redis-server nginx nginx-dev wrk curl || exit 1
+fi
+"$SRC/bindings/need-packages.sh" python3-redis redis-server || exit 1
 [ -x "$BUILD/shmd/shmd" ] || { echo "no $BUILD/shmd/shmd: build first (meson setup build && meson compile -C build)" >&2; exit 1; }
-"$SRC/bindings/php/build.sh" "$BUILD/bindings/php" "$SRC/include" "$BUILD/libclient" || exit 1
-"$SRC/bindings/nginx/build.sh" "$BUILD/bindings/nginx" "$SRC/include" "$BUILD/libclient" || exit 1
+if [ -z "$PYTHON_ONLY" ]; then
+	"$SRC/bindings/php/build.sh" "$BUILD/bindings/php" "$SRC/include" "$BUILD/libclient" || exit 1
+	"$SRC/bindings/nginx/build.sh" "$BUILD/bindings/nginx" "$SRC/include" "$BUILD/libclient" || exit 1
+fi
 
 ROOT=$(mktemp -d /dev/shm/shmf-bench-bindings-XXXXXX)
 export SHMF_RUNTIME_DIR=$ROOT/run
@@ -35,10 +46,30 @@ PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; sleep 0.5; rm -rf "$ROOT"' EXIT
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-"$BUILD/shmd/shmd" -f 2>"$ROOT/shmd.log" &
+# shmd's TCP listener (for Python's redis-py BF.EXISTS), loopback, readers.
+TPORT=$(port)
+printf '[tcp]\nenabled = yes\nbind = 127.0.0.1\nport = %s\nunauthenticated_role = reader\n' "$TPORT" >"$ROOT/shmd.conf"
+"$BUILD/shmd/shmd" -f -c "$ROOT/shmd.conf" 2>"$ROOT/shmd.log" &
 PIDS="$PIDS $!"
 for _ in $(seq 100); do "$BUILD/tools/shmctl" ping >/dev/null 2>&1 && break; sleep 0.1; done
 "$BUILD/tools/shmctl" create bench --capacity 1000000 --fpr 0.01 >/dev/null || exit 1
+
+python_part() {
+	echo "== Python: one check per call, loop of $N_SHMF (shmf); $N_REDIS_PY keys through redis-py"
+	local rport
+	rport=$(port)
+	redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$ROOT/redis-py.log" 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+	"$BUILD/tools/shmctl" create pybench --capacity 1000000 --fpr 0.01 >/dev/null || exit 1
+	PYTHONPATH=$BUILD/bindings PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$SRC/bindings/python/bench-check.py" \
+		pybench "$rport" "$TPORT" "$N_SHMF" "$N_REDIS_PY"
+}
+N_REDIS_PY=$((N_REDIS / 10))
+if [ -n "$PYTHON_ONLY" ]; then
+	python_part
+	exit 0
+fi
 
 echo "== PHP: one check per call, loop of $N_SHMF (shmf) and $N_REDIS (Redis)"
 RPORT=$(port)
@@ -106,3 +137,6 @@ cost() { awk -v p="$1" -v c="$2" -v w="$3" 'BEGIN { printf "cost per request (%s
 cost "$p" "$c" medians
 cost "$pb" "$cb" "best runs"
 echo "(a 2-core VM shared with wrk and other work: differences of a few percent are noise)"
+
+echo
+python_part

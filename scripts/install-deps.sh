@@ -19,12 +19,15 @@ set -eu
 # comes before the system call's shmctl(2) (manpages-dev holds that page).
 # debhelper dh-php devscripts lintian php-dev nginx-dev: the packaging test builds the Debian
 # packages (debian/control's Build-Depends, the rest by apt-get build-dep) and runs lintian.
+# python3-dev: the Python binding (bindings/python) is built with -Dtests=true, for Debian's
+# /usr/bin/python3 (its tests install python3-pytest, gunicorn and python3-mesonpy themselves).
+PKGS_PYTHON="python3-dev"
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
       libinih-dev libcmocka-dev libmicrohttpd-dev libsystemd-dev systemd redis-tools python3 python3-redis
       redis-server gnuplot-nox valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev
       debhelper dh-php devscripts lintian php-dev nginx-dev"
 missing=""
-for p in $PKGS; do
+for p in $PKGS $PKGS_PYTHON; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
