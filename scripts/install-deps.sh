@@ -26,6 +26,9 @@ PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburc
       libinih-dev libcmocka-dev libmicrohttpd-dev libsystemd-dev systemd redis-tools python3 python3-redis
       redis-server gnuplot-nox valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev
       debhelper dh-php devscripts lintian php-dev nginx-dev"
+# libnginx-mod-http-lua lua-resty-core: suite lua runs resty.shmf (bindings/lua) in Debian's nginx
+# with its Lua module (tests/test-lua-resty.sh; it also installs them itself, as the nginx tests do).
+PKGS="$PKGS libnginx-mod-http-lua lua-resty-core"
 missing=""
 for p in $PKGS $PKGS_PYTHON; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

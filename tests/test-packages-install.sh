@@ -44,7 +44,7 @@ up_version="$(cd "$T/v1/shmfilter" && dpkg-parsechangelog -S Version)+upgrade1"
 for v in v1 v2; do
 	build_debs "$T/$v/shmfilter" || { fail "dpkg-buildpackage ($v)"; finish; }
 done
-debs() { for p in $DEB_PACKAGES; do ls "$T/$1/${p}_"*_amd64.deb; done; }
+debs() { for p in $DEB_PACKAGES; do ls "$T/$1/${p}_"*_amd64.deb "$T/$1/${p}_"*_all.deb 2>/dev/null; done; }
 check "the second build is version $up_version" \
 	test "$(dpkg-deb -f "$(debs v2 | head -n 1)" Version)" = "$up_version"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-packaging.sh - debian/ builds the five packages with
+# test-packaging.sh - debian/ builds the six packages with
 # dpkg-buildpackage -us -uc -b from a copy of the source tree, laid out as
 # Debian lays such packages out, and lintian finds no error in them; every
 # warning it still gives is one docs/operations.md lists, with its reason.
@@ -23,7 +23,8 @@ start=$(date +%s)
 build_debs "$T/shmfilter" || { echo "FAIL: dpkg-buildpackage" >&2; exit 1; }
 echo "dpkg-buildpackage: $(($(date +%s) - start)) s"
 version=$(cd "$T/shmfilter" && dpkg-parsechangelog -S Version)
-deb() { echo "$T/${1}_${version}_amd64.deb"; }
+# deb PACKAGE: its .deb, of this architecture or of all (lua-resty-shmf).
+deb() { local f="$T/${1}_${version}_amd64.deb"; [ -f "$f" ] || f="$T/${1}_${version}_all.deb"; echo "$f"; }
 for p in $DEB_PACKAGES; do
 	check "package $p built" test -f "$(deb "$p")"
 	[ -f "$(deb "$p")" ] && echo "$p: $(stat -c %s "$(deb "$p")") bytes"
@@ -68,6 +69,9 @@ check "its postinst links it into /etc/nginx/modules-enabled" \
 	sh -c "dpkg-deb --ctrl-tarfile '$(deb libnginx-mod-http-shmf)' | tar -xOf - ./postinst | grep -q 'mod-http-shmf.conf:50-mod-http-shmf.conf'"
 check "libnginx-mod-http-shmf depends on the nginx ABI" \
 	sh -c "dpkg-deb -f '$(deb libnginx-mod-http-shmf)' Depends | grep -q nginx-abi-"
+check "lua-resty-shmf holds resty/shmf.lua where nginx's Lua module looks" has lua-resty-shmf /usr/share/lua/5.1/resty/shmf.lua
+check "lua-resty-shmf depends on libshmf1 and libnginx-mod-http-lua" \
+	sh -c "dpkg-deb -f '$(deb lua-resty-shmf)' Depends | grep 'libshmf1' | grep -q 'libnginx-mod-http-lua'"
 for pair in php-shmf:"$extdir/shmf.so" libnginx-mod-http-shmf:/usr/lib/nginx/modules/ngx_http_shmf_module.so; do
 	dpkg-deb --fsys-tarfile "$(deb "${pair%%:*}")" | tar -xOf - ".${pair#*:}" >"$T/mod.so"
 	check "${pair#*:} has no run path (got: $(readelf -d "$T/mod.so" | grep -i path))" \
