@@ -20,25 +20,19 @@
  * filter; adds to a growing filter take an out-of-line path that picks
  * the layer and counts its fill from the item counter's return value.
  */
-/* liburcu-bp's read-side lock inlined into the hot path. Sanitizer builds
- * call it out of line instead (meson defines SHMF_URCU_OUT_OF_LINE):
- * liburcu 0.13's reader registry places its 128-byte-aligned reader
- * structs at 32-byte offsets, which UBSan's alignment check reports inside
- * the inlined header code. Same library code either way. */
-#ifndef SHMF_URCU_OUT_OF_LINE
-#define _LGPL_SOURCE
-#endif
+/* liburcu-bp's read side: reader.h (inlined, the thread's reader looked
+ * up once a call; out of line in sanitizer builds). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <urcu-bp.h>
 
 #include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
 #include "libclient/journal.h"
 #include "libclient/layers.h"
+#include "libclient/reader.h"
 #include "libclient/redisbloom.h"
 #include "libclient/rundir.h"
 #include "libclient/segment.h"
@@ -383,10 +377,10 @@ static __attribute__((noinline, cold)) int refresh(struct shmf *f)
  * Enter the read side and get a current view. The generation test is the
  * one load per call the design allows; it is almost always a hit in L1.
  */
-static inline int enter(struct shmf *f, struct view **out)
+static inline int enter(struct shmf *f, struct view **out, shmf_reader_t *rd)
 {
 	for (;;) {
-		rcu_read_lock();
+		*rd = shmf_reader_lock();
 		/* acquire: pairs with the release store in refresh() (free on x86,
 		 * where every load is an acquire). */
 		struct view *v = __atomic_load_n(&f->view, __ATOMIC_ACQUIRE);
@@ -397,17 +391,17 @@ static inline int enter(struct shmf *f, struct view **out)
 			return 0;
 		}
 		GRACE_RELEASE();
-		rcu_read_unlock();
+		shmf_reader_unlock(*rd);
 		int r = refresh(f);
 		if (r < 0)
 			return r;
 	}
 }
 
-static inline void leave(void)
+static inline void leave(shmf_reader_t rd)
 {
 	GRACE_RELEASE();
-	rcu_read_unlock();
+	shmf_reader_unlock(rd);
 }
 
 static inline struct shmf_cuckoo_key cuckoo_key(const struct part *p, const void *key, size_t len)
@@ -558,11 +552,12 @@ static int count_older(const struct view *v, uint64_t h)
 __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (__builtin_expect(key == NULL && len != 0, 0))
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	if (__builtin_expect(v->type == SHMF_TYPE_BLOOM, 1)) {
 		const struct shmf_bloom_geom *g = &v->p[0].bloom;
@@ -576,7 +571,7 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 	}
 	if (__builtin_expect(r == 0 && v->nparts > 1, 0))
 		r = in_older(v, key, len);
-	leave();
+	leave(rd);
 	return r;
 }
 
@@ -697,26 +692,27 @@ static int no_write(const struct view *v)
 /* Enter for a write: a read-write handle and a valid key. A filter
  * imported from RedisBloom takes no write: each write refuses it where it
  * tells the types apart, off the Bloom add's path (no_write()). */
-static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct view **v)
+static inline int enter_rw(struct shmf *f, const void *key, size_t len, struct view **v, shmf_reader_t *rd)
 {
 	if (__builtin_expect(!(f->flags & SHMF_RDWR), 0))
 		return SHMF_E_READONLY;
 	if (__builtin_expect(key == NULL && len != 0, 0))
 		return SHMF_E_INVAL;
-	return enter(f, v);
+	return enter(f, v, rd);
 }
 
 __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
-	if ((r = enter_rw(f, key, len, &v)) < 0)
+	if ((r = enter_rw(f, key, len, &v, &rd)) < 0)
 		return r;
 	r = __builtin_expect(v->type == SHMF_TYPE_BLOOM, 1) ? bloom_add_view(v, key, len)
 	    : v->type == SHMF_TYPE_CUCKOO                   ? cuckoo_add(v, key, len)
 							    : no_write(v);
-	leave();
+	leave(rd);
 	return r;
 }
 
@@ -812,12 +808,13 @@ static int cuckoo_add_capped(struct view *v, const void *key, size_t len, unsign
 static int add_capped(struct shmf *f, const void *key, size_t len, unsigned cap)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r = -EAGAIN;
 	for (int tries = 0; tries < 100 && r == -EAGAIN; tries++) {
-		if ((r = enter_rw(f, key, len, &v)) < 0)
+		if ((r = enter_rw(f, key, len, &v, &rd)) < 0)
 			return r;
 		r = v->type == SHMF_TYPE_CUCKOO ? cuckoo_add_capped(v, key, len, cap) : no_write(v);
-		leave();
+		leave(rd);
 	}
 	return r == -EAGAIN ? SHMF_E_BUSY : r;
 }
@@ -825,14 +822,15 @@ static int add_capped(struct shmf *f, const void *key, size_t len, unsigned cap)
 int shmf_add_unique(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
-	if ((r = enter_rw(f, key, len, &v)) < 0)
+	if ((r = enter_rw(f, key, len, &v, &rd)) < 0)
 		return r;
 	int bloom = v->type == SHMF_TYPE_BLOOM;
 	if (bloom)
 		r = bloom_add_view(v, key, len);
-	leave();
+	leave(rd);
 	if (bloom)
 		return r;
 	r = add_capped(f, key, len, 1);
@@ -871,26 +869,28 @@ static int cuckoo_del_view(struct view *v, uint64_t h, int jnl)
 int shmf_del(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
-	if ((r = enter_rw(f, key, len, &v)) < 0)
+	if ((r = enter_rw(f, key, len, &v, &rd)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO)
 		r = cuckoo_del_view(v, shmf_hash(key, len, v->p[0].cuckoo.seed), 1);
 	else
 		r = no_write(v);
-	leave();
+	leave(rd);
 	return r;
 }
 
 int shmf_count(shmf_t *f, const void *key, size_t len)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (key == NULL && len != 0)
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	if (v->type == SHMF_TYPE_CUCKOO) {
 		uint64_t h = shmf_hash(key, len, v->p[0].cuckoo.seed);
@@ -905,7 +905,7 @@ int shmf_count(shmf_t *f, const void *key, size_t len)
 	} else {
 		r = SHMF_E_TYPE;
 	}
-	leave();
+	leave(rd);
 	return r;
 }
 
@@ -1013,11 +1013,12 @@ static size_t check_many_older(const struct view *v, const shmf_key_t *keys, siz
 int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (n > INT32_MAX || (n != 0 && out == NULL) || !keys_valid(keys, n))
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	size_t present = 0;
 	if (v->type == SHMF_TYPE_BLOOM) {
@@ -1029,7 +1030,7 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 	}
 	if (r >= 0 && v->nparts > 1 && present < n)
 		present += check_many_older(v, keys, n, out, &r);
-	leave();
+	leave(rd);
 	return r < 0 ? r : (int)present;
 }
 
@@ -1060,16 +1061,17 @@ static size_t bloom_add_many_journalled(struct view *v, const shmf_key_t *keys, 
 int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (!(f->flags & SHMF_RDWR))
 		return SHMF_E_READONLY;
 	if (n > INT32_MAX || !keys_valid(keys, n))
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	if (v->type == VIEW_IMPORTED) {
-		leave();
+		leave(rd);
 		return SHMF_E_IMPORTED;
 	}
 	size_t fresh = 0;
@@ -1111,7 +1113,7 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 			fresh++;
 		}
 	}
-	leave();
+	leave(rd);
 	return r < 0 ? r : (int)fresh;
 }
 
@@ -1136,11 +1138,12 @@ static void info_imported(const struct shmf_rb *rb, shmf_info_t *out)
 int shmf_info(shmf_t *f, shmf_info_t *out)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (f == NULL || out == NULL)
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	const struct part *p = &v->p[0];
 	memset(out, 0, sizeof(*out));
@@ -1193,7 +1196,7 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 	/* The current layer's file (a promoted standby's generation word is
 	 * its file's plus one). */
 	out->generation = p->data.hdr.generation;
-	leave();
+	leave(rd);
 	return 0;
 }
 
@@ -1202,11 +1205,12 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (f == NULL || out == NULL)
 		return SHMF_E_INVAL;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	unsigned n = v->nparts < max ? v->nparts : max;
 	for (unsigned i = 0; i < n; i++) {
@@ -1235,20 +1239,21 @@ int shmf_layers(shmf_t *f, struct shmf_layer_status *out, unsigned max)
 			out[i].nbuckets = p->rb->part[0].mod;
 		memcpy(&out[i].fpr, &p->data.hdr.fpr_bits, sizeof(double));
 	}
-	leave();
+	leave(rd);
 	return (int)n;
 }
 
 int shmf_layer_mark(shmf_t *f, uint64_t generation, uint64_t bits)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (f == NULL || (bits & ~(uint64_t)(SHMF_LAYER_OPENED | SHMF_LAYER_FULL | SHMF_LAYER_NEAR)) != 0)
 		return SHMF_E_INVAL;
 	if (!(f->flags & SHMF_RDWR))
 		return SHMF_E_READONLY;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	r = SHMF_E_NOTFOUND;
 	for (unsigned i = 0; i < v->nparts; i++)
@@ -1256,7 +1261,7 @@ int shmf_layer_mark(shmf_t *f, uint64_t generation, uint64_t bits)
 			layer_mark(&v->p[i], bits);
 			r = 0;
 		}
-	leave();
+	leave(rd);
 	return r;
 }
 
@@ -1323,29 +1328,31 @@ static int apply_one(struct view *v, const struct shmf_jentry *e)
 int shmf_journal_apply(shmf_t *f, const struct shmf_jentry *e)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (f == NULL || e == NULL)
 		return SHMF_E_INVAL;
 	if (!(f->flags & SHMF_RDWR))
 		return SHMF_E_READONLY;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	r = apply_one(v, e);
-	leave();
+	leave(rd);
 	return r;
 }
 
 int shmf_journal_apply_many(shmf_t *f, const struct shmf_jentry *e, size_t n, struct shmf_japply_counts *c)
 {
 	struct view *v;
+	shmf_reader_t rd;
 	int r;
 
 	if (f == NULL || c == NULL || (n != 0 && e == NULL))
 		return SHMF_E_INVAL;
 	if (!(f->flags & SHMF_RDWR))
 		return SHMF_E_READONLY;
-	if ((r = enter(f, &v)) < 0)
+	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		r = apply_one(v, &e[i]);
@@ -1358,7 +1365,7 @@ int shmf_journal_apply_many(shmf_t *f, const struct shmf_jentry *e, size_t n, st
 		else
 			c->failed++, c->error = r;
 	}
-	leave();
+	leave(rd);
 	return 0;
 }
 

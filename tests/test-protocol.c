@@ -157,8 +157,9 @@ static void test_verbs_reply_in_redisbloom_shapes(void **state)
 	free(info);
 	expect(CMD("SHMF.LIST"), "*2\r\n$4\r\nmain\r\n$6\r\nshapes\r\n");
 	char *si = CMD("SHMF.INFO", "shapes");
-	/* 14 fields, and a growing filter's 4. */
-	assert_non_null(strstr(si, "*36\r\n$4\r\nname\r\n$6\r\nshapes\r\n$4\r\ntype\r\n$5\r\nbloom\r\n"));
+	/* 14 fields, a Bloom filter's 2 (its layout) and a growing filter's 4. */
+	assert_non_null(strstr(si, "*40\r\n$4\r\nname\r\n$6\r\nshapes\r\n$4\r\ntype\r\n$5\r\nbloom\r\n"));
+	assert_non_null(strstr(si, "$5\r\nlines\r\n:1\r\n$12\r\nbits_per_key\r\n"));
 	assert_non_null(strstr(si, "$9\r\nexpansion\r\n:2\r\n$11\r\nlayer_count\r\n:1\r\n"));
 	assert_non_null(strstr(si, "$5\r\nitems\r\n:3\r\n"));
 	assert_non_null(strstr(si, "$4\r\nmode\r\n$4\r\n0640\r\n"));
