@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -714,6 +715,44 @@ static void test_bad_specs(void **state)
 	assert_int_equal(l.g.k, 16); /* layer 0's fingerprint */
 }
 
+/* The layers of a growing Bloom filter keep the first layer's lines a key:
+ * at 1e-5 (layer 0 at 4.5e-6) two lines in every layer; at 1e-2 (layer 0
+ * at 4.5e-3) one line in every layer, also past the eighth, tightened to
+ * 1.8e-5, where a filter of its own would take two. Every key is found,
+ * and each layer's shape is the layer function's. */
+static void grow_lines(const char *name, double fpr, uint32_t lines, uint64_t capacity, uint64_t keys)
+{
+	int slot = fixture_growing(&fx, name, SHMF_TYPE_BLOOM, capacity, fpr, 2, 0);
+	shmf_t *w = fixture_open(name, SHMF_RDWR);
+	add_ticking(slot, w, 40, 0, keys, capacity / 4);
+	struct shmf_layer_status st[SHMF_LAYERS_MAX];
+	int n = shmf_layers(w, st, SHMF_LAYERS_MAX);
+	assert_true(n >= 4);
+	for (int i = 0; i < n; i++) {
+		struct shmf_layer l;
+		assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, capacity, fpr, 0, 0, 2, st[i].layer, &l), 0);
+		if (st[i].bucket_size != lines || l.g.bucket_size != lines || st[i].nblocks != l.g.nblocks)
+			fail_msg("%s layer %u: %u lines (%" PRIu64 " blocks), the function's %u (%" PRIu64 "), want %u",
+				 name, st[i].layer, st[i].bucket_size, st[i].nblocks, l.g.bucket_size, l.g.nblocks,
+				 lines);
+	}
+	assert_int_equal(found(w, 40, 0, keys), keys);
+	shmf_close(w);
+}
+
+static void test_bloom_layers_lines(void **state)
+{
+	(void)state;
+	grow_lines("g2", 1e-5, 2, 1000, 16000);
+	grow_lines("g1", 1e-2, 1, 100, 60000);
+	/* A filter of its own at the ninth layer's rate takes two lines. */
+	struct shmf_layer l;
+	assert_int_equal(shmf_geometry_layer(SHMF_TYPE_BLOOM, 100, 1e-2, 0, 0, 2, 9, &l), 0);
+	struct shmf_geometry own;
+	assert_int_equal(shmf_geometry_size(SHMF_TYPE_BLOOM, l.capacity, l.fpr, 0, 0, &own), 0);
+	assert_int_equal(own.bucket_size, 2);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -728,11 +767,19 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_cuckoo_bucket_layers, fx),
 		fixture_unit_test(test_cuckoo_bucket_snapshot, fx),
 		fixture_unit_test(test_cuckoo_layers_32, fx),
+		fixture_unit_test(test_bloom_layers_lines, fx),
 	};
-	const char *const names[] = {
-		"bloom_layers",    "nonscaling", "cuckoo_layers", "layer_limit",          "one_layer",
-		"capped",          "bad_specs",  "applied",       "cuckoo_bucket_layers", "cuckoo_bucket_snapshot",
-		"cuckoo_layers_32"
-	};
+	const char *const names[] = { "bloom_layers",
+				      "nonscaling",
+				      "cuckoo_layers",
+				      "layer_limit",
+				      "one_layer",
+				      "capped",
+				      "bad_specs",
+				      "applied",
+				      "cuckoo_bucket_layers",
+				      "cuckoo_bucket_snapshot",
+				      "cuckoo_layers_32",
+				      "bloom_layers_lines" };
 	return fixture_run(argc, argv, all, names);
 }

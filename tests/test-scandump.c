@@ -281,7 +281,7 @@ static void roundtrip_in(const char *name, int type, uint64_t capacity, uint64_t
 	session_init(&s, 1, SESSION_UNIX, &view);
 	s.peer.uid = geteuid(); /* the daemon's own uid: an admin (roles.h) */
 	if (window) {
-		fixture_window(&fx, name, type, capacity, 0.01, 3600, 3);
+		fixture_window(&fx, name, type, capacity, fpr, 3600, 3);
 		add_keys(name, 10, keys);
 		fixture_rotate(&fx, name);
 		add_keys(name, 11, keys);
@@ -289,7 +289,7 @@ static void roundtrip_in(const char *name, int type, uint64_t capacity, uint64_t
 	} else if (bucket != 0) {
 		fixture_cuckoo(&fx, name, capacity, fpr, bucket);
 	} else {
-		fixture_filter(&fx, name, type, capacity, 0.01);
+		fixture_filter(&fx, name, type, capacity, fpr);
 	}
 	add_keys(name, 12, keys);
 	const char *bf = type == SHMF_TYPE_BLOOM ? "BF.SCANDUMP" : "CF.SCANDUMP";
@@ -307,6 +307,14 @@ static void roundtrip_in(const char *name, int type, uint64_t capacity, uint64_t
 	assert_int_equal(scandump_loads(), 0);
 	for (unsigned fam = 10; fam <= 13; fam++)
 		assert_same_answers(name, copy, fam, 2 * keys, type == SHMF_TYPE_CUCKOO);
+	if (type == SHMF_TYPE_BLOOM) {
+		/* The copy has the original's lines a key: 1, 2 at 1e-6, 3 at 1e-9. */
+		shmf_t *f = fixture_open(copy, SHMF_RDONLY);
+		shmf_info_t info;
+		assert_int_equal(shmf_info(f, &info), 0);
+		assert_int_equal(info.lines, fpr >= 5e-4 ? 1 : fpr >= 2e-7 ? 2 : 3);
+		shmf_close(f);
+	}
 	if (bucket != 0) {
 		shmf_t *f = fixture_open(copy, SHMF_RDONLY);
 		shmf_info_t info;
@@ -354,6 +362,9 @@ static void test_roundtrip(void **state)
 	roundtrip("cuckoo", SHMF_TYPE_CUCKOO, 100000, 50000, 0);
 	roundtrip("window", SHMF_TYPE_BLOOM, 100000, 20000, 1);
 	roundtrip("cwindow", SHMF_TYPE_CUCKOO, 100000, 20000, 1);
+	/* Bloom filters of two and three lines a key, the second windowed. */
+	roundtrip_in("bloom2", SHMF_TYPE_BLOOM, 1000000, 50000, 0, 0, 1e-6);
+	roundtrip_in("bloom3w", SHMF_TYPE_BLOOM, 100000, 20000, 1, 0, 1e-9);
 }
 
 /* ---- Dumps while 2 processes add ---------------------------------------- */

@@ -271,6 +271,16 @@ expect 0 '^checksum +ok' '' -- inspect "$ROOT/built.snap"
 expect 0 '^filter +blocks$' '' -- inspect "$ROOT/built-cf.snap"
 expect 0 'cuckoo filter, 30000 keys read, 30000 items' '' -- build --type cuckoo --capacity 40000 --fpr 1e-9 --from "$ROOT/keys.txt" -o "$ROOT/built-cf32.snap"
 expect 0 '^fingerprint +32$' '' -- inspect "$ROOT/built-cf32.snap"
+# At 1e-6 the build makes two lines a key, as shmd would; swapped in, every key is there.
+expect 0 'bloom filter, 30000 keys read, 30000 items' '' -- build --capacity 30000 --fpr 1e-6 --from "$ROOT/keys.txt" -o "$ROOT/built-2l.snap" --name lines2
+expect 0 '^lines +2 \(a key.s bits in 2 64-byte lines, k 9 in each\)$' '' -- inspect "$ROOT/built-2l.snap"
+expect 0 '^lines +1 ' '' -- inspect "$ROOT/built.snap"
+expect 0 '^OK$' '' -- restore lines2 "$ROOT/built-2l.snap"
+expect 0 '^lines +2$' '' -- info lines2
+expect 0 '^present	built:1$' '' -- check lines2 built:1
+expect 0 '^present	built:30000$' '' -- check lines2 built:30000
+expect 1 '^absent	built:30001$' '' -- check lines2 built:30001
+expect 0 '^OK$' '' -- drop lines2
 expect 0 '^bucket_size +2$' '' -- inspect "$ROOT/built-cf32.snap"
 expect 0 '"checksum": "ok"' '' -- inspect "$ROOT/built-cf.snap" --json
 expect 2 '' 'build: missing -o OUT' -- build --capacity 10 --fpr 0.01 --from "$ROOT/keys.txt"

@@ -38,12 +38,14 @@ static void print_text(const struct snap_file *sf)
 	printf("error_rate      %.17g\n", fpr);
 	printf("%-15s %u\n", h->type == SHMF_TYPE_CUCKOO ? "fingerprint" : "k", h->k);
 	printf("blocks          %" PRIu64 " (%" PRIu64 " bytes per generation)\n", h->nblocks, h->section_bytes);
-	if (h->type == SHMF_TYPE_CUCKOO) {
-		struct shmf_geometry g;
-		snapshot_geometry(h, &g); /* before version 3: 4 */
+	struct shmf_geometry g;
+	snapshot_geometry(h, &g); /* cuckoo before version 3: 4; Bloom before version 5: one line */
+	if (h->type == SHMF_TYPE_CUCKOO)
 		printf("buckets         %" PRIu64 "\nbucket_size     %u\nmax_kicks       %u\n", h->nbuckets,
 		       g.bucket_size, h->max_kicks);
-	}
+	else if (h->scheme == SHMF_SCHEME_NATIVE)
+		printf("lines           %u (a key's bits in %u 64-byte line%s, k %u in each)\n", g.bucket_size,
+		       g.bucket_size, g.bucket_size > 1 ? "s" : "", h->k);
 	printf("seed            0x%016" PRIx64 "\n", h->seed);
 	printf("created         %s\nsnapshot_taken  %s\n", when(h->created_epoch, a, sizeof(a)),
 	       when(h->snapshot_epoch, b, sizeof(b)));
@@ -78,7 +80,7 @@ static void print_json(const struct snap_file *sf, const char *verdict)
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
 	struct shmf_geometry g;
-	snapshot_geometry(h, &g); /* the bucket size: before version 3, 4 (Bloom: 0) */
+	snapshot_geometry(h, &g); /* the bucket size: cuckoo before version 3, 4; Bloom: lines a key */
 	json_open(&j, '{');
 	json_key(&j, "file");
 	json_str(&j, sf->path);
