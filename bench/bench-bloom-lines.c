@@ -3,10 +3,10 @@
  * sizing chooses (one, two or three lines a key, libclient/bloom.h) beside
  * the one-line layout every filter had before, side by side in one run.
  *
- *   bench-bloom-lines [--quick] [--runs N] [KEYS...]
+ *   bench-bloom-lines [--quick] [--runs N] [--rate P] [KEYS...]
  *
  * For each KEYS (default 1,000,000 and 100,000,000; --quick 1,000,000
- * only) and each rate of 1e-3, 1e-6 and 1e-9, up to three filters made by
+ * only) and each rate of 1e-3, 1e-6 and 1e-9 (or --rate P alone), up to three filters made by
  * shmd's own registry in a private runtime directory (a tmpfs with 2 MiB
  * pages when this process may mount one, as shmd as root makes, else
  * /dev/shm):
@@ -237,7 +237,7 @@ static void run_rate(struct registry *reg, uint64_t n, double fpr, int runs, uin
 	fflush(stdout);
 }
 
-static int run_in(const char *dir, const char *pages, const uint64_t *keys, int nkeys, int runs)
+static int run_in(const char *dir, const char *pages, const uint64_t *keys, int nkeys, int runs, double only)
 {
 	char err[REGISTRY_ERR_MAX];
 	struct registry reg;
@@ -250,9 +250,12 @@ static int run_in(const char *dir, const char *pages, const uint64_t *keys, int 
 	       NPROBE);
 	printf("%-10s %-6s %-9s %5s %3s %9s %7s %9s %9s %8s %8s %8s   %s\n", "keys", "rate", "filter", "lines", "k",
 	       "bits/key", "classic", "fp", "fp rate", "check", "batch", "add", "against one line: check batch add");
-	static const double rates[] = { 1e-3, 1e-6, 1e-9 };
+	double rates[3] = { 1e-3, 1e-6, 1e-9 };
+	unsigned nrates = 3;
+	if (only > 0)
+		rates[0] = only, nrates = 1;
 	for (int i = 0; i < nkeys; i++)
-		for (unsigned r = 0; r < 3; r++) {
+		for (unsigned r = 0; r < nrates; r++) {
 			/* Absent keys: 10M, or 2M for a filter of 100M keys and
 			 * more (where each costs a miss); 1e-9 shows none either way. */
 			run_rate(&reg, keys[i], rates[r], runs, keys[i] >= 100000000 ? 2000000 : 10000000);
@@ -265,16 +268,19 @@ int main(int argc, char **argv)
 {
 	uint64_t keys[8] = { 1000000, 100000000 };
 	int nkeys = 2, given = 0, runs = 5;
+	double only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			nkeys = 1, runs = 3;
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
 			runs = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--rate") && i + 1 < argc) {
+			only = atof(argv[++i]);
 		} else if (argv[i][0] >= '1' && argv[i][0] <= '9' && given < 8) {
 			keys[given++] = strtoull(argv[i], NULL, 10);
 			nkeys = given;
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--runs N] [KEYS...]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--runs N] [--rate P] [KEYS...]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -287,7 +293,7 @@ int main(int argc, char **argv)
 	int rc = run_in(root,
 			huge ? "tmpfs huge=within_size (2 MiB pages, as shmd mounts one as root)"
 			     : "no tmpfs mounted (not root?): 4 KiB pages of /tmp",
-			keys, nkeys, runs);
+			keys, nkeys, runs, only);
 	if (huge)
 		umount2(root, MNT_DETACH);
 	rmdir(root);
