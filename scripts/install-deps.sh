@@ -17,12 +17,14 @@ set -eu
 # mandoc, groff-base: tests/test-man-pages.py lints every page with both (groff is what man renders with).
 # man-db, manpages-dev: the same test asks the real man -w for our pages, and that shmctl(1)
 # comes before the system call's shmctl(2) (manpages-dev holds that page).
+# libsodium-dev: the fleet's MAC key (Argon2id, crypto_kdf) and stream entry tags (keyed BLAKE2b), common/fleet-auth.c.
 # debhelper dh-php devscripts lintian php-dev nginx-dev: the packaging test builds the Debian
 # packages (debian/control's Build-Depends, the rest by apt-get build-dep) and runs lintian.
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
       libinih-dev libcmocka-dev libmicrohttpd-dev libsystemd-dev systemd redis-tools python3 python3-redis
       redis-server gnuplot-nox valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev
-      debhelper dh-php devscripts lintian php-dev nginx-dev"
+      debhelper dh-php devscripts lintian php-dev nginx-dev
+      libsodium-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -106,8 +106,17 @@ enum fig {
 	F_REPL_DROP_FUTURE,
 	F_REPL_DROP_FOREIGN,
 	F_REPL_DROP_MALFORMED,
+	F_REPL_REFUSED_FORGED, /* then one per enum repl_refused, in its order */
+	F_REPL_REFUSED_ALTERED,
+	F_REPL_REFUSED_REPLAYED,
+	F_REPL_REFUSED_IMPERSONATING,
+	F_REPL_REFUSED_UNSIGNED,
 	F_COUNT
 };
+
+_Static_assert(F_REPL_REFUSED_UNSIGNED - F_REPL_REFUSED_FORGED == REPL_UNSIGNED - REPL_FORGED &&
+		       REPL_UNSIGNED + 1 == REPL_REFUSED_KINDS,
+	       "a metric per kind of refusal, in enum repl_refused's order");
 
 struct filter_figs {
 	char name[SHMF_NAME_MAX + 1]; /* [A-Za-z0-9_.:-]: nothing to escape in a label */
@@ -169,6 +178,13 @@ static const struct filter_row {
 	{ F_REPL_DROP_FUTURE, "shmd_filter_replication_dropped_total", "counter", "reason=\"future_window\"", NULL },
 	{ F_REPL_DROP_FOREIGN, "shmd_filter_replication_dropped_total", "counter", "reason=\"foreign_shape\"", NULL },
 	{ F_REPL_DROP_MALFORMED, "shmd_filter_replication_dropped_total", "counter", "reason=\"malformed\"", NULL },
+	{ F_REPL_REFUSED_FORGED, "shmd_filter_replication_refused_total", "counter", "kind=\"forged\"",
+	  "Stream entries refused for their tags or sequence, by kind (SHMF.REPLICATION's refused_*)." },
+	{ F_REPL_REFUSED_ALTERED, "shmd_filter_replication_refused_total", "counter", "kind=\"altered\"", NULL },
+	{ F_REPL_REFUSED_REPLAYED, "shmd_filter_replication_refused_total", "counter", "kind=\"replayed\"", NULL },
+	{ F_REPL_REFUSED_IMPERSONATING, "shmd_filter_replication_refused_total", "counter", "kind=\"impersonating\"",
+	  NULL },
+	{ F_REPL_REFUSED_UNSIGNED, "shmd_filter_replication_refused_total", "counter", "kind=\"unsigned\"", NULL },
 };
 
 #define NFILTER_ROWS (sizeof(filter_rows) / sizeof(filter_rows[0]))
@@ -196,6 +212,8 @@ static void repl_figs(struct registry *reg, int slot, struct filter_figs *f)
 	f->v[F_REPL_DROP_FUTURE] = (double)st.dropped_future_window;
 	f->v[F_REPL_DROP_FOREIGN] = (double)st.dropped_foreign_shape;
 	f->v[F_REPL_DROP_MALFORMED] = (double)st.malformed;
+	for (int k = 0; k < REPL_REFUSED_KINDS; k++)
+		f->v[F_REPL_REFUSED_FORGED + k] = (double)st.refused[k];
 }
 
 /* The figures of the filter in @p slot. 0, or -1 if it cannot be described now. */
