@@ -46,6 +46,7 @@
 #define RECLAIM_EVERY_MS 1000  /* the drain asks whether ring owners live */
 #define LAG_SAMPLES      8192  /* per filter: the newest samples, of which the last minute counts */
 #define LAG_WINDOW_MS    60000
+#define STREAM_RETRY_MS  1000 /* a stream Redis refuses: tried again this often, the others go on */
 
 enum { T_SENDER, T_FOLLOWER };
 extern const char *const repl_thread_name[2];
@@ -76,6 +77,8 @@ struct rfilter {
 	int diverged, catching_up;
 	char why[REPL_ERROR_MAX];          /* what diverged means here and what to do */
 	char last_refused[REPL_ERROR_MAX]; /* why the last refused entry was; "" if none */
+	char send_error[REPL_ERROR_MAX];   /* why Redis refuses this stream's XADDs; "" if it takes them */
+	char follow_error[REPL_ERROR_MAX]; /* why this stream cannot be read (not a stream); "" if it can */
 	struct lag_sample lag[LAG_SAMPLES];
 	unsigned lag_next, lag_n;
 	struct node_seen nodes[REPL_NODES_MAX];
@@ -94,6 +97,8 @@ struct rfilter {
 	uint64_t ahead_log_ms; /* journal entries of a window ahead, last logged */
 	uint64_t sent_seq;     /* the last sequence used (loaded from the slot once) */
 	int sent_loaded;
+	uint64_t send_retry_ms; /* Redis refused this stream's XADDs: not before then again */
+	uint64_t send_err_log_ms;
 	/* follower */
 	shmf_t *apply;
 	int apply_err;
@@ -106,10 +111,13 @@ struct rfilter {
 	struct shmf_fleet_peer peers[SHMF_FLEET_PEERS]; /* the senders' last sequences, as of what was applied */
 	uint64_t floor;                                 /* a sender not in peers[] must be above this */
 	int peers_loaded;                               /* peers[] and floor are the slot's (as of the cursor) */
+	int unreadable;                                 /* left out of XREAD: its key is not a stream */
+	char run_id[48];                                /* Redis' run_id when the stream was last checked */
 };
 
 struct replication {
 	struct repl_config cfg;
+	char run_id[48];      /* follower: Redis' run_id (INFO server) on its connection */
 	struct fleet_key key; /* the MAC key, derived from cfg.secret */
 	uint64_t self_id;     /* fleet_node_id(cfg.node) */
 	struct registry *reg;
@@ -160,11 +168,27 @@ redisContext *redis_connect(struct replication *e, int t, uint64_t *backoff);
 const redisReply *reply_field(const redisReply *fields, const char *name);
 
 /* ---- sender.c, follower.c ---- */
+/* Why Redis refused stream @p stream (error reply @p err), with what to do,
+ * into @p out: the largest id, another type at its name, or @p err. */
+void stream_refusal(const char *stream, const char *err, char *out, size_t len);
 void *sender_main(void *arg);
 void *follower_main(void *arg);
 /* The window length of filter @p f's slot (0: no window, or the slot is
  * not f's any more: then nothing is judged by window). */
 uint64_t window_secs_of(struct replication *e, const struct rfilter *f, struct shmf_slot *copy);
+
+/* ---- stream-check.c ---- */
+/* Redis' run_id (INFO server) into @p out. 0, or -EIO (the connection failed). */
+int redis_run_id(redisContext *c, char *out, size_t len);
+/* TYPE of filter @p f's stream: 1 if the key is something else than a
+ * stream (f->unreadable and follow_error set, logged), 0 if a stream or
+ * none (cleared), -EIO if the connection failed. */
+int stream_unreadable(struct replication *e, redisContext *c, struct rfilter *f);
+/* XINFO STREAM of filter @p f against cursor @p cur (read at epoch @p
+ * epoch): diverged, with the cause, when the stream lost entries this
+ * node has not applied; a stream gone or made anew is read again from
+ * 0-0. 0, or -EIO (the connection failed). */
+int stream_check(struct replication *e, redisContext *c, struct rfilter *f, struct fleet_id cur, uint64_t epoch);
 
 /* ---- entry.c ---- */
 

@@ -312,72 +312,6 @@ static void follow_entries(struct replication *e, struct follow *fw, const redis
 	follow_commit(e, fw, &c, done, entries->elements);
 }
 
-/* XINFO STREAM: diverged when the stream lost entries this node has not
- * applied: trimmed past the cursor, reset, or gone. */
-static int check_stream(struct replication *e, redisContext *c, struct follow *fw)
-{
-	struct rfilter *f = fw->f;
-	const char *argv[] = { "XINFO", "STREAM", f->stream };
-	redisReply *r = redisCommandArgv(c, 3, argv, NULL);
-	if (r == NULL)
-		return -EIO;
-	struct fleet_id cur = fw->cursor, last = { 0 }, first = { 0 }, maxdel = { 0 };
-	int have_maxdel = 0, have_first = 0;
-	char why[REPL_ERROR_MAX] = "", a[48], b[48];
-	if (r->type == REDIS_REPLY_ERROR) {
-		if (strcasestr(r->str, "no such key") != NULL && (cur.ms | cur.seq) != 0)
-			snprintf(why, sizeof(why),
-				 "stream %s is gone though this node applied entries up to %s (Redis lost its data: "
-				 "restarted without appendonly?)",
-				 f->stream, fleet_id_text(cur, a, sizeof(a)));
-	} else if (r->type == REDIS_REPLY_ARRAY) {
-		const redisReply *x;
-		if ((x = reply_field(r, "last-generated-id")) != NULL && x->type == REDIS_REPLY_STRING)
-			fleet_id_parse(x->str, x->len, &last);
-		if ((x = reply_field(r, "max-deleted-entry-id")) != NULL && x->type == REDIS_REPLY_STRING)
-			have_maxdel = fleet_id_parse(x->str, x->len, &maxdel) == 0;
-		if ((x = reply_field(r, "first-entry")) != NULL && x->type == REDIS_REPLY_ARRAY && x->elements >= 1 &&
-		    x->element[0]->type == REDIS_REPLY_STRING)
-			have_first = fleet_id_parse(x->element[0]->str, x->element[0]->len, &first) == 0;
-		if (fleet_id_cmp(last, cur) < 0)
-			snprintf(why, sizeof(why),
-				 "stream %s ends at %s, before this node's cursor %s (the stream was reset: Redis lost "
-				 "its data)",
-				 f->stream, fleet_id_text(last, a, sizeof(a)), fleet_id_text(cur, b, sizeof(b)));
-		/* Trimmed (MAXLEN) past the cursor: the oldest entry left is
-		 * after it; deleted (XDEL) past it: max-deleted-entry-id. A
-		 * trim that stopped exactly at the cursor looks the same as one
-		 * past it; that needs a node behind by the whole retention. */
-		else if ((cur.ms | cur.seq) != 0 && ((have_first && fleet_id_cmp(first, cur) > 0) ||
-						     (have_maxdel && fleet_id_cmp(maxdel, cur) > 0)))
-			snprintf(why, sizeof(why),
-				 "stream %s was trimmed past this node's cursor %s (entries before %s are gone: "
-				 "raise retention)",
-				 f->stream, fleet_id_text(cur, a, sizeof(a)),
-				 fleet_id_text(have_maxdel && fleet_id_cmp(maxdel, cur) > 0 ? maxdel : first, b,
-					       sizeof(b)));
-	}
-	freeReplyObject(r);
-	if (why[0] == '\0')
-		return 0;
-	pthread_mutex_lock(&e->lock);
-	int was = f->diverged;
-	if (f->live && f->epoch == fw->epoch) {
-		f->diverged = 1;
-		snprintf(f->why, sizeof(f->why),
-			 "%s; this node lacks entries: repair with shmctl pull %s --from PEER "
-			 "or shmctl merge %s SNAPSHOT",
-			 why, f->name, f->name);
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!was)
-		log_msg(LOG_ERR,
-			"filter '%s': diverged: %s; it keeps serving and following; repair with shmctl pull "
-			"%s --from PEER or shmctl merge %s SNAPSHOT",
-			f->name, why, f->name, f->name);
-	return 0;
-}
-
 /* The follower's buffers, allocated once. */
 struct follower_bufs {
 	struct follow *fw;         /* one per filter of the round */
@@ -417,11 +351,13 @@ static int xread_args(struct replication *e, const struct round *rd, struct foll
 			registry_fleet_peers_get(e->reg, f->slot, f->peers, &f->floor);
 			f->peers_loaded = 1;
 		}
-		argv[argc++] = f->stream;
+		if (!f->unreadable) /* its key is not a stream: left out, the others read */
+			argv[argc++] = f->stream;
 	}
 	pthread_mutex_unlock(&e->lock);
 	for (size_t i = 0; i < rd->n; i++)
-		argv[argc++] = fleet_id_text(fb->fw[i].cursor, fb->ids[i], sizeof(fb->ids[i]));
+		if (!rd->f[i]->unreadable)
+			argv[argc++] = fleet_id_text(fb->fw[i].cursor, fb->ids[i], sizeof(fb->ids[i]));
 	return argc;
 }
 
@@ -438,6 +374,17 @@ static int xread_reply(struct replication *e, redisContext *c, redisReply *r, co
 		return 1;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
+		/* One key of another type fails the whole XREAD: find it and
+		 * leave it out; the other filters are read next round. */
+		int found = 0;
+		for (size_t i = 0; i < rd->n && strncmp(r->str, "WRONGTYPE", 9) == 0; i++) {
+			int bad = rd->f[i]->unreadable ? 0 : stream_unreadable(e, c, rd->f[i]);
+			if (bad < 0)
+				return 1;
+			found |= bad;
+		}
+		if (found)
+			return 0;
 		snprintf(why, sizeof(why), "XREAD: %s", r->str);
 		conn_state(e, T_FOLLOWER, 0, why);
 		return 1;
@@ -465,8 +412,8 @@ static int xread_reply(struct replication *e, redisContext *c, redisReply *r, co
 	return 0;
 }
 
-/* XINFO STREAM of every filter not checked for CHECK_EVERY_MS.
- * @return 1 if the connection is broken. */
+/* XINFO STREAM of every filter not checked for CHECK_EVERY_MS (TYPE of
+ * one whose key was not a stream). @return 1 if the connection is broken. */
 static int check_streams(struct replication *e, redisContext *c, const struct round *rd, struct follower_bufs *fb)
 {
 	uint64_t now = mono_ms();
@@ -474,7 +421,9 @@ static int check_streams(struct replication *e, redisContext *c, const struct ro
 		if (now - rd->f[i]->check_ms < CHECK_EVERY_MS)
 			continue;
 		rd->f[i]->check_ms = now;
-		if (check_stream(e, c, &fb->fw[i]) < 0) {
+		struct rfilter *f = rd->f[i];
+		if ((f->unreadable ? stream_unreadable(e, c, f)
+				   : stream_check(e, c, f, fb->fw[i].cursor, fb->fw[i].epoch)) < 0) {
 			char why[REPL_ERROR_MAX];
 			snprintf(why, sizeof(why), "XINFO: %s", c->errstr[0] ? c->errstr : "no reply");
 			conn_state(e, T_FOLLOWER, 0, why);
@@ -485,17 +434,30 @@ static int check_streams(struct replication *e, redisContext *c, const struct ro
 }
 
 /* One round: XREAD every replicated stream from its cursor, apply, check
- * the streams now and then. @return 1 if the connection is broken, with
- * *holding set when an entry waits for a rotation. */
-static int follow_round(struct replication *e, redisContext *c, struct follower_bufs *fb, int *holding)
+ * the streams now and then (with *recheck, only check every stream, and
+ * clear it). @return 1 if the connection is broken, with *holding set
+ * when an entry waits for a rotation. */
+static int follow_round(struct replication *e, redisContext *c, struct follower_bufs *fb, int *holding, int *recheck)
 {
 	struct round rd;
 	round_take(e, &rd);
-	int argc = xread_args(e, &rd, fb);
-	redisReply *r = redisCommandArgv(c, argc, fb->argv, NULL);
-	int broken = xread_reply(e, c, r, &rd, fb, holding);
-	if (r != NULL)
-		freeReplyObject(r);
+	int argc = xread_args(e, &rd, fb), broken = 0;
+	if (*recheck) {
+		for (size_t i = 0; i < rd.n; i++)
+			rd.f[i]->check_ms = 0;
+		broken = check_streams(e, c, &rd, fb);
+		*recheck = broken;
+		round_release(e, &rd);
+		return broken;
+	}
+	if (argc > 6) {
+		redisReply *r = redisCommandArgv(c, argc, fb->argv, NULL);
+		broken = xread_reply(e, c, r, &rd, fb, holding);
+		if (r != NULL)
+			freeReplyObject(r);
+	} else {
+		nap(e, (uint64_t)XREAD_BLOCK_MS * 1000000); /* no stream to read: as long as an XREAD would wait */
+	}
 	if (!broken)
 		broken = check_streams(e, c, &rd, fb);
 	round_release(e, &rd);
@@ -507,6 +469,7 @@ void *follower_main(void *arg)
 	struct replication *e = arg;
 	redisContext *c = NULL;
 	uint64_t backoff = 0;
+	int recheck = 0;
 	struct follower_bufs fb = { calloc(SHMF_SLOTS, sizeof(*fb.fw)), calloc(FLEET_BATCH_MAX, sizeof(*fb.batch)),
 				    calloc(6 + 2 * SHMF_SLOTS, sizeof(*fb.argv)), calloc(SHMF_SLOTS, sizeof(*fb.ids)) };
 	if (fb.fw == NULL || fb.batch == NULL || fb.argv == NULL || fb.ids == NULL) {
@@ -521,10 +484,19 @@ void *follower_main(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
-		if (c == NULL && (c = redis_connect(e, T_FOLLOWER, &backoff)) == NULL)
-			continue;
+		if (c == NULL) {
+			if ((c = redis_connect(e, T_FOLLOWER, &backoff)) == NULL)
+				continue;
+			char was[sizeof(e->run_id)];
+			snprintf(was, sizeof(was), "%s", e->run_id);
+			redis_run_id(c, e->run_id, sizeof(e->run_id));
+			/* Another Redis, or one restarted: every stream is
+			 * checked before anything is read from it, so that one
+			 * made anew is seen before the cursor moves into it. */
+			recheck = was[0] != '\0' && strcmp(was, e->run_id) != 0;
+		}
 		int holding = 0;
-		if (follow_round(e, c, &fb, &holding)) {
+		if (follow_round(e, c, &fb, &holding, &recheck)) {
 			redisFree(c);
 			c = NULL;
 			backoff = backoff_next(backoff);

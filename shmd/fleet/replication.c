@@ -220,6 +220,11 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 		out->state = "disconnected";
 		snprintf(out->last_error, sizeof(out->last_error), "%s: %s", repl_thread_name[down],
 			 e->error[down][0] ? e->error[down] : "connecting");
+	} else if (f->send_error[0] != '\0' || f->follow_error[0] != '\0') {
+		/* This stream alone: Redis refuses it, or its key is not a stream. */
+		out->state = "stream-error";
+		snprintf(out->last_error, sizeof(out->last_error), "%s: %.480s",
+			 f->send_error[0] ? "sender" : "follower", f->send_error[0] ? f->send_error : f->follow_error);
 	} else if (f->diverged) {
 		out->state = "diverged";
 		snprintf(out->last_error, sizeof(out->last_error), "%s", f->why);

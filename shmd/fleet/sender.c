@@ -97,7 +97,26 @@ static int xadd_append(struct xadd *x, size_t m)
 	return 0;
 }
 
-/* Read the replies of @p pending XADDs. 0 if Redis took every one. */
+void stream_refusal(const char *stream, const char *err, char *out, size_t len)
+{
+	if (strstr(err, "exhausted the last possible ID") != NULL)
+		snprintf(out, len,
+			 "stream %s holds an entry of the largest id 18446744073709551615-18446744073709551615, after "
+			 "which no entry can be added (shmd never writes one: a client did); delete the stream "
+			 "(DEL %s): the nodes then follow it anew (%s)",
+			 stream, stream, err);
+	else if (strncmp(err, "WRONGTYPE", 9) == 0)
+		snprintf(out, len,
+			 "key %s holds a value of another type, not a stream (another application uses the name?): "
+			 "delete or rename it, or change stream_prefix (%s)",
+			 stream, err);
+	else
+		snprintf(out, len, "Redis refuses stream %s: %s", stream, err);
+}
+
+/* Read the replies of @p pending XADDs. 0 if Redis took every one;
+ * -EPROTO if it refused one (this stream's fault: x->why says why, the
+ * connection is fine); -EIO if the connection failed. */
 static int xadd_replies(struct xadd *x, size_t pending)
 {
 	int ok = 1;
@@ -109,13 +128,13 @@ static int xadd_replies(struct xadd *x, size_t pending)
 			return -EIO;
 		}
 		redisReply *r = p;
-		if (r->type == REDIS_REPLY_ERROR) {
-			snprintf(x->why, sizeof(x->why), "XADD %s: %s", x->f->stream, r->str);
+		if (r->type == REDIS_REPLY_ERROR && ok) {
+			stream_refusal(x->f->stream, r->str, x->why, sizeof(x->why));
 			ok = 0;
 		}
 		freeReplyObject(r);
 	}
-	return ok ? 0 : -EIO;
+	return ok ? 0 : -EPROTO;
 }
 
 /* Drain callback: XADD the entries (pipelined, FLEET_BATCH_MAX a stream
@@ -149,8 +168,9 @@ static int send_entries(void *arg, unsigned ring, const struct shmf_jentry *ent,
 	if (pending && x->f->live)
 		registry_fleet_sent_set(e->reg, x->f->slot, x->f->sent_seq);
 	pthread_mutex_unlock(&e->lock);
-	if (xadd_replies(x, pending) < 0)
-		return -EIO;
+	int rc = xadd_replies(x, pending);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&e->lock);
 	x->f->sent += n - ahead;
 	x->f->ahead += ahead;
@@ -195,14 +215,36 @@ static int reader_ready(struct replication *e, struct rfilter *f)
 	return rc;
 }
 
+/* Redis refused filter @p f's XADDs (@p why): its entries stay in its
+ * journal, the others' go on; said in its state, logged now and then,
+ * tried again in STREAM_RETRY_MS. NULL: it took them. */
+static void stream_refused(struct replication *e, struct rfilter *f, const char *why)
+{
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&e->lock);
+	int changed = strcmp(f->send_error, why ? why : "") != 0;
+	snprintf(f->send_error, sizeof(f->send_error), "%s", why ? why : "");
+	pthread_mutex_unlock(&e->lock);
+	f->send_retry_ms = why ? now + STREAM_RETRY_MS : 0;
+	if (why != NULL && (changed || now - f->send_err_log_ms >= LOG_EVERY_MS)) {
+		f->send_err_log_ms = now;
+		log_msg(LOG_ERR,
+			"filter '%s': cannot send: %s; its adds wait in its journal, the other filters' are sent",
+			f->name, why);
+	} else if (why == NULL && changed) {
+		log_msg(LOG_NOTICE, "filter '%s': Redis takes its entries again", f->name);
+	}
+}
+
 /* One round: drain every filter's journal into @p c. @return the entries
- * sent, or -EIO (the connection is to be dropped, x->why says why). */
+ * sent, or -EIO (the connection is to be dropped, x->why says why). A
+ * stream Redis refuses stops only its own filter. */
 static long send_round(struct replication *e, redisContext *c, struct round *rd, struct xadd *x, unsigned flags)
 {
 	long sent = 0;
 	for (size_t i = 0; i < rd->n; i++) {
 		struct rfilter *f = rd->f[i];
-		if (reader_ready(e, f) < 0)
+		if (reader_ready(e, f) < 0 || (f->send_retry_ms != 0 && mono_ms() < f->send_retry_ms))
 			continue;
 		x->e = e;
 		x->f = f;
@@ -214,8 +256,14 @@ static long send_round(struct replication *e, redisContext *c, struct round *rd,
 		fleet_shape_text(x->shape, x->shape_text);
 		int n = shmf_journal_drain(f->reader, send_entries, x, flags);
 		journal_stats(e, f);
+		if (n == -EPROTO) {
+			stream_refused(e, f, x->why);
+			continue;
+		}
 		if (n < 0)
 			return -EIO;
+		if (f->send_retry_ms != 0 || f->send_error[0] != '\0')
+			stream_refused(e, f, NULL);
 		sent += n;
 	}
 	return sent;

@@ -40,6 +40,10 @@ faults it must survive. One case per run (suite fleet in tests/meson.build):
               counted on every node, none applied, never-added keys answer
               present at the declared rate; replays refused after a
               restart; a node of another secret refused, the log naming it
+  hostile-streams  the largest stream id in one stream, a string at
+              another's name, a stream deleted, Redis restarted without its
+              data: each affects its own filter, reported with its cause;
+              the others are sent and followed throughout
   badconfig   Redis unreachable at start (shmd serves, state disconnected,
               then following once Redis is up), a wrong Redis password, no
               secret, `replicate` without [replication], REPLICATE without
@@ -784,6 +788,82 @@ def case_authenticated(build):
               "restart; a node of another secret refused, the log naming the setting")  # fmt: skip
 
 
+# ---- hostile-streams -------------------------------------------------------
+
+MAX_ID = "18446744073709551615-18446744073709551615"
+
+
+def stream_state(node, filt, state, words, timeout=20):
+    """Wait until @filt on @node is in @state with each of @words in its last_error."""
+    return wait_for(
+        "%s: %s in state %s saying %r" % (node.name, filt, state, words),
+        lambda: (lambda st: st.get("state") == state and all(w in st.get("last_error", "") for w in words) and st)(
+            node.status(filt)
+        ),
+        timeout,
+    )
+
+
+def add_both(nodes, filt, prefix, count):
+    for x in nodes:
+        x.worker("add", filt, "--prefix", "%s-%s:" % (prefix, x.name), "--count", count)
+
+
+def case_hostile_streams(build):
+    """One Redis key, one filter: an entry of the largest stream id in one
+    stream, a string at another stream's name, a third stream deleted, then
+    Redis restarted without its data. Each affects its own filter only, is
+    reported with its real cause, and the other filters are sent and
+    followed throughout."""
+    names = ("maxid", "typed", "gone", "kept")
+    with Fleet(build, "hostile") as f:
+        a, b = f.start(2, {name: dict(AUTH_BLOOM) for name in names})
+        n = scaled(300, 50)
+        add_both((a, b), "kept", "before", n)
+        for x in (a, b):
+            f.wait_keys("kept", "before-%s:" % x.name, n)
+        f.redis.call("XADD", "shmf:maxid", MAX_ID, "v", "2", "n", "rogue")
+        f.redis.call("DEL", "shmf:typed")
+        f.redis.call("SET", "shmf:typed", "not a stream")
+        for name in names:
+            add_both((a, b), name, "during", n)
+        # The other filters are sent and followed.
+        for name in ("kept", "gone"):
+            for x in (a, b):
+                f.wait_keys(name, "during-%s:" % x.name, n)
+        for x in (a, b):
+            stream_state(x, "maxid", "stream-error", ["sender", MAX_ID, "DEL shmf:maxid"])
+            stream_state(x, "typed", "stream-error", ["shmf:typed", "not a stream"])
+        print("a stream holding the largest id and a string at another's name: each filter alone says why; the others "
+              "replicate")  # fmt: skip
+
+        # A stream deleted: diverged with the cause, then following anew.
+        f.redis.call("DEL", "shmf:gone")
+        for x in (a, b):
+            st = stream_state(x, "gone", "diverged", ["shmf:gone", "deleted"])
+            check("retention" not in st["last_error"], "%s: a deleted stream blamed on retention: %r" % (x.name, st))
+        add_both((a, b), "gone", "after", n)
+        for x in (a, b):
+            f.wait_keys("gone", "after-%s:" % x.name, n)
+        # The largest id removed: both nodes send and follow it again.
+        f.redis.call("DEL", "shmf:maxid")
+        for x in (a, b):
+            f.wait_keys("maxid", "during-%s:" % x.name, n)
+        print("a deleted stream: diverged naming the deletion, then followed anew; the largest id deleted: its "
+              "adds delivered")  # fmt: skip
+
+        # Redis restarted without its data: not blamed on retention.
+        f.redis.kill()
+        f.redis.restart()
+        add_both((a, b), "kept", "restarted", n)
+        for x in (a, b):
+            f.wait_keys("kept", "restarted-%s:" % x.name, n, timeout=60)
+        for x in (a, b):
+            st = stream_state(x, "kept", "diverged", ["Redis restarted"])
+            check("retention" not in st["last_error"], "%s: a Redis restart blamed on retention: %r" % (x.name, st))
+        print("Redis restarted without its data: diverged naming the restart, adds made since delivered")
+
+
 # ---- badconfig -------------------------------------------------------------
 
 
@@ -889,6 +969,7 @@ CASES = {
     "capped": case_capped,
     "badconfig": case_badconfig,
     "authenticated": case_authenticated,
+    "hostile-streams": case_hostile_streams,
 }
 
 
