@@ -9,12 +9,19 @@ adding at a fixed rate through libshmf, and what that costs and gives:
     share of one core;
   - a replicated against a plain add on node1, in the live fleet (shmd
     draining the journal meanwhile): ns per add of new keys, alternating;
+  - the sender's rate with a backlog: a worker adds a burst as fast as it
+    can on node1 (into one ring), and node1's signed XADDs drain it; journal
+    entries sent per second between 10% and 90% of the burst;
+  - with --fleet-mac PATH: bench-fleet-mac, the authentication alone (the
+    key derived once; a batch's tags signed and verified, per batch and
+    per entry);
   - with --bench-filter PATH: bench-filter's replicated rows (the same
     adds and checks on a twin filter that journals, 1M and 100M keys; 1M
     only with --quick), printed as it prints them.
 
   bench/bench-fleet.py --shmd PATH --shmctl PATH --worker PATH
-                       [--bench-filter PATH] [--rate N] [--seconds S] [--quick]
+                       [--bench-filter PATH] [--fleet-mac PATH] [--rate N] [--seconds S]
+                       [--quick]
 
 Timing is never asserted: --quick (small, a few seconds) only proves that
 the bench still runs (suite bench). Figures print as "FIGURE name = value".
@@ -47,12 +54,31 @@ def cpu_ticks(pid):
     return int(rest[11]) + int(rest[12])
 
 
+def sender_rate(node, burst):
+    """Journal entries per second node's sender sends while a backlog
+    waits: a burst added as fast as a worker can, sent counted from 10% to
+    90% of it."""
+    base = int(node.status("clicks")["sent"])
+    w = node.worker_bg("add", "clicks", "--prefix", "burst:", "--count", burst)
+    marks, deadline = {}, time.monotonic() + 120
+    while len(marks) < 2 and time.monotonic() < deadline:
+        sent, now = int(node.status("clicks")["sent"]) - base, time.monotonic()
+        for frac in (0.1, 0.9):
+            if frac not in marks and sent >= frac * burst:
+                marks[frac] = now
+        time.sleep(0.002)
+    r = node.fleet.collect(w)
+    check(len(marks) == 2, "node1 sent %d of a burst of %d within 120 s" % (sent, burst))
+    return 0.8 * burst / max(marks[0.9] - marks[0.1], 1e-6), r
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shmd", required=True)
     ap.add_argument("--shmctl", required=True)
     ap.add_argument("--worker", required=True)
     ap.add_argument("--bench-filter")
+    ap.add_argument("--fleet-mac", help="bench-fleet-mac: the authentication's cost alone")
     ap.add_argument("--rate", type=int, help="adds per second per node (default 20000; --quick 2000)")
     ap.add_argument("--seconds", type=float, help="length of the load (default 20; --quick 3)")
     ap.add_argument("--quick", action="store_true")
@@ -109,6 +135,25 @@ def main():
         figure("fleet_add_ratio", sp["ratio"], "x")
         s = nodes[0].status("clicks")
         check(dropped(s) == 0, "the add loop overflowed node1's journal: %r" % s)
+
+        burst = 50000 if a.quick else 250000  # within one ring of 262,144: nothing dropped
+        rate_sent, r = sender_rate(nodes[0], burst)
+        figure("fleet_sender_entries_per_s", int(rate_sent),
+               "journal entries/s node1 sends with a backlog (signed XADDs of up to 512 entries, pipelined)")  # fmt: skip
+        figure("fleet_burst_add_per_s", int(burst / max(r["elapsed_s"], 1e-6)),
+               "adds/s of the one worker that made the backlog")  # fmt: skip
+        s = nodes[0].status("clicks")
+        check(dropped(s) == 0, "the burst overflowed node1's journal: %r" % s)
+        for x in nodes[1:]:
+            f.wait_keys("clicks", "burst:", burst, nodes=[x], timeout=120)
+            check(sum(int(v) for k, v in x.status("clicks").items() if k.startswith("refused_")) == 0,
+                  "%s refused entries of its own fleet: %r" % (x.name, x.status("clicks")))  # fmt: skip
+
+    if a.fleet_mac:
+        out = subprocess.run([a.fleet_mac] + (["--quick"] if a.quick else []), capture_output=True, text=True,
+                             timeout=600)  # fmt: skip
+        check(out.returncode == 0, "bench-fleet-mac failed: %s" % out.stderr)
+        print(out.stdout, end="")
 
     if a.bench_filter:
         args = [a.bench_filter, "--demo" if a.quick else "--no-attach"]

@@ -125,7 +125,7 @@ int fleet_batch_decode(const void *buf, size_t len, struct shmf_jentry *out)
 
 /* Decimal digits of text[0..len) into *out: 0, or SHMF_E_INVAL (none,
  * another character, or more than 64 bits). */
-static int parse_u64(const char *text, size_t len, uint64_t *out)
+int fleet_u64_parse(const char *text, size_t len, uint64_t *out)
 {
 	uint64_t v = 0;
 	if (len == 0)
@@ -146,8 +146,8 @@ int fleet_id_parse(const char *text, size_t len, struct fleet_id *out)
 {
 	const char *dash = memchr(text, '-', len);
 	struct fleet_id id;
-	if (dash == NULL || parse_u64(text, (size_t)(dash - text), &id.ms) < 0 ||
-	    parse_u64(dash + 1, len - (size_t)(dash - text) - 1, &id.seq) < 0)
+	if (dash == NULL || fleet_u64_parse(text, (size_t)(dash - text), &id.ms) < 0 ||
+	    fleet_u64_parse(dash + 1, len - (size_t)(dash - text) - 1, &id.seq) < 0)
 		return SHMF_E_INVAL;
 	*out = id;
 	return 0;

@@ -7,12 +7,17 @@
  * A stream entry, one per batch (at most FLEET_BATCH_MAX journal entries):
  *
  *   XADD <prefix><filter> MAXLEN ~ <retention> *
- *        v 1  n <node>  s <shape, 16 hex digits>  e <batch>
+ *        v 2  n <node>  s <shape, 16 hex digits>  q <sequence>  e <batch>  m <tags>
  *
  * <batch> is a binary string of 16-byte entries laid out exactly as the
  * journal's (struct shmf_journal_entry: hash u64, op u32, window u32, each
- * little-endian). Bump FLEET_STREAM_VERSION on any change: a node skips
- * (and counts) entries of a version it does not know.
+ * little-endian). <sequence> is the sender's, in decimal: above every one
+ * it sent before for the filter (the wall clock in microseconds, or one
+ * more than the last). <tags> are FLEET_MAC_BYTES binary bytes
+ * (fleet-auth.h): the header tag and the entry tag. Version 1 had neither
+ * q nor m: a node counts such an entry as unsigned and refuses it. Bump
+ * FLEET_STREAM_VERSION on any change: a node skips (and counts) entries of
+ * a version it does not know.
  */
 #ifndef SHMF_COMMON_FLEET_H
 #define SHMF_COMMON_FLEET_H
@@ -23,16 +28,19 @@
 #include "libclient/journal.h"
 #include "libclient/segment-format.h"
 
-#define FLEET_STREAM_VERSION "1"
-#define FLEET_BATCH_MAX      4096u /* journal entries per stream entry */
-#define FLEET_ENTRY_BYTES    16u   /* one entry in a batch */
-#define FLEET_NODE_MAX       64u   /* bytes of a node name, without the NUL */
+#define FLEET_STREAM_VERSION          "2"
+#define FLEET_STREAM_VERSION_UNSIGNED "1"   /* before entries were authenticated */
+#define FLEET_BATCH_MAX               4096u /* journal entries per stream entry */
+#define FLEET_ENTRY_BYTES             16u   /* one entry in a batch */
+#define FLEET_NODE_MAX                64u   /* bytes of a node name, without the NUL */
 
 /* Field names of a stream entry, in the order XADD writes them. */
 #define FLEET_F_VERSION "v"
 #define FLEET_F_NODE    "n"
 #define FLEET_F_SHAPE   "s"
+#define FLEET_F_SEQ     "q"
 #define FLEET_F_BATCH   "e"
+#define FLEET_F_MAC     "m"
 
 _Static_assert(FLEET_ENTRY_BYTES == sizeof(struct shmf_journal_entry), "a batch entry is a journal entry");
 
@@ -78,6 +86,9 @@ int fleet_batch_decode(const void *buf, size_t len, struct shmf_jentry *out);
 struct fleet_id {
 	uint64_t ms, seq;
 };
+
+/** Decimal digits (@p len bytes, no NUL needed, at most 64 bits) to a number. 0 or SHMF_E_INVAL. */
+int fleet_u64_parse(const char *text, size_t len, uint64_t *out);
 
 /** "<ms>-<seq>" (@p len bytes, no NUL needed) to an id. 0 or SHMF_E_INVAL. */
 int fleet_id_parse(const char *text, size_t len, struct fleet_id *out);

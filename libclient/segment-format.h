@@ -49,11 +49,14 @@
  * included, wait that long; 9: a filter's scheme (the slot's and the data
  * header's former zero pads): how its keys map to its payload, shmfilter's
  * own or a filter imported from RedisBloom (struct shmf_rb_table), which a
- * client of format 8 would read as blocks or buckets of its own; 10: Bloom
- * filters of two or three lines a key (the bucket size field of the slot
- * and the data header, 0 before, is a Bloom filter's lines a key: 1, 2 or
- * 3), whose other lines a client of format 9 would not look at. */
-#define SHMF_FORMAT_VERSION 10u
+ * client of format 8 would read as blocks or buckets of its own; 10: a
+ * replicated filter's fleet sequences (the slot's fleet_sent_seq,
+ * fleet_floor and fleet_peers, in a slot of 28 cache lines): the last
+ * sequence sent and applied per sender, which refuse replayed entries; 11:
+ * Bloom filters of two or three lines a key (the bucket size field of the
+ * slot and the data header, 0 before, is a Bloom filter's lines a key: 1, 2
+ * or 3), whose other lines a client of format 10 would not look at. */
+#define SHMF_FORMAT_VERSION 11u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -132,6 +135,16 @@ _Static_assert(SHMF_WINDOW_SECS_MAX < (UINT64_C(1) << 32) &&
 /* Largest data segment the library will map: 64 TiB. */
 #define SHMF_DATA_MAX_BYTES (UINT64_C(1) << 46)
 
+/* Senders a replicated filter's slot remembers the last sequence of
+ * (docs/design.md, section 11). */
+#define SHMF_FLEET_PEERS 32u
+
+/* One sender of a replicated filter's stream, in its slot. */
+struct shmf_fleet_peer {
+	uint64_t node; /* shmd's follower writes (fleet_node_id() of the sender's name; 0: free), shmd reads */
+	uint64_t seq;  /* shmd's follower writes: the last sequence applied from it; shmd reads */
+};
+
 /* Control segment header: one cache line. Written by shmd at creation and
  * at each daemon start; read (copied) by clients at open. */
 struct shmf_ctl_header {
@@ -147,7 +160,7 @@ struct shmf_ctl_header {
 	uint64_t last_generation; /* shmd only: generations are never reused in an instance */
 };
 
-/* A filter slot: twenty cache lines. The daemon rewrites the fields under
+/* A filter slot: twenty-eight cache lines. The daemon rewrites the fields under
  * the sequence counter (odd while writing); clients copy them with the
  * seqlock read protocol and then use only their copy.
  *
@@ -188,7 +201,12 @@ struct shmf_slot {
 						 lock, 1..SHMF_CUCKOO_LOCK_TIMEOUT_MAX; Bloom: 0 */
 	uint32_t scheme;                      /* shmd writes; SHMF_SCHEME_*: how keys map to the payload
 						 (0: shmfilter's own; else a read-only RedisBloom import) */
-	uint8_t pad[1280 - 1152];
+	uint64_t fleet_sent_seq;              /* shmd's sender writes and reads (replication):
+						 the last sequence it sent; clients never use it */
+	uint64_t fleet_floor;                 /* shmd's follower writes and reads: a sender not in
+						 fleet_peers must send a sequence above this */
+	struct shmf_fleet_peer fleet_peers[SHMF_FLEET_PEERS]; /* shmd's follower: with the cursor */
+	uint8_t pad[1792 - 1680];
 };
 
 /* Data segment header. Written by shmd before the generation is
@@ -386,7 +404,9 @@ struct shmf_journal_entry {
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "8-byte atomics");
 _Static_assert(sizeof(struct shmf_ctl_header) == 64, "control header is one cache line");
-_Static_assert(sizeof(struct shmf_slot) == 1280, "slot is twenty cache lines");
+_Static_assert(sizeof(struct shmf_slot) == 1792, "slot is twenty-eight cache lines");
+_Static_assert(offsetof(struct shmf_slot, fleet_peers) == 1168, "slot fleet peers offset");
+_Static_assert(sizeof(struct shmf_fleet_peer) == 16, "a fleet peer is 16 bytes");
 _Static_assert(offsetof(struct shmf_slot, live) == 152, "slot ring offset");
 _Static_assert(offsetof(struct shmf_slot, generation) == 0, "generation first");
 _Static_assert(offsetof(struct shmf_slot, name) == 72, "slot name offset");

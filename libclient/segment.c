@@ -69,6 +69,7 @@ uint64_t shmf_layout_fingerprint(void)
 		SHMF_LAYER_OPENED, SHMF_LAYER_FULL, SHMF_LAYER_NEAR,
 		offsetof(struct shmf_slot, scheme), offsetof(struct shmf_data_header, scheme), SHMF_SCHEME_MAX,
 		sizeof(struct shmf_rb_table), sizeof(struct shmf_rb_link), SHMF_RB_LINKS_MAX,
+		offsetof(struct shmf_slot, fleet_sent_seq), offsetof(struct shmf_slot, fleet_peers), SHMF_FLEET_PEERS,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));

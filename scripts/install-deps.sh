@@ -17,6 +17,7 @@ set -eu
 # mandoc, groff-base: tests/test-man-pages.py lints every page with both (groff is what man renders with).
 # man-db, manpages-dev: the same test asks the real man -w for our pages, and that shmctl(1)
 # comes before the system call's shmctl(2) (manpages-dev holds that page).
+# libsodium-dev: the fleet's MAC key (Argon2id, crypto_kdf) and stream entry tags (keyed BLAKE2b), common/fleet-auth.c.
 # debhelper dh-php devscripts lintian php-dev nginx-dev: the packaging test builds the Debian
 # packages (debian/control's Build-Depends, the rest by apt-get build-dep) and runs lintian.
 # python3-dev: the Python binding (bindings/python) is built with -Dtests=true, for Debian's
@@ -25,7 +26,8 @@ PKGS_PYTHON="python3-dev"
 PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburcu-dev libhiredis-dev
       libinih-dev libcmocka-dev libmicrohttpd-dev libsystemd-dev systemd redis-tools python3 python3-redis
       redis-server gnuplot-nox valgrind clang-format prometheus scdoc mandoc groff-base man-db manpages-dev
-      debhelper dh-php devscripts lintian php-dev nginx-dev"
+      debhelper dh-php devscripts lintian php-dev nginx-dev
+      libsodium-dev"
 # libnginx-mod-http-lua lua-resty-core: suite lua runs resty.shmf (bindings/lua) in Debian's nginx
 # with its Lua module (tests/test-lua-resty.sh; it also installs them itself, as the nginx tests do).
 PKGS="$PKGS libnginx-mod-http-lua lua-resty-core"

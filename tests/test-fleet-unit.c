@@ -21,6 +21,7 @@
 
 #include "shmd/config/config.h"
 #include "tests/fixture.h"
+#include "common/fleet-auth.h"
 #include "common/fleet.h"
 #include "libclient/journal.h"
 #include "common/spec.h"
@@ -638,6 +639,49 @@ static void test_registry_window_limits(void **state)
 	assert_int_equal(fx.reg.ctl.slots[one].nlive, 2);
 }
 
+/* The tags of a stream entry: the same secret gives the same key and
+ * tags; another secret, node, shape or sequence fails the header tag; a
+ * batch changed by one bit (or cut short) fails the entry tag alone; tags
+ * of another length fail. */
+static void test_auth(void **state)
+{
+	(void)state;
+	struct fleet_key k1, k2, other;
+	unsigned char batch[64], mac[FLEET_MAC_BYTES], mac2[FLEET_MAC_BYTES];
+	for (size_t i = 0; i < sizeof(batch); i++)
+		batch[i] = (unsigned char)(i * 37);
+	assert_int_equal(fleet_key_derive("s3cret", &k1), 0);
+	assert_int_equal(fleet_key_derive("s3cret", &k2), 0);
+	assert_int_equal(fleet_key_derive("s3creT", &other), 0);
+	assert_memory_equal(k1.k, k2.k, FLEET_KEY_BYTES);
+	assert_memory_not_equal(k1.k, other.k, FLEET_KEY_BYTES);
+	fleet_mac(&k1, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac);
+	fleet_mac(&k2, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac2);
+	assert_memory_equal(mac, mac2, sizeof(mac));
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_OK);
+	assert_int_equal(fleet_mac_verify(&other, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_HEADER);
+	assert_int_equal(fleet_mac_verify(&k1, "node2", 5, 0xabc, 7, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_HEADER);
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabd, 7, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_HEADER);
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabc, 8, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_HEADER);
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabc, 7, batch, sizeof(batch) - 16, mac, sizeof(mac)),
+			 FLEET_MAC_BATCH);
+	batch[40] ^= 0x10;
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac, sizeof(mac)),
+			 FLEET_MAC_BATCH);
+	batch[40] ^= 0x10;
+	assert_int_equal(fleet_mac_verify(&k1, "node1", 5, 0xabc, 7, batch, sizeof(batch), mac, sizeof(mac) - 1),
+			 FLEET_MAC_HEADER);
+	/* A sender's id: its name's, never 0 (a free entry of the slot's table). */
+	assert_int_equal(fleet_node_id("node1", 5), fleet_node_id("node1", 5));
+	assert_true(fleet_node_id("node1", 5) != fleet_node_id("node2", 5));
+	assert_true(fleet_node_id("", 0) != 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -651,6 +695,7 @@ int main(int argc, char **argv)
 		fixture_unit_test(test_registry_windows, fx),
 		cmocka_unit_test(test_window_checks),
 		fixture_unit_test(test_registry_window_limits, fx),
+		cmocka_unit_test(test_auth),
 	};
 	static const char *const names[] = {
 		"seed",
@@ -663,6 +708,7 @@ int main(int argc, char **argv)
 		"registry_windows",
 		"window_checks",
 		"registry_window_limits",
+		"auth",
 	};
 	return fixture_run(argc, argv, tests, names);
 }

@@ -64,6 +64,8 @@
 #include <xxhash.h>
 
 #include "tests/daemon-process.h"
+#include "common/fleet-auth.h"
+#include "common/fleet.h"
 #include "libclient/segment-format.h"
 #include <shmf.h>
 
@@ -335,10 +337,12 @@ static uint64_t wait_present(shmf_t *h, const char *family, unsigned from, unsig
 }
 
 /* The stream's entries by node: how many stream entries and journal
- * entries (batch bytes / 16) each node wrote. */
+ * entries (batch bytes / 16) each node wrote. Each is of this version,
+ * with its tags and a sequence above the one its node sent before. */
 static void stream_by_node(const char *stream, long long entries[2], long long journalled[2])
 {
 	entries[0] = entries[1] = journalled[0] = journalled[1] = 0;
+	uint64_t last_seq[2] = { 0, 0 };
 	redisReply *r = redis("XRANGE %s - +", stream);
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
@@ -349,13 +353,20 @@ static void stream_by_node(const char *stream, long long entries[2], long long j
 		assert_non_null(b);
 		assert_non_null(v);
 		assert_non_null(s);
-		assert_string_equal(v->str, "1");
+		assert_string_equal(v->str, FLEET_STREAM_VERSION);
 		assert_int_equal(s->len, 16);
+		const redisReply *q = field(f, "q"), *m = field(f, "m");
+		assert_non_null(q);
+		assert_non_null(m);
+		assert_int_equal(m->len, FLEET_MAC_BYTES);
 		assert_int_equal(b->len % 16, 0);
 		assert_true(b->len / 16 <= 4096);
 		int who = !strcmp(n->str, "A") ? 0 : !strcmp(n->str, "B") ? 1 : -1;
 		if (who < 0)
 			fail_msg("stream %s: entry of unknown node '%s'", stream, n->str);
+		uint64_t seq = strtoull(q->str, NULL, 10);
+		assert_true(seq > last_seq[who]);
+		last_seq[who] = seq;
 		entries[who]++;
 		journalled[who] += (long long)(b->len / 16);
 	}
@@ -645,6 +656,11 @@ static void test_redis_down(void **state)
 	node_start(&nodes[0], NULL, filters);
 	node_start(&nodes[1], NULL, filters);
 	wait_state(&nodes[0], "clicks", "disconnected", 5000);
+	/* "connecting" until the threads' first try has failed. */
+	for (uint64_t end = now_ms() + 5000;
+	     !strstr(repl_str(&nodes[0], "clicks", "last_error", got, sizeof(got)), "cannot connect") &&
+	     now_ms() < end;)
+		usleep(10000);
 	assert_non_null(strstr(repl_str(&nodes[0], "clicks", "last_error", got, sizeof(got)), "cannot connect"));
 	assert_true(daemon_log_count(nodes[0].log, "disconnected, retrying") >= 1);
 	shmf_t *a = open_on(&nodes[0], "clicks"), *b = open_on(&nodes[1], "clicks");
@@ -698,8 +714,28 @@ static uint64_t fleet_hash(const char *filter, const char *k)
 	return XXH3_64bits_withSeed(k, strlen(k), seed);
 }
 
-/* XADD one stream entry as node @p node would: version @p v, @p shape,
- * one journal entry (hash, op, window) little-endian. */
+/* The sequence and tags of an entry of node @p node, as a member signs
+ * it with the fleet's key (common/fleet-auth.h). */
+static void sign(const char *node, const char *shape, const unsigned char *b, size_t len, char seq[24],
+		 unsigned char mac[FLEET_MAC_BYTES])
+{
+	static struct fleet_key key;
+	static int have;
+	static uint64_t last;
+	if (!have++)
+		assert_int_equal(fleet_key_derive("fleet-test-secret", &key), 0);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t q = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, s = 0;
+	last = q > last ? q : last + 1;
+	snprintf(seq, 24, "%" PRIu64, last);
+	assert_int_equal(fleet_shape_parse(shape, strlen(shape), &s), 0);
+	fleet_mac(&key, node, strlen(node), s, last, b, len, mac);
+}
+
+/* XADD one stream entry as node @p node would: version @p v (signed with
+ * the fleet's key when it is this version), @p shape, one journal entry
+ * (hash, op, window) little-endian. */
 static void xadd_one(const char *stream, const char *v, const char *node, const char *shape, uint64_t hash, uint32_t op,
 		     uint32_t window)
 {
@@ -710,7 +746,16 @@ static void xadd_one(const char *stream, const char *v, const char *node, const 
 		b[8 + i] = (unsigned char)(op >> (8 * i));
 		b[12 + i] = (unsigned char)(window >> (8 * i));
 	}
-	redisReply *r = redis("XADD %s * v %s n %s s %s e %b", stream, v, node, shape, b, sizeof(b));
+	redisReply *r;
+	if (!strcmp(v, FLEET_STREAM_VERSION)) {
+		char seq[24];
+		unsigned char mac[FLEET_MAC_BYTES];
+		sign(node, shape, b, sizeof(b), seq, mac);
+		r = redis("XADD %s * v %s n %s s %s q %s e %b m %b", stream, v, node, shape, seq, b, sizeof(b), mac,
+			  sizeof(mac));
+	} else {
+		r = redis("XADD %s * v %s n %s s %s e %b", stream, v, node, shape, b, sizeof(b));
+	}
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
 	freeReplyObject(r);
@@ -769,7 +814,8 @@ static void test_windows(void **state)
 		usleep(20000);
 	}
 	assert_true((uint64_t)ts.tv_sec / SECS == W);
-	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "next"), SHMF_JOP_ADD, (uint32_t)(W + 1));
+	xadd_one("shmf:win", FLEET_STREAM_VERSION, "C", shape, fleet_hash("win", "next"), SHMF_JOP_ADD,
+		 (uint32_t)(W + 1));
 	wait_int(&nodes[1], "win", "applied", 1, 2500);
 	assert_true((uint64_t)time(NULL) / SECS == W);
 	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
@@ -780,20 +826,21 @@ static void test_windows(void **state)
 
 	/* Far ahead (beyond the skew tolerance): dropped and counted, never
 	 * applied, no rotation. */
-	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "far"), SHMF_JOP_ADD, (uint32_t)(W + 1000));
+	xadd_one("shmf:win", FLEET_STREAM_VERSION, "C", shape, fleet_hash("win", "far"), SHMF_JOP_ADD,
+		 (uint32_t)(W + 1000));
 	wait_int(&nodes[1], "win", "dropped_future_window", 1, 1500);
 	assert_int_equal(shmf_check(b, "far", 3), 0);
 	assert_int_equal(info_int(&nodes[1], "win", "live_generations"), gens + 1);
 
 	/* A window every live generation began after: retired, counted. */
-	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "old"), SHMF_JOP_ADD, 1);
+	xadd_one("shmf:win", FLEET_STREAM_VERSION, "C", shape, fleet_hash("win", "old"), SHMF_JOP_ADD, 1);
 	wait_int(&nodes[1], "win", "dropped_retired_window", 1, 5000);
 	assert_int_equal(shmf_check(b, "old", 3), 0);
 
 	/* Another version, an op no node writes, a cuckoo op on Bloom:
 	 * malformed, never applied. */
-	xadd_one("shmf:win", "2", "C", shape, fleet_hash("win", "v2"), SHMF_JOP_ADD, (uint32_t)W);
-	xadd_one("shmf:win", "1", "C", shape, fleet_hash("win", "op9"), 9, (uint32_t)W);
+	xadd_one("shmf:win", "3", "C", shape, fleet_hash("win", "v2"), SHMF_JOP_ADD, (uint32_t)W);
+	xadd_one("shmf:win", FLEET_STREAM_VERSION, "C", shape, fleet_hash("win", "op9"), 9, (uint32_t)W);
 	wait_int(&nodes[1], "win", "malformed", 2, 5000);
 	assert_int_equal(shmf_check(b, "v2", 2), 0);
 	assert_int_equal(shmf_check(b, "op9", 3), 0);
@@ -918,7 +965,8 @@ static void test_window_attack(void **state)
 		journal_forge(&nodes[0], "long", fleet_hash("long", "forged-j"), SHMF_JOP_ADD, forged[i]);
 	wait_int(&nodes[0], "long", "dropped_future_window", 3, 5000);
 	for (unsigned i = 0; i < 3; i++)
-		xadd_one("shmf:long", "1", "C", shape, fleet_hash("long", "forged-s"), SHMF_JOP_ADD, forged[i]);
+		xadd_one("shmf:long", FLEET_STREAM_VERSION, "C", shape, fleet_hash("long", "forged-s"), SHMF_JOP_ADD,
+			 forged[i]);
 	wait_int(&nodes[0], "long", "dropped_future_window", 6, 5000);
 	wait_int(&nodes[1], "long", "dropped_future_window", 3, 5000);
 	/* A tick or two for any rotation that would follow. */
@@ -998,7 +1046,7 @@ static void test_skew_ahead(void **state)
 	assert_true(ahead == W + 2 || ahead == W + 3);
 	for (unsigned i = 0; i < 5; i++) {
 		key(k, "c", i);
-		xadd_one("shmf:ten", "1", "C", shape, fleet_hash("ten", k), SHMF_JOP_ADD, ahead);
+		xadd_one("shmf:ten", FLEET_STREAM_VERSION, "C", shape, fleet_hash("ten", k), SHMF_JOP_ADD, ahead);
 		journal_forge(&nodes[0], "ten", fleet_hash("ten", k), SHMF_JOP_ADD, ahead);
 	}
 	wait_int(&nodes[0], "ten", "dropped_future_window", 10, 3000);
@@ -1070,7 +1118,8 @@ static void test_diverged(void **state)
 }
 
 /* Set the cursor of filter @p filter in node @p n's control segment (the
- * node stopped): what a crash between applying and storing it leaves. */
+ * node stopped), and forget the senders' sequences stored with it: what a
+ * crash between applying entries and storing both leaves. */
 static void cursor_poke(const struct node *n, const char *filter, uint64_t ms, uint64_t seq)
 {
 	char path[512];
@@ -1085,6 +1134,9 @@ static void cursor_poke(const struct node *n, const char *filter, uint64_t ms, u
 			continue;
 		assert_int_equal(pwrite(fd, &ms, 8, at + offsetof(struct shmf_slot, cursor_ms)), 8);
 		assert_int_equal(pwrite(fd, &seq, 8, at + offsetof(struct shmf_slot, cursor_seq)), 8);
+		static const char none[sizeof(((struct shmf_slot *)0)->fleet_peers) + 8];
+		assert_int_equal(pwrite(fd, none, sizeof(none), at + offsetof(struct shmf_slot, fleet_floor)),
+				 sizeof(none));
 		close(fd);
 		return;
 	}

@@ -8,11 +8,14 @@
  *   sender    drains every replicated filter's journal about every
  *             millisecond while there is work (a timed condition wait
  *             otherwise) and XADDs batches of up to FLEET_BATCH_MAX
- *             entries (MAXLEN ~ retention); an entry leaves the journal
+ *             entries (MAXLEN ~ retention), each with a sequence and the
+ *             tags of the fleet's key (common/fleet-auth.h); an entry leaves the journal
  *             only once its XADD succeeded.
  *   follower  XREAD BLOCK 1000 COUNT 256 over every replicated stream from
- *             each filter's cursor; skips this node's entries, refuses
- *             (and counts) foreign shapes, applies the others' through a
+ *             each filter's cursor; refuses (and counts) entries whose
+ *             tags do not verify with the fleet's key or whose sequence
+ *             its sender passed already, skips this node's entries,
+ *             refuses foreign shapes, applies the others' through a
  *             handle that never journals (no echo), then stores the cursor
  *             in the slot. Once a second it asks XINFO STREAM whether the
  *             stream was trimmed past the cursor or reset (diverged).
@@ -34,12 +37,12 @@
 
 #include <stdint.h>
 
+#include "libclient/segment-format.h"
+
 #include "shmd/config/config.h"
 #include "common/fleet.h"
+#include "shmd/fleet/repl-types.h"
 #include "shmd/store/registry.h"
-
-#define REPL_NODES_MAX 32 /* other nodes remembered per filter */
-#define REPL_ERROR_MAX 512
 
 struct repl_node_stats {
 	char node[FLEET_NODE_MAX + 1];
@@ -55,19 +58,21 @@ struct repl_filter_stats {
 	struct fleet_id cursor; /* the slot's */
 	int64_t lag_p50_ms;     /* over the last minute; -1: no entry applied in it */
 	int64_t lag_p99_ms;
-	uint64_t journal_depth;          /* entries waiting in the journal */
-	uint64_t sent;                   /* journal entries XADDed */
-	uint64_t applied;                /* other nodes' entries applied (changed or not) */
-	uint64_t dropped_journal_full;   /* adds that found their ring full (never journalled) */
-	uint64_t dropped_retired_window; /* entries whose window is retired here */
-	uint64_t dropped_future_window;  /* journal or stream entries whose window begins past now + the skew
-					    tolerance (fleet_skew_ms()): a clock that far ahead, or forged */
-	uint64_t dropped_foreign_shape;  /* entries refused: another shape */
-	uint64_t missed;                 /* adds journalled nowhere (no free ring) */
-	uint64_t lost;                   /* entries the drain skipped (dead owner, damage) */
-	uint64_t malformed;              /* stream entries refused: unknown version, bad fields */
-	uint64_t own;                    /* this node's stream entries skipped */
-	char last_error[REPL_ERROR_MAX]; /* why it is disconnected or diverged; "" if nothing */
+	uint64_t journal_depth;               /* entries waiting in the journal */
+	uint64_t sent;                        /* journal entries XADDed */
+	uint64_t applied;                     /* other nodes' entries applied (changed or not) */
+	uint64_t dropped_journal_full;        /* adds that found their ring full (never journalled) */
+	uint64_t dropped_retired_window;      /* entries whose window is retired here */
+	uint64_t dropped_future_window;       /* journal or stream entries whose window begins past now + the skew
+						 tolerance (fleet_skew_ms()): a clock that far ahead, or forged */
+	uint64_t dropped_foreign_shape;       /* entries refused: another shape */
+	uint64_t missed;                      /* adds journalled nowhere (no free ring) */
+	uint64_t lost;                        /* entries the drain skipped (dead owner, damage) */
+	uint64_t malformed;                   /* stream entries refused: unknown version, bad fields */
+	uint64_t own;                         /* this node's stream entries skipped */
+	uint64_t refused[REPL_REFUSED_KINDS]; /* stream entries refused, by kind (enum repl_refused) */
+	char last_error[REPL_ERROR_MAX];      /* why it is disconnected or diverged; "" if nothing */
+	char last_refused[REPL_ERROR_MAX];    /* why the last entry refused (refused_*) was; "" if none */
 	unsigned nnodes;
 	struct repl_node_stats nodes[REPL_NODES_MAX];
 };

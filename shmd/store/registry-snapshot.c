@@ -575,8 +575,11 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	/* The stream position the copy was taken at (0-0 when the snapshot
 	 * carries none), stored before the publication, as registry_create()
 	 * does: the replication engine, told of it by the publication, reads
-	 * it from there, and never stores over a cursor it did not read. */
+	 * it from there, and never stores over a cursor it did not read. The
+	 * senders' sequences are forgotten: a snapshot does not carry them,
+	 * and the entries after its cursor must be applied again. */
 	registry_cursor_set(r, slot, ld->hdr.cursor_ms, ld->hdr.cursor_seq);
+	registry_fleet_peers_reset(r, slot);
 	registry_publish(r, slot, &ld->spec, &ld->g, &ld->ring);
 	registry_unlink_ring(r, name, &old);
 	ld->made = 0;

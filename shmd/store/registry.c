@@ -623,6 +623,7 @@ int registry_create(struct registry *r, const struct filter_spec *spec, char *er
 	s->flags = spec->replicate ? SHMF_SLOT_REPLICATED : 0;
 	shmf_slot_write_end(s);
 	registry_cursor_set(r, slot, 0, 0);
+	registry_fleet_peers_reset(r, slot);
 	struct live_ring ring = { .n = 1, .gen = { gen }, .created = { created } };
 	registry_publish(r, slot, spec, &p, &ring);
 	log_msg(LOG_INFO,
@@ -663,6 +664,7 @@ int registry_drop(struct registry *r, const char *name, char *err, size_t errlen
 	s->flags = 0;
 	shmf_slot_write_end(s);
 	registry_cursor_set(r, slot, 0, 0);
+	registry_fleet_peers_reset(r, slot);
 	registry_unlink_ring(r, dropped, &ring);
 	if (replicated)
 		journal_unlink(r, dropped);
@@ -1086,4 +1088,50 @@ void registry_cursor_get(const struct registry *r, int slot, uint64_t *ms, uint6
 	/* acquire: pairs with the release stores in registry_cursor_set(). */
 	*ms = __atomic_load_n(&s->cursor_ms, __ATOMIC_ACQUIRE);
 	*seq = __atomic_load_n(&s->cursor_seq, __ATOMIC_ACQUIRE);
+}
+
+void registry_fleet_peers_get(const struct registry *r, int slot, struct shmf_fleet_peer out[SHMF_FLEET_PEERS],
+			      uint64_t *floor)
+{
+	const struct shmf_slot *s = &r->ctl.slots[slot];
+	for (unsigned i = 0; i < SHMF_FLEET_PEERS; i++) {
+		out[i].node = __atomic_load_n(&s->fleet_peers[i].node, __ATOMIC_ACQUIRE);
+		out[i].seq = __atomic_load_n(&s->fleet_peers[i].seq, __ATOMIC_ACQUIRE);
+	}
+	*floor = __atomic_load_n(&s->fleet_floor, __ATOMIC_ACQUIRE);
+}
+
+void registry_fleet_peers_set(struct registry *r, int slot, const struct shmf_fleet_peer in[SHMF_FLEET_PEERS],
+			      uint64_t floor)
+{
+	struct shmf_slot *s = &r->ctl.slots[slot];
+	/* release: each store after the entries it covers were applied, and
+	 * in this order, as the cursor's (registry_cursor_set()). */
+	__atomic_store_n(&s->fleet_floor, floor, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < SHMF_FLEET_PEERS; i++) {
+		struct shmf_fleet_peer *p = &s->fleet_peers[i];
+		if (__atomic_load_n(&p->node, __ATOMIC_RELAXED) != in[i].node) {
+			__atomic_store_n(&p->node, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&p->seq, in[i].seq, __ATOMIC_RELEASE);
+			__atomic_store_n(&p->node, in[i].node, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&p->seq, in[i].seq, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+void registry_fleet_peers_reset(struct registry *r, int slot)
+{
+	static const struct shmf_fleet_peer none[SHMF_FLEET_PEERS];
+	registry_fleet_peers_set(r, slot, none, 0);
+}
+
+uint64_t registry_fleet_sent_get(const struct registry *r, int slot)
+{
+	return __atomic_load_n(&r->ctl.slots[slot].fleet_sent_seq, __ATOMIC_ACQUIRE);
+}
+
+void registry_fleet_sent_set(struct registry *r, int slot, uint64_t seq)
+{
+	__atomic_store_n(&r->ctl.slots[slot].fleet_sent_seq, seq, __ATOMIC_RELEASE);
 }

@@ -303,6 +303,34 @@ void registry_cursor_set(struct registry *r, int slot, uint64_t ms, uint64_t seq
 /** Load the cursor of the filter in @p slot (0-0: none yet). */
 void registry_cursor_get(const struct registry *r, int slot, uint64_t *ms, uint64_t *seq);
 
+/* A replicated filter's fleet sequences, kept in its slot beside the
+ * cursor and stored and loaded like it (atomically, from the replication
+ * threads too): the last sequence applied per sender (fleet_peers) and
+ * the floor a sender it does not list must be above, stored by the
+ * follower before the cursor they go with; and the last sequence this
+ * node's sender used for the filter (fleet_sent_seq). */
+
+/** Load the senders' sequences and the floor of the filter in @p slot. */
+void registry_fleet_peers_get(const struct registry *r, int slot, struct shmf_fleet_peer out[SHMF_FLEET_PEERS],
+			      uint64_t *floor);
+
+/**
+ * Store them. An entry whose sender changes is freed (node 0) before its
+ * sequence is stored, so that a daemon killed between the stores leaves
+ * a free entry, never a sender with another's sequence.
+ */
+void registry_fleet_peers_set(struct registry *r, int slot, const struct shmf_fleet_peer in[SHMF_FLEET_PEERS],
+			      uint64_t floor);
+
+/** Forget every sender's sequence and the floor (a new filter, a restored or pulled copy). */
+void registry_fleet_peers_reset(struct registry *r, int slot);
+
+/** The last sequence this node sent for the filter in @p slot (0: none). */
+uint64_t registry_fleet_sent_get(const struct registry *r, int slot);
+
+/** Store it. */
+void registry_fleet_sent_set(struct registry *r, int slot, uint64_t seq);
+
 /**
  * Give filter @p name capacity @p capacity at error rate @p fpr (0: its
  * own): possible only while it holds no key (registry-resize.c says why),

@@ -94,6 +94,7 @@ enum fig {
 	F_REPL_CATCHING_UP,
 	F_REPL_DISCONNECTED,
 	F_REPL_DIVERGED,
+	F_REPL_STREAM_ERROR,
 	F_REPL_LAG_P50,
 	F_REPL_LAG_P99,
 	F_REPL_JOURNAL,
@@ -106,8 +107,17 @@ enum fig {
 	F_REPL_DROP_FUTURE,
 	F_REPL_DROP_FOREIGN,
 	F_REPL_DROP_MALFORMED,
+	F_REPL_REFUSED_FORGED, /* then one per enum repl_refused, in its order */
+	F_REPL_REFUSED_ALTERED,
+	F_REPL_REFUSED_REPLAYED,
+	F_REPL_REFUSED_IMPERSONATING,
+	F_REPL_REFUSED_UNSIGNED,
 	F_COUNT
 };
+
+_Static_assert(F_REPL_REFUSED_UNSIGNED - F_REPL_REFUSED_FORGED == REPL_UNSIGNED - REPL_FORGED &&
+		       REPL_UNSIGNED + 1 == REPL_REFUSED_KINDS,
+	       "a metric per kind of refusal, in enum repl_refused's order");
 
 struct filter_figs {
 	char name[SHMF_NAME_MAX + 1]; /* [A-Za-z0-9_.:-]: nothing to escape in a label */
@@ -147,10 +157,12 @@ static const struct filter_row {
 	{ F_SNAPSHOT_FAILURES, "shmd_filter_snapshot_failures_total", "counter", NULL,
 	  "Periodic snapshots of the filter that failed since shmd started." },
 	{ F_REPL_FOLLOWING, "shmd_filter_replication_state", "gauge", "state=\"following\"",
-	  "1 for the replicated filter's state (following, catching-up, disconnected, diverged), 0 for the others." },
+	  "1 for the replicated filter's state (following, catching-up, disconnected, diverged, stream-error), 0 for "
+	  "the others." },
 	{ F_REPL_CATCHING_UP, "shmd_filter_replication_state", "gauge", "state=\"catching-up\"", NULL },
 	{ F_REPL_DISCONNECTED, "shmd_filter_replication_state", "gauge", "state=\"disconnected\"", NULL },
 	{ F_REPL_DIVERGED, "shmd_filter_replication_state", "gauge", "state=\"diverged\"", NULL },
+	{ F_REPL_STREAM_ERROR, "shmd_filter_replication_state", "gauge", "state=\"stream-error\"", NULL },
 	{ F_REPL_LAG_P50, "shmd_filter_replication_lag_p50_seconds", "gauge", NULL,
 	  "Median lag of other nodes' entries applied in the last minute (absent when none was)." },
 	{ F_REPL_LAG_P99, "shmd_filter_replication_lag_p99_seconds", "gauge", NULL,
@@ -169,6 +181,13 @@ static const struct filter_row {
 	{ F_REPL_DROP_FUTURE, "shmd_filter_replication_dropped_total", "counter", "reason=\"future_window\"", NULL },
 	{ F_REPL_DROP_FOREIGN, "shmd_filter_replication_dropped_total", "counter", "reason=\"foreign_shape\"", NULL },
 	{ F_REPL_DROP_MALFORMED, "shmd_filter_replication_dropped_total", "counter", "reason=\"malformed\"", NULL },
+	{ F_REPL_REFUSED_FORGED, "shmd_filter_replication_refused_total", "counter", "kind=\"forged\"",
+	  "Stream entries refused for their tags or sequence, by kind (SHMF.REPLICATION's refused_*)." },
+	{ F_REPL_REFUSED_ALTERED, "shmd_filter_replication_refused_total", "counter", "kind=\"altered\"", NULL },
+	{ F_REPL_REFUSED_REPLAYED, "shmd_filter_replication_refused_total", "counter", "kind=\"replayed\"", NULL },
+	{ F_REPL_REFUSED_IMPERSONATING, "shmd_filter_replication_refused_total", "counter", "kind=\"impersonating\"",
+	  NULL },
+	{ F_REPL_REFUSED_UNSIGNED, "shmd_filter_replication_refused_total", "counter", "kind=\"unsigned\"", NULL },
 };
 
 #define NFILTER_ROWS (sizeof(filter_rows) / sizeof(filter_rows[0]))
@@ -184,6 +203,7 @@ static void repl_figs(struct registry *reg, int slot, struct filter_figs *f)
 	f->v[F_REPL_CATCHING_UP] = !strcmp(st.state, "catching-up");
 	f->v[F_REPL_DISCONNECTED] = !strcmp(st.state, "disconnected");
 	f->v[F_REPL_DIVERGED] = !strcmp(st.state, "diverged");
+	f->v[F_REPL_STREAM_ERROR] = !strcmp(st.state, "stream-error");
 	f->v[F_REPL_LAG_P50] = st.lag_p50_ms >= 0 ? (double)st.lag_p50_ms / 1000 : NAN;
 	f->v[F_REPL_LAG_P99] = st.lag_p99_ms >= 0 ? (double)st.lag_p99_ms / 1000 : NAN;
 	f->v[F_REPL_JOURNAL] = (double)st.journal_depth;
@@ -196,6 +216,8 @@ static void repl_figs(struct registry *reg, int slot, struct filter_figs *f)
 	f->v[F_REPL_DROP_FUTURE] = (double)st.dropped_future_window;
 	f->v[F_REPL_DROP_FOREIGN] = (double)st.dropped_foreign_shape;
 	f->v[F_REPL_DROP_MALFORMED] = (double)st.malformed;
+	for (int k = 0; k < REPL_REFUSED_KINDS; k++)
+		f->v[F_REPL_REFUSED_FORGED + k] = (double)st.refused[k];
 }
 
 /* The figures of the filter in @p slot. 0, or -1 if it cannot be described now. */

@@ -216,7 +216,7 @@ void cmd_shmf_restore(struct verb_call *c)
 static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
 {
 	char cursor[48];
-	reply_map(out, 19); /* the field_* calls below, and nodes */
+	reply_map(out, 20 + REPL_REFUSED_KINDS); /* the field_* calls below, and nodes */
 	reply_field_str(out, "name", st->name);
 	reply_field_str(out, "stream", st->stream);
 	reply_field_str(out, "state", st->state);
@@ -234,7 +234,13 @@ static void reply_replication(struct reply *out, const struct repl_filter_stats 
 	reply_field_int(out, "lost", (long long)st->lost);
 	reply_field_int(out, "malformed", (long long)st->malformed);
 	reply_field_int(out, "own_skipped", (long long)st->own);
+	for (int k = 0; k < REPL_REFUSED_KINDS; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "refused_%s", repl_refused_name[k]);
+		reply_field_int(out, name, (long long)st->refused[k]);
+	}
 	reply_field_str(out, "last_error", st->last_error);
+	reply_field_str(out, "last_refused", st->last_refused);
 	reply_bulk_str(out, "nodes");
 	reply_array(out, st->nnodes);
 	for (unsigned i = 0; i < st->nnodes; i++) {

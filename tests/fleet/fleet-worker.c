@@ -23,8 +23,10 @@
  *              (a filter of the same node that does not replicate);
  *   slot       the filter's slot: flags, cursor, window and the live
  *              generations with the unix second each began;
- *   set-cursor writes --cursor MS-SEQ into the slot (shmd must be stopped:
- *              the test's way of moving a node's cursor back);
+ *   set-cursor writes --cursor MS-SEQ into the slot and forgets the
+ *              senders' sequences stored with the cursor (shmd must be
+ *              stopped: the test's way of moving a node's cursor back, as
+ *              a crash between applying entries and storing both leaves);
  *   digest     XXH3 of the newest generation's bits (Bloom filters of the
  *              same shape and seed holding the same keys are equal).
  *
@@ -444,6 +446,8 @@ static int mode_set_cursor(const struct opts *o)
 	shmf_slot_write_begin(s);
 	s->cursor_ms = ms;
 	s->cursor_seq = seq;
+	s->fleet_floor = 0;
+	memset(s->fleet_peers, 0, sizeof(s->fleet_peers));
 	shmf_slot_write_end(s);
 	printf("{\"cursor\": \"%" PRIu64 "-%" PRIu64 "\"}\n", ms, seq);
 	slot_close(&v);

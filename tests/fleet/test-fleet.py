@@ -34,6 +34,16 @@ faults it must survive. One case per run (suite fleet in tests/meson.build):
               nodes at once, and paced: how far the fleet-wide count
               overshoots 4 is printed; a node's own adds never pass the cap,
               and 3 workers on one node store exactly 4
+  authenticated  a rogue client with write access to Redis: random
+              well-formed entries, unsigned ones, real batches altered,
+              replays, entries naming each node: each kind refused and
+              counted on every node, none applied, never-added keys answer
+              present at the declared rate; replays refused after a
+              restart; a node of another secret refused, the log naming it
+  hostile-streams  the largest stream id in one stream, a string at
+              another's name, a stream deleted, Redis restarted without its
+              data: each affects its own filter, reported with its cause;
+              the others are sent and followed throughout
   badconfig   Redis unreachable at start (shmd serves, state disconnected,
               then following once Redis is up), a wrong Redis password, no
               secret, `replicate` without [replication], REPLICATE without
@@ -49,6 +59,7 @@ Usage: test-fleet.py CASE --shmd PATH --shmctl PATH --worker PATH [--redis-serve
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import sys
@@ -637,6 +648,222 @@ def case_capped(build):
             print("%s: copies stored fleet-wide per key %r" % (name, totals))
 
 
+# ---- authenticated ---------------------------------------------------------
+
+AUTH_BLOOM = {"type": "bloom", "capacity": "20000", "fpr": "0.01", "replicate": "yes"}
+JOP_ADD = 1
+
+
+def random_batch(n):
+    """@n journal entries (hash u64, op u32, window u32, little-endian) of
+    random hashes: adds that would set bits all over a filter."""
+    return b"".join(
+        random.getrandbits(64).to_bytes(8, "little") + JOP_ADD.to_bytes(4, "little") + bytes(4) for _ in range(n)
+    )
+
+
+def as_bytes(v):
+    return v if isinstance(v, bytes) else str(v).encode()
+
+
+class Rogue:
+    """A client with nothing but write access to Redis (raw RESP): XADDs
+    to a filter's stream, counting what it wrote of each kind."""
+
+    def __init__(self, fleet, filt):
+        self.conn = fleet.redis.conn()
+        self.stream = "shmf:" + filt
+        self.real = [(eid, dict(zip(fl[::2], fl[1::2]))) for eid, fl in self.conn.call("XRANGE", self.stream, "-", "+")]
+        check(self.real, "no real entry in %s to copy" % self.stream)
+        self.shape = self.real[0][1]["s"]
+        self.wrote = {"forged": 0, "altered": 0, "replayed": 0, "impersonating": 0, "unsigned": 0}
+
+    def xadd(self, kind, fields):
+        args = ["XADD", self.stream, "*"]
+        for k, v in fields:
+            args += [k, as_bytes(v)]
+        self.conn.call(*args)
+        self.wrote[kind] += 1
+
+    def made_up(self, kind, node, entries):
+        self.xadd(kind, [("v", "2"), ("n", node), ("s", self.shape), ("q", random.randrange(1, 1 << 62)),
+                         ("e", random_batch(entries)), ("m", os.urandom(32))])  # fmt: skip
+
+    def unsigned(self, node, entries):
+        self.xadd("unsigned", [("v", "1"), ("n", node), ("s", self.shape), ("e", random_batch(entries))])
+
+    def copies(self, kind, flip):
+        """Every real entry again, as it was (a replay) or with one byte of
+        its batch flipped (altered)."""
+        for _, fl in self.real:
+            fields = [(k, as_bytes(v)) for k, v in fl.items()]
+            if flip:
+                fields = [(k, v if k != "e" else bytes([v[0] ^ 0x5A]) + v[1:]) for k, v in fields]
+            self.xadd(kind, fields)
+
+
+def refused(node, filt):
+    s = node.status(filt)
+    return {k: int(s.get("refused_" + k, -1)) for k in ("forged", "altered", "replayed", "impersonating", "unsigned")}
+
+
+def absent_rate(node, filt, count):
+    """The fraction of never-added keys node answers present."""
+    return (count - node.missing(filt, "never-added:", count)) / count
+
+
+def case_authenticated(build):
+    """A rogue client with write access to Redis: random well-formed
+    entries, unsigned (version 1) ones, real batches with a byte flipped,
+    replays of real batches and entries naming each node. Every node
+    refuses and counts each kind, applies none of them, and answers never-
+    added keys present at the filter's declared rate; a node restarted
+    still refuses replays of what it applied before; a node of another
+    secret is refused, the log naming the setting."""
+    with Fleet(build, "auth") as f:
+        nodes = f.start(3, {"clicks": AUTH_BLOOM})
+        n = scaled(6000, 1000)  # 18,000 keys: near the capacity, so the rate is near the declared one
+        for x in nodes:
+            x.worker("add", "clicks", "--prefix", x.name + ":", "--count", n)
+        for x in nodes:
+            f.wait_keys("clicks", x.name + ":", n)
+        f.wait_caught_up("clicks")
+        applied = {x.name: int(x.status("clicks")["applied"]) for x in nodes}
+        rogue = Rogue(f, "clicks")
+        # 40 x 2,048 random adds: 4 times the filter's capacity, enough to
+        # make nearly every check answer present if they were applied.
+        for i in range(40):
+            rogue.made_up("forged", "rogue-%d" % i, 2048)
+        for x in nodes:
+            for _ in range(5):
+                rogue.made_up("impersonating", x.name, 2048)
+        for i in range(10):
+            rogue.unsigned("old-%d" % i, 2048)
+        rogue.copies("altered", flip=True)
+        rogue.copies("replayed", flip=False)
+        want = dict(rogue.wrote)
+        print("rogue client wrote %r stream entries" % want)
+        for x in nodes:
+            wait_for("%s counts every refused entry by kind %r" % (x.name, want), lambda x=x: refused(x, "clicks") == want, 20)
+        f.wait_caught_up("clicks")
+        for x in nodes:
+            figure("rogue_%s_refused" % x.name, " ".join("%s=%d" % kv for kv in sorted(refused(x, "clicks").items())))
+            check(int(x.status("clicks")["applied"]) == applied[x.name],
+                  "%s applied rogue entries: %s -> %s" % (x.name, applied[x.name], x.status("clicks")["applied"]))  # fmt: skip
+        m = scaled(40000, 10000)
+        fpr = float(AUTH_BLOOM["fpr"])
+        bound = fpr + 4 * (fpr / m) ** 0.5
+        for x in nodes:
+            rate = absent_rate(x, "clicks", m)
+            figure("rogue_%s_absent_answered_present" % x.name, "%.4f" % rate, "(declared %g, %d keys)" % (fpr, m))
+            check(rate <= bound, "%s: %.4f of never-added keys answer present (declared %g)" % (x.name, rate, fpr))
+        for x in nodes:
+            says(x, ["refusing a stream entry from node rogue-", "[replication] secret"])
+
+        # A restart keeps the senders' sequences: replays of entries this
+        # node applied before it died are refused, nothing applied.
+        b = nodes[1]
+        b.stop(signal.SIGKILL)
+        b.start()
+        f.wait_state(b, "clicks", "following")
+        rogue.copies("replayed", flip=False)
+        wait_for("%s (restarted) refuses the replays" % b.name,
+                 lambda: refused(b, "clicks")["replayed"] == len(rogue.real), 20)  # fmt: skip
+        f.wait_caught_up("clicks")
+        check(int(b.status("clicks")["applied"]) == 0, "%s applied replays after a restart: %r" % (b.name, b.status("clicks")))
+        check(absent_rate(b, "clicks", m) <= bound, "%s: never-added keys present after the replays" % b.name)
+
+        # A node of another secret: its entries are refused everywhere,
+        # and the log says which setting differs.
+        other = f.add_node({"clicks": AUTH_BLOOM}, secret="another-secret")
+        f.wait_state(other, "clicks", "following")
+        before = refused(nodes[0], "clicks")["forged"]
+        other.worker("add", "clicks", "--prefix", "other:", "--count", 100)
+        wait_for("node1 refuses node4's entries", lambda: refused(nodes[0], "clicks")["forged"] > before, 20)
+        wait_for("node1's last_refused names node4 and the setting",
+                 lambda: all(w in nodes[0].status("clicks").get("last_refused", "") for w in ("node4", "[replication] secret")),
+                 20)  # fmt: skip
+        check(nodes[0].missing("clicks", "other:", 100) >= 90, "node1 took keys of a node with another secret")
+        print("rogue entries refused and counted by kind on every node, none applied; replays refused after a "
+              "restart; a node of another secret refused, the log naming the setting")  # fmt: skip
+
+
+# ---- hostile-streams -------------------------------------------------------
+
+MAX_ID = "18446744073709551615-18446744073709551615"
+
+
+def stream_state(node, filt, state, words, timeout=20):
+    """Wait until @filt on @node is in @state with each of @words in its last_error."""
+    return wait_for(
+        "%s: %s in state %s saying %r" % (node.name, filt, state, words),
+        lambda: (lambda st: st.get("state") == state and all(w in st.get("last_error", "") for w in words) and st)(
+            node.status(filt)
+        ),
+        timeout,
+    )
+
+
+def add_both(nodes, filt, prefix, count):
+    for x in nodes:
+        x.worker("add", filt, "--prefix", "%s-%s:" % (prefix, x.name), "--count", count)
+
+
+def case_hostile_streams(build):
+    """One Redis key, one filter: an entry of the largest stream id in one
+    stream, a string at another stream's name, a third stream deleted, then
+    Redis restarted without its data. Each affects its own filter only, is
+    reported with its real cause, and the other filters are sent and
+    followed throughout."""
+    names = ("maxid", "typed", "gone", "kept")
+    with Fleet(build, "hostile") as f:
+        a, b = f.start(2, {name: dict(AUTH_BLOOM) for name in names})
+        n = scaled(300, 50)
+        add_both((a, b), "kept", "before", n)
+        for x in (a, b):
+            f.wait_keys("kept", "before-%s:" % x.name, n)
+        f.redis.call("XADD", "shmf:maxid", MAX_ID, "v", "2", "n", "rogue")
+        f.redis.call("DEL", "shmf:typed")
+        f.redis.call("SET", "shmf:typed", "not a stream")
+        for name in names:
+            add_both((a, b), name, "during", n)
+        # The other filters are sent and followed.
+        for name in ("kept", "gone"):
+            for x in (a, b):
+                f.wait_keys(name, "during-%s:" % x.name, n)
+        for x in (a, b):
+            stream_state(x, "maxid", "stream-error", ["sender", MAX_ID, "DEL shmf:maxid"])
+            stream_state(x, "typed", "stream-error", ["shmf:typed", "not a stream"])
+        print("a stream holding the largest id and a string at another's name: each filter alone says why; the others "
+              "replicate")  # fmt: skip
+
+        # A stream deleted: diverged with the cause, then following anew.
+        f.redis.call("DEL", "shmf:gone")
+        for x in (a, b):
+            st = stream_state(x, "gone", "diverged", ["shmf:gone", "deleted"])
+            check("retention" not in st["last_error"], "%s: a deleted stream blamed on retention: %r" % (x.name, st))
+        add_both((a, b), "gone", "after", n)
+        for x in (a, b):
+            f.wait_keys("gone", "after-%s:" % x.name, n)
+        # The largest id removed: both nodes send and follow it again.
+        f.redis.call("DEL", "shmf:maxid")
+        for x in (a, b):
+            f.wait_keys("maxid", "during-%s:" % x.name, n)
+        print("a deleted stream: diverged naming the deletion, then followed anew; the largest id deleted: its "
+              "adds delivered")  # fmt: skip
+
+        # Redis restarted without its data: not blamed on retention.
+        f.redis.kill()
+        f.redis.restart()
+        add_both((a, b), "kept", "restarted", n)
+        for x in (a, b):
+            f.wait_keys("kept", "restarted-%s:" % x.name, n, timeout=60)
+        for x in (a, b):
+            st = stream_state(x, "kept", "diverged", ["Redis restarted"])
+            check("retention" not in st["last_error"], "%s: a Redis restart blamed on retention: %r" % (x.name, st))
+        print("Redis restarted without its data: diverged naming the restart, adds made since delivered")
+
+
 # ---- badconfig -------------------------------------------------------------
 
 
@@ -741,6 +968,8 @@ CASES = {
     "windows": case_windows,
     "capped": case_capped,
     "badconfig": case_badconfig,
+    "authenticated": case_authenticated,
+    "hostile-streams": case_hostile_streams,
 }
 
 

@@ -251,21 +251,23 @@ static void write_files(uint8_t flags, const struct shmf_ctl_header *ch, const s
 
 /* The input's slot is 512 bytes, the slot of format 9 before its ring
  * grew from 16 entries to SHMF_RING_MAX: its fields before the ring, 16
- * generations, 16 creation times, then the fields after the ring. Read
- * into a slot of today's layout, so that the corpus keeps its meaning. */
+ * generations, 16 creation times, then the fields after the ring up to
+ * the fleet's sequences (format 10; clients never read them). Read into a
+ * slot of today's layout, so that the corpus keeps its meaning. */
 #define IN_SLOT_BYTES 512u
 #define IN_RING       16u
 static void slot_from_input(const uint8_t *in, struct shmf_slot *s)
 {
 	size_t ring = offsetof(struct shmf_slot, live), tail = ring + 2 * IN_RING * sizeof(uint64_t);
-	size_t tail_bytes = offsetof(struct shmf_slot, pad) - offsetof(struct shmf_slot, flags);
+	size_t tail_bytes = offsetof(struct shmf_slot, fleet_sent_seq) - offsetof(struct shmf_slot, flags);
 	memset(s, 0, sizeof(*s));
 	memcpy(s, in, ring);
 	memcpy(s->live, in + ring, IN_RING * sizeof(uint64_t));
 	memcpy(s->live_created, in + ring + IN_RING * sizeof(uint64_t), IN_RING * sizeof(uint64_t));
 	memcpy(&s->flags, in + tail, tail_bytes);
 	_Static_assert(offsetof(struct shmf_slot, live) + 2 * IN_RING * sizeof(uint64_t) +
-				       (offsetof(struct shmf_slot, pad) - offsetof(struct shmf_slot, flags)) <=
+				       (offsetof(struct shmf_slot, fleet_sent_seq) -
+					offsetof(struct shmf_slot, flags)) <=
 			       IN_SLOT_BYTES,
 		       "the input's slot holds the fields");
 }
