@@ -485,6 +485,9 @@ static int info_fill(PyObject *d, const shmf_info_t *in)
 	    set_u64(d, "window_generations", in->window_generations) < 0 ||
 	    set_u64(d, "live_generations", in->live_generations) < 0 || set_u64(d, "items_live", in->items_live) < 0)
 		return -1;
+	/* A Bloom filter's lines a key (0: an import from RedisBloom). */
+	if (!cuckoo && in->lines != 0 && set_u64(d, "lines", in->lines) < 0)
+		return -1;
 	if (cuckoo &&
 	    (set_u64(d, "buckets", in->buckets) < 0 || set_u64(d, "bucket_size", in->bucket_size) < 0 ||
 	     set_u64(d, "fingerprint_bits", in->fingerprint_bits) < 0 || set_u64(d, "max_kicks", in->max_kicks) < 0 ||

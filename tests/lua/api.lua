@@ -92,6 +92,7 @@ is("info: capacity", i and i.capacity, 200000)
 is("info: error_rate", i and i.error_rate, 0.01)
 is("info: items counts the keys added as new", i and i.items, new + 5)
 is("info: writable", i and i.writable, true)
+is("info: lines a key (one at 1%)", i and i.lines, 1)
 is("info: bytes is a number", i and type(i.bytes), "number")
 is("info: no cuckoo fields", i and i.buckets, nil)
 

@@ -77,6 +77,7 @@ def test_info_is_a_dict_of_the_filter(filters):
     assert info["name"] == "dropme" and info["type"] == "bloom"
     assert info["capacity"] == 100 and info["error_rate"] == pytest.approx(0.01)
     assert info["writable"] is False and info["items"] == 0
+    assert info["lines"] == 1 and "bucket_size" not in info  # one line a key at 1%
     shmf.Filter("dropme", writable=True).add_many(["a", "b", "c"])
     assert f.info()["items"] == 3
     assert "buckets" not in info

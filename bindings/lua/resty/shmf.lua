@@ -71,7 +71,7 @@ typedef struct {
 	uint32_t live_generations;
 	uint64_t items_live;
 	uint32_t bucket_size;
-	uint32_t reserved;
+	uint32_t lines;
 } shmf_info_t;
 int shmf_open(const char *instance, const char *filter, int flags, shmf_t **out);
 void shmf_close(shmf_t *f);
@@ -389,6 +389,9 @@ local function info_table(self, i)
 	}
 	if i.window_secs > 0 then
 		t.window_secs, t.window_generations = tonumber(i.window_secs), i.window_generations
+	end
+	if not cuckoo and i.lines > 0 then
+		t.lines = i.lines
 	end
 	if cuckoo then
 		t.buckets, t.bucket_size = tonumber(i.buckets), i.bucket_size
