@@ -67,7 +67,7 @@ static size_t bits_call(struct remote *r, const shmf_key_t *keys, size_t n, uint
 	for (size_t i = 0; i < n; i++) {
 		/* check: present if every bit is set; add: new if any bit was clear */
 		long long all = 1, any_clear = 0;
-		for (uint32_t j = 0; j < r->g.k; j++) {
+		for (uint32_t j = 0; j < r->g.k * (r->g.lines ? r->g.lines : 1); j++) {
 			long long bit = resp_int(r->c, r->ep, argv[0]);
 			all &= bit;
 			any_clear |= !bit;
