@@ -31,6 +31,9 @@ PKGS="meson ninja-build pkg-config gcc libc6-dev libxxhash-dev libbsd-dev liburc
 # libnginx-mod-http-lua lua-resty-core: suite lua runs resty.shmf (bindings/lua) in Debian's nginx
 # with its Lua module (tests/test-lua-resty.sh; it also installs them itself, as the nginx tests do).
 PKGS="$PKGS libnginx-mod-http-lua lua-resty-core"
+# dh-python: debian/ builds python3-shmf with dh_python3 (Build-Depends dh-sequence-python3), in
+# the packaging test; apt-get build-dep there would fetch it too.
+PKGS="$PKGS dh-python"
 missing=""
 for p in $PKGS $PKGS_PYTHON; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -51,4 +51,4 @@ build_debs() {
 }
 
 # The packages debian/control builds.
-DEB_PACKAGES="shmd libshmf1 libshmf-dev php-shmf libnginx-mod-http-shmf lua-resty-shmf"
+DEB_PACKAGES="shmd libshmf1 libshmf-dev php-shmf libnginx-mod-http-shmf lua-resty-shmf python3-shmf"

@@ -8,8 +8,9 @@
 #      the installed /etc/shmd/shmd.conf (a private SHMF_RUNTIME_DIR, in the
 #      foreground: no systemd here); the README's C worker built against the
 #      installed shmf.h and libshmf, shmctl, a PHP script through the
-#      extension the package enabled, nginx with the module the package
-#      enabled (include /etc/nginx/modules-enabled/*.conf);
+#      extension the package enabled, Debian's python3 through the
+#      packaged module, nginx with the module the package enabled
+#      (include /etc/nginx/modules-enabled/*.conf);
 #   3. the upgrade to the higher version while a worker keeps adding keys,
 #      then shmd restarted on the new binary: the segments survive (same
 #      data file) and every key whose add returned is in the filter;
@@ -82,6 +83,17 @@ php_out=$(php -r 'echo extension_loaded("shmf") ? "loaded " : "missing ";
 	echo $f->check("click:1") ? "seen" : "absent", " ", $f->add("php:1") ? "new" : "seen";' 2>&1)
 check "PHP through the packaged extension sees the worker's key and adds one (got: $php_out)" \
 	[ "$php_out" = "loaded seen new" ]
+# Debian's python3 (not one earlier in PATH) imports the packaged module
+# from dist-packages, linked to the installed libshmf, and works with the rest.
+pymod=/usr/lib/python3/dist-packages/shmf$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+check "the Python module links the installed libshmf" sh -c "ldd '$pymod' | grep -qE 'libshmf.so.1 => (/usr)?/lib/x86_64-linux-gnu/libshmf.so.1'"
+py_out=$(cd / && /usr/bin/python3 -c 'import shmf
+f = shmf.Filter("default", writable=True)
+print(shmf.__file__, "seen" if f.check(b"php:1") else "absent", "new" if f.add("py:1") else "seen",
+      f.check_many([b"click:1", "click:2", "nobody"]))' 2>&1)
+check "Python through the packaged module sees PHP's and the worker's keys and adds one (got: $py_out)" \
+	[ "$py_out" = "$pymod seen new [True, True, False]" ]
+check "shmctl sees Python's key" "$SHMCTL" check -q default py:1
 # The filter is 0640 root's, as the installed configuration makes it: nginx's
 # workers run as root here (the packaged file names no group).
 WORKER_USER=""
@@ -129,7 +141,7 @@ data_after=$("$SHMCTL" info default | awk '$1 == "data_file" { print $2 }')
 check "the upgraded shmd re-attached the same segment ($data_before, inode $ino_before; now $data_after, inode $(stat -c %i "$SHMF_RUNTIME_DIR/default/$data_after"))" \
 	test "$data_after" = "$data_before" -a "$(stat -c %i "$SHMF_RUNTIME_DIR/default/$data_after")" = "$ino_before"
 check "no key lost: $present of $total keys present" test "$present" = "$total"
-check "keys from before the upgrade are still there" "$SHMCTL" check -q default click:1 click:2 php:1
+check "keys from before the upgrade are still there" "$SHMCTL" check -q default click:1 click:2 php:1 py:1
 echo "upgrade: $((at_upgraded - at_start)) keys added during apt-get install, $total in all, $((total - present)) lost"
 grep -q "restored\|re-attach\|attached" "$ROOT/shmd.log" || true
 

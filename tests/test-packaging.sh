@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-packaging.sh - debian/ builds the six packages with
+# test-packaging.sh - debian/ builds the seven packages with
 # dpkg-buildpackage -us -uc -b from a copy of the source tree, laid out as
 # Debian lays such packages out, and lintian finds no error in them; every
 # warning it still gives is one docs/operations.md lists, with its reason.
@@ -13,7 +13,7 @@ failures=0 checks=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 check() { local what=$1; shift; checks=$((checks + 1)); "$@" || fail "$what"; }
 
-"$SRC/bindings/need-packages.sh" debhelper dh-php devscripts lintian php-dev nginx-dev
+"$SRC/bindings/need-packages.sh" debhelper dh-php devscripts lintian php-dev nginx-dev dh-python python3-dev
 rc=$?
 [ $rc -eq 77 ] && exit 77
 [ $rc -eq 0 ] || { echo "FAIL: cannot install the packaging tools" >&2; exit 1; }
@@ -72,7 +72,24 @@ check "libnginx-mod-http-shmf depends on the nginx ABI" \
 check "lua-resty-shmf holds resty/shmf.lua where nginx's Lua module looks" has lua-resty-shmf /usr/share/lua/5.1/resty/shmf.lua
 check "lua-resty-shmf depends on libshmf1 and libnginx-mod-http-lua" \
 	sh -c "dpkg-deb -f '$(deb lua-resty-shmf)' Depends | grep 'libshmf1' | grep -q 'libnginx-mod-http-lua'"
-for pair in php-shmf:"$extdir/shmf.so" libnginx-mod-http-shmf:/usr/lib/nginx/modules/ngx_http_shmf_module.so; do
+# python3-shmf: the module where Debian's /usr/bin/python3 imports it from
+# (Debian's directory for packaged modules, on its sys.path; the file name
+# ends in its extension suffix), and it imports from the .deb's files alone
+# (libshmf1's library beside them).
+pydir=/usr/lib/python3/dist-packages
+pymod="$pydir/shmf$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+check "python3-shmf holds $pymod and shmf.pyi beside it" has_all python3-shmf "$pymod" "$pydir/shmf.pyi"
+check "/usr/bin/python3 searches $pydir" /usr/bin/python3 -c "import sys; assert '$pydir' in sys.path, sys.path"
+check "python3-shmf depends on libshmf1 and python3 (got: $(dpkg-deb -f "$(deb python3-shmf)" Depends))" \
+	sh -c "dpkg-deb -f '$(deb python3-shmf)' Depends | tr ',' '\n' | grep -q '^ *libshmf1 (>= ' &&
+		dpkg-deb -f '$(deb python3-shmf)' Depends | tr ',' '\n' | grep -q '^ *python3 (>= '"
+mkdir -p "$T/root"
+for p in libshmf1 python3-shmf; do dpkg-deb -x "$(deb "$p")" "$T/root"; done
+pyout=$(LD_LIBRARY_PATH="$T/root/usr/lib/x86_64-linux-gnu" PYTHONPATH="$T/root$pydir" /usr/bin/python3 -c \
+	'import shmf; print(shmf.__file__, shmf.Filter.__name__, issubclass(shmf.Error, Exception))' 2>&1)
+check "/usr/bin/python3 imports shmf from the .deb (got: $pyout)" [ "$pyout" = "$T/root$pymod Filter True" ]
+for pair in php-shmf:"$extdir/shmf.so" libnginx-mod-http-shmf:/usr/lib/nginx/modules/ngx_http_shmf_module.so \
+	python3-shmf:"$pymod"; do
 	dpkg-deb --fsys-tarfile "$(deb "${pair%%:*}")" | tar -xOf - ".${pair#*:}" >"$T/mod.so"
 	check "${pair#*:} has no run path (got: $(readelf -d "$T/mod.so" | grep -i path))" \
 		sh -c "! readelf -d '$T/mod.so' | grep -qiE 'rpath|runpath'"
