@@ -29,7 +29,7 @@ int spec_parse_type(const char *text, int *out)
 
 const char *spec_type_name(int type)
 {
-	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
+	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : type == SHMF_TYPE_STATIC ? "static" : "bloom";
 }
 
 int spec_parse_kicks(const char *text, uint32_t *out)
