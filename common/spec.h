@@ -71,6 +71,12 @@ int spec_parse_bucket_size(const char *text, uint32_t *out);
  */
 void spec_bucket_fpr_why(uint64_t capacity, uint32_t bucket_size, double fpr, char *msg, size_t len);
 
+/** The command family of SHMF_TYPE_* @p type: SHMF_TYPE_CUCKOO for a
+ * cuckoo filter (CF.*), SHMF_TYPE_BLOOM for the others (BF.*: a static
+ * filter answers BF.EXISTS, BF.MEXISTS, BF.INFO, BF.SCANDUMP and
+ * BF.LOADCHUNK, and refuses BF.ADD by name). */
+int spec_family(int type);
+
 /** The name of SHMF_TYPE_* @p type: "bloom", "cuckoo" or "static". */
 const char *spec_type_name(int type);
 

@@ -77,6 +77,11 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
+	if (copy.type == SHMF_TYPE_STATIC)
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "filter '%s' is a static filter (binary fuse): its shape follows from its keys; build it "
+			      "again with shmctl build --type static and swap it in",
+			      name);
 	if (copy.scheme != SHMF_SCHEME_NATIVE)
 		return errmsg(err, errlen, SHMF_E_TYPE,
 			      "filter '%s' was imported from RedisBloom and is read-only: its shape is RedisBloom's; "
