@@ -52,9 +52,14 @@
  * segment-format.h) is snapshotted, restored, dumped and pulled as one;
  * 5 Bloom filters of several lines a key: a Bloom filter's bucket size
  * (bytes 208-211) is its lines a key, 1, 2 or 3 (zero before: one line,
- * which readers take older files' Bloom filters to have).
- * Readers accept all five. */
-#define SHMF_SNAP_VERSION     5u
+ * which readers take older files' Bloom filters to have);
+ * 6 static filters (type 3, SHMF_TYPE_STATIC: k its fingerprint bits,
+ * bucket size its segment length, buckets its fingerprints, capacity its
+ * distinct keys; one section, its payload a struct shmf_fuse_table and the
+ * fingerprints, libclient/fuse.h), which a reader of version 5 would
+ * refuse by type; no other field changed meaning.
+ * Readers accept all six. */
+#define SHMF_SNAP_VERSION     6u
 #define SHMF_SNAP_VERSION_MIN 1u
 #define SHMF_SNAP_PAYLOAD_OFF 4096u
 #define SHMF_SNAP_CHUNK       (4u << 20) /* checksum chunk of a payload */
@@ -70,7 +75,7 @@ struct shmf_snap_header {
 	char magic[8];                /*   0: "SHMFSNAP" */
 	uint32_t version;             /*   8: SHMF_SNAP_VERSION */
 	uint32_t header_size;         /*  12: 256 */
-	uint32_t type;                /*  16: 1 Bloom, 2 cuckoo (SHMF_TYPE_*) */
+	uint32_t type;                /*  16: 1 Bloom, 2 cuckoo, 3 static (v6) (SHMF_TYPE_*) */
 	uint32_t k;                   /*  20: Bloom: bits per key; cuckoo: fingerprint bits */
 	uint64_t capacity;            /*  24: keys the filter is sized for */
 	uint64_t fpr_bits;            /*  32: target FPR, IEEE-754 double */

@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "common/errmsg.h"
+#include "libclient/fuse.h"
 #include "libclient/geometry.h"
 #include "libclient/segment-format.h"
 #include "libclient/rundir.h"
@@ -632,8 +633,15 @@ static int header_shape_check(const struct shmf_snap_header *h, const char *p, c
 {
 	double fpr;
 	memcpy(&fpr, &h->fpr_bits, sizeof(fpr));
-	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO)
+	if (h->type != SHMF_TYPE_BLOOM && h->type != SHMF_TYPE_CUCKOO && h->type != SHMF_TYPE_STATIC)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: filter type %u at byte 16 is unknown", p, h->type);
+	/* Static filters came with version 6; one section, nothing else. */
+	if (h->type == SHMF_TYPE_STATIC && (h->version < 6 || h->nsections != 1 || h->window_gens != 0 ||
+					    h->flags != 0 || h->max_kicks != 0 || h->scheme != 0))
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: a static filter (type 3 at byte 16) needs version 6 or later (byte 8) and has one "
+			      "section and no window, flags, relocation bound or scheme (bytes 60, 96, 200, 56, 212)",
+			      p);
 	if (h->nsections == 0 || h->nsections > SHMF_SNAP_SECTIONS)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: %u sections at byte 60 (1 to %u)", p, h->nsections,
 			      SHMF_SNAP_SECTIONS);
@@ -865,6 +873,31 @@ static int read_chunk_table(struct snap_file *sf, char *err, size_t errlen)
 	return 0;
 }
 
+/* A static filter's table (the first 64 bytes of its payload) against its
+ * header, as every client will check it (fuse.h): a forged or damaged one
+ * is refused here, naming its bytes, before anything is loaded. */
+static int read_static_table(struct snap_file *sf, char *err, size_t errlen)
+{
+	const struct shmf_snap_header *h = &sf->hdr;
+	if (h->type != SHMF_TYPE_STATIC)
+		return 0;
+	uint8_t block[SHMF_BLOCK_BYTES];
+	struct shmf_fuse_geom g;
+	uint64_t off = sf->lay.off[0];
+	if (read_at(sf->fd, block, sizeof(block), off) < 0 ||
+	    shmf_fuse_open(block, h->nblocks * SHMF_BLOCK_BYTES, h->k, h->bucket_size, h->nbuckets, h->capacity,
+			   h->seed, &g) < 0) {
+		/* shmf_fuse_open reads only the 64 bytes: the size is the header's. */
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "snapshot %s: the static filter's table at bytes %" PRIu64 "-%" PRIu64
+			      " does not match its header (%u-bit fingerprints, %" PRIu64
+			      " fingerprints, segments of %u, %" PRIu64 " keys): damaged or forged",
+			      sf->path, off, off + SHMF_BLOCK_BYTES - 1, h->k, h->nbuckets, h->bucket_size,
+			      h->capacity);
+	}
+	return 0;
+}
+
 int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen)
 {
 	uint64_t size = 0;
@@ -872,7 +905,8 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	memset(sf, 0, sizeof(*sf));
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	if ((rc = open_file(sf, &size, err, errlen)) < 0 || (rc = read_header(sf, size, err, errlen)) < 0 ||
-	    (rc = read_sections(sf, err, errlen)) < 0 || (rc = read_chunk_table(sf, err, errlen)) < 0) {
+	    (rc = read_sections(sf, err, errlen)) < 0 || (rc = read_chunk_table(sf, err, errlen)) < 0 ||
+	    (rc = read_static_table(sf, err, errlen)) < 0) {
 		snapshot_close(sf);
 		return rc;
 	}

@@ -27,9 +27,14 @@ int spec_parse_type(const char *text, int *out)
 	return 0;
 }
 
+int spec_family(int type)
+{
+	return type == SHMF_TYPE_CUCKOO ? SHMF_TYPE_CUCKOO : SHMF_TYPE_BLOOM;
+}
+
 const char *spec_type_name(int type)
 {
-	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
+	return type == SHMF_TYPE_CUCKOO ? "cuckoo" : type == SHMF_TYPE_STATIC ? "static" : "bloom";
 }
 
 int spec_parse_kicks(const char *text, uint32_t *out)

@@ -16,7 +16,7 @@
 /* What a filter is created from (configuration file or BF.RESERVE). */
 struct filter_spec {
 	char name[SHMF_NAME_MAX + 1];
-	int type;                 /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	int type;                 /* SHMF_TYPE_BLOOM, SHMF_TYPE_CUCKOO (or, from a file only, SHMF_TYPE_STATIC) */
 	uint64_t capacity;        /* keys */
 	double fpr;               /* target false-positive rate at capacity, in (0, 1) */
 	mode_t mode;              /* data file mode, e.g. 0640 (group may check) or 0660 (group may add) */
@@ -71,7 +71,13 @@ int spec_parse_bucket_size(const char *text, uint32_t *out);
  */
 void spec_bucket_fpr_why(uint64_t capacity, uint32_t bucket_size, double fpr, char *msg, size_t len);
 
-/** The name of SHMF_TYPE_* @p type: "bloom" or "cuckoo". */
+/** The command family of SHMF_TYPE_* @p type: SHMF_TYPE_CUCKOO for a
+ * cuckoo filter (CF.*), SHMF_TYPE_BLOOM for the others (BF.*: a static
+ * filter answers BF.EXISTS, BF.MEXISTS, BF.INFO, BF.SCANDUMP and
+ * BF.LOADCHUNK, and refuses BF.ADD by name). */
+int spec_family(int type);
+
+/** The name of SHMF_TYPE_* @p type: "bloom", "cuckoo" or "static". */
 const char *spec_type_name(int type);
 
 /** Decimal digits only, greater than 0 and representable. */

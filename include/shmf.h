@@ -112,6 +112,13 @@
  *   on a filter of shmd's own (a key's k bits lie in k places of each of
  *   RedisBloom's links, not in one cache line; figures in
  *   docs/benchmarks.md).
+ * - Static filters (SHMF_TYPE_STATIC, binary fuse) hold a fixed set built
+ *   offline (shmctl build --type static) and swapped or restored in; a
+ *   new set is a new build and another swap, which handles follow as any
+ *   new generation. shmf_add, shmf_add_many, shmf_add_unique,
+ *   shmf_add_capped and shmf_del answer SHMF_E_STATIC and change
+ *   nothing; shmf_count answers SHMF_E_TYPE. A check hashes the key once
+ *   and reads three fingerprints (usually three cache lines).
  */
 #ifndef SHMF_H
 #define SHMF_H
@@ -158,8 +165,11 @@ extern "C" {
 #define SHMF_E_BUSY       (-5016) /**< a cuckoo filter's relocation lock stayed held past its timeout */
 #define SHMF_E_NONSCALING (-5017) /**< a NONSCALING Bloom filter holds its capacity: a new key is refused */
 #define SHMF_E_IMPORTED   (-5018) /**< the filter was imported from RedisBloom: it answers checks and counts only */
-#define SHMF_E_FIRST      (-5099) /**< lowest library code */
-#define SHMF_E_LAST       (-5000) /**< highest library code */
+#define SHMF_E_STATIC                                                                                               \
+	(-5019)              /**< the filter is static (built offline): it answers checks only; rebuild and swap it \
+			      */
+#define SHMF_E_FIRST (-5099) /**< lowest library code */
+#define SHMF_E_LAST  (-5000) /**< highest library code */
 
 /* ---- Types ------------------------------------------------------------- */
 
@@ -179,6 +189,13 @@ typedef struct {
 /** Filter types. */
 #define SHMF_TYPE_BLOOM  1 /**< cache-line blocked Bloom filter */
 #define SHMF_TYPE_CUCKOO 2 /**< cuckoo filter: delete, count, capped add */
+/** static filter: a binary fuse filter (arity 3) of a fixed set, built
+ * offline by `shmctl build --type static` and swapped or restored in; it
+ * answers checks only (adds and deletes: SHMF_E_STATIC). 8-bit
+ * fingerprints reach rates down to 2^-8 (0.39%) at 9.0 bits a key, 16-bit
+ * down to 2^-16 (1.5e-5) at 18.0, 32-bit down to 2^-32 (2.3e-10) at 36.0;
+ * the narrowest that reaches the requested rate is taken. */
+#define SHMF_TYPE_STATIC 3
 
 /** Longest instance or filter name, without the terminating NUL. */
 #define SHMF_NAME_MAX 63
@@ -186,22 +203,25 @@ typedef struct {
 /** What shmf_info() reports about an open filter. */
 typedef struct {
 	char name[SHMF_NAME_MAX + 1]; /**< filter name */
-	int type;                     /**< SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;                   /**< Bloom: bits set per key (in all its lines); cuckoo: fingerprint bits */
+	int type;                     /**< SHMF_TYPE_BLOOM, SHMF_TYPE_CUCKOO or SHMF_TYPE_STATIC */
+	uint32_t k;                   /**< Bloom: bits set per key (in all its lines); cuckoo and static:
+					 fingerprint bits */
 	uint64_t capacity;            /**< keys it was sized for */
 	double fpr_target;   /**< false-positive rate it was sized for, at capacity ("error_rate" in SHMF.INFO, shmctl
 				info --json and PHP's info()) */
 	uint64_t bits;       /**< Bloom: filter bits (64-byte blocks x 512);
-				  cuckoo: fingerprint slots x fingerprint bits */
+				  cuckoo: fingerprint slots x fingerprint bits;
+				  static: fingerprints x fingerprint bits */
 	uint64_t bytes;      /**< size of the data segment in bytes, header included */
 	uint64_t items;      /**< Bloom: adds that reported the key new;
-				  cuckoo: fingerprints stored (adds minus deletes) */
+				  cuckoo: fingerprints stored (adds minus deletes);
+				  static: the distinct keys it was built from */
 	double fill_ratio;   /**< Bloom: expected fraction of bits set;
 				  cuckoo: fraction of slots in use (load) */
-	double fpr_estimate; /**< expected false-positive rate now, from items */
+	double fpr_estimate; /**< expected false-positive rate now, from items (static: 2^-fingerprint_bits) */
 	uint64_t generation; /**< generation this handle has mapped */
-	uint64_t buckets;    /**< cuckoo: buckets of bucket_size slots; Bloom: 0 */
-	uint32_t fingerprint_bits;   /**< cuckoo: 8, 16 or 32; Bloom: 0 */
+	uint64_t buckets;    /**< cuckoo: buckets of bucket_size slots; static: fingerprints; Bloom: 0 */
+	uint32_t fingerprint_bits;   /**< cuckoo and static: 8, 16 or 32; Bloom: 0 */
 	uint32_t max_kicks;          /**< cuckoo: bound on one insert's relocations; Bloom: 0 */
 	uint64_t relocations;        /**< cuckoo: fingerprints moved so far; Bloom: 0 */
 	uint64_t deletes;            /**< cuckoo: copies removed by shmf_del(); Bloom: 0 */
@@ -211,7 +231,7 @@ typedef struct {
 					  fields above describe the newest, where adds go */
 	uint64_t items_live;         /**< items summed over the live generations */
 	uint32_t bucket_size;        /**< cuckoo: fingerprints per bucket, 1, 2, 4 or 8 (RedisBloom's
-					  BUCKETSIZE); Bloom: 0 */
+					  BUCKETSIZE); static: fingerprints a segment; Bloom: 0 */
 	uint32_t lines;              /**< Bloom: cache lines a key's bits lie in, each check reads them:
 					  1, or 2 or 3 at low rates (k / lines bits in each); cuckoo: 0.
 					  (Reserved and zero before 0.1.0.) */
@@ -274,6 +294,7 @@ SHMF_API int shmf_check(shmf_t *f, const void *key, size_t len);
  *         is unchanged), SHMF_E_NONSCALING (a NONSCALING Bloom filter
  *         holds its capacity and the key is new; nothing changed),
  *         SHMF_E_IMPORTED (a filter imported from RedisBloom: read-only),
+ *         SHMF_E_STATIC (a static filter: built offline, read-only),
  *         SHMF_E_DROPPED, SHMF_E_BUSY (cuckoo: the add had to relocate and
  *         the relocation lock stayed held past the filter's lock timeout;
  *         nothing was stored), or an error from remapping.

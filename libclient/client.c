@@ -30,6 +30,7 @@
 
 #include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
+#include "libclient/fuse.h"
 #include "libclient/journal.h"
 #include "libclient/layers.h"
 #include "libclient/reader.h"
@@ -69,6 +70,7 @@ struct part {
 	union {
 		struct shmf_bloom_geom bloom;   /* type Bloom: the filter in this mapping */
 		struct shmf_cuckoo_geom cuckoo; /* type cuckoo: the table in this mapping */
+		struct shmf_fuse_geom fuse;     /* type static: its table, checked, and fingerprints */
 	};
 	struct shmf_cuckoo_lock lock; /* type cuckoo: this process's side of its relocation lock */
 	uint32_t window;              /* its window number, floor(created / window_secs); 0: no window */
@@ -149,6 +151,16 @@ static int part_open(struct shmf *f, const struct shmf_slot *copy, uint64_t gen,
 		 * the payload. */
 		r = shmf_rb_open(pt->data.hdr.scheme, pt->data.blocks, pt->data.hdr.nblocks * SHMF_BLOCK_BYTES,
 				 &pt->rb);
+		if (r < 0)
+			shmf_data_map_close(&pt->data);
+		return r;
+	}
+	if (pt->data.hdr.type == SHMF_TYPE_STATIC) {
+		/* The table copied and checked against the header's shape
+		 * before any check reads a fingerprint. */
+		const struct shmf_data_header *h = &pt->data.hdr;
+		r = shmf_fuse_open(pt->data.blocks, h->nblocks * SHMF_BLOCK_BYTES, h->k, h->bucket_size, h->nbuckets,
+				   h->capacity, h->seed, &pt->fuse);
 		if (r < 0)
 			shmf_data_map_close(&pt->data);
 		return r;
@@ -566,6 +578,9 @@ __attribute__((flatten)) int shmf_check(shmf_t *f, const void *key, size_t len)
 		struct shmf_cuckoo_key k = cuckoo_key(&v->p[0], key, len);
 		r = cuckoo_count_in(&v->p[0], &k);
 		r = r < 0 ? r : r > 0;
+	} else if (v->type == SHMF_TYPE_STATIC) {
+		const struct shmf_fuse_geom *g = &v->p[0].fuse;
+		r = shmf_fuse_has(g, shmf_hash(key, len, g->seed));
 	} else {
 		r = shmf_rb_check(v->p[0].rb, key, len);
 	}
@@ -682,11 +697,11 @@ static __attribute__((noinline)) int cuckoo_add(struct view *v, const void *key,
 }
 
 /* The answer of a write that the view's type does not take: an import
- * from RedisBloom takes none (SHMF_E_IMPORTED); a Bloom filter no delete
- * or capped add (SHMF_E_TYPE). */
+ * from RedisBloom takes none (SHMF_E_IMPORTED), nor a static filter
+ * (SHMF_E_STATIC); a Bloom filter no delete or capped add (SHMF_E_TYPE). */
 static int no_write(const struct view *v)
 {
-	return v->type == VIEW_IMPORTED ? SHMF_E_IMPORTED : SHMF_E_TYPE;
+	return v->type == VIEW_IMPORTED ? SHMF_E_IMPORTED : v->type == SHMF_TYPE_STATIC ? SHMF_E_STATIC : SHMF_E_TYPE;
 }
 
 /* Enter for a write: a read-write handle and a valid key. A filter
@@ -1025,6 +1040,8 @@ int shmf_check_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		present = shmf_bloom_check_batch(&v->p[0].bloom, keys, n, out, SHMF_BLOOM_AUTO);
 	} else if (v->type == SHMF_TYPE_CUCKOO) {
 		present = cuckoo_check_many(&v->p[0], keys, n, out, &r);
+	} else if (v->type == SHMF_TYPE_STATIC) {
+		present = shmf_fuse_check_many(&v->p[0].fuse, keys, n, out);
 	} else {
 		present = shmf_rb_check_many(v->p[0].rb, keys, n, out);
 	}
@@ -1070,9 +1087,9 @@ int shmf_add_many(shmf_t *f, const shmf_key_t *keys, size_t n, uint8_t *out)
 		return SHMF_E_INVAL;
 	if ((r = enter(f, &v, &rd)) < 0)
 		return r;
-	if (v->type == VIEW_IMPORTED) {
+	if (v->type == VIEW_IMPORTED || v->type == SHMF_TYPE_STATIC) {
 		leave(rd);
-		return SHMF_E_IMPORTED;
+		return no_write(v);
 	}
 	size_t fresh = 0;
 	/* One generation or layer, and (a growing or NONSCALING filter) not
@@ -1167,6 +1184,14 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->items_live += shmf_data_items(&v->p[i].data);
 	if (v->type == VIEW_IMPORTED) {
 		info_imported(p->rb, out);
+	} else if (v->type == SHMF_TYPE_STATIC) {
+		const struct shmf_fuse_geom *g = &p->fuse;
+		out->bits = g->array_len * g->fp_bits;
+		out->buckets = g->array_len;
+		out->bucket_size = (uint32_t)g->segment_len;
+		out->fingerprint_bits = g->fp_bits;
+		out->fill_ratio = (double)g->keys / (double)g->array_len;
+		out->fpr_estimate = shmf_fuse_fpr(g->fp_bits);
 	} else if (v->type == SHMF_TYPE_BLOOM) {
 		const struct shmf_bloom_geom *g = &p->bloom;
 		out->bits = g->nblocks * SHMF_BLOCK_BITS;
@@ -1287,8 +1312,8 @@ static int apply_one(struct view *v, const struct shmf_jentry *e)
 {
 	if (e->op == 0 || e->op > SHMF_JOP_MAX)
 		return SHMF_E_INVAL;
-	if (v->type == VIEW_IMPORTED)
-		return SHMF_E_IMPORTED;
+	if (v->type == VIEW_IMPORTED || v->type == SHMF_TYPE_STATIC)
+		return no_write(v);
 	if (v->type == SHMF_TYPE_BLOOM && e->op != SHMF_JOP_ADD)
 		return SHMF_E_TYPE;
 	if (v->grows) {

@@ -44,6 +44,9 @@ const char *shmf_strerror(int err)
 	case SHMF_E_IMPORTED:
 		return "the filter was imported from RedisBloom and is read-only: it answers checks (and cuckoo "
 		       "counts) as RedisBloom did, and takes no add or delete";
+	case SHMF_E_STATIC:
+		return "the filter is static (a binary fuse filter built offline by shmctl build --type static): it "
+		       "answers checks only; to change its keys, build it again and swap it in";
 	default: break;
 	}
 	if (err < 0 && err > -4096)

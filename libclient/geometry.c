@@ -6,6 +6,7 @@
 
 #include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
+#include "libclient/fuse.h"
 #include "libclient/geometry.h"
 
 /* A cuckoo filter's table for @p bucket_size, or where none was asked
@@ -55,6 +56,21 @@ static int geometry_size(int type, uint64_t capacity, double fpr, uint32_t max_k
 		g.nbuckets = p.nbuckets;
 		g.max_kicks = max_kicks ? max_kicks : SHMF_CUCKOO_MAX_KICKS;
 		g.nblocks = (sizeof(struct shmf_cuckoo_meta) + p.table_bytes) / SHMF_BLOCK_BYTES;
+		break;
+	}
+	case SHMF_TYPE_STATIC: {
+		/* A static filter's shape follows from its keys and rate alone:
+		 * a bucket size asked for (the segment length read back from a
+		 * file, shmf_geometry_sized) is compared, not used. */
+		struct shmf_fuse_params p;
+		if (max_kicks != 0)
+			return SHMF_E_INVAL;
+		if ((r = shmf_fuse_size(capacity, fpr, &p)) < 0)
+			return r;
+		g.k = p.fp_bits;
+		g.bucket_size = p.segment_len;
+		g.nbuckets = p.array_len;
+		g.nblocks = p.nblocks;
 		break;
 	}
 	default: return SHMF_E_TYPE;
@@ -134,8 +150,10 @@ int shmf_geometry_layer(int type, uint64_t capacity, double fpr, uint32_t max_ki
 
 	if (expansion > SHMF_EXPANSION_MAX || i >= shmf_layers_max((uint32_t)type) || (expansion == 0 && i != 0))
 		return SHMF_E_INVAL;
-	if (type != SHMF_TYPE_BLOOM && type != SHMF_TYPE_CUCKOO)
+	if (type != SHMF_TYPE_BLOOM && type != SHMF_TYPE_CUCKOO && type != SHMF_TYPE_STATIC)
 		return SHMF_E_TYPE;
+	if (type == SHMF_TYPE_STATIC && expansion != 0)
+		return SHMF_E_INVAL; /* a static filter never grows */
 	if (expansion == 0)
 		return (r = sized_cached(type, capacity, fpr, max_kicks, bucket_size, &l.g)) < 0 ? r : (*out = l, 0);
 	for (unsigned j = 0; j < i; j++) {
@@ -240,6 +258,7 @@ int shmf_geometry_check(uint32_t type, uint32_t scheme, uint32_t k, uint32_t buc
 		    sizeof(struct shmf_cuckoo_meta) + shmf_cuckoo_table_bytes(nbuckets, k, bucket_size))
 			return SHMF_E_FORMAT;
 		return 0;
+	case SHMF_TYPE_STATIC: return shmf_fuse_shape_check(k, bucket_size, nblocks, nbuckets);
 	default: return SHMF_E_FORMAT;
 	}
 }

@@ -10,13 +10,14 @@
 
 /* The fields a slot and a data header carry about a filter's shape. */
 struct shmf_geometry {
-	uint32_t type;        /* SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
-	uint32_t k;           /* Bloom: bits per key; cuckoo: fingerprint bits */
+	uint32_t type;        /* SHMF_TYPE_BLOOM, SHMF_TYPE_CUCKOO or SHMF_TYPE_STATIC */
+	uint32_t k;           /* Bloom: bits per key; cuckoo and static: fingerprint bits */
 	uint64_t nblocks;     /* 64-byte payload blocks */
-	uint64_t nbuckets;    /* cuckoo: buckets; Bloom: 0 */
+	uint64_t nbuckets;    /* cuckoo: buckets; static: fingerprints (fuse.h); Bloom: 0 */
 	uint32_t max_kicks;   /* cuckoo: relocation bound; Bloom: 0 */
 	uint32_t bucket_size; /* cuckoo: fingerprints per bucket (1, 2, 4 or 8);
-				 Bloom: lines a key's bits span (1, 2 or 3: bloom.h) */
+				 Bloom: lines a key's bits span (1, 2 or 3: bloom.h);
+				 static: fingerprints a segment (fuse.h) */
 	uint32_t scheme;      /* SHMF_SCHEME_*: 0 shmfilter's own; else an import, whose shape is in its payload */
 	uint64_t data_bytes;  /* the whole data segment */
 };

@@ -55,8 +55,11 @@
  * sequence sent and applied per sender, which refuse replayed entries; 11:
  * Bloom filters of two or three lines a key (the bucket size field of the
  * slot and the data header, 0 before, is a Bloom filter's lines a key: 1, 2
- * or 3), whose other lines a client of format 10 would not look at. */
-#define SHMF_FORMAT_VERSION 11u
+ * or 3), whose other lines a client of format 10 would not look at; 12:
+ * static filters (type SHMF_TYPE_STATIC: a binary fuse filter, its payload
+ * a struct shmf_fuse_table and its fingerprints, libclient/fuse.h), which a
+ * client of format 11 would refuse by type only after mapping them. */
+#define SHMF_FORMAT_VERSION 12u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */
@@ -173,7 +176,7 @@ struct shmf_slot {
 	_Atomic uint64_t generation;          /* shmd stores (release, inside the seq window);
 						 clients load on every call; 0 = slot empty */
 	_Atomic uint64_t seq;                 /* shmd: odd while rewriting; clients: seqlock reads */
-	uint32_t type;                        /* shmd writes; SHMF_TYPE_BLOOM or SHMF_TYPE_CUCKOO */
+	uint32_t type;                        /* shmd writes; SHMF_TYPE_BLOOM, _CUCKOO or _STATIC */
 	uint32_t k;                           /* shmd writes; Bloom: bits per key, 1..SHMF_K_MAX;
 						 cuckoo: fingerprint bits, 8 or 16 */
 	uint64_t capacity;                    /* shmd writes; keys sized for */

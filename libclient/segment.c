@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "libclient/cuckoo.h"
+#include "libclient/fuse.h"
 #include "libclient/geometry.h"
 #include "libclient/rundir.h"
 #include "libclient/segment.h"
@@ -70,6 +71,7 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_slot, scheme), offsetof(struct shmf_data_header, scheme), SHMF_SCHEME_MAX,
 		sizeof(struct shmf_rb_table), sizeof(struct shmf_rb_link), SHMF_RB_LINKS_MAX,
 		offsetof(struct shmf_slot, fleet_sent_seq), offsetof(struct shmf_slot, fleet_peers), SHMF_FLEET_PEERS,
+		SHMF_TYPE_STATIC, SHMF_FUSE_MAGIC, SHMF_FUSE_TABLE_BYTES, SHMF_FUSE_SEGMENT_MAX,
 	};
 	// clang-format on
 	return XXH3_64bits(facts, sizeof(facts));
@@ -264,8 +266,10 @@ int shmf_slot_check(const struct shmf_slot *s)
 	    (s->flags & ~SHMF_SLOT_FLAGS) != 0 ||
 	    (s->type == SHMF_TYPE_CUCKOO ? s->lock_timeout_ms > SHMF_CUCKOO_LOCK_TIMEOUT_MAX : s->lock_timeout_ms != 0))
 		return SHMF_E_FORMAT;
-	/* An import is one read-only generation: no window, layer or journal. */
-	if (s->scheme != SHMF_SCHEME_NATIVE && (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
+	/* An import is one read-only generation: no window, layer or journal;
+	 * so is a static filter. */
+	if ((s->scheme != SHMF_SCHEME_NATIVE || s->type == SHMF_TYPE_STATIC) &&
+	    (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		/* A growing filter: no window, no NONSCALING, up to
@@ -301,8 +305,10 @@ int shmf_slot_layer(const struct shmf_slot *s, unsigned j, struct shmf_layer *ou
 {
 	if (j >= s->nlive || s->nlive > SHMF_RING_MAX)
 		return SHMF_E_FORMAT;
-	/* An import is one read-only generation: no window, layer or journal. */
-	if (s->scheme != SHMF_SCHEME_NATIVE && (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
+	/* An import is one read-only generation: no window, layer or journal;
+	 * so is a static filter. */
+	if ((s->scheme != SHMF_SCHEME_NATIVE || s->type == SHMF_TYPE_STATIC) &&
+	    (s->flags != 0 || s->window_gens != 0 || s->nlive != 1))
 		return SHMF_E_FORMAT;
 	if (s->flags & SHMF_SLOT_LAYERED) {
 		double fpr;

@@ -7,6 +7,14 @@
  * add prefetches the blocks a batch touches). On a terminal, stderr shows
  * a progress bar: keys per second, and the ETA when the input size is
  * known (a regular file); on a pipe it stays quiet.
+ *
+ * A static filter (--type static, binary fuse: libclient/fuse.h) is built
+ * from the whole set at once: each key's hash is kept (8 bytes a key,
+ * the array grown as lines come), then fuse_build() sorts them, drops
+ * duplicates and constructs the filter, whose capacity is then the set's
+ * distinct keys. The memory that takes (fuse-build.h) is checked against
+ * what the machine has before the first key is read, and again once the
+ * keys are counted.
  */
 #include <bsd/stdlib.h>
 #include <errno.h>
@@ -25,7 +33,9 @@
 
 #include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
+#include "libclient/fuse.h"
 #include "libclient/geometry.h"
+#include "common/fuse-build.h"
 #include "tools/offline.h"
 #include "libclient/rundir.h"
 #include "common/snapshot.h"
@@ -46,6 +56,9 @@ struct table {
 	struct shmf_cuckoo_lock lock;
 	uint64_t items;
 	uint64_t keys;
+	uint64_t *hashes; /* static: every key's hash, keys of them, room for cap */
+	uint64_t cap;
+	struct fuse_built built; /* static: the filter, once built */
 };
 
 struct progress {
@@ -82,9 +95,60 @@ static void progress_show(struct progress *p, uint64_t keys, int final)
 		fputc('\n', stderr);
 }
 
+/* The memory a static filter of @p keys keys needs while it is built,
+ * against what the machine has: @return 0, or -ENOMEM with the figures
+ * said. */
+static int static_mem_check(uint64_t keys, double fpr)
+{
+	uint64_t need = fuse_build_bytes(keys, fpr), have = fuse_mem_available();
+	if (have == 0 || need <= have)
+		return 0;
+	fprintf(stderr,
+		"shmctl: build: a static filter of %" PRIu64 " keys needs about %.1f GiB of memory while it is built "
+		"(about %u bytes a key: fuse-build.h), and this machine has %.1f GiB available: build it on a "
+		"larger machine, or split the set\n",
+		keys, (double)need / 1073741824.0, FUSE_BUILD_BYTES_PER_KEY, (double)have / 1073741824.0);
+	return -ENOMEM;
+}
+
+/* A static filter's key hashes: room for the capacity, reserved but not
+ * touched (pages are taken as keys come). */
+static int static_init(struct table *t, const struct filter_spec *s)
+{
+	int rc = shmf_geometry_size(SHMF_TYPE_STATIC, s->capacity, s->fpr, 0, 0, &t->g);
+	if (rc < 0)
+		return rc;
+	if (static_mem_check(s->capacity, s->fpr) < 0)
+		return 1;
+	arc4random_buf(&t->seed, sizeof(t->seed));
+	t->memfd = -1;
+	t->cap = s->capacity;
+	t->hashes = mmap(NULL, t->cap * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return t->hashes == MAP_FAILED ? (t->hashes = NULL, -errno) : 0;
+}
+
+/* Keep the hashes of @p n keys, the array doubled when full. */
+static int static_add(struct table *t, const shmf_key_t *keys, size_t n)
+{
+	if (t->keys + n > t->cap) {
+		uint64_t cap = t->cap * 2 > t->keys + n ? t->cap * 2 : t->keys + n;
+		void *p = mremap(t->hashes, t->cap * 8, cap * 8, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			return -errno;
+		t->hashes = p;
+		t->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++)
+		t->hashes[t->keys + i] = shmf_hash(keys[i].ptr, keys[i].len, t->seed);
+	t->keys += n;
+	return 0;
+}
+
 static int table_init(struct table *t, const struct filter_spec *s)
 {
 	int type = s->type;
+	if (type == SHMF_TYPE_STATIC)
+		return static_init(t, s);
 	int rc = shmf_geometry_size(type, s->capacity, s->fpr, s->max_kicks, s->bucket_size, &t->g);
 	if (rc < 0)
 		return rc;
@@ -125,6 +189,8 @@ static int table_init(struct table *t, const struct filter_spec *s)
  * the keys stored. */
 static int table_add(struct table *t, const shmf_key_t *keys, size_t n)
 {
+	if (t->g.type == SHMF_TYPE_STATIC)
+		return static_add(t, keys, n);
 	if (t->g.type == SHMF_TYPE_BLOOM) {
 		t->items += shmf_bloom_add_batch(&t->bloom, keys, n, NULL);
 		t->keys += n;
@@ -226,8 +292,11 @@ static int build_option(int opt, const char *arg, struct build_args *a, const ch
 	struct filter_spec *s = &a->spec;
 	switch (opt) {
 	case 't':
-		return spec_parse_type(arg, &s->type) < 0 ? build_usage("--type '%s': must be bloom or cuckoo", arg)
-							  : 0;
+		if (strcmp(arg, "static") == 0)
+			return s->type = SHMF_TYPE_STATIC, 0;
+		return spec_parse_type(arg, &s->type) < 0
+			       ? build_usage("--type '%s': must be bloom, cuckoo or static", arg)
+			       : 0;
 	case 'c':
 		return spec_parse_capacity(arg, &s->capacity) < 0
 			       ? build_usage("--capacity '%s': not a positive integer", arg)
@@ -378,28 +447,97 @@ static void build_warn_over(const struct table *t, const struct filter_spec *s)
 		t->keys, s->capacity, rate, s->fpr, t->keys);
 }
 
+/* The static filter of the hashes read: duplicates dropped, constructed,
+ * its shape and capacity those of the distinct keys. @return 0, or -1
+ * with the error printed. */
+static int static_construct(struct table *t, struct filter_spec *s, const char *from)
+{
+	if (t->keys == 0) {
+		fprintf(stderr, "shmctl: build: %s holds no key: a static filter is built from at least one\n", from);
+		return -1;
+	}
+	if (t->keys > s->capacity && static_mem_check(t->keys, s->fpr) < 0)
+		return -1;
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "building the static filter of %" PRIu64 " keys...\n", t->keys);
+	int rc = fuse_build(t->hashes, t->keys, s->fpr, &t->built);
+	munmap(t->hashes, t->cap * 8);
+	t->hashes = NULL;
+	if (rc < 0) {
+		fprintf(stderr, "shmctl: build: the static filter of %s could not be built: %s\n", from,
+			rc == SHMF_E_FULL ? "no construction seed of 100 worked (please report it)"
+					  : shmf_strerror(rc));
+		return -1;
+	}
+	s->capacity = t->built.keys;
+	if ((rc = shmf_geometry_size(SHMF_TYPE_STATIC, s->capacity, s->fpr, 0, 0, &t->g)) < 0 ||
+	    t->g.nblocks != t->built.p.nblocks) {
+		fprintf(stderr, "shmctl: build: the static filter's shape does not follow from its keys\n");
+		return -1;
+	}
+	t->payload = t->built.payload;
+	t->items = t->built.keys;
+	return 0;
+}
+
+/* What a filter of @p keys keys at @p fpr costs of each kind: a static
+ * filter beside a one-line Bloom filter, one line of stdout. */
+static void print_costs(uint64_t keys, double fpr)
+{
+	struct shmf_geometry b, f;
+	if (keys == 0 || shmf_geometry_size(SHMF_TYPE_BLOOM, keys, fpr, 0, 1, &b) < 0)
+		return;
+	double bloom_bpk = (double)b.nblocks * SHMF_BLOCK_BITS / (double)keys;
+	if (shmf_geometry_size(SHMF_TYPE_STATIC, keys, fpr, 0, 0, &f) < 0) {
+		printf("  cost: a one-line Bloom filter of these %" PRIu64 " keys at %g: %.1f MiB, %.2f bits a key; "
+		       "a static filter cannot reach that rate (2^-32 at best)\n",
+		       keys, fpr, (double)b.nblocks * 64 / 1048576.0, bloom_bpk);
+		return;
+	}
+	printf("  cost: these %" PRIu64 " keys at %g: static (%u-bit fingerprints, rate %.3g) %.1f MiB, %.2f bits a "
+	       "key; one-line Bloom %.1f MiB, %.2f bits a key\n",
+	       keys, fpr, f.k, shmf_fuse_fpr(f.k), (double)f.nblocks * 64 / 1048576.0,
+	       (double)f.nbuckets * f.k / (double)keys, (double)b.nblocks * 64 / 1048576.0, bloom_bpk);
+}
+
 int shmctl_build(int argc, char **argv)
 {
 	struct build_args a;
 	int rc = build_parse(argc, argv, &a);
 	if (rc != 0)
 		return rc;
-	const struct filter_spec *s = &a.spec;
+	struct filter_spec *s = &a.spec;
 	struct table t = { 0 };
-	if ((rc = table_init(&t, s)) < 0) {
+	if ((rc = table_init(&t, s)) > 0)
+		return 2; /* said */
+	if (rc < 0) {
 		char why[320] = "";
 		if (rc == SHMF_E_INVAL && s->type == SHMF_TYPE_CUCKOO)
 			spec_bucket_fpr_why(s->capacity, s->bucket_size ? s->bucket_size : SHMF_CUCKOO_SLOTS_DEFAULT,
 					    s->fpr, why, sizeof(why));
+		else if (rc == SHMF_E_INVAL && s->type == SHMF_TYPE_STATIC)
+			snprintf(why, sizeof(why),
+				 "a static filter reaches 2^-8 (8-bit fingerprints), 2^-16 (16-bit) or 2^-32 (32-bit) at "
+				 "best; give a rate of at least %.3g",
+				 shmf_fuse_fpr(32));
 		fprintf(stderr, "shmctl: build: capacity %" PRIu64 " at error rate %g: %s\n", s->capacity, s->fpr,
 			why[0] ? why : shmf_strerror(rc));
 		return 2;
 	}
-	double secs;
-	if (build_read(&t, a.from, &secs) < 0 || build_write(&t, s, a.out) < 0)
+	double secs, start = now_s();
+	if (build_read(&t, a.from, &secs) < 0 || (s->type == SHMF_TYPE_STATIC && static_construct(&t, s, a.from) < 0) ||
+	    build_write(&t, s, a.out) < 0)
 		return 2;
-	build_warn_over(&t, s);
+	secs = now_s() - start;
+	if (s->type != SHMF_TYPE_STATIC)
+		build_warn_over(&t, s);
 	printf("%s: %s filter, %" PRIu64 " keys read, %" PRIu64 " items, %.2f M keys/s\n", a.out,
 	       spec_type_name(s->type), t.keys, t.items, secs > 0 ? (double)t.keys / secs / 1e6 : 0.0);
+	if (s->type == SHMF_TYPE_STATIC)
+		printf("  static: %u-bit fingerprints (false-positive rate %.3g), %" PRIu64
+		       " fingerprints in segments of %u, %.2f bits a key, built on try %u\n",
+		       t.g.k, shmf_fuse_fpr(t.g.k), t.g.nbuckets, t.g.bucket_size,
+		       (double)t.g.nbuckets * t.g.k / (double)t.items, t.built.attempts);
+	print_costs(t.items, s->fpr);
 	return 0;
 }

@@ -91,6 +91,12 @@ int merge_begin(struct registry *r, const char *name, const struct snap_file *sf
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a cuckoo filter: %s", name, undefined);
 	if (sf->hdr.type == SHMF_TYPE_CUCKOO)
 		return errmsg(err, errlen, SHMF_E_TYPE, "snapshot %s holds a cuckoo filter: %s", sf->path, undefined);
+	if (p->copy.type == SHMF_TYPE_STATIC || sf->hdr.type == SHMF_TYPE_STATIC)
+		return errmsg(err, errlen, SHMF_E_TYPE,
+			      "%s %s is a static filter (binary fuse, built offline): it merges with nothing; build "
+			      "the union of the keys with shmctl build --type static and swap it in",
+			      p->copy.type == SHMF_TYPE_STATIC ? "filter" : "snapshot",
+			      p->copy.type == SHMF_TYPE_STATIC ? name : sf->path);
 	/* An import is read-only, and its bits are RedisBloom's, laid out
 	 * unlike a filter of shmfilter's own. */
 	if (p->copy.scheme != SHMF_SCHEME_NATIVE || sf->hdr.scheme != SHMF_SCHEME_NATIVE)

@@ -76,6 +76,11 @@ void reply_lib_error(struct reply *out, const char *filter, int rc)
 		reply_rb_error(out, RB_NONSCALING_FULL);
 	else if (rc == SHMF_E_NOTFOUND)
 		reply_rb_error(out, RB_NOT_FOUND);
+	else if (rc == SHMF_E_STATIC)
+		reply_error(out,
+			    "ERR filter '%s' is a static filter (binary fuse, built offline): it answers BF.EXISTS and "
+			    "BF.MEXISTS only; build it again with shmctl build --type static and swap it in",
+			    filter);
 	else
 		reply_error(out, "ERR filter '%s': %s", filter, shmf_strerror(rc));
 }

@@ -56,6 +56,15 @@ static int generation_empty(struct registry *r, const struct shmf_slot *copy, ui
 	return empty;
 }
 
+/* A static filter's shape follows from its keys: no resize. */
+static int static_refused(const char *name, char *err, size_t errlen)
+{
+	return errmsg(err, errlen, SHMF_E_TYPE,
+		      "filter '%s' is a static filter (binary fuse): its shape follows from its keys; build it again "
+		      "with shmctl build --type static and swap it in",
+		      name);
+}
+
 /* Why filter @p copy, which holds keys, cannot be resized, and what to do. */
 static int cannot(const struct shmf_slot *copy, uint64_t capacity, double fpr, char *err, size_t errlen)
 {
@@ -77,6 +86,8 @@ int registry_resize(struct registry *r, const char *name, uint64_t capacity, dou
 	int slot = registry_slot_copy(r, name, &copy, err, errlen), rc;
 	if (slot < 0)
 		return slot;
+	if (copy.type == SHMF_TYPE_STATIC)
+		return static_refused(name, err, errlen);
 	if (copy.scheme != SHMF_SCHEME_NATIVE)
 		return errmsg(err, errlen, SHMF_E_TYPE,
 			      "filter '%s' was imported from RedisBloom and is read-only: its shape is RedisBloom's; "

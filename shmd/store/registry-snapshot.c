@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libclient/fuse.h"
 #include "libclient/cuckoo.h"
 #include "libclient/redisbloom.h"
 #include "common/errmsg.h"
@@ -503,6 +504,18 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 				       "filter '%s': the table of the RedisBloom filter it holds does not hold "
 				       "together (a damaged or forged copy); nothing published",
 				       ld->name)
+			      : 0;
+	}
+	if (dm.hdr.type == SHMF_TYPE_STATIC) {
+		/* A static filter's table, as every client will check it. */
+		struct shmf_fuse_geom fg;
+		rc = shmf_fuse_open(dm.blocks, dm.hdr.nblocks * SHMF_BLOCK_BYTES, dm.hdr.k, dm.hdr.bucket_size,
+				    dm.hdr.nbuckets, dm.hdr.capacity, dm.hdr.seed, &fg);
+		shmf_data_map_close(&dm);
+		return rc < 0 ? errmsg(err, errlen, SHMF_E_FORMAT,
+				       "filter '%s': the static filter's table (payload bytes 0-63 of section %u) "
+				       "does not match its header (a damaged or forged copy); nothing published",
+				       ld->name, i)
 			      : 0;
 	}
 	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {

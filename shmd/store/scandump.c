@@ -139,7 +139,7 @@ static int view_take(struct registry *r, const char *name, int type, struct dump
 	v->slot = registry_slot_copy(r, name, &v->copy, err, errlen);
 	if (v->slot < 0)
 		return v->slot;
-	if ((int)v->copy.type != type)
+	if (spec_family((int)v->copy.type) != type)
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a %s filter; use the %s commands", name,
 			      spec_type_name((int)v->copy.type), v->copy.type == SHMF_TYPE_CUCKOO ? "CF.*" : "BF.*");
 	int rc = registry_ring_take(r, &v->copy, &v->m, err, errlen);
@@ -545,7 +545,7 @@ static int head_parse(const char *what, const struct shmf_chunk_header *ch, cons
 			      "%s: the chunk header does not agree with the snapshot header it carries (seed, chunks, "
 			      "tag)",
 			      what);
-	if ((int)h->type != type)
+	if (spec_family((int)h->type) != type)
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: the dump holds a %s filter; load it with %s.LOADCHUNK",
 			      what, spec_type_name((int)h->type), h->type == SHMF_TYPE_CUCKOO ? "CF" : "BF");
 	return 0;
@@ -556,7 +556,7 @@ static int head_parse(const char *what, const struct shmf_chunk_header *ch, cons
 static int target_type_ok(struct registry *r, const char *name, uint32_t type, char *err, size_t errlen)
 {
 	int slot = registry_find(r, name);
-	if (slot >= 0 && r->ctl.slots[slot].type != type)
+	if (slot >= 0 && spec_family((int)r->ctl.slots[slot].type) != spec_family((int)type))
 		return errmsg(err, errlen, SHMF_E_TYPE, "filter '%s' is a %s filter; use the %s commands", name,
 			      spec_type_name((int)r->ctl.slots[slot].type),
 			      r->ctl.slots[slot].type == SHMF_TYPE_CUCKOO ? "CF.*" : "BF.*");

@@ -51,7 +51,7 @@ shmf_t *call_handle(struct verb_call *c, int slot, int type)
 	char err[REGISTRY_ERR_MAX];
 	const struct shmf_slot *s = &c->reg->ctl.slots[slot];
 	shmf_t *h;
-	if (type != 0 && (int)s->type != type) {
+	if (type != 0 && spec_family((int)s->type) != type) {
 		reply_rb_error(c->out, RB_WRONGTYPE);
 		return NULL;
 	}

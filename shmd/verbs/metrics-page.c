@@ -231,7 +231,7 @@ static int filter_figs(struct registry *reg, int slot, uint64_t now, struct filt
 	for (int i = 0; i < F_COUNT; i++)
 		f->v[i] = NAN;
 	snprintf(f->name, sizeof(f->name), "%s", reg->ctl.slots[slot].name);
-	f->type = fi.info.type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom";
+	f->type = spec_type_name(fi.info.type);
 	f->v[F_ITEMS] = (double)(fi.info.window_generations ? fi.info.items_live : fi.info.items);
 	f->v[F_CAPACITY] = (double)fi.capacity_total;
 	f->v[F_BYTES] = (double)quotas_filter_bytes(reg, slot);

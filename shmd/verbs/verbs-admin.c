@@ -76,12 +76,12 @@ void cmd_shmf_info(struct verb_call *c)
 	}
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)fi.mode);
 	int cuckoo = fi.info.type == SHMF_TYPE_CUCKOO, window = fi.info.window_generations != 0;
-	int grows = fi.expansion != 0;
+	int grows = fi.expansion != 0, fuse = fi.info.type == SHMF_TYPE_STATIC;
 	/* A Bloom filter of shmfilter's own (not an import): its layout. */
 	int layout = fi.info.type == SHMF_TYPE_BLOOM && fi.info.lines != 0;
 	struct reply *out = c->out;
 	/* the field_* calls below */
-	reply_map(out, 14 + (cuckoo ? 6 : 0) + (layout ? 2 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) +
+	reply_map(out, 14 + (cuckoo ? 6 : 0) + (fuse ? 4 : 0) + (layout ? 2 : 0) + (window ? 5 : 0) + (grows ? 4 : 0) +
 			       (fi.nonscaling ? 1 : 0));
 	reply_field_str(out, "name", fi.info.name);
 	reply_field_str(out, "type", spec_type_name(fi.info.type));
@@ -109,6 +109,13 @@ void cmd_shmf_info(struct verb_call *c)
 		reply_field_int(out, "max_kicks", fi.info.max_kicks);
 		reply_field_int(out, "relocations", (long long)fi.info.relocations);
 		reply_field_int(out, "deletes", (long long)fi.info.deletes);
+	}
+	if (fuse) {
+		/* A static filter: fingerprints (in segments of bucket_size). */
+		reply_field_int(out, "fingerprints", (long long)fi.info.buckets);
+		reply_field_int(out, "segment_length", fi.info.bucket_size);
+		reply_field_int(out, "fingerprint_bits", fi.info.fingerprint_bits);
+		reply_field_double(out, "bits_per_key", (double)fi.info.bits / (double)fi.info.capacity);
 	}
 	if (window) {
 		live_generations(&fi, gens, sizeof(gens));

@@ -218,8 +218,8 @@ static void sec_filters(struct info *t)
 		if (registry_handle(t->reg, slots[i], &h, err, sizeof(err)) == 0 && shmf_info(h, &fi) == 0)
 			items = fi.window_generations ? fi.items_live : fi.items;
 		add(t, "filter_%d:name=%s,type=%s,bytes=%llu,capacity=%llu,items=%llu", slots[i], sl->name,
-		    sl->type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom",
-		    (unsigned long long)quotas_filter_bytes(t->reg, slots[i]), (unsigned long long)sl->capacity, items);
+		    spec_type_name((int)sl->type), (unsigned long long)quotas_filter_bytes(t->reg, slots[i]),
+		    (unsigned long long)sl->capacity, items);
 	}
 }
 
