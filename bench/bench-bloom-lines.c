@@ -172,9 +172,10 @@ static double time_batch(shmf_t *f, const char *keys)
 	int hits = 0;
 	double t0 = bench_now_ns();
 	for (uint64_t i = 0; i < NPROBE; i += B) {
-		for (unsigned j = 0; j < B; j++)
+		unsigned m = NPROBE - i < B ? (unsigned)(NPROBE - i) : B;
+		for (unsigned j = 0; j < m; j++)
 			ks[j] = (shmf_key_t){ probe(keys, i + j), KEY_LEN };
-		hits += shmf_check_many(f, ks, B, out);
+		hits += shmf_check_many(f, ks, m, out);
 	}
 	sink += hits;
 	return (bench_now_ns() - t0) / NPROBE;
