@@ -48,8 +48,12 @@
  * included, wait that long; 9: a filter's scheme (the slot's and the data
  * header's former zero pads): how its keys map to its payload, shmfilter's
  * own or a filter imported from RedisBloom (struct shmf_rb_table), which a
- * client of format 8 would read as blocks or buckets of its own. */
-#define SHMF_FORMAT_VERSION 9u
+ * client of format 8 would read as blocks or buckets of its own; 10: the
+ * cuckoo writer lock is 64 lock stripes in the meta block (a capped add
+ * holds its key's two, a move its buckets' two), where format 9 had one
+ * lock and 1024 version stripes (512 now): a writer of format 9 would not
+ * exclude one of format 10. */
+#define SHMF_FORMAT_VERSION 10u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */

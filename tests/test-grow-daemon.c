@@ -384,8 +384,8 @@ static void check_cf_expansion_0_stays_full(redisContext *c)
 	freeReplyObject(r);
 }
 
-/* Set (@p word: this process, a live holder) or clear (0) the relocation
- * lock word of every data file of filter @p name in directory @p dir. */
+/* Set (@p word: this process, a live holder) or clear (0) every lock
+ * stripe's word of every data file of filter @p name in directory @p dir. */
 static int lock_layers(const char *dir, const char *name, uint32_t word)
 {
 	DIR *d = opendir(dir);
@@ -400,9 +400,12 @@ static int lock_layers(const char *dir, const char *name, uint32_t word)
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		int fd = open(path, O_RDWR);
 		assert_true(fd >= 0);
-		off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, lock) +
-			   offsetof(struct shmf_cuckoo_lockword, word);
-		assert_int_equal(pwrite(fd, &word, sizeof(word), at), (ssize_t)sizeof(word));
+		for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++) {
+			off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, stripe) +
+				   s * sizeof(struct shmf_cuckoo_stripe_lock) +
+				   offsetof(struct shmf_cuckoo_lockword, word);
+			assert_int_equal(pwrite(fd, &word, sizeof(word), at), (ssize_t)sizeof(word));
+		}
 		close(fd);
 		n++;
 	}
