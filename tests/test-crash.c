@@ -379,8 +379,8 @@ static void test_workers_cuckoo(void **state)
 		shmf_close(f);
 		assert_int_equal(registry_drop(&fx.reg, name, err, sizeof(err)), 0);
 	}
-	print_message("cuckoo workers: %u runs: killed holding the relocation lock %u times (%u of them mid-move), "
-		      "elsewhere %u times; %llu returned adds all found\n",
+	print_message("cuckoo workers: %u runs: killed holding lock stripes %u times (%u of them mid-move), "
+		      "elsewhere %u times; %llu returned adds all found; no stripe left held, no move left open\n",
 		      runs, with_lock, mid_move, plain, (unsigned long long)total);
 	munmap(b, sizeof(*b));
 }
@@ -479,8 +479,9 @@ static void test_lock_holder(void **state)
 		shmf_close(f);
 		assert_int_equal(registry_drop(&fx.reg, name, err, sizeof(err)), 0);
 	}
-	print_message("lock holder: %u runs, killed holding the relocation lock every time (%u mid-move) with a "
-		      "process waiting for it, which got it at once; %llu returned capped adds all found\n",
+	print_message("lock holder: %u runs, killed holding lock stripes every time (%u mid-move, the others "
+		      "mid-count or mid-insert) with a process waiting for one of them, which got it at once; %llu "
+		      "returned capped adds all found; no stripe left held, no move left open\n",
 		      caught, mid_move, (unsigned long long)total);
 	munmap(b, sizeof(*b));
 }

@@ -903,9 +903,10 @@ static void lock_holder_stopped(uint32_t bucket_size, double fpr)
 	assert_int_equal(moving_of(t.g.meta), 0);
 	shmf_cuckoo_unlock(&t.g);
 	all_found(&t, 13, n, "after the writer stopped mid-move was killed");
-	printf("writer stopped mid-move on stripes %llu and %llu: %llu checks in %llu ms\n",
-	       (unsigned long long)(moving & 0xffffffffu) - 1, (unsigned long long)(moving >> 32) - 1,
-	       (unsigned long long)n, (unsigned long long)ms);
+	printf("writer stopped mid-move on version stripe %llu (lock stripe %llu): %llu checks in %llu ms\n",
+	       (unsigned long long)(moving & 0xffffffffu) - 1,
+	       (unsigned long long)((moving & 0xffffffffu) - 1) % SHMF_CUCKOO_LOCKS, (unsigned long long)n,
+	       (unsigned long long)ms);
 	table_close(&t);
 }
 
