@@ -415,8 +415,8 @@ static int lock_layers(const char *dir, const char *name, uint32_t word)
 
 /* A growing cuckoo filter grows through RedisBloom's 32 expansions, 33
  * layers, then answers "Maximum expansions reached": on the loop, and
- * also when the add had to wait for the relocation lock and was finished
- * on the file worker (the lock held by this process, freed 300 ms after
+ * also when the add had to wait for its lock stripes and was finished on
+ * the file worker (every stripe held by this process, freed 300 ms after
  * the add was sent). */
 static void check_cf_last_layer(redisContext *c)
 {
@@ -444,11 +444,14 @@ static void check_cf_last_layer(redisContext *c)
 		usleep(300000);
 		_exit(lock_layers(dir, "mx", 0) == 33 ? 0 : 1);
 	}
-	/* New keys until one needs the lock (an add into a free slot does not). */
+	/* New keys until one answers full. A capped add (CF.ADDNX) always
+	 * takes its key's lock stripes, so the first one waits for them on
+	 * the file worker (a plain add that finds no relocation path answers
+	 * full without a lock: the path is sought before any is taken). */
 	int deferred = 0, st;
 	for (int k = 0; k < 2000 && !deferred; k++) {
 		sprintf(key, "late%d", k);
-		r = call(c, -1, "CF.ADD mx %s", key);
+		r = call(c, -1, "CF.ADDNX mx %s", key);
 		if (r->type == REDIS_REPLY_ERROR) {
 			assert_string_equal(r->str, "Maximum expansions reached");
 			/* It waited for the lock: the freer is done. */
