@@ -727,18 +727,19 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 
 /*
  * A capped add to a growing cuckoo filter. The capped adds of one key
- * exclude each other on the key's two lock stripes in the oldest layer
+ * exclude each other on the key's capped-add stripe in the oldest layer
  * (layer 0: it never leaves the ring, so every view has it, and a key's
- * stripes there depend on its hash alone): under them the copies in every
+ * stripe there depends on its hash alone): under it the copies in every
  * layer are counted and one is added where an add would go, so a layer
  * switch between two capped adds cannot let one copy too many in. A newer
- * layer's stripes may be taken inside them (a relocation there), never
- * the other way round. When the copy must go into the oldest layer itself
- * and both its buckets are full, the stripes are let go for the
- * relocation (whose moves take stripes of that table) and the call starts
- * again (-EAGAIN), counting afresh. A view older than the slot may lack a
- * layer another process added to; under the stripes that shows as a new
- * generation word (their acquire orders it after that process's add), and
+ * layer's stripes may be taken inside it (a relocation there), never the
+ * other way round. When the copy must go into the oldest layer itself and
+ * both its buckets are full, it relocates there under the key's stripe,
+ * trying the other stripes its moves need (shmf_cuckoo_add_held); only if
+ * one is held is the key's stripe let go for the relocation and the call
+ * starts again (-EAGAIN), counting afresh. A view older than the slot may
+ * lack a layer another process added to; under the stripe that shows as a
+ * new generation word (its acquire orders it after that process's add), and
  * the call answers -EAGAIN to start again on the new view. @return the
  * copies before, or an error.
  */
@@ -746,7 +747,7 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 {
 	struct part *oldest = &v->p[v->nparts - 1 - v->standby];
 	struct shmf_cuckoo_key ko = shmf_cuckoo_locate(&oldest->cuckoo, h);
-	int r = shmf_cuckoo_key_lock(&oldest->cuckoo, &ko);
+	int r = shmf_cuckoo_cap_lock(&oldest->cuckoo, &ko);
 	if (r < 0)
 		return r;
 	int before = -EAGAIN;
@@ -757,8 +758,8 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 	for (unsigned i = 0; i < end; i++) {
 		struct part *p = &v->p[i];
 		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
-		/* No move touches the key's buckets in the oldest layer while
-		 * we hold their stripes. */
+		/* No copy of the key's fingerprint moves in the oldest layer
+		 * while we hold its capped-add stripe. */
 		int n = p == oldest ? (int)shmf_cuckoo_copies(&p->cuckoo, &k) : cuckoo_count_in(p, &k);
 		if (n < 0) {
 			before = n;
@@ -773,11 +774,14 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 	for (;;) {
 		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&t->cuckoo, h);
 		if (t == oldest) {
-			r = shmf_cuckoo_place(&t->cuckoo, &k) ? 0 : SHMF_E_FULL;
-			if (r < 0) {
-				/* Room in the oldest layer is made without its
-				 * stripes, then everything is counted again. */
-				shmf_cuckoo_key_unlock(&oldest->cuckoo, &ko);
+			/* Relocating under the key's stripe, trying the
+			 * others (k is ko: the same table and hash). */
+			r = shmf_cuckoo_add_held(&t->cuckoo, &k);
+			if (r == -EAGAIN) {
+				/* A stripe tried was held: room in the oldest
+				 * layer is made without the key's stripe,
+				 * then everything is counted again. */
+				shmf_cuckoo_cap_unlock(&oldest->cuckoo, &ko);
 				r = shmf_cuckoo_make_room(&t->cuckoo, &k);
 				if (r == 0)
 					return -EAGAIN;
@@ -807,7 +811,7 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 	count_new(t, 1);
 	journal(v, t, h, SHMF_JOP_CAPPED);
 out:
-	shmf_cuckoo_key_unlock(&oldest->cuckoo, &ko);
+	shmf_cuckoo_cap_unlock(&oldest->cuckoo, &ko);
 	return before;
 }
 

@@ -424,15 +424,30 @@ static __attribute__((noinline)) int lock_wait(struct shmf_cuckoo_lockword *lw, 
 	}
 }
 
-/* Take lock word @p lw within @p timeout_ns and link it into this thread's
- * robust list. The kernel reads list_op_pending if the thread dies between
+/* A try at lock word @p lw, seen holding @p v: a word whose holder died
+ * is taken as lock_wait() takes it (keeping the waiters bit), once; a
+ * held one is not waited for. @return 0 or SHMF_E_BUSY. */
+static int take_dead(struct shmf_cuckoo_lockword *lw, uint32_t v)
+{
+	if (!(v & FUTEX_OWNER_DIED))
+		return SHMF_E_BUSY;
+	/* acquire: pairs with the release exchange in unlock_word. */
+	return atomic_compare_exchange_strong_explicit(&lw->word, &v, self.tid | (v & FUTEX_WAITERS),
+						       memory_order_acquire, memory_order_relaxed)
+		       ? 0
+		       : SHMF_E_BUSY;
+}
+
+/* Take lock word @p lw within @p timeout_ns (0 with @p try: no wait at
+ * all, SHMF_E_BUSY if it is held) and link it into this thread's robust
+ * list. The kernel reads list_op_pending if the thread dies between
  * taking the word and linking it, so the lock is never held unlisted. */
-static int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns)
+static inline int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns, int try)
 {
 	int r = self_ready();
-	if (r < 0)
+	if (__builtin_expect(r < 0, 0))
 		return r;
-	if (held.n == HELD_MAX)
+	if (__builtin_expect(held.n == HELD_MAX, 0))
 		return -EDEADLK; /* not reached: the library holds at most HELD_MAX */
 	struct robust_list_head *h = self.head;
 	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
@@ -444,11 +459,13 @@ static int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns)
 	/* acquire: pairs with the release exchange in unlock_word. */
 	if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&lw->word, &v, self.tid, memory_order_acquire,
 								      memory_order_relaxed),
-			     0) &&
-	    (r = lock_wait(lw, timeout_ns)) < 0) {
-		atomic_signal_fence(memory_order_seq_cst);
-		h->list_op_pending = NULL;
-		return r;
+			     0)) {
+		r = try ? take_dead(lw, v) : lock_wait(lw, timeout_ns);
+		if (r < 0) {
+			atomic_signal_fence(memory_order_seq_cst);
+			h->list_op_pending = NULL;
+			return r;
+		}
 	}
 	held.saved[held.n++] = h->list.next;
 	lw->list_next = (uint64_t)(uintptr_t)h->list.next;
@@ -459,7 +476,7 @@ static int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns)
 	return 0;
 }
 
-static void unlock_word(struct shmf_cuckoo_lockword *lw)
+static inline void unlock_word(struct shmf_cuckoo_lockword *lw)
 {
 	struct robust_list_head *h = self.head;
 	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
@@ -509,7 +526,18 @@ static inline uint64_t timeout_ns_of(const struct shmf_cuckoo_geom *g)
 
 static int lock_stripe(const struct shmf_cuckoo_geom *g, unsigned s, uint64_t timeout_ns)
 {
-	int r = lock_word(&g->meta->stripe[s].lock, timeout_ns);
+	int r = lock_word(&g->meta->stripe[s].lock, timeout_ns, 0);
+	if (r == 0)
+		repair_stripe(g, s);
+	return r;
+}
+
+/* Lock stripe @p s if it is free (or its holder died): never waits, so a
+ * thread may try stripes in any order while it holds others. @return 0
+ * or SHMF_E_BUSY (or -ENOTSUP, as lock_word). */
+static int trylock_stripe(const struct shmf_cuckoo_geom *g, unsigned s)
+{
+	int r = lock_word(&g->meta->stripe[s].lock, 0, 1);
 	if (r == 0)
 		repair_stripe(g, s);
 	return r;
@@ -557,6 +585,16 @@ int shmf_cuckoo_key_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuc
 void shmf_cuckoo_key_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
 	unlock_pair(g, k->i1, k->i2);
+}
+
+int shmf_cuckoo_cap_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	return lock_stripe(g, shmf_cuckoo_cap_stripe(k), timeout_ns_of(g));
+}
+
+void shmf_cuckoo_cap_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	unlock_stripe(g, shmf_cuckoo_cap_stripe(k));
 }
 
 static void unlock_below(const struct shmf_cuckoo_geom *g, unsigned n)
@@ -815,22 +853,19 @@ static void cow_log_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t 
 	}
 }
 
-/* Move one fingerprint to its other bucket, under the stripes of both:
- * copy first, then clear the old slot, so at every instant it is in at
- * least one of its buckets. @return 1 moved; 0 if the old slot no longer
- * holds it (the path was found without locks, and a writer changed it
- * since), the new bucket has no room, or the old copy was deleted
- * meanwhile (then the copy is taken back and nothing changed); or an error
- * from the lock. */
-static int move(const struct shmf_cuckoo_geom *g, const struct kick *m)
+/* Move one fingerprint to its other bucket, its two buckets' stripes
+ * held: copy first, then clear the old slot, so at every instant it is in
+ * at least one of its buckets. @return 1 moved; 0 if the old slot no
+ * longer holds it (the path was found without locks, and a writer changed
+ * it since), the new bucket has no room, or the old copy was deleted
+ * meanwhile (then the copy is taken back and nothing changed). */
+static int move_held(const struct shmf_cuckoo_geom *g, const struct kick *m)
 {
 	uint32_t w = g->fp_bits;
-	int moved = 0, r = lock_pair(g, m->from, m->to);
-	if (r < 0)
-		return r;
+	int moved = 0;
 	if (slot_value(shmf_cuckoo_bucket_load(g, m->from), m->lane, w) != m->fp ||
 	    shmf_cuckoo_lanes_equal(g->lanes, shmf_cuckoo_bucket_load(g, m->to), 0) == 0)
-		goto out;
+		return 0;
 	cow_log_held(g, m->from, m->to);
 	window_open_held(g, m->from, m->to);
 	if (place(g, m->to, m->fp)) {
@@ -850,9 +885,48 @@ static int move(const struct shmf_cuckoo_geom *g, const struct kick *m)
 		}
 	}
 	window_close_held(g, m->from, m->to);
-out:
-	unlock_pair(g, m->from, m->to);
 	return moved;
+}
+
+/* The lock stripe a thread holds for a key while it relocates (a capped
+ * add: shmf_cuckoo_cap_stripe), or none. */
+struct keep {
+	unsigned s; /* the stripe held */
+	int held;   /* 0: the thread holds no stripe of the table */
+};
+
+/* Move @p m (move_held) under its two buckets' stripes. A thread that
+ * holds none waits for them, lower first; one that holds a key's stripe
+ * (@p keep) uses it and tries the others without waiting (a thread that
+ * waited for a stripe while holding one above it could wait in a
+ * circle). @return 1 moved, 0 not (move_held), MOVE_CONTENDED (a stripe
+ * tried was held: nothing changed), or an error from a lock. */
+#define MOVE_CONTENDED 2
+static int move(const struct shmf_cuckoo_geom *g, const struct kick *m, const struct keep *keep)
+{
+	if (!keep->held) {
+		int r = lock_pair(g, m->from, m->to);
+		if (r < 0)
+			return r;
+		r = move_held(g, m);
+		unlock_pair(g, m->from, m->to);
+		return r;
+	}
+	unsigned s[2], n = 0, lo, hi;
+	stripes_of(m->from, m->to, &lo, &hi);
+	if (lo != keep->s)
+		s[n++] = lo;
+	if (hi != lo && hi != keep->s)
+		s[n++] = hi;
+	int r = 0;
+	for (unsigned j = 0; j < n && r == 0; j++)
+		if ((r = trylock_stripe(g, s[j])) < 0)
+			n = j;
+	if (r == 0)
+		r = move_held(g, m);
+	while (n > 0)
+		unlock_stripe(g, s[--n]);
+	return r == SHMF_E_BUSY ? MOVE_CONTENDED : r;
 }
 
 static inline uint64_t next_random(uint64_t *state)
@@ -891,9 +965,11 @@ static void room_free(struct room *rm)
  * there (a random walk of at most max_kicks buckets, without a lock and
  * changing nothing while looking, as libcuckoo searches), then carry it
  * out from its far end, each move under its own two stripes and checked
- * there. @return 1 a slot of @p b is free, 0 no path, 2 path spoilt by a
- * concurrent writer (look again), or an error from a lock. */
-static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *rm)
+ * there (move(): with @p keep held, the others tried). @return 1 a slot
+ * of @p b is free, 0 no path, 2 path spoilt by a concurrent writer (look
+ * again), 3 a stripe tried was held (moves before it were made, each
+ * complete), or an error from a lock. */
+static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *rm, const struct keep *keep)
 {
 	uint32_t w = g->fp_bits, slots = g->slots;
 	unsigned len = 0;
@@ -927,9 +1003,9 @@ static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *r
 		b = to[lane];
 	}
 	while (len > 0) {
-		int r = move(g, &rm->path[--len]);
-		if (r <= 0)
-			return r < 0 ? r : 2;
+		int r = move(g, &rm->path[--len], keep);
+		if (r != 1)
+			return r < 0 ? r : r == MOVE_CONTENDED ? 3 : 2;
 	}
 	return 1;
 }
@@ -938,15 +1014,17 @@ static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *r
  * and if it finds no path, one from the other (with buckets of 1 the walk
  * has no choice to make, and a chain that runs into a cycle from one
  * bucket may end in a free slot from the other). @return 0 room made (or
- * found), SHMF_E_FULL no path within max_kicks, 1 spoilt (look again), or
- * an error from a lock. */
-static int make_room_once(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, struct room *rm)
+ * found), SHMF_E_FULL no path within max_kicks, 1 spoilt (look again), 2
+ * contended (with @p keep held: a stripe tried was held), or an error
+ * from a lock. */
+static int make_room_once(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, struct room *rm,
+			  const struct keep *keep)
 {
 	uint64_t first = (next_random(&rm->rng) & 1) ? k->i2 : k->i1;
-	int r = relocate(g, first, rm);
+	int r = relocate(g, first, rm, keep);
 	if (r == 0 && k->i2 != k->i1)
-		r = relocate(g, first == k->i1 ? k->i2 : k->i1, rm);
-	return r == 1 ? 0 : r == 0 ? SHMF_E_FULL : r == 2 ? 1 : r;
+		r = relocate(g, first == k->i1 ? k->i2 : k->i1, rm, keep);
+	return r == 1 ? 0 : r == 0 ? SHMF_E_FULL : r == 2 ? 1 : r == 3 ? 2 : r;
 }
 
 /* ---- Writes ------------------------------------------------------------ */
@@ -962,9 +1040,15 @@ int shmf_cuckoo_place(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 	return place_balanced(g, k);
 }
 
+/* No stripe held: each move waits for its own. */
+static const struct keep keep_none = { 0, 0 };
+
 /* Relocate until the key of @p k is placed: look for room, place, and
- * look again if a concurrent add took the room first. */
-static __attribute__((noinline)) int add_relocating(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+ * look again if a concurrent add took the room first. With @p keep
+ * held (the key's capped-add stripe) a move that finds another stripe
+ * held stops the search: -EAGAIN. */
+static __attribute__((noinline)) int add_relocating(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k,
+						    const struct keep *keep)
 {
 	struct room rm;
 	int r = room_init(g, k, &rm);
@@ -972,11 +1056,11 @@ static __attribute__((noinline)) int add_relocating(const struct shmf_cuckoo_geo
 		return r;
 	r = SHMF_E_FULL;
 	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm);
+		int m = make_room_once(g, k, &rm, keep);
 		if (m == 1)
 			continue;
-		if (m < 0) {
-			r = m;
+		if (m == 2 || m < 0) {
+			r = m == 2 ? -EAGAIN : m;
 			break;
 		}
 		if (place_balanced(g, k)) {
@@ -992,7 +1076,15 @@ int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 {
 	if (shmf_cuckoo_place(g, k))
 		return 0;
-	return add_relocating(g, k);
+	return add_relocating(g, k, &keep_none);
+}
+
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
+{
+	if (shmf_cuckoo_place(g, k))
+		return 0;
+	struct keep keep = { shmf_cuckoo_cap_stripe(k), 1 };
+	return add_relocating(g, k, &keep);
 }
 
 int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
@@ -1003,7 +1095,7 @@ int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cu
 		return r;
 	r = SHMF_E_FULL;
 	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm);
+		int m = make_room_once(g, k, &rm, &keep_none);
 		if (m != 1) {
 			r = m;
 			break;
@@ -1013,44 +1105,44 @@ int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cu
 	return r;
 }
 
-/* Count, and add if under the cap, with the key's two stripes held: no
- * move touches its buckets meanwhile, and no other capped add of a key
- * of the same buckets runs. @return the count, and *placed. */
+/* Count, and add if under the cap, with the key's capped-add stripe
+ * held: no move of its fingerprint runs meanwhile, and no other capped
+ * add of a key of the same fingerprint and buckets. @return the count,
+ * and *placed. */
 static int count_place_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap,
 			    int *placed)
 {
-	int r = shmf_cuckoo_key_lock(g, k);
+	int r = shmf_cuckoo_cap_lock(g, k);
 	if (r < 0)
 		return r;
-	/* No move can run in these buckets: a plain read is consistent. */
+	/* No copy of the fingerprint moves: a plain read is exact. */
 	int before = (int)shmf_cuckoo_copies(g, k);
 	*placed = (unsigned)before < cap && shmf_cuckoo_place(g, k);
-	shmf_cuckoo_key_unlock(g, k);
+	shmf_cuckoo_cap_unlock(g, k);
 	return before;
 }
 
-int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap)
+/* A capped add whose relocation found a stripe held (by a writer, or the
+ * snapshot copy): make room without the key's stripe (each move waits
+ * for its own, in order), then count again: another capped add may have
+ * reached the cap meanwhile. */
+static __attribute__((noinline)) int add_capped_released(const struct shmf_cuckoo_geom *g,
+							 const struct shmf_cuckoo_key *k, unsigned cap)
 {
-	int placed, before = count_place_held(g, k, cap, &placed);
-	if (before < 0 || placed || (unsigned)before >= cap)
-		return before;
-	/* Both buckets full: make room without the key's stripes (a move
-	 * takes the stripes of its own buckets, in order), then count again:
-	 * another capped add may have reached the cap meanwhile. */
 	struct room rm;
 	int r = room_init(g, k, &rm);
 	if (r < 0)
 		return r;
 	r = SHMF_E_FULL;
 	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm);
+		int m = make_room_once(g, k, &rm, &keep_none);
 		if (m == 1)
 			continue;
 		if (m < 0) {
 			r = m;
 			break;
 		}
-		before = count_place_held(g, k, cap, &placed);
+		int placed, before = count_place_held(g, k, cap, &placed);
 		if (before < 0 || placed || (unsigned)before >= cap) {
 			r = before;
 			break;
@@ -1058,6 +1150,20 @@ int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_c
 	}
 	room_free(&rm);
 	return r;
+}
+
+int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap)
+{
+	int r = shmf_cuckoo_cap_lock(g, k);
+	if (r < 0)
+		return r;
+	/* No copy of the fingerprint moves but by us: a plain read is exact,
+	 * and stays so while we relocate. */
+	int before = (int)shmf_cuckoo_copies(g, k);
+	if ((unsigned)before < cap && (r = shmf_cuckoo_add_held(g, k)) < 0)
+		before = r;
+	shmf_cuckoo_cap_unlock(g, k);
+	return before == -EAGAIN ? add_capped_released(g, k, cap) : before;
 }
 
 int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)

@@ -20,10 +20,10 @@
  *
  * Concurrency (see docs/design.md): lookups never write and take no lock;
  * placing a fingerprint in a free slot or clearing one is one CAS on the
- * bucket; only relocation ("kicks") and capped adds take the writer lock, a
- * robust futex word in the table's shared memory (struct
- * shmf_cuckoo_lockword): no system call uncontended, and the kernel marks
- * it when its holder dies. A move writes the fingerprint into its new
+ * bucket; only relocation ("kicks") and capped adds take writer locks, the
+ * lock stripes of the buckets they touch, each a robust futex word in the
+ * table's shared memory (struct shmf_cuckoo_lockword): no system call
+ * uncontended, and the kernel marks one when its holder dies. A move writes the fingerprint into its new
  * bucket before clearing the old one, inside a version window (odd while
  * moving) on the version stripes of both buckets, so a reader that raced
  * a move sees the version change and reads again; one that keeps racing
@@ -497,10 +497,26 @@ int shmf_cuckoo_place(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
+ * Add one copy of the fingerprint with the key's capped-add stripe held
+ * (shmf_cuckoo_cap_lock): into a free slot, or after relocating, where
+ * each move uses that stripe if it needs it and tries the others without
+ * waiting (the thread may hold a stripe above them: waiting could close a
+ * circle). No other move of the key's fingerprint runs meanwhile, so a
+ * count made under the stripe stays true.
+ * @return 0, SHMF_E_FULL (no path: nothing changed, no key lost),
+ *         -EAGAIN (a move found a stripe held: nothing added, the moves
+ *         made are complete; let the stripes go and make room with
+ *         shmf_cuckoo_make_room()), or an error from a lock.
+ */
+int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/**
  * Add a copy only if fewer than @p cap are present, atomically against
  * every other capped add (cap 1 is add-if-absent): counts and adds with
- * the key's two lock stripes held (no move touches its buckets then); if
- * both are full, lets them go, makes room, and counts again.
+ * the key's capped-add stripe held (no move of its fingerprint but its
+ * own runs then), relocating under it if both buckets are full
+ * (shmf_cuckoo_add_held); only if a move finds another stripe held does
+ * it let it go, make room, and count again.
  * @return the count before the call (the add happened iff it is < cap),
  *         SHMF_E_FULL (count < cap but no room; nothing changed), or an
  *         error from a lock.
@@ -517,19 +533,42 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 
 /**
  * The lock stripes of the key's two buckets, lower first (one if both
- * are in one stripe): while they are held no move touches the buckets and
- * no other capped add of a key of these buckets counts. Each waits at
+ * are in one stripe): while they are held no move but the holder's own
+ * touches the buckets and no other capped add of a key of these buckets counts. Each waits at
  * most the lock's timeout; what a holder that died left open is repaired
- * before this returns. A growing filter's capped add holds them in its
- * oldest layer; the caller takes no stripe of the same table while it
- * holds them (a relocation there: shmf_cuckoo_make_room() after the
- * unlock), and only newer layers' stripes inside them.
+ * before this returns (a delete that moves keep racing holds them).
  * @return 0, SHMF_E_BUSY (still held, or its bytes overwritten, after the
  *         timeout), or -ENOTSUP (this thread's robust list has a layout
  *         other than glibc's: the lock cannot be held safely).
  */
 int shmf_cuckoo_key_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 void shmf_cuckoo_key_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+
+/* The lock stripe that orders the capped adds of a key: the lower of its
+ * two buckets' stripes. A copy of the key's fingerprint moves only between
+ * its two buckets (alt() is an involution), and a move holds both
+ * buckets' stripes, so while this one is held no move of such a copy
+ * runs: the copies counted are exact, and other moves in the buckets
+ * carry other fingerprints. Keys of one fingerprint and buckets share it. */
+static inline unsigned shmf_cuckoo_cap_stripe(const struct shmf_cuckoo_key *k)
+{
+	unsigned a = (unsigned)(k->i1 % SHMF_CUCKOO_LOCKS), b = (unsigned)(k->i2 % SHMF_CUCKOO_LOCKS);
+	return a < b ? a : b;
+}
+
+/**
+ * The key's capped-add stripe (shmf_cuckoo_cap_stripe): one lock, as the
+ * single relocation lock was, for the count and the add of a capped add.
+ * Waits at most the lock's timeout; what a holder that died left open is
+ * repaired before this returns. A growing filter's capped add holds it in
+ * its oldest layer; the caller takes no other stripe of the same table
+ * while it holds it but by trying (shmf_cuckoo_add_held(); or
+ * shmf_cuckoo_make_room() after the unlock), and only newer layers'
+ * stripes inside it.
+ * @return 0, SHMF_E_BUSY or -ENOTSUP, as shmf_cuckoo_key_lock().
+ */
+int shmf_cuckoo_cap_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
+void shmf_cuckoo_cap_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
  * Every lock stripe of the table, in order (the snapshot copy's start

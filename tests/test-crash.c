@@ -265,15 +265,14 @@ static int any_moving(const struct peek *p)
 }
 
 /* A key of @p family (its length returned, the key in @p key) whose
- * first or second bucket is in a lock stripe the peeked file's stopped
+ * capped-add stripe (shmf_cuckoo_cap_stripe) the peeked file's stopped
  * holder holds. */
 static size_t key_on_held_stripe(const struct peek *p, unsigned family, char *key)
 {
 	for (uint64_t i = 0;; i++) {
 		size_t len = fixture_key(key, family, i);
 		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->g, shmf_hash(key, len, p->g.seed));
-		if ((atomic_load(&p->meta->stripe[k.i1 % SHMF_CUCKOO_LOCKS].lock.word) & FUTEX_TID_MASK) ||
-		    (atomic_load(&p->meta->stripe[k.i2 % SHMF_CUCKOO_LOCKS].lock.word) & FUTEX_TID_MASK))
+		if (atomic_load(&p->meta->stripe[shmf_cuckoo_cap_stripe(&k)].lock.word) & FUTEX_TID_MASK)
 			return len;
 	}
 }

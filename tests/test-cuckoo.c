@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,12 +109,12 @@ static uint64_t moving_of(const struct shmf_cuckoo_meta *m)
 	return 0;
 }
 
-/* A key of @p family whose first bucket is in lock stripe @p stripe. */
+/* A key of @p family whose capped adds take lock stripe @p stripe. */
 static struct shmf_cuckoo_key key_on_stripe(const struct table *t, unsigned family, unsigned stripe)
 {
 	for (uint64_t i = 0;; i++) {
 		struct shmf_cuckoo_key k = key(t, family, i);
-		if (k.i1 % SHMF_CUCKOO_LOCKS == stripe)
+		if (shmf_cuckoo_cap_stripe(&k) == stripe)
 			return k;
 	}
 }
@@ -1121,6 +1122,98 @@ static void test_copy_while_moving(void **state)
 	copy_while_moving(2, 1e-9);
 }
 
+/* The capped add whose moves the move hook watches, and what it saw. */
+static struct {
+	const struct table *t;
+	struct shmf_cuckoo_key k;
+	unsigned moves, held; /* moves made; of them, with k's capped-add stripe ours */
+} watch;
+
+static void watch_move(void)
+{
+	uint32_t word = atomic_load(&watch.t->g.meta->stripe[shmf_cuckoo_cap_stripe(&watch.k)].lock.word);
+	watch.moves++;
+	watch.held += (word & FUTEX_TID_MASK) == (uint32_t)gettid();
+}
+
+/* A key of @p family whose two buckets are full and whose capped-add
+ * stripe is @p stripe (any, with SHMF_CUCKOO_LOCKS). */
+static struct shmf_cuckoo_key full_key(const struct table *t, unsigned family, unsigned stripe)
+{
+	for (uint64_t i = 0;; i++) {
+		struct shmf_cuckoo_key k = key(t, family, i);
+		if ((stripe == SHMF_CUCKOO_LOCKS || shmf_cuckoo_cap_stripe(&k) == stripe) &&
+		    shmf_cuckoo_lanes_equal(t->g.lanes, shmf_cuckoo_bucket_load(&t->g, k.i1), 0) == 0 &&
+		    shmf_cuckoo_lanes_equal(t->g.lanes, shmf_cuckoo_bucket_load(&t->g, k.i2), 0) == 0)
+			return k;
+	}
+}
+
+/* A capped add whose buckets are full relocates with its key's stripe
+ * held all along (one count, no second look), and each copy it adds is
+ * counted; when a stripe its moves need is held by another process it
+ * lets its own go, waits, and still adds exactly one copy. */
+static void test_capped_relocates_held(void **state)
+{
+	(void)state;
+	struct table t;
+	table_open(&t, 20000, 0.01);
+	uint64_t n = fill_until_full_buckets(&t, 13);
+	watch.t = &t;
+	shmf_cuckoo_move_hook = watch_move;
+	for (uint64_t i = 0; i < 200; i++) {
+		watch.k = full_key(&t, 20 + (unsigned)i, SHMF_CUCKOO_LOCKS);
+		int before = shmf_cuckoo_count(&t.g, &watch.k);
+		assert_int_equal(shmf_cuckoo_add_capped(&t.g, &watch.k, 8), before);
+		assert_int_equal(shmf_cuckoo_count(&t.g, &watch.k), before + 1);
+	}
+	shmf_cuckoo_move_hook = NULL;
+	printf("200 capped adds into full buckets: %u moves, %u of them under the key's stripe\n", watch.moves,
+	       watch.held);
+	assert_true(watch.moves >= 200);
+	assert_int_equal(watch.held, watch.moves);
+
+	/* Another process holds every stripe but the key's for 300 ms. */
+	struct shmf_cuckoo_key k = full_key(&t, 40, 5);
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++) {
+			/* A key of two buckets of stripe s takes it alone. */
+			for (uint64_t i = 0; s != 5; i++) {
+				struct shmf_cuckoo_key o = key(&t, 41, i);
+				if (o.i1 % SHMF_CUCKOO_LOCKS == s && o.i2 % SHMF_CUCKOO_LOCKS == s) {
+					if (shmf_cuckoo_key_lock(&t.g, &o) != 0)
+						_exit(2);
+					break;
+				}
+			}
+		}
+		(void)!write(ready[1], "h", 1);
+		usleep(300000);
+		_exit(0); /* the kernel frees what a dead holder held */
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	int before = shmf_cuckoo_count(&t.g, &k);
+	uint64_t t0 = now_ms();
+	assert_int_equal(shmf_cuckoo_add_capped(&t.g, &k, 8), before);
+	uint64_t ms = now_ms() - t0;
+	assert_int_equal(shmf_cuckoo_count(&t.g, &k), before + 1);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("a capped add whose moves needed stripes another process held: done after %llu ms\n",
+	       (unsigned long long)ms);
+	assert_true(ms >= 200);
+	all_found(&t, 13, n, "after the capped adds");
+	close(ready[0]);
+	close(ready[1]);
+	table_close(&t);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -1138,9 +1231,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_layouts),
 		cmocka_unit_test(test_layouts_churn),
 		cmocka_unit_test(test_long_paths),
+		cmocka_unit_test(test_capped_relocates_held),
 	};
-	const char *const names[] = { "sizing", "sizing32", "fpr32",         "small",     "load_fpr",
-				      "full",   "delete",   "churn",         "killed",    "stopped",
-				      "copy",   "layouts",  "layouts_churn", "long_paths" };
+	const char *const names[] = { "sizing", "sizing32", "fpr32",         "small",      "load_fpr",
+				      "full",   "delete",   "churn",         "killed",     "stopped",
+				      "copy",   "layouts",  "layouts_churn", "long_paths", "capped_held" };
 	return fixture_run(argc, argv, all, names);
 }
