@@ -29,6 +29,7 @@ int fleet_key_derive(const char *secret, struct fleet_key *out)
 			  FLEET_KDF_MEMLIMIT, crypto_pwhash_ALG_ARGON2ID13) != 0)
 		return -ENOMEM;
 	crypto_kdf_derive_from_key(out->k, sizeof(out->k), 1, FLEET_KDF_CONTEXT, master);
+	crypto_kdf_derive_from_key(out->announce, sizeof(out->announce), 2, FLEET_KDF_CONTEXT, master);
 	sodium_memzero(master, sizeof(master));
 	return 0;
 }
@@ -82,6 +83,48 @@ int fleet_mac_verify(const struct fleet_key *key, const char *node, size_t nodel
 	if (crypto_verify_16(want, mac) != 0)
 		return FLEET_MAC_HEADER;
 	return crypto_verify_16(want + FLEET_TAG_BYTES, mac + FLEET_TAG_BYTES) != 0 ? FLEET_MAC_BATCH : FLEET_MAC_OK;
+}
+
+_Static_assert(FLEET_ANNOUNCE_NONCE == crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, "XChaCha20's nonce");
+_Static_assert(FLEET_ANNOUNCE_OVER - FLEET_ANNOUNCE_NONCE == crypto_aead_xchacha20poly1305_ietf_ABYTES,
+	       "Poly1305's tag");
+
+/* The associated data: a label, so that no other use of the key opens an
+ * announcement, then the node name. */
+static size_t announce_ad(const char *node, unsigned char *ad)
+{
+	static const char label[] = "shmf-announce-1";
+	size_t n = strnlen(node, FLEET_NODE_MAX);
+	memcpy(ad, label, sizeof(label));
+	memcpy(ad + sizeof(label), node, n);
+	return sizeof(label) + n;
+}
+
+size_t fleet_announce_seal(const struct fleet_key *key, const char *node, const void *text, size_t len,
+			   unsigned char *out)
+{
+	unsigned char ad[32 + FLEET_NODE_MAX];
+	unsigned long long clen = 0;
+	size_t adlen = announce_ad(node, ad);
+	randombytes_buf(out, FLEET_ANNOUNCE_NONCE);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(out + FLEET_ANNOUNCE_NONCE, &clen, text, len, ad, adlen, NULL, out,
+						   key->announce);
+	return FLEET_ANNOUNCE_NONCE + (size_t)clen;
+}
+
+int fleet_announce_open(const struct fleet_key *key, const char *node, const unsigned char *in, size_t inlen,
+			char *text)
+{
+	unsigned char ad[32 + FLEET_NODE_MAX];
+	unsigned long long len = 0;
+	if (inlen < FLEET_ANNOUNCE_OVER || inlen > FLEET_ANNOUNCE_OVER + FLEET_ANNOUNCE_MAX)
+		return -1;
+	size_t adlen = announce_ad(node, ad);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt((unsigned char *)text, &len, NULL, in + FLEET_ANNOUNCE_NONCE,
+						       inlen - FLEET_ANNOUNCE_NONCE, ad, adlen, in, key->announce) != 0)
+		return -1;
+	text[len] = '\0';
+	return (int)len;
 }
 
 uint64_t fleet_node_id(const char *node, size_t len)

@@ -32,6 +32,7 @@
 
 struct fleet_key {
 	unsigned char k[FLEET_KEY_BYTES];
+	unsigned char announce[FLEET_KEY_BYTES]; /* the announcements' AEAD key (subkey 2) */
 };
 
 /**
@@ -60,6 +61,35 @@ enum fleet_mac_result {
  */
 int fleet_mac_verify(const struct fleet_key *key, const char *node, size_t nodelen, uint64_t shape, uint64_t seq,
 		     const void *batch, size_t len, const unsigned char *mac, size_t maclen);
+
+/*
+ * Announcements: what a node publishes in Redis so that the others can
+ * repair a filter from its copy (its listener's address and the
+ * credentials for it). Sealed with XChaCha20-Poly1305 (libsodium's
+ * crypto_aead_xchacha20poly1305_ietf) under a second key derived from the
+ * same master key (subkey 2): the Poly1305 tag is the MAC that proves a
+ * member wrote it, and the credentials are not readable by whoever else
+ * may read Redis. The node name is the associated data, so one node's
+ * announcement cannot pass for another's. Sealed: a random nonce
+ * (FLEET_ANNOUNCE_NONCE bytes), then the ciphertext and its tag.
+ */
+#define FLEET_ANNOUNCE_NONCE 24u
+#define FLEET_ANNOUNCE_OVER  (FLEET_ANNOUNCE_NONCE + 16u) /* sealed bytes beyond the text */
+#define FLEET_ANNOUNCE_MAX   1024u                        /* the text, at most */
+
+/** Seal @p len bytes of @p text (at most FLEET_ANNOUNCE_MAX) for node @p node into @p out (len + FLEET_ANNOUNCE_OVER
+ * bytes). @return the bytes written. */
+size_t fleet_announce_seal(const struct fleet_key *key, const char *node, const void *text, size_t len,
+			   unsigned char *out);
+
+/**
+ * Open announcement @p in (@p inlen bytes) of node @p node into @p text
+ * (room for FLEET_ANNOUNCE_MAX bytes and a NUL). @return the text's
+ * length, or -1: too short or long, or its tag does not verify (forged,
+ * altered, another node's, or sealed with another secret).
+ */
+int fleet_announce_open(const struct fleet_key *key, const char *node, const unsigned char *in, size_t inlen,
+			char *text);
 
 /** The id a sender of name @p node is remembered by in a slot: XXH3 of the name, never 0. */
 uint64_t fleet_node_id(const char *node, size_t len);

@@ -66,6 +66,12 @@ const struct config_key config_keys[] = {
 	{ "replication", "retention", "N", "stream entries kept (XADD MAXLEN ~)" },
 	{ "replication", "journal_rings", "N", "rings per journal (handles journalling at once)" },
 	{ "replication", "journal_entries", "N", "entries per ring, a power of 2" },
+	{ "replication", "announce", "HOST:PORT",
+	  "this node's TCP listener as the others reach it, to repair from (default: [tcp]'s, unless a wildcard)" },
+	{ "replication", "announce_user", "USER", "the user the others AUTH as there (ACL; needs announce_password)" },
+	{ "replication", "announce_password", "PASSWORD", "the password they AUTH with (default: [tcp] requirepass)" },
+	{ "replication", "auto_repair", "merge|pull|off",
+	  "a filter that lacks entries repairs itself: merge (Bloom), pull (cuckoo too), off" },
 	/* [defaults]: defaults.c, keys[] */
 	{ "defaults", "auto_create", "yes|no", "the RedisBloom adds create a missing filter" },
 	{ "defaults", "flushall", "yes|no", "FLUSHALL and FLUSHDB drop every filter (no: refused)" },

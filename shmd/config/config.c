@@ -448,6 +448,11 @@ static const struct repl_key {
 	  "rings per journal (handles journalling at once)" },
 	{ "journal_entries", R_POW2, RFIELD(journal_entries), SHMF_JOURNAL_ENTRIES_MIN, SHMF_JOURNAL_ENTRIES_MAX,
 	  "entries per ring, a power of 2" },
+	{ "announce", R_TEXT, RFIELD(announce), 0, 0, "HOST:PORT of this node's TCP listener, as the others reach it" },
+	{ "announce_user", R_TEXT, RFIELD(announce_user), 0, 0, "the user the others AUTH as on this node's listener" },
+	{ "announce_password", R_TEXT, RFIELD(announce_password), 0, 0,
+	  "the password the others AUTH with on this node's listener" },
+	{ "auto_repair", R_TEXT, RFIELD(auto_repair_text), 1, 0, "merge, pull or off" },
 #undef RFIELD
 };
 
@@ -637,6 +642,43 @@ static void config_defaults(struct config *c)
 	c->defaults = filter_defaults_builtin;
 }
 
+/* Self-repair's keys: auto_repair's word; announce a HOST:PORT, by
+ * default [tcp]'s when it listens on one address (not a wildcard), with
+ * its requirepass as the credentials. 0 or SHMF_E_INVAL. */
+static int repl_repair_complete(struct config *c, const char *origin, char *err, size_t errlen)
+{
+	struct repl_config *r = &c->repl;
+	const char *a = r->auto_repair_text;
+	if (a[0] == '\0' || !strcmp(a, "merge"))
+		r->auto_repair = REPL_REPAIR_MERGE;
+	else if (!strcmp(a, "pull"))
+		r->auto_repair = REPL_REPAIR_PULL;
+	else if (!strcmp(a, "off") || !strcmp(a, "no"))
+		r->auto_repair = REPL_REPAIR_OFF;
+	else
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] auto_repair '%s': merge (the default: Bloom filters OR a peer's copy "
+			      "in), pull (cuckoo filters too, by a copy) or off",
+			      origin, a);
+	int wildcard = !strcmp(c->tcp.bind, "0.0.0.0") || !strcmp(c->tcp.bind, "::") || !strcmp(c->tcp.bind, "*");
+	int v6 = strchr(c->tcp.bind, ':') != NULL;
+	if (r->announce[0] == '\0' && c->tcp.enabled && !wildcard && strlen(c->tcp.bind) + 10 < sizeof(r->announce))
+		snprintf(r->announce, sizeof(r->announce), "%s%.200s%s:%d", v6 ? "[" : "", c->tcp.bind, v6 ? "]" : "",
+			 c->tcp.port);
+	if (r->announce_password[0] == '\0' && r->announce_user[0] == '\0')
+		snprintf(r->announce_password, sizeof(r->announce_password), "%s", c->tcp.requirepass);
+	struct repl_config probe;
+	if (r->announce[0] != '\0' && (parse_address(r->announce, &probe) < 0 || probe.port == 0))
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] announce '%s': HOST:PORT of this node's TCP listener as the other "
+			      "nodes reach it, such as 10.0.0.7:6380",
+			      origin, r->announce);
+	if (r->announce_user[0] != '\0' && r->announce_password[0] == '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [replication] announce_user '%s' needs announce_password",
+			      origin, r->announce_user);
+	return 0;
+}
+
 /* What [replication] must hold once the whole text is read: a secret if
  * any filter replicates, a user only with a password, a node name (the
  * host's by default). 0 or SHMF_E_INVAL with the message in err. */
@@ -660,6 +702,9 @@ static int repl_complete(struct config *c, const char *origin, char *err, size_t
 	if (r->user[0] != '\0' && r->password[0] == '\0')
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [replication] user '%s' needs a password", origin,
 			      r->user);
+	int rc = repl_repair_complete(c, origin, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (r->node[0] == '\0') {
 		char host[256] = "";
 		if (gethostname(host, sizeof(host) - 1) < 0 || host[0] == '\0' || strlen(host) > FLEET_NODE_MAX)

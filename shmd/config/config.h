@@ -159,6 +159,21 @@ struct repl_config {
 	uint64_t retention;       /* stream entries kept (MAXLEN ~) */
 	uint64_t journal_rings;   /* 1..SHMF_JOURNAL_RINGS_MAX */
 	uint64_t journal_entries; /* power of 2, SHMF_JOURNAL_ENTRIES_MIN..MAX */
+	/* Self-repair (docs/fleet.md, "Self-repair"): what this node announces
+	 * to the others, so that they can repair a filter from its copy, and
+	 * what it repairs by itself. */
+	char announce[REPL_ADDRESS_MAX]; /* HOST:PORT of this node's TCP listener for peers; "": none */
+	char announce_user[128];
+	char announce_password[TCP_PASSWORD_MAX + 1];
+	char auto_repair_text[16]; /* as written */
+	int auto_repair;           /* REPL_REPAIR_* */
+};
+
+/* [replication] auto_repair: what a node that lacks entries does. */
+enum {
+	REPL_REPAIR_MERGE, /* "merge", the default: Bloom filters OR a peer's copy in; cuckoo filters wait */
+	REPL_REPAIR_PULL,  /* "pull": as merge, and a cuckoo filter is replaced by a peer's copy */
+	REPL_REPAIR_OFF,   /* "off": diverged until an operator repairs */
 };
 
 /* [metrics]: where /metrics is served (docs/operations.md, "Metrics"). */

@@ -11,6 +11,10 @@
  *   follower.c     the follower thread: XREAD, apply, the cursor, XINFO
  *   entry.c        a stream entry read and judged: its fields, its tags,
  *                  its sender's sequence; what is refused, counted, logged
+ *   peers.c        announcements: this node's listener published in Redis,
+ *                  sealed with the fleet's key; the others' read, verified
+ *   repair.c       the repair thread: a filter that lacks entries ORs a
+ *                  peer's copy in (Bloom), or takes it (cuckoo, if pull)
  *
  * Lock: e->lock guards the list, every filter's fields marked "lock"
  * below, the connection states and the stop flag. Each thread owns the
@@ -33,20 +37,25 @@
 #include "shmd/fleet/repl-types.h"
 #include "shmd/store/registry.h"
 
-#define XREAD_COUNT      256     /* stream entries per stream per XREAD */
-#define XREAD_BLOCK_MS   1000    /* how long an XREAD waits for news */
-#define SEND_BUSY_NS     1000000 /* sender: next round after a round that sent something */
-#define SEND_IDLE_NS     2000000 /* sender: next round after an idle one */
-#define HOLD_PAUSE_NS    5000000 /* follower: between rounds while an entry waits for a rotation */
-#define HOLD_MAX_MS      2000    /* an entry waits that long for its window at most */
-#define BACKOFF_MIN_MS   100
-#define BACKOFF_MAX_MS   5000
-#define LOG_EVERY_MS     30000 /* the same complaint at most this often */
-#define CHECK_EVERY_MS   1000  /* XINFO STREAM of each filter */
-#define RECLAIM_EVERY_MS 1000  /* the drain asks whether ring owners live */
-#define LAG_SAMPLES      8192  /* per filter: the newest samples, of which the last minute counts */
-#define LAG_WINDOW_MS    60000
-#define STREAM_RETRY_MS  1000 /* a stream Redis refuses: tried again this often, the others go on */
+#define XREAD_COUNT         256     /* stream entries per stream per XREAD */
+#define XREAD_BLOCK_MS      1000    /* how long an XREAD waits for news */
+#define SEND_BUSY_NS        1000000 /* sender: next round after a round that sent something */
+#define SEND_IDLE_NS        2000000 /* sender: next round after an idle one */
+#define HOLD_PAUSE_NS       5000000 /* follower: between rounds while an entry waits for a rotation */
+#define HOLD_MAX_MS         2000    /* an entry waits that long for its window at most */
+#define BACKOFF_MIN_MS      100
+#define BACKOFF_MAX_MS      5000
+#define LOG_EVERY_MS        30000 /* the same complaint at most this often */
+#define CHECK_EVERY_MS      1000  /* XINFO STREAM of each filter */
+#define RECLAIM_EVERY_MS    1000  /* the drain asks whether ring owners live */
+#define LAG_SAMPLES         8192  /* per filter: the newest samples, of which the last minute counts */
+#define LAG_WINDOW_MS       60000
+#define STREAM_RETRY_MS     1000  /* a stream Redis refuses: tried again this often, the others go on */
+#define ANNOUNCE_EVERY_MS   10000 /* sender: this node's announcement written, the others' read */
+#define NOTICE_EVERY_MS     1000  /* sender: a journal overflow told the others at most this often */
+#define REPAIR_RETRY_MIN_MS 500   /* a repair that found no peer, or failed: tried again after */
+#define REPAIR_RETRY_MAX_MS 30000
+#define REPAIR_TRIES        5 /* dumps begun again when the peer's filter changed during one */
 
 enum { T_SENDER, T_FOLLOWER };
 extern const char *const repl_thread_name[2];
@@ -55,6 +64,16 @@ struct node_seen {
 	char name[FLEET_NODE_MAX + 1];
 	uint64_t heard_ms; /* CLOCK_MONOTONIC */
 	int foreign;
+};
+
+/* Another node's announcement, verified (peers.c). */
+struct peer_addr {
+	char node[FLEET_NODE_MAX + 1];
+	char host[REPL_ADDRESS_MAX];
+	int port;
+	char user[128];
+	char password[TCP_PASSWORD_MAX + 1];
+	uint64_t at_ms; /* its wall clock when it announced */
 };
 
 struct lag_sample {
@@ -68,6 +87,7 @@ struct rfilter {
 	int live;               /* 0 once dropped or no longer replicated: its slot is not ours */
 	uint64_t epoch;         /* bumped by every publication of the slot (a swap or restore may set a cursor) */
 	uint64_t shape;         /* fleet_shape() of the slot's filter */
+	int type;               /* the slot's filter's SHMF_TYPE_* */
 	uint64_t want_window;   /* a rotation the follower asks the main loop for; 0: none */
 	struct fleet_id stored; /* the cursor the follower stored last */
 	uint64_t sent, applied, retired, foreign, malformed, own, failed;
@@ -75,10 +95,22 @@ struct rfilter {
 	uint64_t refused[REPL_REFUSED_KINDS];
 	uint64_t depth, jfull, missed, lost;
 	int diverged, catching_up;
-	char why[REPL_ERROR_MAX];          /* what diverged means here and what to do */
-	char last_refused[REPL_ERROR_MAX]; /* why the last refused entry was; "" if none */
-	char send_error[REPL_ERROR_MAX];   /* why Redis refuses this stream's XADDs; "" if it takes them */
-	char follow_error[REPL_ERROR_MAX]; /* why this stream cannot be read (not a stream); "" if it can */
+	/* self-repair (lock) */
+	int repair_want;                      /* this filter lacks entries: repair it */
+	char repair_from[FLEET_NODE_MAX + 1]; /* from that node (it told us it lost adds); "": any peer */
+	int repairing;                        /* the repair thread is at it */
+	uint64_t repairs;                     /* repairs done */
+	uint64_t repair_last_ms;              /* how long the last one took */
+	uint64_t repair_last_bytes;           /* what it moved */
+	uint64_t repair_bytes;                /* moved by every repair */
+	uint64_t repair_refused;              /* peers refused: another shape or seed */
+	uint64_t notices;                     /* other nodes said they lost adds */
+	char repair_peer[FLEET_NODE_MAX + 1]; /* the last repair's peer */
+	char repair_error[REPL_ERROR_MAX];    /* why the last try failed; "" if it did not */
+	char why[REPL_ERROR_MAX];             /* what diverged means here and what to do */
+	char last_refused[REPL_ERROR_MAX];    /* why the last refused entry was; "" if none */
+	char send_error[REPL_ERROR_MAX];      /* why Redis refuses this stream's XADDs; "" if it takes them */
+	char follow_error[REPL_ERROR_MAX];    /* why this stream cannot be read (not a stream); "" if it can */
 	struct lag_sample lag[LAG_SAMPLES];
 	unsigned lag_next, lag_n;
 	struct node_seen nodes[REPL_NODES_MAX];
@@ -99,6 +131,11 @@ struct rfilter {
 	int sent_loaded;
 	uint64_t send_retry_ms; /* Redis refused this stream's XADDs: not before then again */
 	uint64_t send_err_log_ms;
+	uint64_t notice_sent; /* jfull + missed + lost when the others were last told */
+	uint64_t notice_ms;
+	/* repair thread */
+	uint64_t repair_next_ms; /* not before then (CLOCK_MONOTONIC) */
+	uint64_t repair_backoff_ms;
 	/* follower */
 	shmf_t *apply;
 	int apply_err;
@@ -133,11 +170,22 @@ struct replication {
 	int stop;
 	struct rfilter **list;
 	size_t n, cap;
-	int up[2];                      /* the thread's connection works */
-	char error[2][REPL_ERROR_MAX];  /* why it does not */
-	char logged[2][REPL_ERROR_MAX]; /* the failure logged last */
-	uint64_t error_log_ms[2];       /* when */
-	int said_down[2];               /* a failure was logged since the last "connected" */
+	int up[2];                              /* the thread's connection works */
+	char error[2][REPL_ERROR_MAX];          /* why it does not */
+	char logged[2][REPL_ERROR_MAX];         /* the failure logged last */
+	uint64_t error_log_ms[2];               /* when */
+	int said_down[2];                       /* a failure was logged since the last "connected" */
+	struct peer_addr peers[REPL_NODES_MAX]; /* the others' verified announcements */
+	unsigned npeers;
+	uint64_t announce_refused; /* announcements that did not verify */
+	int peers_wanted;          /* the repair thread wants them read again */
+
+	/* sender */
+	uint64_t announce_ms; /* last announced (CLOCK_MONOTONIC) */
+	char announce_log[REPL_ERROR_MAX];
+	/* the repair thread */
+	pthread_t repair_thread;
+	int repair_started;
 };
 
 /* A round's copy of the list, each filter referenced. */
@@ -189,6 +237,18 @@ int stream_unreadable(struct replication *e, redisContext *c, struct rfilter *f)
  * node has not applied; a stream gone or made anew is read again from
  * 0-0. 0, or -EIO (the connection failed). */
 int stream_check(struct replication *e, redisContext *c, struct rfilter *f, struct fleet_id cur, uint64_t epoch);
+
+/* ---- peers.c ---- */
+/* Announce this node and read the others' announcements, every
+ * ANNOUNCE_EVERY_MS or when the repair thread wants them (sender). -EIO if
+ * the connection failed, else 0. */
+int peers_refresh(struct replication *e, redisContext *c);
+
+/* ---- repair.c ---- */
+/* Filter @p f lacks entries: repair it from node @p from (NULL: any
+ * peer), if auto_repair says so for its type. Under lock. */
+void repair_want_locked(struct replication *e, struct rfilter *f, const char *from, size_t fromlen);
+void *repair_main(void *arg);
 
 /* ---- entry.c ---- */
 

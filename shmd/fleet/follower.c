@@ -240,6 +240,17 @@ static int follow_one(struct replication *e, struct follow *fw, const redisReply
 		*done = id;
 		return FOLLOW_NEXT;
 	}
+	if (m == 0) {
+		/* An empty batch: the sender lost adds (its journal overflowed),
+		 * which its copy alone holds: repair from it. */
+		pthread_mutex_lock(&e->lock);
+		f->notices++;
+		repair_want_locked(e, f, ef.node->str, ef.node->len);
+		pthread_mutex_unlock(&e->lock);
+		entry_seen(e, f, &ef);
+		*done = id;
+		return FOLLOW_NEXT;
+	}
 	uint64_t ahead;
 	m = keep_in_window(e, f, &ef, batch, m, &ahead);
 	if (m > 0 && must_hold(e, fw, batch, m)) {

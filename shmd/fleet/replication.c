@@ -131,6 +131,7 @@ static void on_published(void *arg, struct registry *r, int slot)
 					copy.name);
 			f->epoch++;
 			f->shape = shape;
+			f->type = (int)copy.type;
 		}
 	}
 	pthread_cond_broadcast(&e->cond);
@@ -225,9 +226,13 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 		out->state = "stream-error";
 		snprintf(out->last_error, sizeof(out->last_error), "%s: %.480s",
 			 f->send_error[0] ? "sender" : "follower", f->send_error[0] ? f->send_error : f->follow_error);
+	} else if (f->repairing) {
+		out->state = "repairing";
+		snprintf(out->last_error, sizeof(out->last_error), "%s", f->why);
 	} else if (f->diverged) {
 		out->state = "diverged";
-		snprintf(out->last_error, sizeof(out->last_error), "%s", f->why);
+		snprintf(out->last_error, sizeof(out->last_error), "%.280s%s%.200s", f->why,
+			 f->repair_error[0] ? "; self-repair: " : "", f->repair_error);
 	} else {
 		out->state = f->catching_up ? "catching-up" : "following";
 	}
@@ -247,6 +252,14 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 	out->malformed = f->malformed;
 	out->own = f->own;
 	memcpy(out->refused, f->refused, sizeof(out->refused));
+	out->repairs = f->repairs;
+	out->repair_last_ms = f->repair_last_ms;
+	out->repair_last_bytes = f->repair_last_bytes;
+	out->repair_bytes = f->repair_bytes;
+	out->repair_refused = f->repair_refused;
+	out->repair_notices = f->notices;
+	out->peers_unverified = e->announce_refused;
+	snprintf(out->repair_peer, sizeof(out->repair_peer), "%s", f->repair_peer);
 	snprintf(out->last_refused, sizeof(out->last_refused), "%s", f->last_refused);
 	out->nnodes = f->nnodes;
 	for (unsigned i = 0; i < f->nnodes; i++) {
@@ -326,6 +339,12 @@ int replication_start(struct replication **out, const struct repl_config *cfg, s
 		}
 		e->started[t] = 1;
 	}
+	int rc = pthread_create(&e->repair_thread, NULL, repair_main, e);
+	if (rc != 0) {
+		replication_stop(e);
+		return errmsg(err, errlen, -rc, "replication: cannot start the repair thread: %s", strerror(rc));
+	}
+	e->repair_started = 1;
 	log_msg(LOG_INFO, "replication: node %s, Redis at %s, streams %s*, %zu replicated filters", cfg->node,
 		cfg->redis, cfg->stream_prefix, e->n);
 	*out = e;
@@ -343,6 +362,8 @@ void replication_stop(struct replication *e)
 	for (int t = 0; t < 2; t++)
 		if (e->started[t])
 			pthread_join(e->thread[t], NULL);
+	if (e->repair_started)
+		pthread_join(e->repair_thread, NULL);
 	if (e->reg != NULL && e->reg->repl == e) {
 		e->reg->hooks = (struct registry_hooks){ 0 };
 		e->reg->repl = NULL;

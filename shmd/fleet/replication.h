@@ -54,7 +54,7 @@ struct repl_node_stats {
 struct repl_filter_stats {
 	char name[SHMF_NAME_MAX + 1];
 	char stream[REPL_PREFIX_MAX + SHMF_NAME_MAX + 1];
-	const char *state;      /* following, disconnected, catching-up, diverged */
+	const char *state;      /* following, disconnected, catching-up, diverged, repairing, stream-error */
 	struct fleet_id cursor; /* the slot's */
 	int64_t lag_p50_ms;     /* over the last minute; -1: no entry applied in it */
 	int64_t lag_p99_ms;
@@ -71,6 +71,14 @@ struct repl_filter_stats {
 	uint64_t malformed;                   /* stream entries refused: unknown version, bad fields */
 	uint64_t own;                         /* this node's stream entries skipped */
 	uint64_t refused[REPL_REFUSED_KINDS]; /* stream entries refused, by kind (enum repl_refused) */
+	uint64_t repairs;                     /* self-repairs done (docs/fleet.md, "Self-repair") */
+	uint64_t repair_last_ms;              /* the last one's time */
+	uint64_t repair_last_bytes;           /* the bytes it moved */
+	uint64_t repair_bytes;                /* moved by every one */
+	uint64_t repair_refused;              /* peers refused: another shape or seed */
+	uint64_t repair_notices;              /* other nodes said they lost adds */
+	uint64_t peers_unverified;            /* announcements that did not verify (the engine's) */
+	char repair_peer[FLEET_NODE_MAX + 1]; /* the last repair's peer */
 	char last_error[REPL_ERROR_MAX];      /* why it is disconnected or diverged; "" if nothing */
 	char last_refused[REPL_ERROR_MAX];    /* why the last entry refused (refused_*) was; "" if none */
 	unsigned nnodes;

@@ -203,6 +203,35 @@ static void journal_stats(struct replication *e, struct rfilter *f)
 	}
 }
 
+/* Adds of @p f never reached the journal since the others were last told
+ * (@p over: dropped + missed + lost): tell them, with a signed entry of
+ * an empty batch, that this node's copy holds adds they lack, so that
+ * they repair from it (repair.c). At most every NOTICE_EVERY_MS.
+ * @return 0, -EPROTO (Redis refused the stream) or -EIO. */
+static int send_notice(struct replication *e, struct xadd *x, uint64_t over)
+{
+	struct rfilter *f = x->f;
+	uint64_t now = mono_ms();
+	if (over <= f->notice_sent || (f->notice_ms != 0 && now - f->notice_ms < NOTICE_EVERY_MS))
+		return 0;
+	if (xadd_append(x, 0) < 0)
+		return -EIO;
+	pthread_mutex_lock(&e->lock);
+	if (f->live)
+		registry_fleet_sent_set(e->reg, f->slot, f->sent_seq);
+	pthread_mutex_unlock(&e->lock);
+	int rc = xadd_replies(x, 1);
+	if (rc == 0) {
+		f->notice_sent = over;
+		f->notice_ms = now;
+		log_msg(LOG_NOTICE,
+			"filter '%s': told the other nodes that %" PRIu64 " adds here never reached the "
+			"stream: they repair from this node",
+			f->name, over);
+	}
+	return rc;
+}
+
 /* Open the filter's journal reader if it has none. 0, or an error (logged once). */
 static int reader_ready(struct replication *e, struct rfilter *f)
 {
@@ -256,6 +285,13 @@ static long send_round(struct replication *e, redisContext *c, struct round *rd,
 		fleet_shape_text(x->shape, x->shape_text);
 		int n = shmf_journal_drain(f->reader, send_entries, x, flags);
 		journal_stats(e, f);
+		if (n >= 0 && e->cfg.auto_repair != REPL_REPAIR_OFF) {
+			pthread_mutex_lock(&e->lock);
+			uint64_t over = f->jfull + f->missed + f->lost;
+			pthread_mutex_unlock(&e->lock);
+			int rc = send_notice(e, x, over);
+			n = rc < 0 ? rc : n;
+		}
 		if (n == -EPROTO) {
 			stream_refused(e, f, x->why);
 			continue;
@@ -302,6 +338,10 @@ void *sender_main(void *arg)
 			last_reclaim = now;
 		}
 		long sent = send_round(e, c, &rd, x, flags);
+		if (sent >= 0 && peers_refresh(e, c) < 0) {
+			snprintf(x->why, sizeof(x->why), "announcements: %s", c->errstr[0] ? c->errstr : "no reply");
+			sent = -EIO;
+		}
 		round_release(e, &rd);
 		if (sent < 0) {
 			/* Entries stay in the journal (at-least-once); a new

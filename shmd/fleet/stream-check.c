@@ -139,6 +139,8 @@ static void diverge(struct replication *e, struct rfilter *f, struct fleet_id cu
 			registry_cursor_set(e->reg, f->slot, 0, 0);
 			f->stored = (struct fleet_id){ 0, 0 };
 		}
+		if (!was)
+			repair_want_locked(e, f, NULL, 0);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!was)

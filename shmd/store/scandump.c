@@ -550,6 +550,27 @@ static int head_parse(const char *what, const struct shmf_chunk_header *ch, cons
 	return 0;
 }
 
+int scandump_chunk_check(const char *what, const void *data, size_t len, struct shmf_chunk_header *ch, char *err,
+			 size_t errlen)
+{
+	return chunk_parse(what, data, len, ch, err, errlen);
+}
+
+int scandump_head_check(const char *what, const struct shmf_chunk_header *ch, const void *body, uint64_t iter, int type,
+			struct shmf_snap_header *h, struct shmf_snap_section *sec, char *err, size_t errlen)
+{
+	struct head *hd = malloc(sizeof(*hd));
+	if (hd == NULL)
+		return errmsg(err, errlen, -ENOMEM, "%s: out of memory", what);
+	int rc = head_parse(what, ch, body, iter, type, hd, err, errlen);
+	if (rc == 0) {
+		*h = hd->hdr;
+		memcpy(sec, hd->sec, h->nsections * sizeof(sec[0]));
+	}
+	free(hd);
+	return rc;
+}
+
 /* The filter a load would replace must have the dump's type, as
  * RedisBloom's LOADCHUNK refuses a key of another type. */
 static int target_type_ok(struct registry *r, const char *name, uint32_t type, char *err, size_t errlen)

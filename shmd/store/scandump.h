@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/snapshot-format.h"
 #include "shmd/store/registry.h"
 
 /* Loads in progress at once (each holds its new data files). */
@@ -117,6 +118,19 @@ unsigned scandump_dumps(void);
  */
 int scandump_load(struct registry *r, uint64_t owner, const char *name, int type, uint64_t iter, const void *data,
 		  size_t len, char *err, size_t errlen);
+
+/**
+ * A chunk of a dump that came from a peer, checked as LOADCHUNK checks
+ * one (the fleet's self-repair reads chunks itself): its chunk header and
+ * checksum into @p ch; for the header chunk (@p iter its iterator) also
+ * the snapshot header and the sections it carries, into @p h and @p sec,
+ * and that the dump is of @p type. @p what names the chunk in messages.
+ * @return 0, or SHMF_E_FORMAT / SHMF_E_INVAL with @p err saying why.
+ */
+int scandump_chunk_check(const char *what, const void *data, size_t len, struct shmf_chunk_header *ch, char *err,
+			 size_t errlen);
+int scandump_head_check(const char *what, const struct shmf_chunk_header *ch, const void *body, uint64_t iter, int type,
+			struct shmf_snap_header *h, struct shmf_snap_section *sec, char *err, size_t errlen);
 
 /** Discard the loads of connection @p owner (it is gone). */
 void scandump_owner_gone(uint64_t owner);

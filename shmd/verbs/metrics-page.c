@@ -112,6 +112,11 @@ enum fig {
 	F_REPL_REFUSED_REPLAYED,
 	F_REPL_REFUSED_IMPERSONATING,
 	F_REPL_REFUSED_UNSIGNED,
+	F_REPL_REPAIRING,
+	F_REPL_REPAIRS,
+	F_REPL_REPAIR_LAST,
+	F_REPL_REPAIR_BYTES,
+	F_REPL_REPAIR_REFUSED,
 	F_COUNT
 };
 
@@ -163,6 +168,7 @@ static const struct filter_row {
 	{ F_REPL_DISCONNECTED, "shmd_filter_replication_state", "gauge", "state=\"disconnected\"", NULL },
 	{ F_REPL_DIVERGED, "shmd_filter_replication_state", "gauge", "state=\"diverged\"", NULL },
 	{ F_REPL_STREAM_ERROR, "shmd_filter_replication_state", "gauge", "state=\"stream-error\"", NULL },
+	{ F_REPL_REPAIRING, "shmd_filter_replication_state", "gauge", "state=\"repairing\"", NULL },
 	{ F_REPL_LAG_P50, "shmd_filter_replication_lag_p50_seconds", "gauge", NULL,
 	  "Median lag of other nodes' entries applied in the last minute (absent when none was)." },
 	{ F_REPL_LAG_P99, "shmd_filter_replication_lag_p99_seconds", "gauge", NULL,
@@ -188,6 +194,14 @@ static const struct filter_row {
 	{ F_REPL_REFUSED_IMPERSONATING, "shmd_filter_replication_refused_total", "counter", "kind=\"impersonating\"",
 	  NULL },
 	{ F_REPL_REFUSED_UNSIGNED, "shmd_filter_replication_refused_total", "counter", "kind=\"unsigned\"", NULL },
+	{ F_REPL_REPAIRS, "shmd_filter_replication_repairs_total", "counter", NULL,
+	  "Self-repairs done: a peer's copy ORed in (Bloom) or pulled (cuckoo)." },
+	{ F_REPL_REPAIR_LAST, "shmd_filter_replication_repair_last_seconds", "gauge", NULL,
+	  "How long the last self-repair took." },
+	{ F_REPL_REPAIR_BYTES, "shmd_filter_replication_repair_bytes_total", "counter", NULL,
+	  "Bytes moved from peers by self-repairs." },
+	{ F_REPL_REPAIR_REFUSED, "shmd_filter_replication_repair_refused_total", "counter", NULL,
+	  "Peers refused for a repair: their filter has another shape or seed." },
 };
 
 #define NFILTER_ROWS (sizeof(filter_rows) / sizeof(filter_rows[0]))
@@ -218,6 +232,11 @@ static void repl_figs(struct registry *reg, int slot, struct filter_figs *f)
 	f->v[F_REPL_DROP_MALFORMED] = (double)st.malformed;
 	for (int k = 0; k < REPL_REFUSED_KINDS; k++)
 		f->v[F_REPL_REFUSED_FORGED + k] = (double)st.refused[k];
+	f->v[F_REPL_REPAIRING] = !strcmp(st.state, "repairing");
+	f->v[F_REPL_REPAIRS] = (double)st.repairs;
+	f->v[F_REPL_REPAIR_LAST] = st.repairs ? (double)st.repair_last_ms / 1000 : NAN;
+	f->v[F_REPL_REPAIR_BYTES] = (double)st.repair_bytes;
+	f->v[F_REPL_REPAIR_REFUSED] = (double)st.repair_refused;
 }
 
 /* The figures of the filter in @p slot. 0, or -1 if it cannot be described now. */

@@ -223,7 +223,7 @@ void cmd_shmf_restore(struct verb_call *c)
 static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
 {
 	char cursor[48];
-	reply_map(out, 20 + REPL_REFUSED_KINDS); /* the field_* calls below, and nodes */
+	reply_map(out, 28 + REPL_REFUSED_KINDS); /* the field_* calls below, and nodes */
 	reply_field_str(out, "name", st->name);
 	reply_field_str(out, "stream", st->stream);
 	reply_field_str(out, "state", st->state);
@@ -246,6 +246,14 @@ static void reply_replication(struct reply *out, const struct repl_filter_stats 
 		snprintf(name, sizeof(name), "refused_%s", repl_refused_name[k]);
 		reply_field_int(out, name, (long long)st->refused[k]);
 	}
+	reply_field_int(out, "repairs", (long long)st->repairs);
+	reply_field_int(out, "repair_last_ms", (long long)st->repair_last_ms);
+	reply_field_int(out, "repair_last_bytes", (long long)st->repair_last_bytes);
+	reply_field_int(out, "repair_bytes", (long long)st->repair_bytes);
+	reply_field_str(out, "repair_peer", st->repair_peer);
+	reply_field_int(out, "repair_refused", (long long)st->repair_refused);
+	reply_field_int(out, "repair_notices", (long long)st->repair_notices);
+	reply_field_int(out, "peers_unverified", (long long)st->peers_unverified);
 	reply_field_str(out, "last_error", st->last_error);
 	reply_field_str(out, "last_refused", st->last_refused);
 	reply_bulk_str(out, "nodes");
