@@ -1,11 +1,9 @@
 /*
  * bench-cuckoo-ops.c - the cuckoo hot path alone, on one filter of the
  * default bucket size: the first fill from 0% to 70% of the capacity,
- * adds of new keys from 70% to 80% (deleted again after each run), capped
- * adds (cap 4: each key four times, as bench-filter's capped row) and
- * add_unique of new keys at 70% (deleted again), then, filled to 95%, the
- * check loop (half the probes present) and batch checks of 1024. Each
- * figure is the median of 9 runs.
+ * adds of new keys from 70% to 80% (deleted again after each run), then,
+ * filled to 95%, the check loop (half the probes present) and batch checks
+ * of 1024. Each figure is the median of 9 runs.
  *
  *   bench-cuckoo-ops [FPR] [CAPACITY]
  *
@@ -42,51 +40,6 @@ static char *make_keys(uint64_t n, uint64_t salt)
 	for (uint64_t i = 0; i < 2 * n; i++)
 		w[i] = shmf_mix64(i * 2 + salt * UINT64_C(0x9e3779b97f4a7c15) + 1);
 	return k;
-}
-
-/* @p n capped adds (cap 4) of @p keys' first n / 4 keys, each four times,
- * at the load the filter has: ns per add; the copies added are deleted
- * again, untimed. *moves gets the relocations an add made. */
-static double timed_capped(shmf_t *f, const char *keys, uint64_t n, double *moves)
-{
-	uint64_t nkeys = n / 4;
-	unsigned char *added = calloc(nkeys, 1);
-	shmf_info_t info;
-	if (added == NULL) {
-		perror("calloc");
-		exit(1);
-	}
-	shmf_info(f, &info);
-	uint64_t moves0 = info.relocations;
-	double t0 = bench_now_ns();
-	for (uint64_t i = 0; i < n; i++) {
-		int r = shmf_add_capped(f, keys + (i % nkeys) * KEY_LEN, KEY_LEN, 4);
-		added[i % nkeys] += r >= 0 && r < 4;
-	}
-	double ns = (bench_now_ns() - t0) / (double)n;
-	shmf_info(f, &info);
-	*moves = (double)(info.relocations - moves0) / (double)n;
-	for (uint64_t i = 0; i < nkeys; i++)
-		for (unsigned c = 0; c < added[i]; c++)
-			shmf_del(f, keys + i * KEY_LEN, KEY_LEN);
-	free(added);
-	return ns;
-}
-
-/* shmf_add_unique of @p n new keys at the filter's load: ns per add; the
- * keys are deleted again, untimed. */
-static double timed_unique(shmf_t *f, const char *keys, uint64_t n)
-{
-	double t0 = bench_now_ns();
-	for (uint64_t i = 0; i < n; i++)
-		if (shmf_add_unique(f, keys + i * KEY_LEN, KEY_LEN) < 0) {
-			fprintf(stderr, "an add_unique failed\n");
-			exit(1);
-		}
-	double ns = (bench_now_ns() - t0) / (double)n;
-	for (uint64_t i = 0; i < n; i++)
-		shmf_del(f, keys + i * KEY_LEN, KEY_LEN);
-	return ns;
 }
 
 int main(int argc, char **argv)
@@ -136,15 +89,6 @@ int main(int argc, char **argv)
 			shmf_del(f, fresh + i * KEY_LEN, KEY_LEN);
 		free(fresh);
 	}
-	double capped[RUNS], moves[RUNS], unique[RUNS];
-	for (int r = 0; r < RUNS; r++) {
-		char *ck = make_keys(step / 4, 200 + (uint64_t)r);
-		capped[r] = timed_capped(f, ck, step / 4 * 4, &moves[r]);
-		free(ck);
-		char *uk = make_keys(step, 300 + (uint64_t)r);
-		unique[r] = timed_unique(f, uk, step);
-		free(uk);
-	}
 	for (uint64_t i = at70; i < at95; i++)
 		shmf_add(f, keys + i * KEY_LEN, KEY_LEN);
 	const uint64_t probes = 2000000;
@@ -177,9 +121,6 @@ int main(int argc, char **argv)
 	       "check %.1f ns, check_many 1024 %.1f ns/key\n",
 	       (unsigned long long)capacity, fpr, info.fingerprint_bits, fill, bench_median(add, RUNS),
 	       bench_median(check, RUNS), bench_median(many, RUNS));
-	printf("  at 70%%: capped add (cap 4) %.1f ns (%.2fx check; %.2f relocations an add), add_unique %.1f ns\n",
-	       bench_median(capped, RUNS), bench_median(capped, RUNS) / bench_median(check, RUNS),
-	       bench_median(moves, RUNS), bench_median(unique, RUNS));
 	shmf_close(f);
 	free(keys);
 	free(absent);

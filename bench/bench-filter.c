@@ -6,7 +6,6 @@
  *   bench-filter --snapshot-wait [GiB]
  *   bench-filter --layers [BASE]
  *   bench-filter --imported [KEYS...]
- *   bench-filter --scaling [KEYS]
  *
  * Default: filters of 1M and 100M keys, then the attach test. --quick uses
  * 10M instead of 100M keys; --demo measures only the 1M-key filter and
@@ -19,8 +18,7 @@
  * layer): what a layer costs. --imported measures checks on filters
  * imported from RedisBloom (a chain of one link, and one grown to four)
  * beside a filter of shmfilter's own for the same keys at the same
- * declared rate (1%), for 1M and 10M keys or the counts given. --scaling
- * runs only the scaling rows (below), on a filter of KEYS keys (1M).
+ * declared rate (1%), for 1M and 10M keys or the counts given.
  *
  * Everything runs in one process, side by side, on filters it creates in
  * private runtime directories: under /dev/shm (4 KiB pages) and, when it
@@ -32,10 +30,6 @@
  * inline on the mapping, without the handle (no generation check, no
  * RCU read lock, no call): the difference to the API rows is the cost of
  * the handle.
- *
- * The "scaling" rows run cuckoo capped adds, add_unique and checks at 70%
- * load and plain adds at 90% from 1, 2, 4, ... processes at once, up to
- * twice the machine's CPUs (run_scaling()): a host's own scaling table.
  *
  * The "cuckoo b=N" rows put cuckoo filters of each bucket size side by
  * side (run_cuckoo_sizes()); the "1e-9" rows a cuckoo filter (32-bit
@@ -417,186 +411,6 @@ static void run_cuckoo(struct registry *reg, struct target *t)
 	       "  the same, 2 processes at once", c2, c2 / c1);
 	shmf_close(c.rw);
 	registry_drop(reg, name, NULL, 0);
-}
-
-/* ---- Scaling: the cuckoo writes and checks from 1, 2, 4, ... processes -- */
-
-/* One operation of the scaling rows, on @p f with the keys of process
- * @p p of @p nproc: returns the operations it made. */
-enum scale_op { SCALE_CAPPED, SCALE_UNIQUE, SCALE_ADD90, SCALE_CHECK };
-
-struct scale_job {
-	enum scale_op op;
-	const char *instance, *name;
-	uint64_t total;     /* operations of all processes together */
-	const char *probes; /* SCALE_CHECK: the keys checked */
-	uint64_t nprobes;
-	uint64_t salt; /* fresh keys: make_keys(.., salt + p) */
-};
-
-/* A child's share: @p n operations of @p j, timed after the start barrier
- * (@p go: the parent closes it). Writes its start and end (ns) to @p out,
- * then takes back what it added (untimed), so the next run starts from
- * the same load. */
-static __attribute__((noreturn)) void scale_child(const struct scale_job *j, int p, uint64_t n, int go, int out)
-{
-	shmf_t *f;
-	double se[2] = { -1, -1 };
-	if (shmf_open(j->instance, j->name, SHMF_RDWR, &f) != 0)
-		_exit(write(out, se, sizeof(se)) == sizeof(se) ? 1 : 2);
-	uint64_t nkeys = j->op == SCALE_CAPPED ? (n + 3) / 4 : n;
-	char *keys = j->op == SCALE_CHECK ? NULL : make_keys(nkeys, j->salt + (uint64_t)p);
-	unsigned char *added = keys ? calloc(nkeys, 1) : NULL;
-	char c;
-	(void)!read(go, &c, 1); /* EOF: the parent let every child go */
-	int hits = 0;
-	se[0] = bench_now_ns();
-	for (uint64_t i = 0; i < n; i++) {
-		switch (j->op) {
-		case SCALE_CAPPED: {
-			int r = shmf_add_capped(f, keys + (i % nkeys) * KEY_LEN, KEY_LEN, 4);
-			added[i % nkeys] += r >= 0 && r < 4;
-			break;
-		}
-		case SCALE_UNIQUE: added[i] = shmf_add_unique(f, keys + i * KEY_LEN, KEY_LEN) == 1; break;
-		case SCALE_ADD90: added[i] = shmf_add(f, keys + i * KEY_LEN, KEY_LEN) == 1; break;
-		case SCALE_CHECK:
-			hits += shmf_check(f, j->probes + ((i * 7919 + (uint64_t)p * 104729) % j->nprobes) * KEY_LEN,
-					   KEY_LEN);
-			break;
-		}
-	}
-	se[1] = bench_now_ns();
-	sink = hits;
-	for (uint64_t i = 0; added != NULL && i < nkeys; i++)
-		for (unsigned a = 0; a < added[i]; a++)
-			shmf_del(f, keys + i * KEY_LEN, KEY_LEN);
-	shmf_close(f);
-	_exit(write(out, se, sizeof(se)) == sizeof(se) ? 0 : 2);
-}
-
-/* Operations a second of @p nproc processes doing @p j at once, each its
- * share of j->total: the total over the span from the first start to the
- * last end. */
-static double scale_run(const struct scale_job *j, int nproc)
-{
-	int go[2], out[2];
-	if (pipe(go) < 0 || pipe(out) < 0)
-		return -1;
-	pid_t pid[128];
-	for (int p = 0; p < nproc; p++) {
-		pid[p] = fork();
-		if (pid[p] == 0) {
-			close(go[1]);
-			scale_child(j, p, j->total / (uint64_t)nproc, go[0], out[1]);
-		}
-	}
-	close(go[0]);
-	usleep(20000); /* the children make their keys */
-	close(go[1]);
-	double first = 0, last = 0;
-	int ok = 1;
-	for (int p = 0; p < nproc; p++) {
-		double se[2];
-		if (read(out[0], se, sizeof(se)) != sizeof(se) || se[0] < 0)
-			ok = 0;
-		else {
-			first = p == 0 || se[0] < first ? se[0] : first;
-			last = se[1] > last ? se[1] : last;
-		}
-	}
-	for (int p = 0; p < nproc; p++)
-		waitpid(pid[p], NULL, 0);
-	close(out[0]);
-	close(out[1]);
-	return ok ? (double)(j->total / (uint64_t)nproc * (uint64_t)nproc) / ((last - first) / 1e9) : -1;
-}
-
-/* A cuckoo filter of @p capacity keys named @p name, filled with @p keys to
- * @p percent of its slots. */
-static shmf_t *scale_filter(struct registry *reg, const char *name, uint64_t capacity, const char *keys,
-			    unsigned percent)
-{
-	char err[REGISTRY_ERR_MAX];
-	struct filter_spec spec = { .type = SHMF_TYPE_CUCKOO, .capacity = capacity, .fpr = 0.01, .mode = 0640 };
-	snprintf(spec.name, sizeof(spec.name), "%s", name);
-	shmf_t *f;
-	if (registry_create(reg, &spec, err, sizeof(err)) < 0 || shmf_open(reg->instance, name, SHMF_RDWR, &f) < 0) {
-		fprintf(stderr, "cuckoo %s: %s\n", name, err);
-		exit(1);
-	}
-	shmf_info_t info;
-	shmf_info(f, &info);
-	uint64_t n = info.buckets * info.bucket_size * percent / 100;
-	for (uint64_t i = 0; i < n && i < capacity; i++)
-		shmf_add(f, keys + i * KEY_LEN, KEY_LEN);
-	return f;
-}
-
-/*
- * The scaling rows: capped adds (cap 4, each process its own keys) and
- * add_unique of new keys at 70% load, plain adds of new keys at 90% (most
- * relocate), checks at 70%, from 1, 2, 4, ... processes up to twice this
- * machine's CPUs at once: operations a second of all of them together,
- * the median of 5 runs, and the ratio to 1 process. Every run's adds are
- * deleted again after it, untimed.
- */
-static void run_scaling(struct registry *reg, struct target *t)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int most = cpus > 0 && cpus < 64 ? (int)cpus * 2 : 8;
-	shmf_t *f70 = scale_filter(reg, "scale70", t->capacity, t->present, 70);
-	shmf_t *f90 = scale_filter(reg, "scale90", t->capacity, t->present, 90);
-	shmf_info_t info;
-	shmf_info(f90, &info);
-	/* Each run stores 2% of the slots (capped: a quarter as many keys, four
-	 * copies each), 1% at 90%: the loads stay at 70-72% and 90-91%. */
-	uint64_t slots = info.buckets * info.bucket_size;
-	struct scale_job jobs[] = {
-		{ SCALE_CAPPED, reg->instance, "scale70", slots / 50, NULL, 0, 700 },
-		{ SCALE_UNIQUE, reg->instance, "scale70", slots / 50, NULL, 0, 800 },
-		{ SCALE_ADD90, reg->instance, "scale90", slots / 100, NULL, 0, 900 },
-		{ SCALE_CHECK, reg->instance, "scale70", 2000000, t->present, t->capacity * 7 / 10, 0 },
-	};
-	static const char *label[] = { "cuckoo shmf_add_capped, cap 4 (70%)", "cuckoo shmf_add_unique (70%)",
-				       "cuckoo shmf_add (90%)", "cuckoo shmf_check (70%)" };
-	printf("%-8s %-34s %s (%ld CPUs; M operations a second of all processes, median of 5; x 1 process)\n", t->label,
-	       "scaling", "processes at once", cpus);
-	for (size_t o = 0; o < sizeof(jobs) / sizeof(jobs[0]); o++) {
-		double one = 0;
-		printf("%-8s %-34s", t->label, label[o]);
-		for (int n = 1; n <= most; n *= 2) {
-			double v[5];
-			for (int r = 0; r < 5; r++)
-				v[r] = scale_run(&jobs[o], n);
-			double m = bench_median(v, 5);
-			if (n == 1)
-				one = m;
-			printf("  %d: %.2f (%.2fx)", n, m / 1e6, m / one);
-		}
-		printf("\n");
-	}
-	shmf_close(f70);
-	shmf_close(f90);
-	registry_drop(reg, "scale70", NULL, 0);
-	registry_drop(reg, "scale90", NULL, 0);
-}
-
-/* --scaling [KEYS]: only the scaling rows, on a filter of KEYS keys. */
-static int run_scaling_only(const char *dir, uint64_t capacity)
-{
-	char err[REGISTRY_ERR_MAX];
-	struct registry reg;
-	setenv("SHMF_RUNTIME_DIR", dir, 1);
-	if (registry_open(&reg, "bench", 0750, 0640, (gid_t)-1, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	struct target t = { .label = "scale", .capacity = capacity, .present = make_keys(capacity, 1) };
-	run_scaling(&reg, &t);
-	free(t.present);
-	registry_close(&reg, 1);
-	return 0;
 }
 
 /* ---- Bucket sizes ------------------------------------------------------ */
@@ -1005,7 +819,6 @@ static void run_speed(struct registry *reg, uint64_t big)
 		printf("%-8s %-34s %7.1f ns  (%.2fx floor)\n", t[i].label, "handle overhead per check", check - fl,
 		       check / fl);
 		run_cuckoo(reg, &t[i]);
-		run_scaling(reg, &t[i]);
 		run_cuckoo_sizes(reg, &t[i]);
 		run_low_rate(reg, &t[i]);
 		run_replicated_bloom(reg, &t[i]);
@@ -1596,14 +1409,6 @@ int main(int argc, char **argv)
 		rmdir(root);
 		return rc;
 	}
-	if (argc >= 2 && !strcmp(argv[1], "--scaling")) {
-		char root[] = "/dev/shm/shmf-bench-XXXXXX";
-		if (mkdtemp(root) == NULL)
-			return 1;
-		int rc = run_scaling_only(root, argc >= 3 ? strtoull(argv[2], NULL, 10) : 1000000);
-		rmdir(root);
-		return rc;
-	}
 	if (argc >= 2 && !strcmp(argv[1], "--layers")) {
 		char root[] = "/dev/shm/shmf-bench-XXXXXX";
 		if (mkdtemp(root) == NULL)
@@ -1623,7 +1428,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [--quick | --demo] [--no-attach] | --layers [BASE] | --imported [KEYS...] | "
-				"--snapshot-wait [GiB] | --scaling [KEYS]\n",
+				"--snapshot-wait [GiB]\n",
 				argv[0]);
 			return 2;
 		}

@@ -732,40 +732,34 @@ __attribute__((flatten)) int shmf_add(shmf_t *f, const void *key, size_t len)
 }
 
 /*
- * A capped add to a growing cuckoo filter. The capped adds of one key
- * exclude each other on the key's capped-add stripe in the oldest layer
- * (layer 0: it never leaves the ring, so every view has it, and a key's
- * stripe there depends on its hash alone): under it the copies in every
- * layer are counted and one is added where an add would go, so a layer
- * switch between two capped adds cannot let one copy too many in. A newer
- * layer's stripes may be taken inside it (a relocation there), never the
- * other way round. When the copy must go into the oldest layer itself and
- * both its buckets are full, it relocates there under the key's stripe,
- * trying the other stripes its moves need (shmf_cuckoo_add_held); only if
- * one is held is the key's stripe let go for the relocation and the call
- * starts again (-EAGAIN), counting afresh. A view older than the slot may
- * lack a layer another process added to; under the stripe that shows as a
- * new generation word (its acquire orders it after that process's add), and
- * the call answers -EAGAIN to start again on the new view. @return the
- * copies before, or an error.
+ * A capped add to a growing cuckoo filter. The capped adds of every
+ * process serialise on the relocation lock of the oldest layer (layer 0:
+ * it never leaves the ring, so every view has it): under it the copies in
+ * every layer are counted and one is added where an add would go, so a
+ * layer switch between two capped adds cannot let one copy too many in. A
+ * newer layer's lock may be taken inside it (a relocation there), never
+ * the other way round. A view older than the slot may lack a layer another
+ * process added to; under the lock that shows as a new generation word
+ * (the lock's acquire orders it after that process's add), and the call
+ * answers -EAGAIN to start again on the new view. @return the copies
+ * before, or an error.
  */
 static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 {
 	struct part *oldest = &v->p[v->nparts - 1 - v->standby];
-	struct shmf_cuckoo_key ko = shmf_cuckoo_locate(&oldest->cuckoo, h);
-	int r = shmf_cuckoo_cap_lock(&oldest->cuckoo, &ko);
+	int r = shmf_cuckoo_lock(&oldest->cuckoo);
 	if (r < 0)
 		return r;
-	int before = -EAGAIN;
-	if (atomic_load_explicit(v->published, memory_order_acquire) != v->generation)
-		goto out;
+	if (atomic_load_explicit(v->published, memory_order_acquire) != v->generation) {
+		shmf_cuckoo_unlock(&oldest->cuckoo);
+		return -EAGAIN;
+	}
 	unsigned end = checked_parts(v);
-	before = 0;
+	int before = 0;
 	for (unsigned i = 0; i < end; i++) {
 		struct part *p = &v->p[i];
 		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->cuckoo, h);
-		/* No copy of the key's fingerprint moves in the oldest layer
-		 * while we hold its capped-add stripe. */
+		/* No move runs in the oldest layer while we hold its lock. */
 		int n = p == oldest ? (int)shmf_cuckoo_copies(&p->cuckoo, &k) : cuckoo_count_in(p, &k);
 		if (n < 0) {
 			before = n;
@@ -779,28 +773,7 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 	struct part *t = add_target(v, atomic_load_explicit(cur->state, memory_order_acquire));
 	for (;;) {
 		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&t->cuckoo, h);
-		if (t == oldest) {
-			/* Relocating under the key's stripe, trying the
-			 * others (k is ko: the same table and hash). */
-			r = shmf_cuckoo_add_held(&t->cuckoo, &k);
-			if (r == -EAGAIN) {
-				/* A stripe tried was held: room in the oldest
-				 * layer is made without the key's stripe,
-				 * then everything is counted again. */
-				shmf_cuckoo_cap_unlock(&oldest->cuckoo, &ko);
-				r = shmf_cuckoo_make_room(&t->cuckoo, &k);
-				if (r == 0)
-					return -EAGAIN;
-				if (r == SHMF_E_FULL && t == cur) {
-					layer_mark(cur, SHMF_LAYER_FULL);
-					if (v->standby)
-						return -EAGAIN; /* the standby takes it */
-				}
-				return r;
-			}
-		} else {
-			r = shmf_cuckoo_add(&t->cuckoo, &k);
-		}
+		r = t == oldest ? shmf_cuckoo_add_held(&t->cuckoo, &k) : shmf_cuckoo_add(&t->cuckoo, &k);
 		if (r == SHMF_E_FULL && t == cur) {
 			layer_mark(cur, SHMF_LAYER_FULL);
 			if (v->standby) {
@@ -817,7 +790,7 @@ static int cuckoo_add_capped_grows(struct view *v, uint64_t h, unsigned cap)
 	count_new(t, 1);
 	journal(v, t, h, SHMF_JOP_CAPPED);
 out:
-	shmf_cuckoo_cap_unlock(&oldest->cuckoo, &ko);
+	shmf_cuckoo_unlock(&oldest->cuckoo);
 	return before;
 }
 
@@ -1234,7 +1207,7 @@ int shmf_info(shmf_t *f, shmf_info_t *out)
 		out->bucket_size = g->slots;
 		out->fingerprint_bits = g->fp_bits;
 		out->max_kicks = g->max_kicks;
-		out->relocations = shmf_cuckoo_moves(g->meta);
+		out->relocations = atomic_load_explicit(&g->meta->moves, memory_order_relaxed);
 		out->deletes = shmf_data_deletes(&p->data);
 		/* The counter sums modulo 2^64; a transient negative (a delete
 		 * counted before its add) reads as 0. */

@@ -286,18 +286,6 @@ static __thread struct self self;
  * (a C library other than glibc): only this lock's links are on it. */
 static __thread struct robust_list_head own_head;
 
-/* The robust-list links a thread's held lock words replaced, newest last:
- * a thread lets its locks go in the reverse order it took them (a key's
- * two stripes, a move's two inside them, every stripe for a copy), so
- * each unlock finds its own link in front of the list and puts back
- * exactly what was there. Private memory: the link is never read back
- * from shared memory. */
-#define HELD_MAX (SHMF_CUCKOO_LOCKS + 8u)
-static __thread struct {
-	unsigned n;
-	void *saved[HELD_MAX];
-} held;
-
 static __attribute__((noinline, cold)) int self_setup(unsigned generation)
 {
 	struct robust_list_head *h = NULL;
@@ -318,7 +306,6 @@ static __attribute__((noinline, cold)) int self_setup(unsigned generation)
 	self.head = h;
 	self.tid = (uint32_t)syscall(SYS_gettid);
 	self.generation = generation;
-	held.n = 0; /* a forked child holds none of its parent's locks */
 	return 0;
 }
 
@@ -334,6 +321,7 @@ void shmf_cuckoo_lock_init(struct shmf_cuckoo_lock *l, uint32_t timeout_ms)
 {
 	pthread_once(&atfork_once, register_atfork);
 	l->timeout_ms = timeout_ms ? timeout_ms : SHMF_CUCKOO_LOCK_TIMEOUT_DEFAULT;
+	l->saved_list = NULL;
 }
 
 static uint64_t now_ns(void)
@@ -424,31 +412,15 @@ static __attribute__((noinline)) int lock_wait(struct shmf_cuckoo_lockword *lw, 
 	}
 }
 
-/* A try at lock word @p lw, seen holding @p v: a word whose holder died
- * is taken as lock_wait() takes it (keeping the waiters bit), once; a
- * held one is not waited for. @return 0 or SHMF_E_BUSY. */
-static int take_dead(struct shmf_cuckoo_lockword *lw, uint32_t v)
-{
-	if (!(v & FUTEX_OWNER_DIED))
-		return SHMF_E_BUSY;
-	/* acquire: pairs with the release exchange in unlock_word. */
-	return atomic_compare_exchange_strong_explicit(&lw->word, &v, self.tid | (v & FUTEX_WAITERS),
-						       memory_order_acquire, memory_order_relaxed)
-		       ? 0
-		       : SHMF_E_BUSY;
-}
-
-/* Take lock word @p lw within @p timeout_ns (0 with @p try: no wait at
- * all, SHMF_E_BUSY if it is held) and link it into this thread's robust
- * list. The kernel reads list_op_pending if the thread dies between
+/* Take the lock word within @p timeout_ns and link it into this thread's
+ * robust list. The kernel reads list_op_pending if the thread dies between
  * taking the word and linking it, so the lock is never held unlisted. */
-static inline int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns, int try)
+static int lock_word(const struct shmf_cuckoo_geom *g, uint64_t timeout_ns)
 {
 	int r = self_ready();
-	if (__builtin_expect(r < 0, 0))
+	if (r < 0)
 		return r;
-	if (__builtin_expect(held.n == HELD_MAX, 0))
-		return -EDEADLK; /* not reached: the library holds at most HELD_MAX */
+	struct shmf_cuckoo_lockword *lw = &g->meta->lock;
 	struct robust_list_head *h = self.head;
 	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
 	h->list_op_pending = node;
@@ -459,15 +431,18 @@ static inline int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns
 	/* acquire: pairs with the release exchange in unlock_word. */
 	if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&lw->word, &v, self.tid, memory_order_acquire,
 								      memory_order_relaxed),
-			     0)) {
-		r = try ? take_dead(lw, v) : lock_wait(lw, timeout_ns);
-		if (r < 0) {
-			atomic_signal_fence(memory_order_seq_cst);
-			h->list_op_pending = NULL;
-			return r;
-		}
+			     0) &&
+	    (r = lock_wait(lw, timeout_ns)) < 0) {
+		atomic_signal_fence(memory_order_seq_cst);
+		h->list_op_pending = NULL;
+		return r;
 	}
-	held.saved[held.n++] = h->list.next;
+	/* In front of the list: the library takes other robust locks while
+	 * it holds this one only as a growing filter's capped add does (the
+	 * oldest layer's, then a newer layer's for a relocation), and lets
+	 * them go in the reverse order, so the unlock finds it in front
+	 * again. */
+	g->lock->saved_list = h->list.next;
 	lw->list_next = (uint64_t)(uintptr_t)h->list.next;
 	atomic_signal_fence(memory_order_seq_cst);
 	h->list.next = node;
@@ -476,15 +451,17 @@ static inline int lock_word(struct shmf_cuckoo_lockword *lw, uint64_t timeout_ns
 	return 0;
 }
 
-static inline void unlock_word(struct shmf_cuckoo_lockword *lw)
+static void unlock_word(const struct shmf_cuckoo_geom *g)
 {
+	struct shmf_cuckoo_lockword *lw = &g->meta->lock;
 	struct robust_list_head *h = self.head;
 	struct robust_list *node = (struct robust_list *)(void *)&lw->list_next;
-	void *saved = held.saved[--held.n];
 	h->list_op_pending = node;
 	atomic_signal_fence(memory_order_seq_cst);
+	/* The link to restore comes from private memory, never from the
+	 * shared one. */
 	if (h->list.next == node)
-		h->list.next = saved;
+		h->list.next = g->lock->saved_list;
 	atomic_signal_fence(memory_order_seq_cst);
 	/* release: pairs with the acquiring CAS of the next holder. */
 	uint32_t v = atomic_exchange_explicit(&lw->word, 0, memory_order_release);
@@ -494,163 +471,43 @@ static inline void unlock_word(struct shmf_cuckoo_lockword *lw)
 	h->list_op_pending = NULL;
 }
 
-/* Close the version windows a holder of lock stripe @p s that died
- * mid-move left open: the version stripes of its move that belong to s
- * (those of the move's other bucket belong to the other lock stripe, whose
- * next holder closes them: a version stripe is only ever written under its
- * own lock stripe). The fingerprint it was moving is in its old bucket,
- * its new one, or both: never lost. A live holder always clears moving, so
- * one load tells whether there is anything to do. */
-static void repair_stripe(const struct shmf_cuckoo_geom *g, unsigned s)
+/* Close the version window of a holder that died mid-move: its stripes
+ * are odd, and nobody else can be moving now. The fingerprint it was
+ * moving is in its old bucket, its new one, or both: never lost. */
+static void repair_locked(const struct shmf_cuckoo_geom *g)
 {
-	struct shmf_cuckoo_stripe_lock *sl = &g->meta->stripe[s];
-	uint64_t moving = atomic_load_explicit(&sl->moving, memory_order_relaxed);
-	if (__builtin_expect(moving == 0, 1))
+	uint64_t moving = atomic_load_explicit(&g->meta->moving, memory_order_relaxed);
+	if (moving == 0)
 		return;
-	uint64_t v[2] = { (moving & 0xffffffffu) - 1, (moving >> 32) - 1 };
+	uint64_t s[2] = { (moving & 0xffffffffu) - 1, (moving >> 32) - 1 };
 	for (int j = 0; j < 2; j++) {
-		if (v[j] >= SHMF_CUCKOO_STRIPES || v[j] % SHMF_CUCKOO_LOCKS != s)
+		if (s[j] >= SHMF_CUCKOO_STRIPES)
 			continue;
-		_Atomic uint64_t *ver = &g->meta->version[v[j]];
-		uint64_t x = atomic_load_explicit(ver, memory_order_relaxed);
+		_Atomic uint64_t *v = &g->meta->version[s[j]];
+		uint64_t x = atomic_load_explicit(v, memory_order_relaxed);
 		if (x & 1)
-			atomic_store_explicit(ver, x + 1, memory_order_release);
+			atomic_store_explicit(v, x + 1, memory_order_release);
 	}
-	atomic_store_explicit(&sl->moving, 0, memory_order_relaxed);
-}
-
-static inline uint64_t timeout_ns_of(const struct shmf_cuckoo_geom *g)
-{
-	return (uint64_t)g->lock->timeout_ms * 1000000u;
-}
-
-static int lock_stripe(const struct shmf_cuckoo_geom *g, unsigned s, uint64_t timeout_ns)
-{
-	int r = lock_word(&g->meta->stripe[s].lock, timeout_ns, 0);
-	if (r == 0)
-		repair_stripe(g, s);
-	return r;
-}
-
-/* Lock stripe @p s if it is free (or its holder died): never waits, so a
- * thread may try stripes in any order while it holds others. @return 0
- * or SHMF_E_BUSY (or -ENOTSUP, as lock_word). */
-static int trylock_stripe(const struct shmf_cuckoo_geom *g, unsigned s)
-{
-	int r = lock_word(&g->meta->stripe[s].lock, 0, 1);
-	if (r == 0)
-		repair_stripe(g, s);
-	return r;
-}
-
-static void unlock_stripe(const struct shmf_cuckoo_geom *g, unsigned s)
-{
-	unlock_word(&g->meta->stripe[s].lock);
-}
-
-/* The lock stripes of buckets @p a and @p b, lower first (once if the
- * same): every thread takes stripes in ascending order, so none waits on
- * another in a circle. */
-static inline void stripes_of(uint64_t a, uint64_t b, unsigned *lo, unsigned *hi)
-{
-	unsigned sa = (unsigned)(a % SHMF_CUCKOO_LOCKS), sb = (unsigned)(b % SHMF_CUCKOO_LOCKS);
-	*lo = sa < sb ? sa : sb;
-	*hi = sa < sb ? sb : sa;
-}
-
-static int lock_pair(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
-{
-	unsigned lo, hi;
-	stripes_of(a, b, &lo, &hi);
-	int r = lock_stripe(g, lo, timeout_ns_of(g));
-	if (r == 0 && hi != lo && (r = lock_stripe(g, hi, timeout_ns_of(g))) < 0)
-		unlock_stripe(g, lo);
-	return r;
-}
-
-static void unlock_pair(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
-{
-	unsigned lo, hi;
-	stripes_of(a, b, &lo, &hi);
-	if (hi != lo)
-		unlock_stripe(g, hi);
-	unlock_stripe(g, lo);
-}
-
-int shmf_cuckoo_key_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	return lock_pair(g, k->i1, k->i2);
-}
-
-void shmf_cuckoo_key_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	unlock_pair(g, k->i1, k->i2);
-}
-
-int shmf_cuckoo_cap_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	return lock_stripe(g, shmf_cuckoo_cap_stripe(k), timeout_ns_of(g));
-}
-
-void shmf_cuckoo_cap_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	unlock_stripe(g, shmf_cuckoo_cap_stripe(k));
-}
-
-static void unlock_below(const struct shmf_cuckoo_geom *g, unsigned n)
-{
-	while (n > 0)
-		unlock_stripe(g, --n);
+	atomic_store_explicit(&g->meta->moving, 0, memory_order_relaxed);
 }
 
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g)
 {
-	/* Every stripe, in order: each waits at most the timeout, and all
-	 * together at most the timeout past the first wait (the deadline). */
-	uint64_t deadline = now_ns() + timeout_ns_of(g);
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++) {
-		uint64_t now = now_ns();
-		int r = lock_stripe(g, s, deadline > now ? deadline - now : 0);
-		if (r < 0) {
-			unlock_below(g, s);
-			return r;
-		}
-	}
-	return 0;
+	int r = lock_word(g, (uint64_t)g->lock->timeout_ms * 1000000u);
+	if (r == 0)
+		repair_locked(g);
+	return r;
 }
 
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g)
 {
-	unlock_below(g, SHMF_CUCKOO_LOCKS);
+	unlock_word(g);
 }
 
 int shmf_cuckoo_lock_held(const struct shmf_cuckoo_meta *m)
 {
-	struct shmf_cuckoo_meta *mm = (struct shmf_cuckoo_meta *)m;
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-		if (atomic_load_explicit(&mm->stripe[s].lock.word, memory_order_relaxed) & FUTEX_TID_MASK)
-			return 1;
-	return 0;
-}
-
-uint64_t shmf_cuckoo_moves(const struct shmf_cuckoo_meta *m)
-{
-	struct shmf_cuckoo_meta *mm = (struct shmf_cuckoo_meta *)m;
-	uint64_t n = atomic_load_explicit(&mm->moves, memory_order_relaxed);
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-		n += atomic_load_explicit(&mm->stripe[s].moves, memory_order_relaxed);
-	return n;
-}
-
-void shmf_cuckoo_meta_reset(struct shmf_cuckoo_meta *m)
-{
-	atomic_store_explicit(&m->unused0, 0, memory_order_relaxed);
-	memset(&m->unused_lock, 0, sizeof(m->unused_lock));
-	for (unsigned j = 0; j < SHMF_CUCKOO_STRIPES; j++)
-		atomic_store_explicit(&m->version[j], 0, memory_order_relaxed);
-	/* A copy (shmf_cuckoo_copy) summed the stripes' moves into moves; a
-	 * file of format 9 has version stripes here. */
-	memset(m->stripe, 0, sizeof(m->stripe));
+	uint32_t v = atomic_load_explicit(&((struct shmf_cuckoo_meta *)m)->lock.word, memory_order_relaxed);
+	return (v & FUTEX_TID_MASK) != 0;
 }
 
 /* ---- Reads ------------------------------------------------------------- */
@@ -732,7 +589,7 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 	return (int)n;
 }
 
-/* ---- Relocation (the lock stripes of the move held) -------------------- */
+/* ---- Relocation (writer lock held) ------------------------------------ */
 
 struct kick {
 	uint64_t from, to;
@@ -740,20 +597,11 @@ struct kick {
 	uint32_t fp;
 };
 
-/* Note in each lock stripe the version stripes of the move that belong to
- * it (repair_stripe), then make them odd. */
-static void window_open_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
+static void window_open_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
-	uint64_t va = a % SHMF_CUCKOO_STRIPES, vb = b % SHMF_CUCKOO_STRIPES;
-	struct shmf_cuckoo_stripe_lock *la = &g->meta->stripe[a % SHMF_CUCKOO_LOCKS];
-	struct shmf_cuckoo_stripe_lock *lb = &g->meta->stripe[b % SHMF_CUCKOO_LOCKS];
-	if (la == lb) {
-		atomic_store_explicit(&la->moving, (va + 1) | (vb + 1) << 32, memory_order_relaxed);
-	} else {
-		atomic_store_explicit(&la->moving, va + 1, memory_order_relaxed);
-		atomic_store_explicit(&lb->moving, vb + 1, memory_order_relaxed);
-	}
-	_Atomic uint64_t *sa = &g->meta->version[va], *sb = &g->meta->version[vb];
+	_Atomic uint64_t *sa = shmf_cuckoo_stripe(g, a), *sb = shmf_cuckoo_stripe(g, b);
+	atomic_store_explicit(&g->meta->moving, (a % SHMF_CUCKOO_STRIPES + 1) | (b % SHMF_CUCKOO_STRIPES + 1) << 32,
+			      memory_order_relaxed);
 	atomic_store_explicit(sa, atomic_load_explicit(sa, memory_order_relaxed) + 1, memory_order_relaxed);
 	if (sb != sa)
 		atomic_store_explicit(sb, atomic_load_explicit(sb, memory_order_relaxed) + 1, memory_order_relaxed);
@@ -762,38 +610,35 @@ static void window_open_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint6
 	atomic_thread_fence(memory_order_release);
 }
 
-static void window_close_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
+static void window_close_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
 	_Atomic uint64_t *sa = shmf_cuckoo_stripe(g, a), *sb = shmf_cuckoo_stripe(g, b);
-	struct shmf_cuckoo_stripe_lock *la = &g->meta->stripe[a % SHMF_CUCKOO_LOCKS];
-	struct shmf_cuckoo_stripe_lock *lb = &g->meta->stripe[b % SHMF_CUCKOO_LOCKS];
 	/* release: pairs with the readers' acquire loads of the version. */
 	atomic_store_explicit(sa, atomic_load_explicit(sa, memory_order_relaxed) + 1, memory_order_release);
 	if (sb != sa)
 		atomic_store_explicit(sb, atomic_load_explicit(sb, memory_order_relaxed) + 1, memory_order_release);
-	atomic_store_explicit(&la->moving, 0, memory_order_relaxed);
-	atomic_store_explicit(&lb->moving, 0, memory_order_relaxed);
-	/* Only the stripe's holder writes its count: no read-modify-write. */
-	atomic_store_explicit(&la->moves, atomic_load_explicit(&la->moves, memory_order_relaxed) + 1,
+	atomic_store_explicit(&g->meta->moving, 0, memory_order_relaxed);
+	/* Only the lock holder writes it: no read-modify-write needed. */
+	atomic_store_explicit(&g->meta->moves, atomic_load_explicit(&g->meta->moves, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 }
 
-/* ---- The snapshot log (a move's stripes held) -------------------------- */
+/* ---- The snapshot log (lock held) -------------------------------------- */
 
-/* How long a mover waits for room in the snapshot log before it cancels
- * the copy (the copier drains it every COPY_PIECE bytes, so only a copier
- * that stopped or died makes anyone wait that long). */
+/* How long a lock holder waits for room in the snapshot log before it
+ * cancels the copy (the copier drains it every COPY_PIECE bytes, so only
+ * a copier that stopped or died makes anyone wait that long). */
 #define COW_WAIT_NS (5 * 1000000u)
 
 /* Wait for room for @p n entries after @p head. @return 1, or 0 if the
  * copier did not make room in time (or the log's counters are not
  * plausible). */
-static int cow_room(struct shmf_cuckoo_cow *c, uint64_t head, unsigned n)
+static int cow_room_locked(struct shmf_cuckoo_cow *c, uint64_t head, unsigned n)
 {
 	uint64_t deadline = 0;
 	for (unsigned t = 0;; t++) {
 		/* acquire: pairs with the copier's release store of tail, after
-		 * it read (and freed) the entries we are about to reuse. */
+		 * it read the entries we are about to reuse. */
 		uint64_t used = head - atomic_load_explicit(&c->tail, memory_order_acquire);
 		if (used > SHMF_CUCKOO_COW_ENTRIES)
 			return 0;
@@ -814,13 +659,9 @@ static int cow_room(struct shmf_cuckoo_cow *c, uint64_t head, unsigned n)
 
 /* While a snapshot copies the table, log the words of buckets @p a and
  * @p b before a move changes them (shmf_cuckoo_copy), those the copy has
- * not passed yet. Movers of different stripes log at once: each claims
- * its entries by a CAS on head, fills them, and marks each ready by
- * storing its bucket + 1 (release); the copier takes entries in order up
- * to the first one not ready. Entries of one bucket are claimed under its
- * stripe, so in the order of its moves. A copier that makes no room in
- * time loses its copy, not the writer its time. */
-static void cow_log_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
+ * not passed yet. A copier that makes no room in time loses its copy, not
+ * the writer its time. */
+static void cow_log_locked(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t b)
 {
 	struct shmf_cuckoo_cow *c = g->cow;
 	if (c == NULL || atomic_load_explicit(&c->active, memory_order_relaxed) == 0)
@@ -837,37 +678,29 @@ static void cow_log_held(const struct shmf_cuckoo_geom *g, uint64_t a, uint64_t 
 	if (n == 0)
 		return;
 	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
-	do {
-		if (!cow_room(c, head, n)) {
-			atomic_store_explicit(&c->active, 0, memory_order_relaxed);
-			return;
-		}
-		/* relaxed: the entries are published one by one below. */
-	} while (!atomic_compare_exchange_weak_explicit(&c->head, &head, head + n, memory_order_relaxed,
-							memory_order_relaxed));
+	if (!cow_room_locked(c, head, n)) {
+		atomic_store_explicit(&c->active, 0, memory_order_relaxed);
+		return;
+	}
 	for (unsigned j = 0; j < n; j++) {
 		struct shmf_cuckoo_cow_entry *e = &c->entry[(head + j) % SHMF_CUCKOO_COW_ENTRIES];
+		atomic_store_explicit(&e->bucket, at[j], memory_order_relaxed);
 		atomic_store_explicit(&e->word, shmf_cuckoo_bucket_load(g, at[j]), memory_order_relaxed);
-		/* release: the word is visible before the entry reads ready. */
-		atomic_store_explicit(&e->bucket, at[j] + 1, memory_order_release);
 	}
+	/* release: the entries are visible before the copier sees head. */
+	atomic_store_explicit(&c->head, head + n, memory_order_release);
 }
 
-/* Move one fingerprint to its other bucket, its two buckets' stripes
- * held: copy first, then clear the old slot, so at every instant it is in
- * at least one of its buckets. @return 1 moved; 0 if the old slot no
- * longer holds it (the path was found without locks, and a writer changed
- * it since), the new bucket has no room, or the old copy was deleted
- * meanwhile (then the copy is taken back and nothing changed). */
-static int move_held(const struct shmf_cuckoo_geom *g, const struct kick *m)
+/* Move one fingerprint to its other bucket: copy first, then clear the
+ * old slot, so at every instant it is in at least one of its buckets.
+ * @return 1 moved; 0 if the new bucket had no room or the old copy was
+ * deleted meanwhile (then the copy is taken back and nothing changed). */
+static int move_locked(const struct shmf_cuckoo_geom *g, const struct kick *m)
 {
 	uint32_t w = g->fp_bits;
 	int moved = 0;
-	if (slot_value(shmf_cuckoo_bucket_load(g, m->from), m->lane, w) != m->fp ||
-	    shmf_cuckoo_lanes_equal(g->lanes, shmf_cuckoo_bucket_load(g, m->to), 0) == 0)
-		return 0;
-	cow_log_held(g, m->from, m->to);
-	window_open_held(g, m->from, m->to);
+	cow_log_locked(g, m->from, m->to);
+	window_open_locked(g, m->from, m->to);
 	if (place(g, m->to, m->fp)) {
 		SHMF_TEST_HOOK(shmf_cuckoo_move_hook);
 		uint64_t b = shmf_cuckoo_bucket_load(g, m->from);
@@ -884,49 +717,8 @@ static int move_held(const struct shmf_cuckoo_geom *g, const struct kick *m)
 			}
 		}
 	}
-	window_close_held(g, m->from, m->to);
+	window_close_locked(g, m->from, m->to);
 	return moved;
-}
-
-/* The lock stripe a thread holds for a key while it relocates (a capped
- * add: shmf_cuckoo_cap_stripe), or none. */
-struct keep {
-	unsigned s; /* the stripe held */
-	int held;   /* 0: the thread holds no stripe of the table */
-};
-
-/* Move @p m (move_held) under its two buckets' stripes. A thread that
- * holds none waits for them, lower first; one that holds a key's stripe
- * (@p keep) uses it and tries the others without waiting (a thread that
- * waited for a stripe while holding one above it could wait in a
- * circle). @return 1 moved, 0 not (move_held), MOVE_CONTENDED (a stripe
- * tried was held: nothing changed), or an error from a lock. */
-#define MOVE_CONTENDED 2
-static int move(const struct shmf_cuckoo_geom *g, const struct kick *m, const struct keep *keep)
-{
-	if (!keep->held) {
-		int r = lock_pair(g, m->from, m->to);
-		if (r < 0)
-			return r;
-		r = move_held(g, m);
-		unlock_pair(g, m->from, m->to);
-		return r;
-	}
-	unsigned s[2], n = 0, lo, hi;
-	stripes_of(m->from, m->to, &lo, &hi);
-	if (lo != keep->s)
-		s[n++] = lo;
-	if (hi != lo && hi != keep->s)
-		s[n++] = hi;
-	int r = 0;
-	for (unsigned j = 0; j < n && r == 0; j++)
-		if ((r = trylock_stripe(g, s[j])) < 0)
-			n = j;
-	if (r == 0)
-		r = move_held(g, m);
-	while (n > 0)
-		unlock_stripe(g, s[--n]);
-	return r == SHMF_E_BUSY ? MOVE_CONTENDED : r;
 }
 
 static inline uint64_t next_random(uint64_t *state)
@@ -935,41 +727,12 @@ static inline uint64_t next_random(uint64_t *state)
 	return shmf_mix64(*state);
 }
 
-/* What one search for room needs: the path, on the stack up to
- * KICKS_STACK moves (24 KiB), on the heap for the longer bounds RedisBloom
- * allows. */
-struct room {
-	struct kick stack[SHMF_CUCKOO_KICKS_STACK];
-	struct kick *path;
-	uint64_t rng;
-};
-
-static int room_init(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, struct room *rm)
-{
-	rm->path = rm->stack;
-	rm->rng = k->i1 ^ ((uint64_t)k->fp << 40);
-	if (g->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
-		return SHMF_E_INVAL;
-	if (g->max_kicks > SHMF_CUCKOO_KICKS_STACK && (rm->path = malloc(g->max_kicks * sizeof(struct kick))) == NULL)
-		return -ENOMEM;
-	return 0;
-}
-
-static void room_free(struct room *rm)
-{
-	if (rm->path != rm->stack)
-		free(rm->path);
-}
-
 /* Find a chain of moves from bucket @p b (i1 or i2) that frees a slot
- * there (a random walk of at most max_kicks buckets, without a lock and
- * changing nothing while looking, as libcuckoo searches), then carry it
- * out from its far end, each move under its own two stripes and checked
- * there (move(): with @p keep held, the others tried). @return 1 a slot
- * of @p b is free, 0 no path, 2 path spoilt by a concurrent writer (look
- * again), 3 a stripe tried was held (moves before it were made, each
- * complete), or an error from a lock. */
-static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *rm, const struct keep *keep)
+ * there (a random walk of at most max_kicks buckets, nothing changed while
+ * looking), then carry it out from its far end. @return 1 placed, 0 no
+ * path, -1 path spoilt by a concurrent writer (try again). */
+static int relocate_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, uint64_t b, uint64_t *rng,
+			   struct kick *path)
 {
 	uint32_t w = g->fp_bits, slots = g->slots;
 	unsigned len = 0;
@@ -984,7 +747,7 @@ static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *r
 		 * ends the path here (at 70% load one of a bucket of four nearly
 		 * always does); else a random one moves on. slots is a power of
 		 * two. */
-		unsigned first = (unsigned)(next_random(&rm->rng) & (slots - 1)), lane = first;
+		unsigned first = (unsigned)(next_random(rng) & (slots - 1)), lane = first;
 		uint64_t to[SHMF_CUCKOO_SLOTS_MAX] = { 0 };
 		for (unsigned j = 0; j < slots; j++) {
 			to[j] = shmf_cuckoo_alt(g, b, slot_value(word, j, w));
@@ -997,173 +760,92 @@ static int relocate(const struct shmf_cuckoo_geom *g, uint64_t b, struct room *r
 		}
 		if (!room)
 			lane = first;
-		rm->path[len++] = (struct kick){ b, to[lane], lane, slot_value(word, lane, w) };
+		path[len++] = (struct kick){ b, to[lane], lane, slot_value(word, lane, w) };
 		if (room)
 			break;
 		b = to[lane];
 	}
-	while (len > 0) {
-		int r = move(g, &rm->path[--len], keep);
-		if (r != 1)
-			return r < 0 ? r : r == MOVE_CONTENDED ? 3 : 2;
-	}
-	return 1;
+	while (len > 0)
+		if (!move_locked(g, &path[--len]))
+			return -1;
+	return place(g, k->i1, k->fp) || place(g, k->i2, k->fp) ? 1 : -1;
 }
 
-/* One look for room in one of the key's buckets: a walk from one of them,
- * and if it finds no path, one from the other (with buckets of 1 the walk
- * has no choice to make, and a chain that runs into a cycle from one
- * bucket may end in a free slot from the other). @return 0 room made (or
- * found), SHMF_E_FULL no path within max_kicks, 1 spoilt (look again), 2
- * contended (with @p keep held: a stripe tried was held), or an error
- * from a lock. */
-static int make_room_once(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, struct room *rm,
-			  const struct keep *keep)
+static int add_locked(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	uint64_t first = (next_random(&rm->rng) & 1) ? k->i2 : k->i1;
-	int r = relocate(g, first, rm, keep);
-	if (r == 0 && k->i2 != k->i1)
-		r = relocate(g, first == k->i1 ? k->i2 : k->i1, rm, keep);
-	return r == 1 ? 0 : r == 0 ? SHMF_E_FULL : r == 2 ? 1 : r == 3 ? 2 : r;
-}
+	/* A path of max_kicks moves: on the stack up to KICKS_STACK (24 KiB),
+	 * on the heap for the longer bounds RedisBloom allows. */
+	struct kick stack[SHMF_CUCKOO_KICKS_STACK], *path = stack;
+	uint64_t rng = k->i1 ^ ((uint64_t)k->fp << 40);
+	int r = SHMF_E_FULL;
 
-/* ---- Writes ------------------------------------------------------------ */
-
-int shmf_cuckoo_place(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	/* The lock-free add, on a path of its own for buckets of 4 (lanes
-	 * folded into the code, as in shmf_cuckoo_count_try). */
-	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
-		return place_balanced_as(g, shmf_cuckoo_lanes_of(4, 16), k);
-	if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
-		return place_balanced_as(g, shmf_cuckoo_lanes_of(4, 8), k);
-	return place_balanced(g, k);
-}
-
-/* No stripe held: each move waits for its own. */
-static const struct keep keep_none = { 0, 0 };
-
-/* Relocate until the key of @p k is placed: look for room, place, and
- * look again if a concurrent add took the room first. With @p keep
- * held (the key's capped-add stripe) a move that finds another stripe
- * held stops the search: -EAGAIN. */
-static __attribute__((noinline)) int add_relocating(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k,
-						    const struct keep *keep)
-{
-	struct room rm;
-	int r = room_init(g, k, &rm);
-	if (r < 0)
-		return r;
-	r = SHMF_E_FULL;
+	if (g->max_kicks > SHMF_CUCKOO_KICKS_LIMIT)
+		return SHMF_E_INVAL;
+	if (g->max_kicks > SHMF_CUCKOO_KICKS_STACK && (path = malloc(g->max_kicks * sizeof(*path))) == NULL)
+		return -ENOMEM;
+	/* A walk from one of the key's buckets, and if it finds no path, one
+	 * from the other: with buckets of 1 the walk has no choice to make, and
+	 * a chain that runs into a cycle from one bucket may end in a free
+	 * slot from the other (what the classic insertion finds when the key
+	 * it placed is kicked back out). */
 	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm, keep);
-		if (m == 1)
-			continue;
-		if (m == 2 || m < 0) {
-			r = m == 2 ? -EAGAIN : m;
-			break;
-		}
 		if (place_balanced(g, k)) {
 			r = 0;
 			break;
 		}
+		uint64_t first = (next_random(&rng) & 1) ? k->i2 : k->i1;
+		int moved = relocate_locked(g, k, first, &rng, path);
+		if (moved == 0 && k->i2 != k->i1)
+			moved = relocate_locked(g, k, first == k->i1 ? k->i2 : k->i1, &rng, path);
+		if (moved >= 0) {
+			r = moved == 1 ? 0 : SHMF_E_FULL;
+			break;
+		}
 	}
-	room_free(&rm);
+	if (path != stack)
+		free(path);
 	return r;
 }
 
+/* ---- Writes ------------------------------------------------------------ */
+
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	if (shmf_cuckoo_place(g, k))
+	/* The lock-free add, on a path of its own for buckets of 4 (lanes
+	 * folded into the code, as in shmf_cuckoo_count_try). */
+	int placed;
+	if (__builtin_expect(g->layout == SHMF_CUCKOO_LAYOUT(4, 16), 1))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 16), k);
+	else if (g->layout == SHMF_CUCKOO_LAYOUT(4, 8))
+		placed = place_balanced_as(g, shmf_cuckoo_lanes_of(4, 8), k);
+	else
+		placed = place_balanced(g, k);
+	if (placed)
 		return 0;
-	return add_relocating(g, k, &keep_none);
+	int r = shmf_cuckoo_lock(g);
+	if (r < 0)
+		return r;
+	r = add_locked(g, k);
+	shmf_cuckoo_unlock(g);
+	return r;
 }
 
 int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
 {
-	if (shmf_cuckoo_place(g, k))
-		return 0;
-	struct keep keep = { shmf_cuckoo_cap_stripe(k), 1 };
-	return add_relocating(g, k, &keep);
-}
-
-int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
-{
-	struct room rm;
-	int r = room_init(g, k, &rm);
-	if (r < 0)
-		return r;
-	r = SHMF_E_FULL;
-	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm, &keep_none);
-		if (m != 1) {
-			r = m;
-			break;
-		}
-	}
-	room_free(&rm);
-	return r;
-}
-
-/* Count, and add if under the cap, with the key's capped-add stripe
- * held: no move of its fingerprint runs meanwhile, and no other capped
- * add of a key of the same fingerprint and buckets. @return the count,
- * and *placed. */
-static int count_place_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap,
-			    int *placed)
-{
-	int r = shmf_cuckoo_cap_lock(g, k);
-	if (r < 0)
-		return r;
-	/* No copy of the fingerprint moves: a plain read is exact. */
-	int before = (int)shmf_cuckoo_copies(g, k);
-	*placed = (unsigned)before < cap && shmf_cuckoo_place(g, k);
-	shmf_cuckoo_cap_unlock(g, k);
-	return before;
-}
-
-/* A capped add whose relocation found a stripe held (by a writer, or the
- * snapshot copy): make room without the key's stripe (each move waits
- * for its own, in order), then count again: another capped add may have
- * reached the cap meanwhile. */
-static __attribute__((noinline)) int add_capped_released(const struct shmf_cuckoo_geom *g,
-							 const struct shmf_cuckoo_key *k, unsigned cap)
-{
-	struct room rm;
-	int r = room_init(g, k, &rm);
-	if (r < 0)
-		return r;
-	r = SHMF_E_FULL;
-	for (int t = 0; t < PATH_TRIES; t++) {
-		int m = make_room_once(g, k, &rm, &keep_none);
-		if (m == 1)
-			continue;
-		if (m < 0) {
-			r = m;
-			break;
-		}
-		int placed, before = count_place_held(g, k, cap, &placed);
-		if (before < 0 || placed || (unsigned)before >= cap) {
-			r = before;
-			break;
-		}
-	}
-	room_free(&rm);
-	return r;
+	return add_locked(g, k);
 }
 
 int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap)
 {
-	int r = shmf_cuckoo_cap_lock(g, k);
+	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
 		return r;
-	/* No copy of the fingerprint moves but by us: a plain read is exact,
-	 * and stays so while we relocate. */
+	/* No move can run while we hold the lock: a plain read is consistent. */
 	int before = (int)shmf_cuckoo_copies(g, k);
-	if ((unsigned)before < cap && (r = shmf_cuckoo_add_held(g, k)) < 0)
+	if ((unsigned)before < cap && (r = add_locked(g, k)) < 0)
 		before = r;
-	shmf_cuckoo_cap_unlock(g, k);
-	return before == -EAGAIN ? add_capped_released(g, k, cap) : before;
+	shmf_cuckoo_unlock(g);
+	return before;
 }
 
 int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k)
@@ -1180,12 +862,11 @@ int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_k
 		if (shmf_cuckoo_read_valid(g, k, &seen))
 			return 0;
 	}
-	/* Under the key's stripes no move touches its buckets. */
-	int r = shmf_cuckoo_key_lock(g, k);
+	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
 		return r;
 	r = unplace(g, k->i1, k->fp) || unplace(g, k->i2, k->fp);
-	shmf_cuckoo_key_unlock(g, k);
+	shmf_cuckoo_unlock(g);
 	return r;
 }
 
@@ -1232,74 +913,48 @@ static struct pre_image *pre_image_at(struct pre_images *log, uint64_t i)
 	return &log->chunk[i / CHUNK_ENTRIES][i % CHUNK_ENTRIES];
 }
 
-/* Take what the movers logged, in order, up to the first entry not
- * ready yet (a mover between its claim and its store); with @p final (every
- * stripe held: no mover is between the two) such an entry is one whose
- * mover died before its move began, and is passed over. @return 0,
- * SHMF_E_FORMAT (the log's counters or a bucket number are not plausible:
- * overwritten), -ENOMEM. */
-static int drain(const struct shmf_cuckoo_geom *g, struct pre_images *log, int final)
+/* Take what the lock holders logged. @return 0, SHMF_E_FORMAT (the log's
+ * counters or a bucket number are not plausible: overwritten), -ENOMEM. */
+static int drain(const struct shmf_cuckoo_geom *g, struct pre_images *log)
 {
 	struct shmf_cuckoo_cow *c = g->cow;
-	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
+	/* acquire: pairs with the lock holder's release store of head. */
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
 	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
 	if (head - tail > SHMF_CUCKOO_COW_ENTRIES)
 		return SHMF_E_FORMAT;
 	for (; tail != head; tail++) {
-		struct shmf_cuckoo_cow_entry *e = &c->entry[tail % SHMF_CUCKOO_COW_ENTRIES];
-		/* acquire: pairs with the mover's release store of bucket. */
-		uint64_t b = atomic_load_explicit(&e->bucket, memory_order_acquire);
-		if (b == 0) {
-			if (final)
-				continue;
-			break;
-		}
 		if (log->n % CHUNK_ENTRIES == 0) {
 			if (log->n == COPY_LOG_MAX || (log->chunk[log->n / CHUNK_ENTRIES] = malloc(
 							       CHUNK_ENTRIES * sizeof(struct pre_image))) == NULL)
 				return -ENOMEM;
 		}
+		const struct shmf_cuckoo_cow_entry *e = &c->entry[tail % SHMF_CUCKOO_COW_ENTRIES];
 		struct pre_image *p = pre_image_at(log, log->n++);
-		p->bucket = b - 1;
+		p->bucket = atomic_load_explicit(&e->bucket, memory_order_relaxed);
 		p->word = atomic_load_explicit(&e->word, memory_order_relaxed);
-		atomic_store_explicit(&e->bucket, 0, memory_order_relaxed);
 		if (p->bucket >= g->nbuckets)
 			return SHMF_E_FORMAT;
 	}
-	/* release: we read (and freed) the entries before a mover may reuse
-	 * them. */
+	/* release: we read the entries before a lock holder may reuse them. */
 	atomic_store_explicit(&c->tail, tail, memory_order_release);
 	return 0;
 }
 
-/* Take every stripe, in order, within the lock's timeout while draining
- * the log: a mover may be waiting for room in it. */
+/* Take the lock within the lock's timeout while draining the log: a
+ * holder may be waiting for room in it. */
 static int lock_draining(const struct shmf_cuckoo_geom *g, struct pre_images *log)
 {
-	uint64_t deadline = now_ns() + timeout_ns_of(g);
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS;) {
-		int r = drain(g, log, 0);
-		if (r == 0 && (r = lock_stripe(g, s, 200000)) == 0) {
-			s++;
-			continue;
-		}
-		if (r != SHMF_E_BUSY || now_ns() >= deadline) {
-			unlock_below(g, s);
+	uint64_t deadline = now_ns() + (uint64_t)g->lock->timeout_ms * 1000000u;
+	for (;;) {
+		int r = drain(g, log);
+		if (r < 0)
 			return r;
-		}
+		if ((r = lock_word(g, 200000)) != SHMF_E_BUSY)
+			return r;
+		if (now_ns() >= deadline)
+			return SHMF_E_BUSY;
 	}
-	return 0;
-}
-
-/* Start the log, every stripe held: no entry of an earlier copy is left,
- * ready or not. */
-static void cow_start_held(struct shmf_cuckoo_cow *c, uint64_t session)
-{
-	for (unsigned i = 0; i < SHMF_CUCKOO_COW_ENTRIES; i++)
-		atomic_store_explicit(&c->entry[i].bucket, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->tail, atomic_load_explicit(&c->head, memory_order_relaxed), memory_order_relaxed);
-	atomic_store_explicit(&c->copied, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->active, session, memory_order_relaxed);
 }
 
 int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes)
@@ -1313,19 +968,18 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 	uint64_t session = (uint64_t)getpid() << 32 | (atomic_fetch_add(&sessions, 1) + 1);
 	struct pre_images log = { 0 }; /* 8 KiB of chunk pointers */
 
-	/* Under every stripe: no move is open (what a dead holder left is
+	/* Under the lock: no move is open (what a dead holder left is
 	 * repaired), so the relocation state is copied as it is, the lock
-	 * stripes aside (their moves summed into the image's count); from now
-	 * on every move logs what it changes. */
+	 * word aside; from now on every move logs what it changes. */
 	int r = shmf_cuckoo_lock(g);
 	if (r < 0)
 		return r;
 	struct shmf_cuckoo_meta *m = dst;
 	memcpy(m, g->meta, meta_bytes);
-	uint64_t moves = shmf_cuckoo_moves(g->meta);
-	shmf_cuckoo_meta_reset(m);
-	atomic_store_explicit(&m->moves, moves, memory_order_relaxed);
-	cow_start_held(c, session);
+	memset(&m->lock, 0, sizeof(m->lock));
+	atomic_store_explicit(&c->tail, atomic_load_explicit(&c->head, memory_order_relaxed), memory_order_relaxed);
+	atomic_store_explicit(&c->copied, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->active, session, memory_order_relaxed);
 	shmf_cuckoo_unlock(g);
 
 	/* The buckets, without the lock. A bucket that no move touched before
@@ -1344,15 +998,14 @@ int shmf_cuckoo_copy(const struct shmf_cuckoo_geom *g, void *dst, uint64_t bytes
 		 * and changes a bucket below without logging it. */
 		atomic_store_explicit(&c->copied, (off + len) / width, memory_order_release);
 		SHMF_TEST_HOOK(shmf_cuckoo_copy_hook);
-		r = drain(g, &log, 0);
+		r = drain(g, &log);
 	}
 
-	/* Stop the logging under every stripe: every move until now is
-	 * logged. */
+	/* Stop the logging under the lock: every move until now is logged. */
 	int lr = lock_draining(g, &log);
 	if (lr == 0) {
 		if (r == 0)
-			r = drain(g, &log, 1);
+			r = drain(g, &log);
 		if (atomic_load_explicit(&c->active, memory_order_relaxed) != session && r == 0)
 			r = -EAGAIN; /* a writer cancelled the copy */
 		atomic_store_explicit(&c->active, 0, memory_order_relaxed);

@@ -20,10 +20,10 @@
  *
  * Concurrency (see docs/design.md): lookups never write and take no lock;
  * placing a fingerprint in a free slot or clearing one is one CAS on the
- * bucket; only relocation ("kicks") and capped adds take writer locks, the
- * lock stripes of the buckets they touch, each a robust futex word in the
- * table's shared memory (struct shmf_cuckoo_lockword): no system call
- * uncontended, and the kernel marks one when its holder dies. A move writes the fingerprint into its new
+ * bucket; only relocation ("kicks") and capped adds take the writer lock, a
+ * robust futex word in the table's shared memory (struct
+ * shmf_cuckoo_lockword): no system call uncontended, and the kernel marks
+ * it when its holder dies. A move writes the fingerprint into its new
  * bucket before clearing the old one, inside a version window (odd while
  * moving) on the version stripes of both buckets, so a reader that raced
  * a move sees the version change and reads again; one that keeps racing
@@ -42,8 +42,7 @@
 #define SHMF_CUCKOO_SLOTS_DEFAULT  4u     /* bucket size when none is asked for */
 #define SHMF_CUCKOO_SLOTS_LOW_RATE 2u     /* ... and below the rates buckets of 4 reach (32-bit fingerprints) */
 #define SHMF_CUCKOO_SLOTS_MAX      8u     /* the most slots one 64-bit word holds (8-bit fingerprints) */
-#define SHMF_CUCKOO_STRIPES        512u   /* version counters, bucket i uses i % STRIPES */
-#define SHMF_CUCKOO_LOCKS          64u    /* writer lock stripes, bucket i uses i % LOCKS (divides STRIPES) */
+#define SHMF_CUCKOO_STRIPES        1024u  /* version counters, bucket i uses i % STRIPES */
 #define SHMF_CUCKOO_MAX_KICKS      500u   /* default bound on one insert's relocation path */
 #define SHMF_CUCKOO_KICKS_LIMIT    65535u /* largest configurable bound: RedisBloom's MAXITERATIONS limit */
 #define SHMF_CUCKOO_KICKS_STACK    1024u  /* paths up to this long live on the stack, longer ones on the heap */
@@ -80,40 +79,25 @@ struct shmf_cuckoo_lockword {
 	uint64_t list_next; /* holder: its robust-list link; read by the kernel only */
 };
 
-/* One writer lock stripe, a cache line: the lock of every bucket i with
- * i % SHMF_CUCKOO_LOCKS equal to its index, and of the version stripes
- * of those buckets (SHMF_CUCKOO_LOCKS divides SHMF_CUCKOO_STRIPES). */
-struct shmf_cuckoo_stripe_lock {
-	struct shmf_cuckoo_lockword lock; /* writers: the stripe's robust futex word */
-	_Atomic uint64_t moving;          /* holder: version stripes+1 of its move in progress that belong
-					     to this lock stripe (a | b << 32), 0 when none; the next
-					     holder repairs what a holder that died left odd */
-	_Atomic uint64_t moves;           /* holder: relocations done under this stripe (shmf_cuckoo_moves) */
-	uint64_t pad[1];
-};
-
-/* The relocation state in shared memory. Its size is part of the snapshot
- * format (the payload holds it); format 10 halved the version stripes to
- * make room for the writer lock stripes in the same 8256 bytes. */
+/* The relocation state in shared memory, before the version stripes.
+ * Written only by the holder of the writer lock (and the lock word by its
+ * takers). Its size is part of the snapshot format (the payload holds it). */
 struct shmf_cuckoo_meta {
-	_Atomic uint64_t unused0;                /* zero (format 9: the one move in progress) */
-	_Atomic uint64_t moves;                  /* relocations done before the stripes counted them (a
-						    copy sums them here); shmf_cuckoo_moves() adds the
-						    stripes' counts: informational, and SCANDUMP's tag */
-	struct shmf_cuckoo_lockword unused_lock; /* zero (format 9: the one relocation lock) */
+	_Atomic uint64_t moving;          /* lock holder: stripes+1 of the move in progress
+					     (a | b << 32), 0 when none; the next holder
+					     repairs the versions of a holder that died */
+	_Atomic uint64_t moves;           /* lock holder: relocations done (informational) */
+	struct shmf_cuckoo_lockword lock; /* writers: the relocation lock */
 	uint64_t pad[1];
-	_Atomic uint64_t version[SHMF_CUCKOO_STRIPES];            /* holder of the lock stripe: odd while a move
-								      touches a bucket of the stripe;
-								      readers: seqlock validation */
-	struct shmf_cuckoo_stripe_lock stripe[SHMF_CUCKOO_LOCKS]; /* writers: the lock stripes */
+	_Atomic uint64_t version[SHMF_CUCKOO_STRIPES]; /* lock holder: odd while a move
+							   touches a bucket of the stripe;
+							   readers: seqlock validation */
 };
 
 _Static_assert(sizeof(struct shmf_cuckoo_lockword) == 40, "lock word and its robust-list link");
 _Static_assert(offsetof(struct shmf_cuckoo_lockword, list_next) - offsetof(struct shmf_cuckoo_lockword, word) == 32,
 	       "the link where glibc's robust futex_offset looks for it");
-_Static_assert(sizeof(struct shmf_cuckoo_stripe_lock) == 64, "a lock stripe is one cache line");
-_Static_assert(SHMF_CUCKOO_STRIPES % SHMF_CUCKOO_LOCKS == 0, "a version stripe belongs to one lock stripe");
-_Static_assert(offsetof(struct shmf_cuckoo_meta, stripe) % 64 == 0, "lock stripes on cache lines of their own");
+_Static_assert(offsetof(struct shmf_cuckoo_meta, lock) == 16, "lock in the meta block's first line");
 _Static_assert(sizeof(struct shmf_cuckoo_meta) == 8256, "meta block size: part of the snapshot format");
 
 /* Whether buckets of @p slots fingerprints of @p fp_bits bits are one
@@ -173,13 +157,14 @@ struct shmf_cuckoo_cow {
 _Static_assert(sizeof(struct shmf_cuckoo_cow) == 192 + 16 * SHMF_CUCKOO_COW_ENTRIES, "snapshot log size");
 
 /*
- * A process's side of the lock stripes of a mapped table: how long a
- * writer waits for one. Threads of a process share it; nobody writes it
- * after shmf_cuckoo_lock_init(). (What a holder must restore in its
- * thread's robust list is kept per thread, in cuckoo.c.)
+ * A process's side of the relocation lock of a mapped table: how long a
+ * writer waits for it, and the holder's private note of how to unlink it
+ * from its thread's robust list (never read back from shared memory).
+ * Threads of a process share one; only the holder writes it.
  */
 struct shmf_cuckoo_lock {
-	uint32_t timeout_ms; /* wait at most this long for each lock stripe, then SHMF_E_BUSY */
+	uint32_t timeout_ms; /* wait at most this long, then SHMF_E_BUSY */
+	void *saved_list;    /* holder: its thread's robust-list head before the lock was linked */
 };
 
 /** Start using a table's lock in this process; @p timeout_ms 0 is the
@@ -476,105 +461,44 @@ int shmf_cuckoo_count(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo
 
 /**
  * Add one copy of the fingerprint (duplicates allowed). A free slot in
- * either bucket is taken with one CAS; when both are full, a relocation
- * path is sought without a lock and carried out move by move, each move
- * under the lock stripes of its two buckets.
+ * either bucket is taken with one CAS; when both are full, relocation
+ * under the writer lock makes room.
  * @return 0, SHMF_E_FULL (no room within max_kicks moves: nothing was
- *         changed, no key lost), SHMF_E_BUSY or another error from a lock.
+ *         changed, no key lost), SHMF_E_BUSY or another error from the lock.
  */
 int shmf_cuckoo_add(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
-/** The lock-free part of shmf_cuckoo_add(): one copy into a free slot of
- * the emptier bucket. @return 1 placed, 0 both buckets full. */
-int shmf_cuckoo_place(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-
 /**
- * Relocate fingerprints until one of the key's buckets has a free slot
- * (which a concurrent add may take first). The caller holds no lock
- * stripe of this table.
- * @return 0, SHMF_E_FULL (no path), or an error from a lock.
- */
-int shmf_cuckoo_make_room(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-
-/**
- * Add one copy of the fingerprint with the key's capped-add stripe held
- * (shmf_cuckoo_cap_lock): into a free slot, or after relocating, where
- * each move uses that stripe if it needs it and tries the others without
- * waiting (the thread may hold a stripe above them: waiting could close a
- * circle). No other move of the key's fingerprint runs meanwhile, so a
- * count made under the stripe stays true.
- * @return 0, SHMF_E_FULL (no path: nothing changed, no key lost),
- *         -EAGAIN (a move found a stripe held: nothing added, the moves
- *         made are complete; let the stripes go and make room with
- *         shmf_cuckoo_make_room()), or an error from a lock.
+ * shmf_cuckoo_add() for a caller that holds the writer lock of @p g
+ * already (a growing filter's capped add into its oldest layer).
+ * @return 0, SHMF_E_FULL or SHMF_E_INVAL.
  */
 int shmf_cuckoo_add_held(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
  * Add a copy only if fewer than @p cap are present, atomically against
- * every other capped add (cap 1 is add-if-absent): counts and adds with
- * the key's capped-add stripe held (no move of its fingerprint but its
- * own runs then), relocating under it if both buckets are full
- * (shmf_cuckoo_add_held); only if a move finds another stripe held does
- * it let it go, make room, and count again.
+ * every other capped add (cap 1 is add-if-absent): holds the writer lock.
  * @return the count before the call (the add happened iff it is < cap),
  *         SHMF_E_FULL (count < cap but no room; nothing changed), or an
- *         error from a lock.
+ *         error from the lock.
  */
 int shmf_cuckoo_add_capped(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k, unsigned cap);
 
 /**
  * Remove one copy of the fingerprint.
- * @return 1 removed, 0 none found, or an error from a lock (the key's
- *         stripes are taken only when moves keep racing the lock-free
- *         delete).
+ * @return 1 removed, 0 none found, or an error from the lock (taken only
+ *         when moves keep racing the lock-free delete).
  */
 int shmf_cuckoo_del(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
 
 /**
- * The lock stripes of the key's two buckets, lower first (one if both
- * are in one stripe): while they are held no move but the holder's own
- * touches the buckets and no other capped add of a key of these buckets counts. Each waits at
- * most the lock's timeout; what a holder that died left open is repaired
- * before this returns (a delete that moves keep racing holds them).
+ * The writer lock, for the library's writers and for tests (a holder that
+ * is stopped or killed). Waits at most the lock's timeout; a holder that
+ * died is detected (the kernel marks the word) and what its move left
+ * open is repaired before this returns.
  * @return 0, SHMF_E_BUSY (still held, or its bytes overwritten, after the
  *         timeout), or -ENOTSUP (this thread's robust list has a layout
  *         other than glibc's: the lock cannot be held safely).
- */
-int shmf_cuckoo_key_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-void shmf_cuckoo_key_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-
-/* The lock stripe that orders the capped adds of a key: the lower of its
- * two buckets' stripes. A copy of the key's fingerprint moves only between
- * its two buckets (alt() is an involution), and a move holds both
- * buckets' stripes, so while this one is held no move of such a copy
- * runs: the copies counted are exact, and other moves in the buckets
- * carry other fingerprints. Keys of one fingerprint and buckets share it. */
-static inline unsigned shmf_cuckoo_cap_stripe(const struct shmf_cuckoo_key *k)
-{
-	unsigned a = (unsigned)(k->i1 % SHMF_CUCKOO_LOCKS), b = (unsigned)(k->i2 % SHMF_CUCKOO_LOCKS);
-	return a < b ? a : b;
-}
-
-/**
- * The key's capped-add stripe (shmf_cuckoo_cap_stripe): one lock, as the
- * single relocation lock was, for the count and the add of a capped add.
- * Waits at most the lock's timeout; what a holder that died left open is
- * repaired before this returns. A growing filter's capped add holds it in
- * its oldest layer; the caller takes no other stripe of the same table
- * while it holds it but by trying (shmf_cuckoo_add_held(); or
- * shmf_cuckoo_make_room() after the unlock), and only newer layers'
- * stripes inside it.
- * @return 0, SHMF_E_BUSY or -ENOTSUP, as shmf_cuckoo_key_lock().
- */
-int shmf_cuckoo_cap_lock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-void shmf_cuckoo_cap_unlock(const struct shmf_cuckoo_geom *g, const struct shmf_cuckoo_key *k);
-
-/**
- * Every lock stripe of the table, in order (the snapshot copy's start
- * and end, and tests: a holder that is stopped or killed). Waits at most
- * the lock's timeout in all; each stripe whose holder died is repaired.
- * @return 0, SHMF_E_BUSY, or -ENOTSUP as shmf_cuckoo_key_lock().
  */
 int shmf_cuckoo_lock(const struct shmf_cuckoo_geom *g);
 void shmf_cuckoo_unlock(const struct shmf_cuckoo_geom *g);
@@ -598,17 +522,9 @@ uint64_t shmf_cuckoo_wait_deadline(uint64_t deadline_ns);
 /** CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t shmf_cuckoo_now_ns(void);
 
-/** Whether a lock stripe of @p m names a holder (for tests and
+/** Whether the writer lock word of @p m names a holder (for tests and
  * diagnostics: a holder that died reads as not holding). */
 int shmf_cuckoo_lock_held(const struct shmf_cuckoo_meta *m);
-
-/** Relocations done in the table of @p m (its count and its stripes'). */
-uint64_t shmf_cuckoo_moves(const struct shmf_cuckoo_meta *m);
-
-/** Make a copied meta block (a snapshot's, a loaded one) hold no move in
- * progress and no lock: versions even, lock stripes zero. A file of
- * format 9 kept version stripes where the lock stripes are now. */
-void shmf_cuckoo_meta_reset(struct shmf_cuckoo_meta *m);
 
 /**
  * Copy a table's payload (the meta block, then the buckets: @p bytes, the

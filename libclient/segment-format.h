@@ -58,12 +58,8 @@
  * or 3), whose other lines a client of format 10 would not look at; 12:
  * static filters (type SHMF_TYPE_STATIC: a binary fuse filter, its payload
  * a struct shmf_fuse_table and its fingerprints, libclient/fuse.h), which a
- * client of format 11 would refuse by type only after mapping them; 13: the
- * cuckoo writer lock is 64 lock stripes in the meta block (a capped add
- * holds one of its key's, a move its buckets' two), where format 12 had
- * one lock and 1024 version stripes (512 now): a writer of format 12 would
- * not exclude one of format 13. */
-#define SHMF_FORMAT_VERSION 13u
+ * client of format 11 would refuse by type only after mapping them. */
+#define SHMF_FORMAT_VERSION 12u
 
 #define SHMF_CTL_MAGIC     UINT64_C(0x4c5443464d485300) /* "\0SHMFCTL" little-endian */
 #define SHMF_DATA_MAGIC    UINT64_C(0x41544144464d4853) /* "SHMFDATA" little-endian */

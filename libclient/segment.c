@@ -58,7 +58,7 @@ uint64_t shmf_layout_fingerprint(void)
 		offsetof(struct shmf_journal_ring, tail), offsetof(struct shmf_journal_ring, lost),
 		sizeof(struct shmf_journal_entry), offsetof(struct shmf_journal_entry, op),
 		offsetof(struct shmf_journal_entry, window), SHMF_JOP_MAX, SHMF_JOURNAL_OWNER_CLOSED,
-		offsetof(struct shmf_slot, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, stripe), SHMF_CUCKOO_LOCKS,
+		offsetof(struct shmf_slot, lock_timeout_ms), offsetof(struct shmf_cuckoo_meta, lock),
 		sizeof(struct shmf_cuckoo_lockword), offsetof(struct shmf_cuckoo_lockword, list_next),
 		offsetof(struct shmf_cuckoo_meta, version), SHMF_DATA_COW_OFF, sizeof(struct shmf_cuckoo_cow),
 		offsetof(struct shmf_cuckoo_cow, copied), offsetof(struct shmf_cuckoo_cow, head),

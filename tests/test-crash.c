@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -205,41 +204,27 @@ static void test_workers_bloom(void **state)
 	munmap(b, sizeof(*b));
 }
 
-/* The data file of the newest generation of @p name, mapped read-write,
- * to look at the cuckoo relocation state and take its lock stripes as the
- * library does (g: the table's geometry, from its header). */
+/* The data file of the newest generation of @p name, mapped read-only, to
+ * look at the cuckoo relocation state. */
 struct peek {
 	int fd;
 	size_t len;
 	void *base;
 	struct shmf_cuckoo_meta *meta;
-	struct shmf_cuckoo_lock lock;
-	struct shmf_cuckoo_geom g;
 };
 
 static void peek_open(const char *name, struct peek *p)
 {
 	char path[600];
 	fixture_data_path(&fx, name, path, sizeof(path));
-	p->fd = open(path, O_RDWR | O_CLOEXEC);
+	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(p->fd >= 0);
 	struct stat st;
 	assert_int_equal(fstat(p->fd, &st), 0);
 	p->len = (size_t)st.st_size;
-	p->base = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	p->base = mmap(NULL, p->len, PROT_READ, MAP_SHARED, p->fd, 0);
 	assert_true(p->base != MAP_FAILED);
 	p->meta = (struct shmf_cuckoo_meta *)((char *)p->base + SHMF_DATA_BLOCKS_OFF);
-	const struct shmf_data_header *h = p->base;
-	shmf_cuckoo_lock_init(&p->lock, 10000);
-	p->g = (struct shmf_cuckoo_geom){ .buckets = (char *)p->meta + sizeof(struct shmf_cuckoo_meta),
-					  .nbuckets = h->nbuckets,
-					  .seed = h->seed,
-					  .fp_bits = h->k,
-					  .slots = h->bucket_size,
-					  .max_kicks = h->max_kicks,
-					  .meta = p->meta,
-					  .lock = &p->lock };
-	assert_int_equal(shmf_cuckoo_geom_layout(&p->g), 0);
 }
 
 static void peek_close(struct peek *p)
@@ -248,50 +233,20 @@ static void peek_close(struct peek *p)
 	close(p->fd);
 }
 
-/* Does a lock stripe of the peeked file name a holder (one that died
- * reads as free)? */
+/* Is the relocation lock of the peeked file held (its word names a
+ * holder; one that died reads as free)? */
 static int lock_held(const struct peek *p)
 {
 	return shmf_cuckoo_lock_held(p->meta);
 }
 
-/* Is a move in progress noted in a lock stripe? */
-static int any_moving(const struct peek *p)
+/* No move is open: every version stripe even, no move recorded. */
+static void assert_no_open_move(const struct peek *p)
 {
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-		if (atomic_load(&p->meta->stripe[s].moving) != 0)
-			return 1;
-	return 0;
-}
-
-/* A key of @p family (its length returned, the key in @p key) whose
- * capped-add stripe (shmf_cuckoo_cap_stripe) the peeked file's stopped
- * holder holds. */
-static size_t key_on_held_stripe(const struct peek *p, unsigned family, char *key)
-{
-	for (uint64_t i = 0;; i++) {
-		size_t len = fixture_key(key, family, i);
-		struct shmf_cuckoo_key k = shmf_cuckoo_locate(&p->g, shmf_hash(key, len, p->g.seed));
-		if (atomic_load(&p->meta->stripe[shmf_cuckoo_cap_stripe(&k)].lock.word) & FUTEX_TID_MASK)
-			return len;
-	}
-}
-
-/* Every lock stripe can be taken at once (none held: a killed holder's
- * were freed by the kernel), and once taken no move is open: every
- * version stripe even, no move noted in a stripe. */
-static void assert_no_open_move(struct peek *p)
-{
-	assert_false(lock_held(p));
-	uint64_t t0 = now_us();
-	assert_int_equal(shmf_cuckoo_lock(&p->g), 0);
-	if (now_us() - t0 > 5000000)
-		fail_msg("taking every lock stripe took %llu ms", (unsigned long long)(now_us() - t0) / 1000);
-	assert_false(any_moving(p));
+	assert_int_equal(atomic_load(&p->meta->moving), 0);
 	for (unsigned s = 0; s < SHMF_CUCKOO_STRIPES; s++)
 		if (atomic_load(&p->meta->version[s]) & 1)
-			fail_msg("version stripe %u is still odd after every lock stripe was taken", s);
-	shmf_cuckoo_unlock(&p->g);
+			fail_msg("version stripe %u is still odd after the next writer took the lock", s);
 }
 
 /* A fresh cuckoo filter @p name of @p capacity keys, filled to @p percent
@@ -344,7 +299,7 @@ static void test_workers_cuckoo(void **state)
 			sleep_us(rnd_below(400));
 			for (unsigned i = 0; i < WORKERS; i++)
 				stop_child(pids[i]);
-			int held = lock_held(&pk), moving = any_moving(&pk);
+			int held = lock_held(&pk), moving = atomic_load(&pk.meta->moving) != 0;
 			int full = atomic_load(&b->full[0]) && atomic_load(&b->full[1]);
 			if (held || full || tries > 200 || rnd_below(4) == 0) {
 				with_lock += held;
@@ -378,8 +333,8 @@ static void test_workers_cuckoo(void **state)
 		shmf_close(f);
 		assert_int_equal(registry_drop(&fx.reg, name, err, sizeof(err)), 0);
 	}
-	print_message("cuckoo workers: %u runs: killed holding lock stripes %u times (%u of them mid-move), "
-		      "elsewhere %u times; %llu returned adds all found; no stripe left held, no move left open\n",
+	print_message("cuckoo workers: %u runs: killed holding the relocation lock %u times (%u of them mid-move), "
+		      "elsewhere %u times; %llu returned adds all found\n",
 		      runs, with_lock, mid_move, plain, (unsigned long long)total);
 	munmap(b, sizeof(*b));
 }
@@ -414,7 +369,7 @@ static void test_lock_holder(void **state)
 			sleep_us(rnd_below(300));
 			stop_child(holder);
 			held = lock_held(&pk);
-			if (held && (run % 2 == 1 || any_moving(&pk) || tries >= 1500))
+			if (held && (run % 2 == 1 || atomic_load(&pk.meta->moving) != 0 || tries >= 1500))
 				break;
 			if (atomic_load(&b->full[0]))
 				fail_msg("run %u: the worker filled the filter before it was caught holding the lock",
@@ -426,19 +381,15 @@ static void test_lock_holder(void **state)
 			fail_msg("run %u: never caught the worker holding the lock in 3000 tries (%s)", run,
 				 atomic_load(&b->full[0]) ? "it filled the filter" : "it kept running");
 		caught++;
-		int pk_moving = any_moving(&pk);
+		int pk_moving = atomic_load(&pk.meta->moving) != 0;
 		mid_move += pk_moving;
-		/* A waiter: a capped add of a key on a stripe the stopped holder
-		 * holds blocks. */
-		char wkey[256]; /* room for any length the inlined hash may read */
-		size_t wlen = key_on_held_stripe(&pk, 9 + 100 * run, wkey);
+		/* A waiter: blocks on the lock while the holder is stopped. */
 		int ready[2];
 		assert_int_equal(pipe(ready), 0);
 		pid_t waiter = fork_child();
 		if (waiter == 0) {
 			char key[32];
-			size_t len = wlen;
-			memcpy(key, wkey, sizeof(key));
+			size_t len = fixture_key(key, 9, run);
 			shmf_t *w;
 			if (shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &w) < 0)
 				_exit(3);
@@ -478,9 +429,8 @@ static void test_lock_holder(void **state)
 		shmf_close(f);
 		assert_int_equal(registry_drop(&fx.reg, name, err, sizeof(err)), 0);
 	}
-	print_message("lock holder: %u runs, killed holding lock stripes every time (%u mid-move, the others "
-		      "mid-count or mid-insert) with a process waiting for one of them, which got it at once; %llu "
-		      "returned capped adds all found; no stripe left held, no move left open\n",
+	print_message("lock holder: %u runs, killed holding the relocation lock every time (%u mid-move) with a "
+		      "process waiting for it, which got it at once; %llu returned capped adds all found\n",
 		      caught, mid_move, (unsigned long long)total);
 	munmap(b, sizeof(*b));
 }

@@ -265,9 +265,8 @@ static void test_threads_own_handles(void **state)
 
 /*
  * A handle opened before fork() and used by parent and child: while the
- * parent holds the lock stripes of a move (stopped mid-move by the test
- * hook), the child's capped adds through the inherited handle of 200 keys
- * (one of which needs one of those stripes) must wait for it:
+ * parent holds the relocation lock (stopped mid-move by the test hook),
+ * the child's capped add through the inherited handle must wait for it:
  * the child takes the lock as a thread of its own (its own id in the lock
  * word, its own robust list), not as the parent's thread it was copied
  * from.
@@ -298,12 +297,8 @@ static void test_handle_shared_across_fork(void **state)
 		char c;
 		if (read(go[0], &c, 1) != 1)
 			_exit(2);
-		/* Keys of many buckets: one of them needs a lock stripe of
-		 * the parent's move (about 1 in 16 does), and waits. */
-		char key[32];
-		for (uint64_t i = 0; i < 200; i++)
-			if (shmf_add_capped(f, key, fixture_key(key, 32, i), 1) != 0)
-				_exit(3);
+		if (shmf_add_capped(f, "child", 5, 1) != 0)
+			_exit(3);
 		shmf_close(f); /* the child's copy of the handle (valgrind counts it lost otherwise) */
 		_exit(write(done[1], "d", 1) == 1 ? 0 : 4);
 	}
@@ -316,8 +311,7 @@ static void test_handle_shared_across_fork(void **state)
 	shmf_cuckoo_move_hook = NULL;
 	assert_int_equal(child_overtook, 0); /* a move happened, and the child waited */
 	fixture_reap(pid);
-	for (uint64_t i = 0; i < 200; i++)
-		assert_int_equal(shmf_count(f, key, fixture_key(key, 32, i)), 1);
+	assert_int_equal(shmf_count(f, "child", 5), 1);
 	close(go[0]);
 	close(go[1]);
 	close(done[0]);
@@ -489,31 +483,17 @@ static void test_lock_timeout(void **state)
 	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(st));
 	shmf_t *f = fixture_open("lt", SHMF_RDWR);
-	/* Capped adds of key after key until one needs a lock stripe of the
-	 * stopped move (about 1 in 16): that one waits the timeout, and
-	 * answers SHMF_E_BUSY. */
-	char busy[32];
-	size_t blen = 0;
-	double ms = 0;
-	for (uint64_t i = 0; i < 400 && blen == 0; i++) {
-		size_t len = fixture_key(busy, 51, i);
-		struct timespec a, b;
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		int r = shmf_add_capped(f, busy, len, 1);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		if (r == SHMF_E_BUSY)
-			blen = len;
-		else
-			assert_int_equal(r, 0);
-	}
-	assert_true(blen > 0);
-	printf("a capped add waited %.0f ms for a writer stopped mid-move on its stripe (lock_timeout_ms 150)\n", ms);
-	assert_true(ms >= 150 && ms < 150 + 2000);      /* bounded: the timeout, and a noisy machine */
-	assert_int_equal(shmf_check(f, busy, blen), 0); /* checks do not wait */
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(shmf_add_capped(f, "k", 1, 1), SHMF_E_BUSY);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	printf("a capped add waited %.0f ms for a writer stopped mid-move (lock_timeout_ms 150)\n", ms);
+	assert_true(ms >= 150 && ms < 150 + 2000);  /* bounded: the timeout, and a noisy machine */
+	assert_int_equal(shmf_check(f, "k", 1), 0); /* checks do not wait */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	assert_int_equal(shmf_add_capped(f, busy, blen, 1), 0);
+	assert_int_equal(shmf_add_capped(f, "k", 1, 1), 0);
 	shmf_close(f);
 
 	fixture_rotate(&fx, "lt");
@@ -523,7 +503,7 @@ static void test_lock_timeout(void **state)
 	assert_true(fixture_replace(&fx, "lt", snap, REGISTRY_SWAP, err, sizeof(err)) >= 0);
 	assert_int_equal(slot_lock_timeout("lt"), 150);
 	f = fixture_open("lt", SHMF_RDONLY);
-	assert_int_equal(shmf_check(f, busy, blen), 1);
+	assert_int_equal(shmf_check(f, "k", 1), 1);
 	shmf_close(f);
 
 	struct filter_spec bloom = {

@@ -384,8 +384,8 @@ static void check_cf_expansion_0_stays_full(redisContext *c)
 	freeReplyObject(r);
 }
 
-/* Set (@p word: this process, a live holder) or clear (0) every lock
- * stripe's word of every data file of filter @p name in directory @p dir. */
+/* Set (@p word: this process, a live holder) or clear (0) the relocation
+ * lock word of every data file of filter @p name in directory @p dir. */
 static int lock_layers(const char *dir, const char *name, uint32_t word)
 {
 	DIR *d = opendir(dir);
@@ -400,12 +400,9 @@ static int lock_layers(const char *dir, const char *name, uint32_t word)
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		int fd = open(path, O_RDWR);
 		assert_true(fd >= 0);
-		for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++) {
-			off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, stripe) +
-				   s * sizeof(struct shmf_cuckoo_stripe_lock) +
-				   offsetof(struct shmf_cuckoo_lockword, word);
-			assert_int_equal(pwrite(fd, &word, sizeof(word), at), (ssize_t)sizeof(word));
-		}
+		off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, lock) +
+			   offsetof(struct shmf_cuckoo_lockword, word);
+		assert_int_equal(pwrite(fd, &word, sizeof(word), at), (ssize_t)sizeof(word));
 		close(fd);
 		n++;
 	}
@@ -415,8 +412,8 @@ static int lock_layers(const char *dir, const char *name, uint32_t word)
 
 /* A growing cuckoo filter grows through RedisBloom's 32 expansions, 33
  * layers, then answers "Maximum expansions reached": on the loop, and
- * also when the add had to wait for its lock stripes and was finished on
- * the file worker (every stripe held by this process, freed 300 ms after
+ * also when the add had to wait for the relocation lock and was finished
+ * on the file worker (the lock held by this process, freed 300 ms after
  * the add was sent). */
 static void check_cf_last_layer(redisContext *c)
 {
@@ -444,14 +441,11 @@ static void check_cf_last_layer(redisContext *c)
 		usleep(300000);
 		_exit(lock_layers(dir, "mx", 0) == 33 ? 0 : 1);
 	}
-	/* New keys until one answers full. A capped add (CF.ADDNX) always
-	 * takes its key's lock stripes, so the first one waits for them on
-	 * the file worker (a plain add that finds no relocation path answers
-	 * full without a lock: the path is sought before any is taken). */
+	/* New keys until one needs the lock (an add into a free slot does not). */
 	int deferred = 0, st;
 	for (int k = 0; k < 2000 && !deferred; k++) {
 		sprintf(key, "late%d", k);
-		r = call(c, -1, "CF.ADDNX mx %s", key);
+		r = call(c, -1, "CF.ADD mx %s", key);
 		if (r->type == REDIS_REPLY_ERROR) {
 			assert_string_equal(r->str, "Maximum expansions reached");
 			/* It waited for the lock: the freer is done. */

@@ -20,7 +20,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,149 +567,65 @@ static void test_one_layer(void **state)
 	shmf_close(w);
 }
 
-/* The capped keys of test_capped_across_layers() and where they live:
- * with expansion 1 every layer has layer 0's shape, so a key has the same
- * fingerprint and buckets in each. */
-#define CAPPED_KEYS 40
-struct capped_keys {
-	struct shmf_cuckoo_geom g;
-	struct shmf_cuckoo_key at[CAPPED_KEYS];
-};
-
-/* Whether key @p key of @p len bytes shares a capped key's fingerprint
- * and buckets: shmf_count() would count it as a copy of that key (a false
- * positive, not a copy the cap let in), so the test adds no such key. */
-static int collides(const struct capped_keys *ck, const char *key, size_t len)
-{
-	struct shmf_cuckoo_key k = shmf_cuckoo_locate(&ck->g, shmf_hash(key, len, ck->g.seed));
-	for (unsigned i = 0; i < CAPPED_KEYS; i++)
-		if (k.fp == ck->at[i].fp && (k.i1 == ck->at[i].i1 || k.i1 == ck->at[i].i2))
-			return 1;
-	return 0;
-}
-
-/* Test hook: a count gives the CPU away between its two bucket loads,
- * so that another worker's capped add of the same key runs inside this
- * one's count-then-add unless the exclusion keeps it out. */
-static void yield_in_count(void)
-{
-	sched_yield();
-}
-
-/* A worker of capped_round(): 10 rounds of a capped add (cap 4) of each
- * capped key and a filler key; what each capped add stored is counted in
- * @p stored. Exits 0, or 3-4 at an unexpected answer. */
-static __attribute__((noreturn)) void capped_worker(const char *name, unsigned p, const struct capped_keys *ck,
-						    _Atomic int *stored)
-{
-	shmf_t *f;
-	if (shmf_open(FIXTURE_INSTANCE, name, SHMF_RDWR, &f) < 0)
-		_exit(2);
-	shmf_cuckoo_read_hook = yield_in_count;
-	char key[32];
-	int rc = 0;
-	uint64_t filler = 0;
-	for (int round = 0; round < 10 && rc == 0; round++)
-		for (uint64_t k = 0; k < CAPPED_KEYS && rc == 0; k++) {
-			/* Full, until the tick makes the next layer: nothing
-			 * added, and a later round adds. */
-			int r = shmf_add_capped(f, key, fixture_key(key, 1, k), 4);
-			if ((r < 0 && r != SHMF_E_FULL) || r > 4) {
-				fprintf(stderr, "capped add: %d (%s)\n", r, shmf_strerror(r));
-				rc = 3;
-			}
-			if (r >= 0 && r < 4)
-				atomic_fetch_add(&stored[k], 1);
-			/* Filler keys push the layers on. */
-			size_t len;
-			do
-				len = fixture_key(key, 10 + p, filler++);
-			while (collides(ck, key, len));
-			r = shmf_add(f, key, len);
-			if (rc == 0 && r < 0 && r != SHMF_E_FULL) {
-				fprintf(stderr, "add: %s\n", shmf_strerror(r));
-				rc = 4;
-			}
-		}
-	shmf_close(f);
-	_exit(rc);
-}
-
-/* One filter of test_capped_across_layers(), named @p name. */
-static void capped_round(const char *name)
-{
-	int slot = fixture_growing(&fx, name, SHMF_TYPE_CUCKOO, 2000, 0.01, 1, 0);
-	shmf_t *w = fixture_open(name, SHMF_RDWR);
-	struct capped_keys *ck = fixture_shared_map(sizeof(*ck) + CAPPED_KEYS * sizeof(_Atomic int));
-	_Atomic int *stored = (_Atomic int *)(ck + 1);
-	shmf_info_t info;
-	assert_int_equal(shmf_info(w, &info), 0);
-	ck->g = (struct shmf_cuckoo_geom){ .nbuckets = info.buckets,
-					   .fp_bits = info.fingerprint_bits,
-					   .slots = info.bucket_size };
-	assert_int_equal(registry_seed(&fx.reg, slot, &ck->g.seed), 0);
-	assert_int_equal(shmf_cuckoo_geom_layout(&ck->g), 0);
-	char key[32];
-	for (unsigned k = 0; k < CAPPED_KEYS; k++)
-		ck->at[k] = shmf_cuckoo_locate(&ck->g, shmf_hash(key, fixture_key(key, 1, k), ck->g.seed));
-	/* Close to full. */
-	for (uint64_t i = 0, n = 0; n < 1700; i++) {
-		size_t len = fixture_key(key, 7, i);
-		if (!collides(ck, key, len)) {
-			assert_int_equal(shmf_add(w, key, len), 1);
-			n++;
-		}
-	}
-	pid_t kids[8];
-	for (unsigned p = 0; p < 8; p++) {
-		kids[p] = fork();
-		assert_true(kids[p] >= 0);
-		if (kids[p] == 0)
-			capped_worker(name, p, ck, stored);
-	}
-	for (int running = 8; running > 0;) {
-		grow_filter(&fx.reg, slot);
-		usleep(200);
-		for (int p = 0; p < 8; p++) {
-			int st;
-			if (kids[p] > 0 && waitpid(kids[p], &st, WNOHANG) == kids[p]) {
-				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-					fail_msg("filter %s: worker %d ended with status %#x", name, p, st);
-				kids[p] = -kids[p];
-				running--;
-			}
-		}
-	}
-	grow_filter(&fx.reg, slot);
-	assert_true(slot_of(slot)->nlive >= 2);
-	for (uint64_t k = 0; k < CAPPED_KEYS; k++) {
-		int n = shmf_count(w, key, fixture_key(key, 1, k));
-		if (n != 4 || atomic_load(&stored[k]) != 4)
-			fail_msg("filter %s, key %llu: %d copies, %d capped adds stored one; want 4 and 4", name,
-				 (unsigned long long)k, n, atomic_load(&stored[k]));
-	}
-	munmap(ck, sizeof(*ck) + CAPPED_KEYS * sizeof(_Atomic int));
-	shmf_close(w);
-}
-
-/* Capped adds stay exact across a layer switch, on 16 filters one after
- * the other: 8 processes each try 10 capped adds (cap 4) of each of 40
- * keys into a cuckoo filter whose first layer fills meanwhile (its other
- * keys added by the same processes) while the parent ticks: every key
- * ends with exactly 4 copies, and exactly 4 capped adds of it stored one.
- * No other key shares a capped key's fingerprint and buckets (which the
- * count would see as a fifth copy: about 1 run in 170 had one when the
- * test did not rule them out). An add that finds the current layer full
- * before the tick made the next one answers SHMF_E_FULL (nothing added),
- * as designed. */
+/* Capped adds stay exact across a layer switch: 8 processes each try 10
+ * capped adds (cap 4) of each of 40 keys into a cuckoo filter whose first
+ * layer fills meanwhile (its other keys added by the same processes) while
+ * the parent ticks: every key ends with exactly 4 copies. An add that
+ * finds the current layer full before the tick made the next one answers
+ * SHMF_E_FULL (nothing added), as designed. */
 static void test_capped_across_layers(void **state)
 {
 	(void)state;
-	for (unsigned i = 0; i < 16; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "cap%u", i);
-		capped_round(name);
+	int slot = fixture_growing(&fx, "cap", SHMF_TYPE_CUCKOO, 2000, 0.01, 1, 0);
+	shmf_t *w = fixture_open("cap", SHMF_RDWR);
+	add_range(w, 7, 0, 1700); /* close to full */
+	_Atomic int *done = fixture_shared_map(sizeof(*done));
+	pid_t kids[8];
+	for (int p = 0; p < 8; p++) {
+		kids[p] = fork();
+		assert_true(kids[p] >= 0);
+		if (kids[p] != 0)
+			continue;
+		shmf_t *f;
+		if (shmf_open(FIXTURE_INSTANCE, "cap", SHMF_RDWR, &f) < 0)
+			_exit(2);
+		char key[32];
+		int rc = 0;
+		for (int round = 0; round < 10 && rc == 0; round++)
+			for (uint64_t k = 0; k < 40 && rc == 0; k++) {
+				/* Full, until the tick makes the next layer:
+				 * nothing added, and a later round adds. */
+				int r = shmf_add_capped(f, key, fixture_key(key, 1, k), 4);
+				if ((r < 0 && r != SHMF_E_FULL) || r > 4) {
+					fprintf(stderr, "capped add: %d (%s)\n", r, shmf_strerror(r));
+					rc = 3;
+				}
+				/* Filler keys push the layers on. */
+				r = shmf_add(f, key, fixture_key(key, 10 + (unsigned)p, (uint64_t)round * 40 + k));
+				if (rc == 0 && r < 0 && r != SHMF_E_FULL) {
+					fprintf(stderr, "add: %s\n", shmf_strerror(r));
+					rc = 4;
+				}
+			}
+		shmf_close(f);
+		atomic_fetch_add(done, 1);
+		_exit(rc);
 	}
+	while (atomic_load(done) < 8) {
+		grow_filter(&fx.reg, slot);
+		usleep(200);
+	}
+	for (int p = 0; p < 8; p++)
+		fixture_reap(kids[p]);
+	grow_filter(&fx.reg, slot);
+	assert_true(slot_of(slot)->nlive >= 2);
+	char key[32];
+	for (uint64_t k = 0; k < 40; k++)
+		if (shmf_count(w, key, fixture_key(key, 1, k)) != 4)
+			fail_msg("key %llu: %d copies, want 4", (unsigned long long)k,
+				 shmf_count(w, key, fixture_key(key, 1, k)));
+	munmap((void *)done, sizeof(*done));
+	shmf_close(w);
 }
 
 /* What REPLICATE with EXPANSION rests on: entries another node's adds

@@ -477,18 +477,12 @@ static uint64_t ms_since(const struct timespec *a)
 }
 
 /*
- * Every lock stripe's word of a cuckoo filter's newest generation set to
- * values nobody holds it with: a foreign thread id, this thread's own id, every
+ * The lock word of a cuckoo filter's newest generation set to values
+ * nobody holds it with: a foreign thread id, this thread's own id, every
  * bit, only the waiters bit. A locked call then answers SHMF_E_BUSY after
  * the filter's timeout, never later; checks answer at once; a word the
  * kernel would have left for a dead holder (OWNER_DIED) is taken over.
  */
-static void set_lock_words(struct shmf_cuckoo_meta *meta, uint32_t word)
-{
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-		atomic_store(&meta->stripe[s].lock.word, word);
-}
-
 static void lock_word(const char *name, struct shmf_cuckoo_meta *meta, shmf_t *ro, shmf_t *rw)
 {
 	static const uint32_t held[] = { 0x12345, 0, UINT32_MAX, FUTEX_WAITERS, FUTEX_WAITERS | 1, 0x3fffffff };
@@ -504,8 +498,8 @@ static void lock_word(const char *name, struct shmf_cuckoo_meta *meta, shmf_t *r
 	}
 	for (size_t v = 0; v < sizeof(held) / sizeof(held[0]); v++) {
 		uint32_t word = held[v] ? held[v] : (uint32_t)syscall(SYS_gettid);
-		set_lock_words(meta, word);
-		snprintf(current, sizeof(current), "filter %s: lock words %#x", name, word);
+		atomic_store(&meta->lock.word, word);
+		snprintf(current, sizeof(current), "filter %s: lock word %#x", name, word);
 		/* Checks never touch the lock: the quickest of three tries is
 		 * under half the timeout (one try may be descheduled; a check
 		 * that waited on the word would wait the timeout every time). */
@@ -532,11 +526,9 @@ static void lock_word(const char *name, struct shmf_cuckoo_meta *meta, shmf_t *r
 		if (r != SHMF_E_BUSY || ms < LOCK_TIMEOUT_MS || ms > LOCK_TIMEOUT_MS + 2000)
 			fail_msg("%s: capped add answered %d after %llu ms (SHMF_E_BUSY after %u ms expected)", current,
 				 r, (unsigned long long)ms, LOCK_TIMEOUT_MS);
-		for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-			assert_int_equal(atomic_load(&meta->stripe[s].lock.word) & FUTEX_TID_MASK,
-					 word & FUTEX_TID_MASK);
+		assert_int_equal(atomic_load(&meta->lock.word) & FUTEX_TID_MASK, word & FUTEX_TID_MASK);
 	}
-	set_lock_words(meta, 0);
+	atomic_store(&meta->lock.word, 0);
 	snprintf(current, sizeof(current), "filter %s: lock word free again", name);
 	assert_int_equal(shmf_add_capped(rw, key, len, 1), 0);
 	assert_int_equal(shmf_del(rw, key, len), 1);
@@ -580,7 +572,7 @@ static void test_payload(void **state)
 				struct shmf_cuckoo_meta *meta = (struct shmf_cuckoo_meta *)(m[g].p +
 											    SHMF_DATA_BLOCKS_OFF);
 				if (shmf_cuckoo_lock_held(meta)) {
-					set_lock_words(meta, 0);
+					atomic_store(&meta->lock.word, 0);
 					held++;
 				}
 			}
@@ -591,8 +583,7 @@ static void test_payload(void **state)
 			struct shmf_cuckoo_meta *meta = (struct shmf_cuckoo_meta *)(m[0].p + SHMF_DATA_BLOCKS_OFF);
 			for (unsigned s = 0; s < SHMF_CUCKOO_STRIPES; s++)
 				atomic_store(&meta->version[s], 1);
-			for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-				atomic_store(&meta->stripe[s].moving, UINT64_MAX);
+			atomic_store(&meta->moving, UINT64_MAX);
 			snprintf(current, sizeof(current), "filter %s: every version stripe odd, moving all ones",
 				 filters[i]);
 			use(ro, 0);

@@ -102,21 +102,8 @@ static void data_path(const char *name, char *path, size_t len)
 
 static char lock_file[512];
 
-/* Write @p word into every lock stripe's word of the data file. */
-static int write_lock_words(int fd, uint32_t word)
-{
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++) {
-		off_t at = SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, stripe) +
-			   s * sizeof(struct shmf_cuckoo_stripe_lock) + offsetof(struct shmf_cuckoo_lockword, word);
-		if (pwrite(fd, &word, sizeof(word), at) != (ssize_t)sizeof(word))
-			return -1;
-	}
-	return 0;
-}
-
-/* As the writer: hold every lock stripe's word (our own id: a live
- * holder) and raise the old timeout word to an hour, then stay alive
- * until killed. */
+/* As the writer: hold the lock word (our own id: a live holder) and raise
+ * the old timeout word to an hour, then stay alive until killed. */
 static int hold_lock(void)
 {
 	int fd = open(lock_file, O_RDWR);
@@ -124,7 +111,9 @@ static int hold_lock(void)
 		return 2;
 	uint32_t hour = 3600000, tid = (uint32_t)getpid();
 	if (pwrite(fd, &hour, sizeof(hour), offsetof(struct shmf_data_header, reserved)) != (ssize_t)sizeof(hour) ||
-	    write_lock_words(fd, tid) < 0)
+	    pwrite(fd, &tid, sizeof(tid),
+		   SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, lock) +
+			   offsetof(struct shmf_cuckoo_lockword, word)) != (ssize_t)sizeof(tid))
 		return 3;
 	close(fd);
 	for (;;)
@@ -135,7 +124,11 @@ static void free_lock(void)
 {
 	int fd = open(lock_file, O_RDWR);
 	assert_true(fd >= 0);
-	assert_int_equal(write_lock_words(fd, 0), 0);
+	uint32_t zero = 0;
+	assert_int_equal(pwrite(fd, &zero, sizeof(zero),
+				SHMF_DATA_BLOCKS_OFF + offsetof(struct shmf_cuckoo_meta, lock) +
+					offsetof(struct shmf_cuckoo_lockword, word)),
+			 (ssize_t)sizeof(zero));
 	close(fd);
 }
 
@@ -227,12 +220,11 @@ static void test_held_lock(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(pread(fd, &meta, sizeof(meta), SHMF_DATA_BLOCKS_OFF), (ssize_t)sizeof(meta));
 		close(fd);
-		if (atomic_load(&meta.stripe[SHMF_CUCKOO_LOCKS - 1].lock.word) != 0)
+		if (atomic_load(&meta.lock.word) != 0)
 			break;
 		usleep(10000);
 	}
-	for (unsigned s = 0; s < SHMF_CUCKOO_LOCKS; s++)
-		assert_int_equal(atomic_load(&meta.stripe[s].lock.word), (uint32_t)holder);
+	assert_int_equal(atomic_load(&meta.lock.word), (uint32_t)holder);
 
 	shmf_t *w;
 	assert_int_equal(shmf_open(INSTANCE, "w", SHMF_RDONLY, &w), 0);

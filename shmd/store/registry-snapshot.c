@@ -519,12 +519,15 @@ static int load_finish_section(struct registry *r, struct registry_load *ld, uns
 			      : 0;
 	}
 	if (dm.hdr.type == SHMF_TYPE_CUCKOO) {
-		/* A copy has no move open and its lock stripes free; make sure
-		 * of it rather than trust the file (an odd version would send
-		 * readers to their slow read, a held lock word every writer to
-		 * its timeout; a file of format 9 has version stripes where the
-		 * lock stripes are now). */
-		shmf_cuckoo_meta_reset((struct shmf_cuckoo_meta *)dm.blocks);
+		/* A copy has no move open and its lock free; make sure of it
+		 * rather than trust the file (an odd version would send readers
+		 * to their slow read, a held lock word every writer to its
+		 * timeout). */
+		struct shmf_cuckoo_meta *m = (struct shmf_cuckoo_meta *)dm.blocks;
+		memset(&m->lock, 0, sizeof(m->lock));
+		atomic_store_explicit(&m->moving, 0, memory_order_relaxed);
+		for (unsigned j = 0; j < SHMF_CUCKOO_STRIPES; j++)
+			atomic_store_explicit(&m->version[j], 0, memory_order_relaxed);
 	}
 	shmf_data_map_close(&dm);
 	return 0;

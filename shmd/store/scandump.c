@@ -147,7 +147,8 @@ static int view_take(struct registry *r, const char *name, int type, struct dump
 		return rc;
 	for (unsigned i = 0; i < v->m.n; i++)
 		v->moves[i] = v->m.dm[i].hdr.type == SHMF_TYPE_CUCKOO && v->m.dm[i].hdr.scheme == SHMF_SCHEME_NATIVE
-				      ? shmf_cuckoo_moves((const struct shmf_cuckoo_meta *)v->m.dm[i].blocks)
+				      ? atomic_load_explicit(&((struct shmf_cuckoo_meta *)v->m.dm[i].blocks)->moves,
+							     memory_order_relaxed)
 				      : 0;
 	v->seed = v->m.dm[0].hdr.seed;
 	uint64_t bytes[SHMF_SNAP_SECTIONS];
@@ -285,7 +286,7 @@ int scandump_copy_end(struct registry *r, struct held *h, int rc, struct scandum
 	 * hold every key stored before the earlier began. */
 	for (unsigned i = 0; i < h->v.m.n; i++)
 		h->v.moves[i] = h->v.m.dm[i].hdr.scheme == SHMF_SCHEME_NATIVE
-					? shmf_cuckoo_moves((const struct shmf_cuckoo_meta *)h->v.m.copy[i])
+					? ((const struct shmf_cuckoo_meta *)h->v.m.copy[i])->moves
 					: 0;
 	h->v.tag = dump_tag(h->v.seed, h->v.m.n, h->v.copy.live + h->v.m.first, h->v.moves);
 	if ((rc = head_chunk(r, &h->v, out)) < 0) {
