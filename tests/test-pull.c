@@ -325,7 +325,7 @@ static void test_pull(void **state)
 	/* shmctl inspect shows it (the snapshot dest_cursor() took). */
 	snprintf(args, sizeof(args), "inspect %s/check.snap", dst.root);
 	if (shmctl(&out, args) != 0 || strstr(out, "stream_cursor   1700000000000-17\n") == NULL ||
-	    strstr(out, "format          shmfilter snapshot, version 5") == NULL)
+	    strstr(out, "format          shmfilter snapshot, version 6") == NULL)
 		fail_msg("inspect: %s", out);
 	snprintf(args, sizeof(args), "inspect %s/check.snap --json", dst.root);
 	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\": \"1700000000000-17\"") == NULL)

@@ -87,7 +87,7 @@ msg usage 2 "merge: missing FILE.*'f'" -- merge f
 msg usage 2 "inspect: missing FILE" -- inspect
 msg usage 2 "inspect: unexpected argument 'b'" -- inspect a b
 msg usage 2 "build: missing --fpr P" -- build --capacity 10
-msg usage 2 "build: --type 'x': must be bloom or cuckoo" -- build --type x
+msg usage 2 "build: --type 'x': must be bloom, cuckoo or static" -- build --type x
 msg usage 2 "build: unknown option '--bogus'" -- build --bogus
 msg usage 2 "build: --capacity needs a value" -- build --capacity
 msg usage 2 "build: unexpected argument 'stray'" -- build --capacity 10 --fpr 0.1 --from - -o x stray

@@ -284,7 +284,7 @@ expect 0 '^OK$' '' -- drop lines2
 expect 0 '^bucket_size +2$' '' -- inspect "$ROOT/built-cf32.snap"
 expect 0 '"checksum": "ok"' '' -- inspect "$ROOT/built-cf.snap" --json
 expect 2 '' 'build: missing -o OUT' -- build --capacity 10 --fpr 0.01 --from "$ROOT/keys.txt"
-expect 2 '' "build: --type 'x': must be bloom or cuckoo" -- build --type x --capacity 10 --fpr 0.01 --from - -o "$ROOT/x"
+expect 2 '' "build: --type 'x': must be bloom, cuckoo or static" -- build --type x --capacity 10 --fpr 0.01 --from - -o "$ROOT/x"
 expect 2 '' "build: cannot open $ROOT/nope" -- build --capacity 10 --fpr 0.01 --from "$ROOT/nope" -o "$ROOT/x"
 STDIN=$ROOT/keys.txt expect 2 '' 'cuckoo filter is full after [0-9]+ keys' -- build --type cuckoo --capacity 1000 --fpr 0.01 --from - -o "$ROOT/x"
 [ -e "$ROOT/x" ] && fail "a failed build left its output file"

@@ -342,6 +342,18 @@ static void swap_to(const char *path)
 /* Bloom to static and back, three times, while forked workers check the
  * set's keys: never an error, never a key of the set absent, and every
  * worker saw both types. */
+static void wait_types(struct board *b, unsigned bit)
+{
+	for (int i = 0; i < 10000; i++) {
+		unsigned all = 1;
+		for (unsigned w = 0; w < WORKERS; w++)
+			all &= (atomic_load(&b->types_seen[w]) & bit) != 0;
+		if (all)
+			return;
+		usleep(1000);
+	}
+}
+
 static void test_swap_reshape(void **state)
 {
 	(void)state;
@@ -365,9 +377,13 @@ static void test_swap_reshape(void **state)
 		if ((pids[i] = fork()) == 0)
 			worker(b, i);
 	usleep(100000);
+	/* After each swap, wait (up to 10 s) until every worker has checked
+	 * the new type: on a busy machine a worker may not run between swaps. */
 	for (int round = 0; round < 3; round++) {
 		swap_to(static_path);
+		wait_types(b, 1u << SHMF_TYPE_STATIC);
 		swap_to(bloom_path);
+		wait_types(b, 1u << SHMF_TYPE_BLOOM);
 	}
 	atomic_store(&b->stop, 1);
 	for (unsigned i = 0; i < WORKERS; i++) {
