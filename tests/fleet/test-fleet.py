@@ -1032,7 +1032,11 @@ def case_repair_refused(build):
             f.wait_state(x, "clicks", "following")
         b.worker("add", "clicks", "--prefix", "b:", "--count", 100)
         a.worker("add", "clicks", "--prefix", "a:", "--count", 100)
-        f.redis.call("HSET", "shmf:@nodes", "rogue", "x" * 80)
+        # A forged announcement that parses: node2's real sealed value under
+        # another node's name (the name is bound into the seal), so only
+        # verification refuses it, not the parser.
+        real = wait_for("node2 announced", lambda: f.redis.call("HGET", "shmf:@nodes", "node2"), 30)
+        f.redis.call("HSET", "shmf:@nodes", "rogue", real)
         before = a.worker("digest", "clicks")["digest"]
         wait_for("node1's cursor past its own entries", lambda: stream_id(a.status("clicks")["cursor"]) > (0, 0), 10)
         f.redis.call("DEL", "shmf:clicks")
