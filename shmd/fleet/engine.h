@@ -196,6 +196,9 @@ struct round {
 
 /* ---- replication.c ---- */
 void round_take(struct replication *e, struct round *rd);
+/* A thread's next round: 0 when the engine is stopping (nothing taken),
+ * else 1 with the filters taken as round_take() takes them. */
+int round_next(struct replication *e, struct round *rd);
 void round_release(struct replication *e, struct round *rd);
 
 /* ---- redis-conn.c ---- */

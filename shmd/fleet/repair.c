@@ -425,12 +425,8 @@ void *repair_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		pthread_mutex_lock(&e->lock);
-		int stop = e->stop;
-		pthread_mutex_unlock(&e->lock);
-		if (stop)
+		if (!round_next(e, &rd))
 			break;
-		round_take(e, &rd);
 		uint64_t now = mono_ms();
 		for (size_t i = 0; i < rd.n; i++) {
 			struct rfilter *f = rd.f[i];

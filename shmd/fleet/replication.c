@@ -64,15 +64,30 @@ static struct rfilter *forget_locked(struct replication *e, int slot)
 	return NULL;
 }
 
-void round_take(struct replication *e, struct round *rd)
+static void round_take_locked(struct replication *e, struct round *rd)
 {
-	pthread_mutex_lock(&e->lock);
 	rd->n = e->n;
 	for (size_t i = 0; i < e->n; i++) {
 		rd->f[i] = e->list[i];
 		rd->f[i]->refs++;
 	}
+}
+
+void round_take(struct replication *e, struct round *rd)
+{
+	pthread_mutex_lock(&e->lock);
+	round_take_locked(e, rd);
 	pthread_mutex_unlock(&e->lock);
+}
+
+int round_next(struct replication *e, struct round *rd)
+{
+	pthread_mutex_lock(&e->lock);
+	int stop = e->stop;
+	if (!stop)
+		round_take_locked(e, rd);
+	pthread_mutex_unlock(&e->lock);
+	return !stop;
 }
 
 void round_release(struct replication *e, struct round *rd)

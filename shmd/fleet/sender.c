@@ -317,12 +317,8 @@ void *sender_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		pthread_mutex_lock(&e->lock);
-		int stop = e->stop;
-		pthread_mutex_unlock(&e->lock);
-		if (stop)
+		if (!round_next(e, &rd))
 			break;
-		round_take(e, &rd);
 		if (c == NULL && (c = redis_connect(e, T_SENDER, &backoff)) == NULL) {
 			/* Still say how full the journals get. */
 			for (size_t i = 0; i < rd.n; i++)

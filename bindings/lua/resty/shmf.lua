@@ -182,6 +182,15 @@ local function revive(self, what)
 	return h, err, rc
 end
 
+-- The handle, opened again if it was dropped: h, or nil, message, code.
+local function handle(self, what)
+	local h = self.h
+	if h ~= nil then
+		return h
+	end
+	return revive(self, what)
+end
+
 local function check_options(opts)
 	if opts == nil then
 		return false, nil
@@ -257,13 +266,9 @@ end
 local function key_call(fn, what, to_result)
 	local cfn = lib and lib[fn]
 	return function(self, key)
-		local h = self.h
-		if h == nil then
-			local err, rc
-			h, err, rc = revive(self, what)
-			if not h then
-				return nil, err, rc
-			end
+		local h, err, rc = handle(self, what)
+		if not h then
+			return nil, err, rc
 		end
 		if type(key) ~= "string" then
 			return bad(self, what, "the key must be a string, got " .. type(key))
@@ -294,13 +299,9 @@ Filter.count = key_call("shmf_count", "count", as_number)
 -- present, atomically across processes. Returns added (boolean) and the
 -- copies present before the call.
 function Filter:add_capped(key, cap)
-	local h = self.h
-	if h == nil then
-		local err, rc
-		h, err, rc = revive(self, "add_capped")
-		if not h then
-			return nil, err, rc
-		end
+	local h, err, rc = handle(self, "add_capped")
+	if not h then
+		return nil, err, rc
 	end
 	if type(key) ~= "string" then
 		return bad(self, "add_capped", "the key must be a string, got " .. type(key))
@@ -340,13 +341,9 @@ end
 local function batch_call(fn, what)
 	local cfn = lib and lib[fn]
 	return function(self, keys)
-		local h = self.h
-		if h == nil then
-			local err, rc
-			h, err, rc = revive(self, what)
-			if not h then
-				return nil, err, rc
-			end
+		local h, err, rc = handle(self, what)
+		if not h then
+			return nil, err, rc
 		end
 		if type(keys) ~= "table" then
 			return bad(self, what, "the keys must be a table (a list of strings), got " .. type(keys))
@@ -407,13 +404,9 @@ end
 -- window_secs and window_generations; cuckoo filters buckets, bucket_size,
 -- fingerprint_bits, max_kicks, relocations and deletes.
 function Filter:info()
-	local h = self.h
-	if h == nil then
-		local err, rc
-		h, err, rc = revive(self, "info")
-		if not h then
-			return nil, err, rc
-		end
+	local h, err, rc = handle(self, "info")
+	if not h then
+		return nil, err, rc
 	end
 	local i = ffi_new("shmf_info_t")
 	local rc = lib.shmf_info(h, i)
