@@ -182,3 +182,38 @@ burst() {
 	curl -s --no-progress-meter --globoff --parallel --parallel-immediate --parallel-max 16 -w '%{http_code} %{url} %header{x-edge-pid}\n' \
 		-K "$out/curl.cfg" | tr -d '\r' >"$out/codes"
 }
+
+# burst_codes DIR URL...: every URL got the status its want=NNN announces.
+burst_codes() {
+	local dir=$1
+	shift
+	burst "$dir" "$@"
+	local bad
+	bad=$(awk '{ w = $2; sub(/.*want=/, "", w); sub(/&.*/, "", w); if (w != $1) print }' "$dir/codes")
+	check "$# concurrent requests each got the status wanted (wrong: $(echo "$bad" | head -3))" \
+		test -z "$bad" -a "$(grep -c . "$dir/codes")" -eq $#
+}
+
+# click_waves: the click de-duplication both nginx bindings serve at
+# $URL/click (the backend appends each click it gets to backend.clicks).
+# Wave 1: 200 new clicks; wave 2: their 200 repeats and 100 new ones. Each
+# click reaches the backend once, both workers answer, and repeats are
+# answered 204 by the worker that had not seen the click: the adds of one
+# are seen by the other.
+click_waves() {
+	local urls=() i pid1 pid2 crossed
+	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
+	burst_codes "$ROOT/wave1" "${urls[@]}"
+	urls=()
+	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=204"); done
+	for i in $(seq 201 300); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
+	burst_codes "$ROOT/wave2" "${urls[@]}"
+	check "the backend counted 300 clicks, each once (got $(wc -l <"$ROOT/backend.clicks") lines, $(sort -u "$ROOT/backend.clicks" | wc -l) distinct)" \
+		test "$(wc -l <"$ROOT/backend.clicks")" -eq 300 -a "$(sort -u "$ROOT/backend.clicks" | wc -l)" -eq 300
+	pid1=$(awk '{ sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave1/codes" | sort)
+	pid2=$(awk '$1 == 204 { sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave2/codes" | sort)
+	check "both nginx workers answered clicks (got: $(echo "$pid1" | awk '{print $2}' | sort -u | tr '\n' ' '))" \
+		[ "$(echo "$pid1" | awk '{print $2}' | sort -u | grep -c .)" -eq 2 ]
+	crossed=$(join <(echo "$pid1") <(echo "$pid2") | awk '$2 != $3' | wc -l)
+	check "repeats deduplicated by the other worker than the one that added the click ($crossed of 200)" [ "$crossed" -gt 0 ]
+}

@@ -34,16 +34,6 @@ URL=http://127.0.0.1:$PORT
 
 code() { local u=$1; shift; curl -s --globoff -o /dev/null -w '%{http_code}' "$@" "$u"; }
 body() { curl -s --globoff "$1"; }
-# burst_codes DIR URL...: every URL got the status its want=NNN announces.
-burst_codes() {
-	local dir=$1
-	shift
-	burst "$dir" "$@"
-	local bad
-	bad=$(awk '{ w = $2; sub(/.*want=/, "", w); sub(/&.*/, "", w); if (w != $1) print }' "$dir/codes")
-	check "$# concurrent requests each got the status wanted (wrong: $(echo "$bad" | head -3))" \
-		test -z "$bad" -a "$(grep -c . "$dir/codes")" -eq $#
-}
 # reach_all URL: enough requests that both workers took some.
 reach_all() { for _ in 1 2 3 4 5 6; do code "$1" >/dev/null; done; }
 
@@ -180,21 +170,7 @@ dedupe)
 			proxy_pass http://click_backend;
 		}
 	}" "$LOAD"
-	urls=()
-	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
-	burst_codes "$ROOT/wave1" "${urls[@]}"
-	urls=()
-	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=204"); done
-	for i in $(seq 201 300); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
-	burst_codes "$ROOT/wave2" "${urls[@]}"
-	check "the backend counted 300 clicks, each once (got $(wc -l <"$ROOT/backend.clicks") lines, $(sort -u "$ROOT/backend.clicks" | wc -l) distinct)" \
-		test "$(wc -l <"$ROOT/backend.clicks")" -eq 300 -a "$(sort -u "$ROOT/backend.clicks" | wc -l)" -eq 300
-	pid1=$(awk '{ sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave1/codes" | sort)
-	pid2=$(awk '$1 == 204 { sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave2/codes" | sort)
-	check "both nginx workers answered clicks (got: $(echo "$pid1" | awk '{print $2}' | sort -u | tr '\n' ' '))" \
-		[ "$(echo "$pid1" | awk '{print $2}' | sort -u | grep -c .)" -eq 2 ]
-	crossed=$(join <(echo "$pid1") <(echo "$pid2") | awk '$2 != $3' | wc -l)
-	check "repeats deduplicated by the other worker than the one that added the click ($crossed of 200)" [ "$crossed" -gt 0 ]
+	click_waves
 	urls=()
 	for i in $(seq 50); do urls+=("$URL/click?f=clicks_cf&campaign=c2&click=same&i=$i"); done
 	burst "$ROOT/exact" "${urls[@]}"

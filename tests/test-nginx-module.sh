@@ -32,15 +32,6 @@ code() { local u=$1; shift; curl -s --globoff -o /dev/null -w '%{http_code}' "$@
 body() { curl -s --globoff "$1"; }
 # burst_codes DIR URL...: like burst, checking that every URL got the status
 # its query string announces in want=NNN.
-burst_codes() {
-	local dir=$1
-	shift
-	burst "$dir" "$@"
-	local bad
-	bad=$(awk '{ w = $2; sub(/.*want=/, "", w); sub(/&.*/, "", w); if (w != $1) print }' "$dir/codes")
-	check "$# concurrent requests each got the status wanted (wrong: $(echo "$bad" | head -3))" \
-		test -z "$bad" -a "$(grep -c . "$dir/codes")" -eq $#
-}
 
 case $MODE in
 block)
@@ -123,24 +114,7 @@ dedupe)
 			proxy_pass http://click_backend;
 		}
 	}" "$LOAD"
-	# Wave 1: 200 new clicks. Wave 2: their 200 repeats and 100 new ones.
-	urls=()
-	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
-	burst_codes "$ROOT/wave1" "${urls[@]}"
-	urls=()
-	for i in $(seq 200); do urls+=("$URL/click?campaign=c1&click=$i&want=204"); done
-	for i in $(seq 201 300); do urls+=("$URL/click?campaign=c1&click=$i&want=200"); done
-	burst_codes "$ROOT/wave2" "${urls[@]}"
-	check "the backend counted 300 clicks, each once (got $(wc -l <"$ROOT/backend.clicks") lines, $(sort -u "$ROOT/backend.clicks" | wc -l) distinct)" \
-		test "$(wc -l <"$ROOT/backend.clicks")" -eq 300 -a "$(sort -u "$ROOT/backend.clicks" | wc -l)" -eq 300
-	# Both workers took part, and repeats were answered 204 by the worker
-	# that had not seen the click: the adds of one are seen by the other.
-	pid1=$(awk '{ sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave1/codes" | sort)
-	pid2=$(awk '$1 == 204 { sub(/.*click=/, "", $2); sub(/&.*/, "", $2); print $2, $3 }' "$ROOT/wave2/codes" | sort)
-	check "both nginx workers answered clicks (got: $(echo "$pid1" | awk '{print $2}' | sort -u | tr '\n' ' '))" \
-		[ "$(echo "$pid1" | awk '{print $2}' | sort -u | grep -c .)" -eq 2 ]
-	crossed=$(join <(echo "$pid1") <(echo "$pid2") | awk '$2 != $3' | wc -l)
-	check "repeats deduplicated by the other worker than the one that added the click ($crossed of 200)" [ "$crossed" -gt 0 ]
+	click_waves
 
 	# Exactly once on a cuckoo filter: 50 simultaneous requests of one new click.
 	urls=()
