@@ -4,7 +4,12 @@
 # CF.RESERVE pick, as SHMF.INFO reports them, for Bloom, cuckoo and a
 # window); the classic Bloom figure is -ln p / ln^2 2; a rate no cuckoo
 # layout reaches is said, not a crash; the journal is counted; --json
-# parses with python3; bad arguments exit 2 naming what was wrong.
+# parses with python3; bad arguments exit 2 naming what was wrong. Static
+# (binary fuse) rows: one per fingerprint width that reaches the rate,
+# the narrowest picked by shmctl build --type static, at about 9, 18 and
+# 36 bits a key beside Bloom's, refused for a window and below 2^-32,
+# and a built static filter restored into shmd has the bytes and bits
+# plan said.
 # Usage: test-shmctl-plan.sh PATH-TO-SHMD PATH-TO-SHMCTL
 set -u
 SHMD=$1
@@ -104,6 +109,54 @@ assert all('1e-12' in r['why'] for r in cf), cf
 assert row(p, 'shmctl create')['reached'] and row(p, 'shmctl create')['k'] > 0
 " -- "$ROOT/p.json"
 
+# Static rows: every width whose 2^-bits reaches the rate, the narrowest
+# the build's; the paper's bits a key (9.0, 18.1, 36.2 at 10^6 keys,
+# within 1.15x); less memory than the one-line Bloom filter at 0.01.
+expect 0 '^static +8-bit fingerprints \(rate 0\.00391\), segments of [0-9]+ .* 3  check \(built offline, swap to change\) +shmctl build --type static$' '' \
+	-- plan --capacity 1000000 --fpr 0.01
+expect 0 '^static +16-bit fingerprints \(rate 1\.53e-05\), .* shmctl build --type static$' '' -- plan --capacity 1000000 --fpr 0.001
+expect 0 '^static: no fingerprint width reaches 1e-11$' '' -- plan --capacity 1000000 --fpr 1e-11
+expect 0 'static: does not reach 1e-11 \(32-bit fingerprints: 2\.33e-10 at best\)' '' -- plan --capacity 1000000 --fpr 1e-11
+expect 0 'so shmctl build --type static refuses these arguments' '' -- plan --capacity 1000000 --fpr 1e-11
+for p in 0.01 0.001 1e-6 2.3283064365386963e-10; do
+	"$SHMCTL" plan --capacity 1000000 --fpr $p --replicate --json >"$ROOT/p.json" || fail "plan --fpr $p --json exit $?"
+	py "static rows at $p" "
+fpr = $p
+st = [r for r in p['layouts'] if r['type'] == 'static']
+widths = [w for w in (8, 16, 32) if 2.0 ** -w <= fpr]
+assert [r['fingerprint_bits'] for r in st] == widths, (widths, st)
+assert row(p, 'shmctl build --type static') is st[0]
+assert all(r['picked_by'] == [] for r in st[1:]), st
+paper = {8: 9.0, 16: 18.1, 32: 36.2}
+for r in st:
+    w = r['fingerprint_bits']
+    assert r['reached'] and r['sized_fpr'] == 2.0 ** -w, r
+    assert paper[w] / 1.01 < r['bits_per_key'] < paper[w] * 1.15, r
+    assert r['bits'] == r['fingerprints'] * w and r['fingerprints'] % r['segment_length'] == 0, r
+    assert r['memory_bytes'] == r['bytes'], r  # no journal: a static filter takes no add
+    assert r['lines_per_check'] == 3 and not r['add'] and not r['delete'] and not r['count'], r
+if fpr == 0.01:
+    b = row(p, 'shmctl create')
+    assert b['layout'].startswith('one 64-byte line') and st[0]['memory_bytes'] < b['memory_bytes'], (b, st[0])
+" -- "$ROOT/p.json"
+done
+"$SHMCTL" plan --capacity 1000000 --fpr 1e-11 --json >"$ROOT/p.json"
+py "static below 2^-32 in JSON" "
+st = [r for r in p['layouts'] if r['type'] == 'static']
+assert len(st) == 1 and not st[0]['reached'] and '2.33e-10 at best' in st[0]['why'], st
+assert st[0]['picked_by'] == ['shmctl build --type static'], st
+" -- "$ROOT/p.json"
+"$SHMCTL" plan --capacity 1000000 --fpr 0.01 --window 1h --json >"$ROOT/p.json"
+py "static refused for a window" "
+st = [r for r in p['layouts'] if r['type'] == 'static']
+assert len(st) == 1 and not st[0]['reached'] and 'no time window' in st[0]['why'], st
+assert st[0]['picked_by'] == [], st  # shmctl build takes no window: nothing of it refuses
+" -- "$ROOT/p.json"
+expect 0 'static: no time window \(a window rotates into an empty generation' '' -- plan --capacity 10 --fpr 0.01 --window 1h
+"$SHMCTL" plan --capacity 10 --fpr 0.01 --window 1h >"$ROOT/out"
+grep -q '^static ' "$ROOT/out" && fail "plan --window lists a static row: $(cat "$ROOT/out")"
+grep -q 'static: no fingerprint width' "$ROOT/out" && fail "plan --window blames the rate: $(cat "$ROOT/out")"
+
 # Windows multiply by the live generations; --replicate adds the journal.
 "$SHMCTL" plan --capacity 100000 --fpr 0.01 --json >"$ROOT/one.json"
 "$SHMCTL" plan --capacity 100000 --fpr 0.01 --window 1h --generations 3 --replicate --json >"$ROOT/w.json"
@@ -156,6 +209,9 @@ assert r['bits'] == i['bits'], ('bits', r['bits'], i['bits'])
 assert abs(r['bits_per_key'] - i['bits'] / i['capacity']) < 1e-9
 if i['type'] == 'cuckoo':
     assert r['fingerprint_bits'] == i['fingerprint_bits'] and r['bucket_size'] == i['bucket_size'], (r, i)
+elif i['type'] == 'static':
+    assert r['fingerprint_bits'] == i['fingerprint_bits'] and r['fingerprints'] == i['fingerprints'], (r, i)
+    assert r['segment_length'] == i['segment_length'], (r, i)
 else:
     assert r['k'] == i['k'], (r, i)
 " -- "$ROOT/p.json" "$ROOT/i.json"
@@ -169,6 +225,16 @@ redis-cli -s "$ROOT/default.sock" BF.RESERVE rb 0.0001 300000 >"$ROOT/rc" 2>&1 |
 same rb 'BF.RESERVE' --capacity 300000 --fpr 0.0001
 redis-cli -s "$ROOT/default.sock" CF.RESERVE rc 300000 >"$ROOT/rc" 2>&1 || fail "CF.RESERVE: $(cat "$ROOT/rc")"
 same rc 'CF.RESERVE' --capacity 300000 --fpr 0.01
+# A static filter built offline (30000 distinct keys, some given twice)
+# and restored: what plan said of 30000 keys at each rate.
+seq -f 'key-%g' 1 30000 >"$ROOT/keys"
+seq -f 'key-%g' 1 100 >>"$ROOT/keys"
+for p in 0.01 1e-4 1e-8; do
+	"$SHMCTL" build --type static --capacity 30000 --fpr $p --from "$ROOT/keys" -o "$ROOT/s.snap" >"$ROOT/b.out" 2>&1 ||
+		fail "build --type static --fpr $p: $(cat "$ROOT/b.out")"
+	"$SHMCTL" restore "s$p" "$ROOT/s.snap" >"$ROOT/b.out" 2>&1 || fail "restore s$p: $(cat "$ROOT/b.out")"
+	same "s$p" 'shmctl build --type static' --capacity 30000 --fpr $p
+done
 # A window: the memory of its live generations is plan's memory.
 expect 0 "created filter 'w'" '' -- create w --capacity 50000 --fpr 0.01 --window 1h --generations 3
 "$SHMCTL" rotate w >/dev/null && "$SHMCTL" rotate w >/dev/null || fail "rotate w"

@@ -3,8 +3,10 @@
  * and layout, computed offline with the daemon's own sizing
  * (shmf_geometry_size(), shmf_geometry_layer()): memory per host, bits per
  * key, cache lines a check reads, what it supports, and which layout
- * BF.RESERVE, CF.RESERVE and shmctl create pick; a classic Bloom filter's
- * bits per key (-ln P / ln^2 2) as the yardstick.
+ * BF.RESERVE, CF.RESERVE, shmctl create and shmctl build --type static
+ * pick; a classic Bloom filter's bits per key (-ln P / ln^2 2) as the
+ * yardstick. A static filter (binary fuse, built offline) gets a row per
+ * fingerprint width whose rate reaches P, the narrowest the build's.
  */
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #include "common/spec.h"
 #include "libclient/bloom.h"
 #include "libclient/cuckoo.h"
+#include "libclient/fuse.h"
 #include "libclient/geometry.h"
 #include "libclient/segment.h"
 
@@ -43,7 +46,7 @@ struct plan_row {
 	char why[512];     /* not reached: why */
 };
 
-#define PLAN_ROWS_MAX 16
+#define PLAN_ROWS_MAX 20
 
 static void plan_parse(int argc, char **argv, struct plan_args *a, int *json)
 {
@@ -101,7 +104,10 @@ static void add_pick(struct plan_row *r, const char *who)
 /* Why a sizing of @p type refused, in @p r->why. */
 static void refusal(struct plan_row *r, int err, const struct plan_args *a, const char *what)
 {
-	if (err == SHMF_E_TOOBIG)
+	if (r->g.type == SHMF_TYPE_STATIC && err == SHMF_E_INVAL)
+		snprintf(r->why, sizeof(r->why), "%s: does not reach %g (32-bit fingerprints: %.3g at best)", what,
+			 a->fpr, shmf_fuse_fpr(32));
+	else if (err == SHMF_E_TOOBIG)
 		snprintf(r->why, sizeof(r->why), "%s: too big for the data segment format at %llu keys", what,
 			 (unsigned long long)a->capacity);
 	else
@@ -183,11 +189,57 @@ static int cuckoo_rows(const struct plan_args *a, struct plan_row *rows)
 	return n;
 }
 
+#define PLAN_STATIC_PICK "shmctl build --type static"
+
+/* The static rows: one per fingerprint width (8, 16, 32) whose 2^-bits
+ * reaches the rate, sized at that rate, the narrowest picked by shmctl
+ * build --type static (shmf_fuse_bits_for); one refusal where none does,
+ * or where a window is asked for (a window rotates into an empty
+ * generation, which a static filter cannot be). */
+static int static_rows(const struct plan_args *a, struct plan_row *rows)
+{
+	static const uint32_t widths[] = { 8, 16, 32 };
+	uint32_t pick = shmf_fuse_bits_for(a->fpr);
+	int n = 0;
+	if (a->window_secs != 0) {
+		rows[0] = (struct plan_row){ .g.type = SHMF_TYPE_STATIC };
+		snprintf(rows[0].why, sizeof(rows[0].why),
+			 "static: no time window (a window rotates into an empty generation, and a static filter is "
+			 "built whole: build the next set and swap it in)");
+		return 1;
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		double rate = shmf_fuse_fpr(widths[i]);
+		if (pick == 0 || widths[i] < pick)
+			continue;
+		struct plan_row *r = &rows[n++];
+		*r = (struct plan_row){ .sized_fpr = rate };
+		int e = shmf_geometry_size(SHMF_TYPE_STATIC, a->capacity, rate, 0, 0, &r->g);
+		r->g.type = SHMF_TYPE_STATIC;
+		if (e < 0) {
+			char what[64];
+			snprintf(what, sizeof(what), "static, %u-bit fingerprints", widths[i]);
+			refusal(r, e, a, what);
+		}
+		if (widths[i] == pick)
+			add_pick(r, PLAN_STATIC_PICK);
+	}
+	if (n == 0) {
+		rows[0] = (struct plan_row){ .g.type = SHMF_TYPE_STATIC };
+		refusal(&rows[0], SHMF_E_INVAL, a, "static");
+		add_pick(&rows[0], PLAN_STATIC_PICK);
+		n = 1;
+	}
+	return n;
+}
+
 /* Bits of the table (as SHMF.INFO's bits): Bloom's blocks, cuckoo's slots. */
 static uint64_t table_bits(const struct shmf_geometry *g)
 {
 	if (g->type == SHMF_TYPE_CUCKOO)
 		return g->nbuckets * g->bucket_size * g->k;
+	if (g->type == SHMF_TYPE_STATIC)
+		return g->nbuckets * g->k; /* fingerprints */
 	return g->nblocks * SHMF_BLOCK_BITS;
 }
 
@@ -196,9 +248,12 @@ static uint64_t journal_bytes(const struct plan_args *a)
 	return a->replicate ? shmf_journal_bytes(PLAN_JOURNAL_RINGS, PLAN_JOURNAL_ENTRIES) : 0;
 }
 
-/* Memory per host: every live generation's data segment, and the journal. */
+/* Memory per host: every live generation's data segment, and the journal
+ * (a static filter has neither window nor journal: it takes no add). */
 static uint64_t host_bytes(const struct plan_args *a, const struct shmf_geometry *g)
 {
+	if (g->type == SHMF_TYPE_STATIC)
+		return g->data_bytes;
 	return g->data_bytes * a->gens + journal_bytes(a);
 }
 
@@ -221,20 +276,26 @@ static const char *human(uint64_t bytes, char *buf, size_t len)
 
 static const char *supports(const struct shmf_geometry *g)
 {
-	return g->type == SHMF_TYPE_CUCKOO ? "add, check, delete, count, caps" : "add, check";
+	return g->type == SHMF_TYPE_CUCKOO   ? "add, check, delete, count, caps"
+	       : g->type == SHMF_TYPE_STATIC ? "check (built offline, swap to change)"
+					     : "add, check";
 }
 
-/* A check reads the key's 1, 2 or 3 64-byte lines (Bloom) or both
- * candidate buckets, one word each, in two lines (cuckoo). */
+/* A check reads the key's 1, 2 or 3 64-byte lines (Bloom), both candidate
+ * buckets, one word each, in two lines (cuckoo), or three fingerprints in
+ * three consecutive segments (static). */
 static unsigned lines_per_check(const struct shmf_geometry *g)
 {
-	return g->type == SHMF_TYPE_CUCKOO ? 2 : g->bucket_size;
+	return g->type == SHMF_TYPE_CUCKOO ? 2 : g->type == SHMF_TYPE_STATIC ? SHMF_FUSE_ARITY : g->bucket_size;
 }
 
 static void layout_name(const struct plan_row *r, char *buf, size_t len)
 {
 	if (r->g.type == SHMF_TYPE_CUCKOO)
 		snprintf(buf, len, "%u-bit fingerprints, buckets of %u", r->g.k, r->g.bucket_size);
+	else if (r->g.type == SHMF_TYPE_STATIC)
+		snprintf(buf, len, "%u-bit fingerprints (rate %.3g), segments of %u", r->g.k, shmf_fuse_fpr(r->g.k),
+			 r->g.bucket_size);
 	else
 		snprintf(buf, len, "%s 64-byte line%s, k=%u%s%s%s",
 			 r->g.bucket_size == 3   ? "three"
@@ -242,6 +303,34 @@ static void layout_name(const struct plan_row *r, char *buf, size_t len)
 						 : "one",
 			 r->g.bucket_size > 1 ? "s" : "", r->g.k, r->g.bucket_size > 1 ? " each" : "",
 			 r->grows ? ", " : "", r->grows ? r->grows : "");
+}
+
+/* The types no row of reaches the rate, one line each ("bloom: no layout
+ * reaches P"), then every row that does not, with why. */
+static void print_unreached(const struct plan_args *a, const struct plan_row *rows, int n, int any)
+{
+	static const char *const how[] = { "no layout", "no fingerprint size in any bucket size",
+					   "no fingerprint width" };
+	int reached[3] = { 0, 0, 0 }, missing = 0;
+	for (int i = 0; i < n; i++)
+		if (!rows[i].why[0])
+			reached[rows[i].g.type - SHMF_TYPE_BLOOM] = 1;
+	for (int t = 0; t < 3; t++) {
+		/* A window refuses static whatever the rate: its row says so. */
+		if (reached[t] || (t == SHMF_TYPE_STATIC - SHMF_TYPE_BLOOM && a->window_secs != 0))
+			continue;
+		printf("%s%s: %s reaches %g", any++ ? "\n" : "", spec_type_name(t + SHMF_TYPE_BLOOM), how[t], a->fpr);
+		missing = 1;
+	}
+	if (missing)
+		putchar('\n');
+	int said = 0;
+	for (int i = 0; i < n; i++)
+		if (rows[i].why[0]) {
+			printf("%s  %s\n", said++ ? "" : "\nnot reached:\n", rows[i].why);
+			if (rows[i].picks[0])
+				printf("    so %s refuses these arguments\n", rows[i].picks);
+		}
 }
 
 static void print_text(const struct plan_args *a, const struct plan_row *rows, int n)
@@ -261,34 +350,18 @@ static void print_text(const struct plan_args *a, const struct plan_row *rows, i
 	for (int i = 0; i < n; i++)
 		any |= rows[i].why[0] == '\0';
 	if (any)
-		printf("%-7s %-64s %10s %9s %6s  %-31s %s\n", "type", "layout", "memory", "bits/key", "lines",
+		printf("%-7s %-64s %10s %9s %6s  %-37s %s\n", "type", "layout", "memory", "bits/key", "lines",
 		       "supports", "picked by");
 	for (int i = 0; i < n; i++) {
 		const struct plan_row *r = &rows[i];
 		if (r->why[0])
 			continue;
 		layout_name(r, name, sizeof(name));
-		printf("%-7s %-64s %10s %9.2f %6u  %-31s %s\n", spec_type_name((int)r->g.type), name,
+		printf("%-7s %-64s %10s %9.2f %6u  %-37s %s\n", spec_type_name((int)r->g.type), name,
 		       human(host_bytes(a, &r->g), h, sizeof(h)), (double)table_bits(&r->g) / (double)a->capacity,
 		       lines_per_check(&r->g), supports(&r->g), r->picks[0] ? r->picks : "-");
 	}
-	int reached[2] = { 0, 0 };
-	for (int i = 0; i < n; i++)
-		if (!rows[i].why[0])
-			reached[rows[i].g.type == SHMF_TYPE_CUCKOO] = 1;
-	for (int t = 0; t < 2; t++)
-		if (!reached[t])
-			printf("%s%s: %s reaches %g", any++ ? "\n" : "", t ? "cuckoo" : "bloom",
-			       t ? "no fingerprint size in any bucket size" : "no layout", a->fpr);
-	if (!reached[0] || !reached[1])
-		putchar('\n');
-	int said = 0;
-	for (int i = 0; i < n; i++)
-		if (rows[i].why[0]) {
-			printf("%s  %s\n", said++ ? "" : "\nnot reached:\n", rows[i].why);
-			if (rows[i].picks[0])
-				printf("    so %s refuses these arguments\n", rows[i].picks);
-		}
+	print_unreached(a, rows, n, any);
 }
 
 static void json_double(struct json *j, double v)
@@ -316,8 +389,15 @@ static void json_row(struct json *j, const struct plan_args *a, const struct pla
 		json_key(j, "layout");
 		json_str(j, name);
 		/* Bloom: k as SHMF.INFO says it, the bits of all the lines. */
-		json_key(j, r->g.type == SHMF_TYPE_CUCKOO ? "fingerprint_bits" : "k");
-		json_uint(j, r->g.type == SHMF_TYPE_CUCKOO ? r->g.k : r->g.k * r->g.bucket_size);
+		int fp = r->g.type != SHMF_TYPE_BLOOM;
+		json_key(j, fp ? "fingerprint_bits" : "k");
+		json_uint(j, fp ? r->g.k : r->g.k * r->g.bucket_size);
+		if (r->g.type == SHMF_TYPE_STATIC) {
+			json_key(j, "fingerprints");
+			json_uint(j, r->g.nbuckets);
+			json_key(j, "segment_length");
+			json_uint(j, r->g.bucket_size);
+		}
 		if (r->g.type == SHMF_TYPE_CUCKOO) {
 			json_key(j, "bucket_size");
 			json_uint(j, r->g.bucket_size);
@@ -338,6 +418,8 @@ static void json_row(struct json *j, const struct plan_args *a, const struct pla
 		json_uint(j, host_bytes(a, &r->g));
 		json_key(j, "lines_per_check");
 		json_uint(j, lines_per_check(&r->g));
+		json_key(j, "add");
+		json_bool(j, r->g.type != SHMF_TYPE_STATIC);
 		json_key(j, "delete");
 		json_bool(j, r->g.type == SHMF_TYPE_CUCKOO);
 		json_key(j, "count");
@@ -400,6 +482,7 @@ int shmctl_plan(int argc, char **argv, int json)
 	plan_parse(argc, argv, &a, &json);
 	int n = bloom_rows(&a, rows);
 	n += cuckoo_rows(&a, rows + n);
+	n += static_rows(&a, rows + n);
 	if (json)
 		print_json(&a, rows, n);
 	else
