@@ -43,6 +43,11 @@ api)
 		"$SHMCTL" create cf --type cuckoo --capacity 10000 --fpr 0.01 --mode 0660 >/dev/null &&
 		"$SHMCTL" create gone --capacity 1000 --fpr 0.01 >/dev/null && "$SHMCTL" add gone g >/dev/null ||
 		{ fail "shmctl create"; finish; }
+	# "st": a static filter of st-1..st-1000 at 16 bits, swapped over a Bloom filter.
+	seq -f 'st-%g' 1 1000 >"$ROOT/st.keys"
+	"$SHMCTL" build --type static --capacity 1000 --fpr 0.001 --from "$ROOT/st.keys" -o "$ROOT/st.snap" >/dev/null &&
+		"$SHMCTL" create st --capacity 1000 --fpr 0.001 --mode 0660 >/dev/null &&
+		"$SHMCTL" swap st "$ROOT/st.snap" --reshape >/dev/null || { fail "static filter st"; finish; }
 	start_nginx "$LUA
 	server {
 		listen 127.0.0.1:$PORT;

@@ -38,6 +38,10 @@ block)
 	"$SHMCTL" create blocklist --capacity 10000 --fpr 0.000001 >/dev/null || { fail "shmctl create"; finish; }
 	for i in $(seq 100); do echo "http://bad.example/$i"; done | "$SHMCTL" add blocklist - >/dev/null
 	"$SHMCTL" add blocklist 127.0.0.2 device-666 "u7:/secret" >/dev/null
+	# A static filter of the same URLs, built offline and swapped in.
+	for i in $(seq 100); do echo "http://bad.example/$i"; done >"$ROOT/static.keys"
+	"$SHMCTL" build --type static --capacity 100 --fpr 0.001 --from "$ROOT/static.keys" -o "$ROOT/static.snap" >/dev/null &&
+		"$SHMCTL" restore staticbl "$ROOT/static.snap" >/dev/null || fail "static filter staticbl"
 	start_nginx "server {
 		listen 127.0.0.1:$PORT;
 		shmf_filter blocklist;
@@ -50,6 +54,7 @@ block)
 		location /off { shmf_filter off; return 200 \"[\$shmf_hit]\n\"; }
 		location /proxied { proxy_set_header X-Shmf-Hit \$shmf_hit; proxy_pass $URL/backend; }
 		location /backend { shmf_filter off; return 200 \"upstream saw [\$http_x_shmf_hit]\n\"; }
+		location /static { shmf_filter staticbl; if (\$shmf_hit) { return 403; } return 200; }
 		location /late { shmf_filter notyet; if (\$shmf_hit) { return 403; } return 200 \"[\$shmf_hit]\n\"; }
 	}" "$LOAD"
 
@@ -69,6 +74,11 @@ block)
 	check "after 200 requests each worker still maps it once: $(maps_per_worker | tr '\n' ' ')" \
 		[ "$(maps_per_worker | tr '\n' ' ')" = "1 1 " ]
 	check "no url: the empty key is absent, 200" [ "$(code "$URL/fetch")" = 200 ]
+	urls=()
+	for i in $(seq 100); do
+		urls+=("$URL/static?url=http://bad.example/$i&want=403" "$URL/static?url=http://good.example/$i&want=200")
+	done
+	burst_codes "$ROOT/static" "${urls[@]}"
 	check "\$remote_addr 127.0.0.2 in the filter: 403" [ "$(code "$URL/ip" --interface 127.0.0.2)" = 403 ]
 	check "\$remote_addr 127.0.0.1 not in it: 200" [ "$(code "$URL/ip")" = 200 ]
 	check "header X-Device: device-666 in the filter: 403" [ "$(code "$URL/device" -H 'X-Device: device-666')" = 403 ]

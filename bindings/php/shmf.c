@@ -322,7 +322,10 @@ PHP_METHOD(Shmf_Filter, info)
 	}
 	array_init(return_value);
 	add_assoc_string(return_value, "name", in.name);
-	add_assoc_string(return_value, "type", in.type == SHMF_TYPE_CUCKOO ? "cuckoo" : "bloom");
+	add_assoc_string(return_value, "type",
+	                 in.type == SHMF_TYPE_CUCKOO   ? "cuckoo"
+	                 : in.type == SHMF_TYPE_STATIC ? "static"
+	                                               : "bloom");
 	add_assoc_long(return_value, "k", in.k);
 	add_u64(return_value, "capacity", in.capacity);
 	/* "error_rate", as SHMF.INFO, shmctl info --json and RedisBloom call it. */
@@ -343,6 +346,12 @@ PHP_METHOD(Shmf_Filter, info)
 		add_assoc_long(return_value, "max_kicks", in.max_kicks);
 		add_u64(return_value, "relocations", in.relocations);
 		add_u64(return_value, "deletes", in.deletes);
+	}
+	if (in.type == SHMF_TYPE_STATIC) {
+		/* fingerprints in segments, as SHMF.INFO names them */
+		add_u64(return_value, "fingerprints", in.buckets);
+		add_assoc_long(return_value, "segment_length", in.bucket_size);
+		add_assoc_long(return_value, "fingerprint_bits", in.fingerprint_bits);
 	}
 	add_assoc_bool(return_value, "writable", h->writable);
 }

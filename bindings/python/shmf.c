@@ -77,6 +77,12 @@ static const struct {
 		"R",
 		"A filter imported from RedisBloom answers checks and counts only.",
 	},
+	{
+		SHMF_E_STATIC,
+		"Static",
+		"R",
+		"A static filter (built offline by shmctl build --type static) answers checks only: rebuild and swap it.",
+	},
 };
 #define N_CODES (sizeof(codes) / sizeof(codes[0]))
 static PyObject *code_classes[N_CODES]; /* codes[i]'s class */
@@ -473,20 +479,25 @@ static int set_str(PyObject *d, const char *k, const char *v)
 
 static int info_fill(PyObject *d, const shmf_info_t *in)
 {
-	int cuckoo = in->type == SHMF_TYPE_CUCKOO;
+	int cuckoo = in->type == SHMF_TYPE_CUCKOO, fuse = in->type == SHMF_TYPE_STATIC;
+	const char *type = cuckoo ? "cuckoo" : fuse ? "static" : "bloom";
 
 	/* "error_rate" as SHMF.INFO, shmctl info --json and PHP's info() say. */
-	if (set_str(d, "name", in->name) < 0 || set_str(d, "type", cuckoo ? "cuckoo" : "bloom") < 0 ||
-	    set_u64(d, "k", in->k) < 0 || set_u64(d, "capacity", in->capacity) < 0 ||
-	    set_f64(d, "error_rate", in->fpr_target) < 0 || set_u64(d, "bits", in->bits) < 0 ||
-	    set_u64(d, "bytes", in->bytes) < 0 || set_u64(d, "items", in->items) < 0 ||
-	    set_f64(d, "fill_ratio", in->fill_ratio) < 0 || set_f64(d, "fpr_estimate", in->fpr_estimate) < 0 ||
-	    set_u64(d, "generation", in->generation) < 0 || set_u64(d, "window_secs", in->window_secs) < 0 ||
+	if (set_str(d, "name", in->name) < 0 || set_str(d, "type", type) < 0 || set_u64(d, "k", in->k) < 0 ||
+	    set_u64(d, "capacity", in->capacity) < 0 || set_f64(d, "error_rate", in->fpr_target) < 0 ||
+	    set_u64(d, "bits", in->bits) < 0 || set_u64(d, "bytes", in->bytes) < 0 ||
+	    set_u64(d, "items", in->items) < 0 || set_f64(d, "fill_ratio", in->fill_ratio) < 0 ||
+	    set_f64(d, "fpr_estimate", in->fpr_estimate) < 0 || set_u64(d, "generation", in->generation) < 0 ||
+	    set_u64(d, "window_secs", in->window_secs) < 0 ||
 	    set_u64(d, "window_generations", in->window_generations) < 0 ||
 	    set_u64(d, "live_generations", in->live_generations) < 0 || set_u64(d, "items_live", in->items_live) < 0)
 		return -1;
 	/* A Bloom filter's lines a key (0: an import from RedisBloom). */
-	if (!cuckoo && in->lines != 0 && set_u64(d, "lines", in->lines) < 0)
+	if (!cuckoo && !fuse && in->lines != 0 && set_u64(d, "lines", in->lines) < 0)
+		return -1;
+	/* A static filter's fingerprints, in segments (SHMF.INFO's names). */
+	if (fuse && (set_u64(d, "fingerprints", in->buckets) < 0 || set_u64(d, "segment_length", in->bucket_size) < 0 ||
+		     set_u64(d, "fingerprint_bits", in->fingerprint_bits) < 0))
 		return -1;
 	if (cuckoo &&
 	    (set_u64(d, "buckets", in->buckets) < 0 || set_u64(d, "bucket_size", in->bucket_size) < 0 ||

@@ -1,6 +1,8 @@
 -- api.lua - resty.shmf's API, run by tests/test-lua-resty.sh api inside
 -- nginx (content_by_lua_file). Filters made by the test: "bl" (Bloom,
--- capacity 200000, mode 0660) and "cf" (cuckoo, mode 0660). One line per
+-- capacity 200000, mode 0660), "cf" (cuckoo, mode 0660) and "st" (static,
+-- st-1..st-1000 at 16-bit fingerprints, swapped over a Bloom filter of
+-- mode 0660). One line per
 -- check: "ok - what" or "not ok - what: what came back".
 local shmf = require "resty.shmf"
 
@@ -127,6 +129,27 @@ local ci = cf:info()
 is("cuckoo info: type", ci and ci.type, "cuckoo")
 is("cuckoo info: deletes", ci and ci.deletes, 1)
 is("cuckoo info: bucket_size is a number", ci and type(ci.bucket_size), "number")
+
+-- a static filter: checks answer the set; adds answer E_STATIC, never a Lua error
+local st = assert(shmf.open("st", { writable = true }))
+is("static: a key of the set", st:check("st-1"), true)
+is("static: check_many of the set", list(st:check_many({ "st-2", "st-999", "st-1000", "not-in-it" })),
+	"true,true,true,false")
+local v, err, code = st:add("st-new")
+err_like("static: add answers the library's reason", 'filter "st" of instance "default": add: ', v, err)
+say(type(err) == "string" and err:find("static") ~= nil, "static: the reason names the static type", err)
+is("static: add's code is shmf.E_STATIC", code, shmf.E_STATIC)
+is("static: shmf.E_STATIC is shmf.h's -5019", shmf.E_STATIC, -5019)
+v, err, code = st:add_many({ "st-new", "st-newer" })
+is("static: add_many's code is shmf.E_STATIC", code, shmf.E_STATIC)
+v, err, code = st:add_unique("st-new")
+is("static: add_unique's code is shmf.E_STATIC", code, shmf.E_STATIC)
+is("static: a refused key is absent", st:check("st-new"), false)
+local si = st:info()
+is("static info: type", si and si.type, "static")
+is("static info: fingerprint_bits", si and si.fingerprint_bits, 16)
+is("static info: capacity, the set's keys", si and si.capacity, 1000)
+is("static info: whole segments", si and si.fingerprints % si.segment_length, 0)
 
 -- close
 is("close: true", rw:close(), true)

@@ -148,6 +148,33 @@ throws(fn() => clone $b, 'Error', '/uncloneable/', 'clone');
 throws(fn() => serialize($b), 'Exception', '/Serialization of \'Shmf\\\\Filter\' is not allowed/', 'serialize');
 throws(fn() => $b->__construct('bloom'), 'Error', '/already open/', 'constructing twice');
 
+// --- a static filter (built offline, swapped in): checks answer the set, adds SHMF_E_STATIC
+$keys = [];
+for ($i = 1; $i <= 3000; $i++)
+	$keys[] = "st-$i";
+$dir = sys_get_temp_dir() . '/shmf-php-static-' . getmypid();
+@mkdir($dir);
+file_put_contents("$dir/keys", implode("\n", $keys) . "\n");
+$sh = getenv('SHMCTL');
+system("$sh build --type static --capacity 3000 --fpr 0.001 --from $dir/keys -o $dir/s.snap >/dev/null"
+	. " && $sh create st --capacity 3000 --fpr 0.001 --mode 0660 >/dev/null"
+	. " && $sh swap st $dir/s.snap --reshape >/dev/null", $rc);
+@unlink("$dir/keys");
+@unlink("$dir/s.snap");
+@rmdir($dir);
+ok($rc === 0, 'shmctl build --type static, then swap --reshape over a Bloom filter');
+$st = new Shmf\Filter('st', writable: true);
+ok($st->check('st-1') && $st->check('st-3000'), 'static: keys of the set are present');
+$many = $st->checkMany($keys);
+ok(count(array_filter($many)) === 3000, 'static: checkMany answers every key of the set');
+throws(fn() => $st->add('st-new'), 'Shmf\Exception', "/^filter 'st': add: .*static/", 'static: add', -5019);
+throws(fn() => $st->addMany(['a', 'b']), 'Shmf\Exception', "/^filter 'st': addMany: .*static/", 'static: addMany', -5019);
+throws(fn() => $st->addUnique('st-new'), 'Shmf\Exception', '/static/', 'static: addUnique', -5019);
+ok($st->check('st-new') === false, 'static: a refused add changed nothing');
+$si = $st->info();
+ok($si['type'] === 'static' && $si['fingerprint_bits'] === 16 && $si['capacity'] === 3000
+	&& $si['fingerprints'] % $si['segment_length'] === 0 && !isset($si['lines']), 'static: info() ' . json_encode($si));
+
 // --- a dropped filter: the library's error, then a reopen once it exists again
 $d = new Shmf\Filter('dropme', writable: true);
 $d->add('x');

@@ -106,6 +106,30 @@ def test_errors_carry_the_library_sentence_and_code(filters):
             call()
 
 
+def test_static_filter_checks_and_refuses_adds_with_static(filters, tmp_path):
+    keys = ["blocked-%d" % i for i in range(5000)]
+    (tmp_path / "keys").write_text("\n".join(keys + keys[:100]) + "\n")  # duplicates too
+    snap = str(tmp_path / "s.snap")
+    filters.shmctl("build", "--type", "static", "--capacity", "5000", "--fpr", "0.001",
+                   "--from", str(tmp_path / "keys"), "-o", snap)
+    filters.shmctl("create", "blocklist", "--capacity", "5000", "--fpr", "0.001", "--mode", "0660")
+    f = shmf.Filter("blocklist", writable=True)
+    f.add("before-the-swap")
+    filters.shmctl("swap", "blocklist", snap, "--reshape")
+    assert f.check_many(keys) == [True] * len(keys)
+    assert all(f.check(k) for k in keys[::97]) and keys[5] in f
+    assert sum(f.check_many("absent-%d" % i for i in range(20000))) < 20  # 16 bits: about 0.3
+    info = f.info()
+    assert info["type"] == "static" and info["fingerprint_bits"] == 16 and info["capacity"] == 5000, info
+    assert info["fingerprints"] % info["segment_length"] == 0 and "lines" not in info, info
+    for call in (lambda: f.add("new"), lambda: f.add_many(["new", "newer"]), lambda: f.add_unique("new")):
+        with pytest.raises(shmf.Static, match="filter 'blocklist': .*: .*static") as e:
+            call()
+        assert e.value.code == -5019 and e.value.filter == "blocklist"
+        assert isinstance(e.value, shmf.ReadOnly)  # a kind of read-only: built offline
+    assert "new" not in f and "newer" not in f
+
+
 def test_full_carries_what_add_many_stored(filters):
     f = shmf.Filter("tiny", writable=True)
     with pytest.raises(shmf.Full) as e:

@@ -91,7 +91,7 @@ const char *shmf_error_detail(void);
 -- shmf.h's codes, for callers that tell errors apart (the third value).
 _M.E_NOTFOUND, _M.E_READONLY, _M.E_TYPE, _M.E_FULL = -5001, -5006, -5007, -5008
 _M.E_INVAL, _M.E_NAME, _M.E_DROPPED, _M.E_BUSY = -5009, -5010, -5013, -5016
-_M.E_NONSCALING, _M.E_IMPORTED = -5017, -5018
+_M.E_NONSCALING, _M.E_IMPORTED, _M.E_STATIC = -5017, -5018, -5019
 local E_DROPPED, E_INVAL = _M.E_DROPPED, _M.E_INVAL
 local EACCES, EPERM = -13, -1
 local RDONLY, RDWR = 0, 1
@@ -375,9 +375,9 @@ Filter.check_many = batch_call("shmf_check_many", "check_many")
 Filter.add_many = batch_call("shmf_add_many", "add_many")
 
 local function info_table(self, i)
-	local cuckoo = i.type == 2
+	local cuckoo, static = i.type == 2, i.type == 3
 	local t = {
-		name = ffi_string(i.name), type = cuckoo and "cuckoo" or "bloom", k = i.k,
+		name = ffi_string(i.name), type = cuckoo and "cuckoo" or static and "static" or "bloom", k = i.k,
 		capacity = tonumber(i.capacity), error_rate = i.fpr_target, bits = tonumber(i.bits),
 		bytes = tonumber(i.bytes), items = tonumber(i.items), fill_ratio = i.fill_ratio,
 		fpr_estimate = i.fpr_estimate, generation = tonumber(i.generation),
@@ -387,8 +387,12 @@ local function info_table(self, i)
 	if i.window_secs > 0 then
 		t.window_secs, t.window_generations = tonumber(i.window_secs), i.window_generations
 	end
-	if not cuckoo and i.lines > 0 then
+	if not cuckoo and not static and i.lines > 0 then
 		t.lines = i.lines
+	end
+	if static then
+		t.fingerprints, t.segment_length = tonumber(i.buckets), i.bucket_size
+		t.fingerprint_bits = i.fingerprint_bits
 	end
 	if cuckoo then
 		t.buckets, t.bucket_size = tonumber(i.buckets), i.bucket_size
@@ -398,11 +402,12 @@ local function info_table(self, i)
 	return t
 end
 
---- f:info(): a table: name, type ("bloom" or "cuckoo"), k, capacity,
--- error_rate, bits, bytes, items, fill_ratio, fpr_estimate, generation,
--- live_generations, items_live, writable; windowed filters add
+--- f:info(): a table: name, type ("bloom", "cuckoo" or "static"), k,
+-- capacity, error_rate, bits, bytes, items, fill_ratio, fpr_estimate,
+-- generation, live_generations, items_live, writable; windowed filters add
 -- window_secs and window_generations; cuckoo filters buckets, bucket_size,
--- fingerprint_bits, max_kicks, relocations and deletes.
+-- fingerprint_bits, max_kicks, relocations and deletes; static filters
+-- fingerprints, segment_length and fingerprint_bits.
 function Filter:info()
 	local h, err, rc = handle(self, "info")
 	if not h then
