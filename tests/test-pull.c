@@ -6,7 +6,8 @@
  * windowed) answers every check as the source does and carries the
  * source's stream cursor; an unreachable peer, a wrong or missing
  * password and a missing filter are clear errors that create nothing;
- * merge gives the union and refuses a cuckoo file.
+ * merge gives the union and refuses a cuckoo file; a static filter pulled
+ * stays static and answers as the source.
  *
  *   test-pull PATH-TO-SHMD PATH-TO-SHMCTL [TEST]
  */
@@ -324,8 +325,10 @@ static void test_pull(void **state)
 	assert_int_equal(seq, 17);
 	/* shmctl inspect shows it (the snapshot dest_cursor() took). */
 	snprintf(args, sizeof(args), "inspect %s/check.snap", dst.root);
+	char version[64]; /* a file written now is of the current version */
+	snprintf(version, sizeof(version), "format          shmfilter snapshot, version %u,", SHMF_SNAP_VERSION);
 	if (shmctl(&out, args) != 0 || strstr(out, "stream_cursor   1700000000000-17\n") == NULL ||
-	    strstr(out, "format          shmfilter snapshot, version 6") == NULL)
+	    strstr(out, version) == NULL)
 		fail_msg("inspect: %s", out);
 	snprintf(args, sizeof(args), "inspect %s/check.snap --json", dst.root);
 	if (shmctl(&out, args) != 0 || strstr(out, "\"stream_cursor\": \"1700000000000-17\"") == NULL)
@@ -379,6 +382,43 @@ static void test_pull(void **state)
 	freeReplyObject(list);
 }
 
+/* A static filter (built offline by shmctl build --type static, restored
+ * on the source) pulled: the copy is static, answers every check as the
+ * source (false positives included), and refuses adds naming the type. */
+static void test_pull_static(void **state)
+{
+	(void)state;
+	char *out, args[512], keys[256], snap[256], cmd[1024];
+	snprintf(keys, sizeof(keys), "%s/static.keys", src.root);
+	snprintf(snap, sizeof(snap), "%s/static.snap", src.root);
+	FILE *f = fopen(keys, "w");
+	assert_non_null(f);
+	for (int i = 0; i < NKEYS; i++)
+		fprintf(f, "s%d\n", i);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s build --type static --capacity %d --fpr 0.01 --from %s -o %s >/dev/null",
+		 shmctl_path, NKEYS, keys, snap);
+	assert_int_equal(system(cmd), 0);
+	ok(ASK(&src, "SHMF.RESTORE", "st", snap));
+	snprintf(args, sizeof(args), "pull st --from 127.0.0.1:%d --password %s", src.port, PASSWORD);
+	if (shmctl(&out, args) != 0 || strstr(out, "pulled from") == NULL)
+		fail_msg("pull st: %s", out);
+	/* The set and as many absent keys: about 0.4% of those present. */
+	same_answers("st", "st", 0, "s", 2 * NKEYS);
+	char *a = answers(&dst, "BF.MEXISTS", "st", "s", NKEYS);
+	assert_int_equal(strspn(a, "1"), NKEYS);
+	free(a);
+	redisReply *r = ASK(&dst, "SHMF.INFO", "st");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_true(r->elements >= 4 && !strcmp(r->element[2]->str, "type"));
+	assert_string_equal(r->element[3]->str, "static");
+	freeReplyObject(r);
+	r = ASK(&dst, "BF.ADD", "st", "new-key");
+	if (r->type != REDIS_REPLY_ERROR || strstr(r->str, "static") == NULL)
+		fail_msg("BF.ADD on the pulled static filter: %s", r->type == REDIS_REPLY_ERROR ? r->str : "no error");
+	freeReplyObject(r);
+}
+
 static void test_merge(void **state)
 {
 	(void)state;
@@ -427,7 +467,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pull_static, setup, teardown),
 	};
-	static const char *const names[] = { "pull", "merge" };
+	static const char *const names[] = { "pull", "merge", "static" };
 	return RUN_NAMED("pull", argc > 3 ? argv[3] : NULL, tests, names, NULL, NULL);
 }
