@@ -10,6 +10,9 @@
 #include "common/fuse-build.h"
 #include "libclient/segment-format.h"
 
+/* The sort's histograms: SORT_PASSES (6) of 4096 counts. */
+#define FUSE_SORT_BYTES (6u * 4096u * 8u)
+
 uint64_t fuse_build_bytes(uint64_t keys, double fpr)
 {
 	struct shmf_fuse_params p;
@@ -20,7 +23,7 @@ uint64_t fuse_build_bytes(uint64_t keys, double fpr)
 	uint64_t per_fp = 9 + p.fp_bits / 8;
 	if (p.array_len > (UINT64_MAX - 16 * keys) / per_fp)
 		return UINT64_MAX;
-	return 16 * keys + per_fp * p.array_len + SHMF_BLOCK_BYTES;
+	return 16 * keys + per_fp * p.array_len + SHMF_BLOCK_BYTES + FUSE_SORT_BYTES;
 }
 
 uint64_t fuse_mem_available(void)
@@ -53,33 +56,79 @@ static void big_free(void *p, uint64_t bytes)
 		munmap(p, bytes ? bytes : 1);
 }
 
-/* LSD radix sort of @p n 64-bit values, a byte a pass, @p tmp as large;
- * a pass whose byte every value shares is skipped. The result is in @p a. */
-static void radix_sort(uint64_t *a, uint64_t *tmp, uint64_t n)
+/* The sort orders values by their top bits only, with LSD radix passes
+ * of at most SORT_DIGIT_MAX bits (4096 buckets a pass: their write heads
+ * stay within the caches and the TLB), enough bits that about SORT_GROUP
+ * values share them; an insertion sort then finishes the order, moving
+ * each value only within its group. Two passes up to 2^27 keys, three to
+ * 2^40: the eight byte passes a full sort takes were most of the build. */
+#define SORT_DIGIT_MAX 12u
+#define SORT_GROUP     16u
+#define SORT_PASSES    6u /* 64 bits / SORT_DIGIT_MAX, rounded up */
+_Static_assert(SORT_PASSES *(1u << SORT_DIGIT_MAX) * 8u == FUSE_SORT_BYTES, "fuse_build_bytes counts the sort");
+
+struct sort_plan {
+	unsigned passes, digit, low;             /* passes of digit bits each, above bit low */
+	uint64_t (*count)[1u << SORT_DIGIT_MAX]; /* per pass, per bucket */
+};
+
+static int sort_plan(struct sort_plan *sp, uint64_t n)
 {
-	static uint64_t count[8][256];
-	memset(count, 0, sizeof(count));
-	for (uint64_t i = 0; i < n; i++)
-		for (unsigned d = 0; d < 8; d++)
-			count[d][(a[i] >> (8 * d)) & 0xff]++;
+	unsigned bits = 0;
+	while (bits < 64 && (n >> bits) > SORT_GROUP)
+		bits++;
+	sp->passes = (bits + SORT_DIGIT_MAX - 1) / SORT_DIGIT_MAX;
+	sp->digit = sp->passes ? (bits + sp->passes - 1) / sp->passes : 0;
+	sp->low = 64 - sp->digit * sp->passes;
+	sp->count = calloc(SORT_PASSES, sizeof(*sp->count));
+	return sp->count == NULL ? -ENOMEM : 0;
+}
+
+/* Count value @p v into each pass's histogram. */
+static inline void sort_count(struct sort_plan *sp, uint64_t v)
+{
+	if (sp->passes == 0)
+		return;
+	const uint64_t mask = (UINT64_C(1) << sp->digit) - 1;
+	v >>= sp->low;
+	for (unsigned d = 0; d < sp->passes; d++, v >>= sp->digit)
+		sp->count[d][v & mask]++;
+}
+
+/* Sort @p n values counted by sort_count(), @p tmp as large; the result is
+ * in @p a. A pass whose digit every value shares is skipped. */
+static void sort_finish(struct sort_plan *sp, uint64_t *a, uint64_t *tmp, uint64_t n)
+{
+	const uint64_t mask = (UINT64_C(1) << sp->digit) - 1;
 	uint64_t *src = a, *dst = tmp;
-	for (unsigned d = 0; d < 8; d++) {
-		if (count[d][(a[0] >> (8 * d)) & 0xff] == n)
+	for (unsigned d = 0; d < sp->passes; d++) {
+		const unsigned shift = sp->low + d * sp->digit;
+		uint64_t *count = sp->count[d];
+		if (count[(a[0] >> shift) & mask] == n)
 			continue;
 		uint64_t at = 0;
-		for (unsigned b = 0; b < 256; b++) {
-			uint64_t c = count[d][b];
-			count[d][b] = at;
+		for (uint64_t b = 0; b <= mask; b++) {
+			uint64_t c = count[b];
+			count[b] = at;
 			at += c;
 		}
-		for (uint64_t i = 0; i < n; i++)
-			dst[count[d][(src[i] >> (8 * d)) & 0xff]++] = src[i];
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t v = src[i];
+			dst[count[(v >> shift) & mask]++] = v;
+		}
 		uint64_t *t = src;
 		src = dst;
 		dst = t;
 	}
 	if (src != a)
 		memcpy(a, src, n * sizeof(*a));
+	for (uint64_t i = 1; i < n; i++) {
+		uint64_t v = a[i], j = i;
+		for (; j > 0 && a[j - 1] > v; j--)
+			a[j] = a[j - 1];
+		a[j] = v;
+	}
+	memset(sp->count, 0, SORT_PASSES * sizeof(*sp->count));
 }
 
 /* The inverse of shmf_mix64: each step undone in reverse order. */
@@ -119,9 +168,10 @@ struct work {
 	uint8_t *count;  /* per fingerprint: how many do (a count that would pass 255 fails the attempt) */
 	uint64_t *stack; /* fingerprints below the scan that came down to one key */
 	uint64_t stack_len, stack_cap;
+	struct sort_plan sort;
 };
 
-static struct shmf_fuse_pos locate(const struct work *w, uint64_t m)
+static inline __attribute__((always_inline)) struct shmf_fuse_pos locate(const struct work *w, uint64_t m)
 {
 	return shmf_fuse_locate(m, w->count_len, w->p->segment_len, w->mask, w->p->fp_bits);
 }
@@ -175,11 +225,24 @@ static int peel_one(struct work *w, uint64_t i, uint64_t scan, uint64_t *peeled)
 	return 0;
 }
 
-/* Peel every fingerprint: @return the keys peeled, or -ENOMEM. */
+/* How far ahead of the scan peel() prefetches. */
+#define PEEL_AHEAD 32u
+
+/* Peel every fingerprint: @return the keys peeled, or -ENOMEM. The lines
+ * of the key a fingerprint PEEL_AHEAD ahead holds alone are fetched before
+ * the scan reaches it (the key may change by then: only a guess). */
 static int64_t peel(struct work *w)
 {
 	uint64_t peeled = 0;
-	for (uint64_t i = 0; i < w->p->array_len; i++) {
+	const uint64_t len = w->p->array_len;
+	for (uint64_t i = 0; i < len; i++) {
+		uint64_t a = i + PEEL_AHEAD;
+		if (a < len && w->count[a] == 1) {
+			struct shmf_fuse_pos q = locate(w, w->xors[a]);
+			__builtin_prefetch(&w->xors[q.p0], 1), __builtin_prefetch(&w->count[q.p0], 1);
+			__builtin_prefetch(&w->xors[q.p1], 1), __builtin_prefetch(&w->count[q.p1], 1);
+			__builtin_prefetch(&w->xors[q.p2], 1), __builtin_prefetch(&w->count[q.p2], 1);
+		}
 		if (w->count[i] != 1)
 			continue;
 		if (peel_one(w, i, i, &peeled) < 0)
@@ -218,11 +281,14 @@ static void assign(const struct work *w, void *fp)
 
 /* Mix @p n hashes with @p mix (undoing @p old first, when not 0), sort
  * them and drop duplicates: @return the distinct count. */
-static uint64_t remix(uint64_t *m, uint64_t *tmp, uint64_t n, uint64_t old, int first, uint64_t mix)
+static uint64_t remix(struct sort_plan *sp, uint64_t *m, uint64_t *tmp, uint64_t n, uint64_t old, int first,
+		      uint64_t mix)
 {
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
 		m[i] = shmf_fuse_mix(first ? m[i] : unmix64(m[i]) - old, mix);
-	radix_sort(m, tmp, n);
+		sort_count(sp, m[i]);
+	}
+	sort_finish(sp, m, tmp, n);
 	uint64_t d = 0;
 	for (uint64_t i = 0; i < n; i++)
 		if (d == 0 || m[i] != m[d - 1])
@@ -258,7 +324,7 @@ static int build_loop(struct work *w, uint64_t n_in, double fpr, struct fuse_bui
 	uint64_t mix = 0, old = 0;
 	for (unsigned t = 0; t < FUSE_BUILD_ATTEMPTS; t++) {
 		arc4random_buf(&mix, sizeof(mix));
-		w->n = remix(w->m, w->order, t == 0 ? n_in : w->n, old, t == 0, mix);
+		w->n = remix(&w->sort, w->m, w->order, t == 0 ? n_in : w->n, old, t == 0, mix);
 		old = mix;
 		if (t == 0) {
 			int r = shmf_fuse_size(w->n, fpr, &out->p);
@@ -292,11 +358,14 @@ int fuse_build(uint64_t *h, uint64_t n, double fpr, struct fuse_built *out)
 	if (n == 0 || shmf_fuse_bits_for(fpr) == 0)
 		return SHMF_E_INVAL;
 	struct work w = { .m = h, .n = n, .order = big_alloc(n * 8) };
-	if (w.order == NULL)
+	if (w.order == NULL || sort_plan(&w.sort, n) < 0) {
+		big_free(w.order, n * 8);
 		return -ENOMEM;
+	}
 	int r = build_loop(&w, n, fpr, out);
 	big_free(w.order, n * 8);
 	free(w.stack);
+	free(w.sort.count);
 	if (r < 0) {
 		fuse_built_free(out);
 		return r;

@@ -3,7 +3,8 @@
  * from its keys' hashes, offline (shmctl build, the bench, the tests).
  *
  * The construction (Graf and Lemire 2022, section 3): the keys' mixed
- * hashes sorted (a radix sort, which also puts each key's first position
+ * hashes sorted (radix passes over their top bits, then an insertion sort
+ * within the small groups that share them; which also puts each key's first position
  * in order, so the next steps walk the arrays nearly in sequence) and
  * duplicates dropped; per fingerprint a count and the XOR of the mixed
  * hashes that map there; then "peeling": a fingerprint that one key alone

@@ -124,7 +124,10 @@ static int static_init(struct table *t, const struct filter_spec *s)
 	t->memfd = -1;
 	t->cap = s->capacity;
 	t->hashes = mmap(NULL, t->cap * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return t->hashes == MAP_FAILED ? (t->hashes = NULL, -errno) : 0;
+	if (t->hashes == MAP_FAILED)
+		return t->hashes = NULL, -errno;
+	(void)madvise(t->hashes, t->cap * 8, MADV_HUGEPAGE); /* a fault a 2 MiB, not a 4 KiB */
+	return 0;
 }
 
 /* Keep the hashes of @p n keys, the array doubled when full. */
