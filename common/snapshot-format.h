@@ -57,7 +57,12 @@
  * bucket size its segment length, buckets its fingerprints, capacity its
  * distinct keys; one section, its payload a struct shmf_fuse_table and the
  * fingerprints, libclient/fuse.h), which a reader of version 5 would
- * refuse by type; no other field changed meaning.
+ * refuse by type; no other field changed meaning. Also in version 6
+ * (unreleased when it came): a replicated filter's fleet block (flag
+ * FLEET, struct shmf_snap_fleet, between the chunk table and the
+ * trailer): the per-sender sequences that go with the stream cursor, so
+ * that a restore refuses replays of entries older than the copy; files
+ * without it restore with an empty table, as before.
  * Readers accept all six. */
 #define SHMF_SNAP_VERSION     6u
 #define SHMF_SNAP_VERSION_MIN 1u
@@ -108,8 +113,26 @@ struct shmf_snap_header {
 #define SHMF_SNAP_F_REPLICATED 0x1u /* the filter replicated (its slot's SHMF_SLOT_REPLICATED) */
 #define SHMF_SNAP_F_LAYERED    0x2u /* v3: a growing filter, its sections its layers (its slot's LAYERED) */
 #define SHMF_SNAP_F_NONSCALING 0x4u /* v3: a NONSCALING Bloom filter (its slot's NONSCALING) */
+#define SHMF_SNAP_F_FLEET      0x8u /* v6: a fleet block follows the chunk table (with REPLICATED only) */
 /* Every flag defined; others make the file malformed. */
-#define SHMF_SNAP_F_ALL (SHMF_SNAP_F_REPLICATED | SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING)
+#define SHMF_SNAP_F_ALL (SHMF_SNAP_F_REPLICATED | SHMF_SNAP_F_LAYERED | SHMF_SNAP_F_NONSCALING | SHMF_SNAP_F_FLEET)
+
+/* The fleet block of a replicated filter (flag FLEET, version 6): its
+ * slot's fleet sequences when the copy began (segment-format.h's
+ * fleet_sent_seq, fleet_floor and fleet_peers), which go with the header's
+ * stream cursor. A file has it between the chunk table and the trailer; a
+ * dump's header chunk after the relocation counts. */
+#define SHMF_SNAP_FLEET_PEERS 32u
+struct shmf_snap_fleet {
+	uint64_t sent_seq; /*   0: the last sequence this node sent for the filter */
+	uint64_t floor;    /*   8: a sender not in peers must send above this */
+	struct {
+		uint64_t node;          /* fleet_node_id() of a sender's name; 0: free */
+		uint64_t seq;           /* the last sequence applied from it */
+	} peers[SHMF_SNAP_FLEET_PEERS]; /*  16 */
+	uint64_t reserved;              /* 528: zero */
+	uint64_t xxh3;                  /* 536: XXH3-64 (seed 0) of bytes 0..535 */
+};
 
 struct shmf_snap_section {
 	uint64_t generation;    /*  0: generation number in the daemon that wrote it */

@@ -26,6 +26,8 @@
 #include "common/snapshot.h"
 
 _Static_assert(SHMF_SNAP_SECTIONS == SHMF_RING_MAX, "a snapshot holds every generation a slot publishes");
+_Static_assert(sizeof(struct shmf_snap_fleet) == 544, "the fleet block is 544 bytes");
+_Static_assert(SHMF_SNAP_FLEET_PEERS == SHMF_FLEET_PEERS, "a fleet block holds a slot's senders");
 
 /* ---- File operations -------------------------------------------------- */
 
@@ -167,7 +169,9 @@ int snapshot_layout(const struct shmf_snap_header *h, struct snap_layout *l, str
 	}
 	l->table_off = at;
 	l->table_entries = chunks;
-	l->file_bytes = at + chunks * 8 + SHMF_SNAP_TRAILER;
+	l->fleet_off = at + chunks * 8;
+	l->file_bytes = l->fleet_off + (h->flags & SHMF_SNAP_F_FLEET ? sizeof(struct shmf_snap_fleet) : 0) +
+			SHMF_SNAP_TRAILER;
 	return 0;
 }
 
@@ -347,6 +351,8 @@ void snapshot_seal(struct snap_source *src)
 				: snapshot_file_bytes(src->nsections, h->section_bytes, h->chunk_bytes);
 	memset(h->reserved, 0, sizeof(h->reserved));
 	h->header_xxh3 = XXH3_64bits(h, offsetof(struct shmf_snap_header, header_xxh3));
+	src->fleet.reserved = 0;
+	src->fleet.xxh3 = XXH3_64bits(&src->fleet, offsetof(struct shmf_snap_fleet, xxh3));
 	for (unsigned i = 0; i < src->nsections; i++) {
 		struct shmf_snap_section *s = &src->sec[i];
 		s->layer = (h->flags & SHMF_SNAP_F_LAYERED) ? src->nsections - 1 - i : 0;
@@ -494,6 +500,8 @@ static void put_file(struct writer *w, const struct snap_source *src)
 	put(w, w->buf, SHMF_SNAP_PAYLOAD_OFF - w->off);
 	put_payloads(w, src);
 	put(w, w->table, table_bytes);
+	if (h->flags & SHMF_SNAP_F_FLEET)
+		put(w, &src->fleet, sizeof(src->fleet));
 	/* Trailer: the checksum of all the metadata. */
 	uint64_t trailer[2] = { 0, 0 };
 	if (meta_checksum(h, src->sec, n, w->table, table_bytes, &trailer[0]) < 0)
@@ -600,6 +608,11 @@ static int header_bytes_check(const struct shmf_snap_header *h, const char *p, c
 			      "%s: version %u header has version 4's scheme (bytes 212-215) set", p, h->version);
 	if (h->flags & ~SHMF_SNAP_F_ALL)
 		return errmsg(err, errlen, SHMF_E_FORMAT, "%s: flags 0x%x at byte 200 has unknown bits", p, h->flags);
+	if ((h->flags & SHMF_SNAP_F_FLEET) && (h->version < 6 || !(h->flags & SHMF_SNAP_F_REPLICATED)))
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: flags 0x%x at byte 200 say a fleet block, which only a replicated filter's "
+			      "file of version 6 has",
+			      p, h->flags);
 	if ((h->flags & SHMF_SNAP_F_LAYERED)
 		    ? h->expansion == 0 || h->expansion > SHMF_EXPANSION_MAX || h->window_gens != 0 ||
 			      (h->flags & SHMF_SNAP_F_NONSCALING)
@@ -720,6 +733,16 @@ int snapshot_header_check(const struct shmf_snap_header *h, const char *what, ch
 		return errmsg(err, errlen, SHMF_E_VERSION, "%s: format version %u, this build reads versions %u to %u",
 			      what, h->version, SHMF_SNAP_VERSION_MIN, SHMF_SNAP_VERSION);
 	return header_fields_check(h, what, err, errlen);
+}
+
+int snapshot_fleet_check(const struct shmf_snap_fleet *f, const char *what, char *err, size_t errlen)
+{
+	if (XXH3_64bits(f, offsetof(struct shmf_snap_fleet, xxh3)) != f->xxh3 || f->reserved != 0)
+		return errmsg(err, errlen, SHMF_E_FORMAT,
+			      "%s: the fleet block (the replicated filter's sequences) is damaged: its checksum "
+			      "does not match or its reserved bytes are set",
+			      what);
+	return 0;
 }
 
 int snapshot_sections_check(const struct shmf_snap_header *h, const struct shmf_snap_section *sec, const char *what,
@@ -857,12 +880,12 @@ static int read_chunk_table(struct snap_file *sf, char *err, size_t errlen)
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory for %" PRIu64 " checksums", path,
 			      sf->lay.table_entries);
 	if ((rc = read_at(sf->fd, sf->chunks, table_bytes, table_off)) < 0 ||
-	    (rc = read_at(sf->fd, trailer, sizeof(trailer), table_off + table_bytes)) < 0)
+	    (rc = read_at(sf->fd, trailer, sizeof(trailer), sf->hdr.file_bytes - SHMF_SNAP_TRAILER)) < 0)
 		return errmsg(err, errlen, rc, "snapshot %s: cannot read the chunk table: %s", path, strerror(-rc));
 	if (memcmp(&trailer[1], SHMF_SNAP_END_MAGIC, 8) != 0)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
 			      "snapshot %s: end marker at byte %" PRIu64 " is missing (truncated or damaged)", path,
-			      table_off + table_bytes + 8);
+			      sf->hdr.file_bytes - SHMF_SNAP_TRAILER + 8);
 	if (meta_checksum(h, sf->sec, n, sf->chunks, table_bytes, &sum) < 0)
 		return errmsg(err, errlen, -ENOMEM, "snapshot %s: out of memory", path);
 	if (sum != trailer[0])
@@ -898,6 +921,19 @@ static int read_static_table(struct snap_file *sf, char *err, size_t errlen)
 	return 0;
 }
 
+/* The fleet block, with flag FLEET: read and checked. */
+static int read_fleet(struct snap_file *sf, char *err, size_t errlen)
+{
+	if (!(sf->hdr.flags & SHMF_SNAP_F_FLEET))
+		return 0;
+	int rc = read_at(sf->fd, &sf->fleet, sizeof(sf->fleet), sf->lay.fleet_off);
+	if (rc < 0)
+		return errmsg(err, errlen, rc, "snapshot %s: cannot read the fleet block: %s", sf->path, strerror(-rc));
+	char what[sizeof(sf->path) + 16];
+	snprintf(what, sizeof(what), "snapshot %s", sf->path);
+	return snapshot_fleet_check(&sf->fleet, what, err, errlen);
+}
+
 int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errlen)
 {
 	uint64_t size = 0;
@@ -906,7 +942,7 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	if ((rc = open_file(sf, &size, err, errlen)) < 0 || (rc = read_header(sf, size, err, errlen)) < 0 ||
 	    (rc = read_sections(sf, err, errlen)) < 0 || (rc = read_chunk_table(sf, err, errlen)) < 0 ||
-	    (rc = read_static_table(sf, err, errlen)) < 0) {
+	    (rc = read_static_table(sf, err, errlen)) < 0 || (rc = read_fleet(sf, err, errlen)) < 0) {
 		snapshot_close(sf);
 		return rc;
 	}

@@ -34,6 +34,7 @@ struct snap_layout {
 	uint64_t chunk0[SHMF_SNAP_SECTIONS];  /* the index of its first checksum in the table */
 	uint64_t table_off;                   /* the chunk table's file offset */
 	uint64_t table_entries;               /* checksums in it */
+	uint64_t fleet_off;                   /* the fleet block's (flag FLEET), after the table */
 	uint64_t file_bytes;                  /* the whole file */
 };
 
@@ -54,6 +55,7 @@ struct snap_source {
 	unsigned nsections;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
 	const void *payload[SHMF_SNAP_SECTIONS]; /* hdr.nblocks * 64 bytes each (a growing filter's: its layer's) */
+	struct shmf_snap_fleet fleet;            /* written with hdr.flags' FLEET (sealed by the writer) */
 	int force;                               /* replace an existing regular file that is not a snapshot */
 	const atomic_int *cancel;                /* set: give up at the next chunk (the temporary file removed) */
 	snapshot_dir_check_fn *dir_check;        /* NULL: any directory */
@@ -104,8 +106,9 @@ struct snap_file {
 	int fd;
 	struct shmf_snap_header hdr;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
-	struct snap_layout lay; /* where each section lies */
-	uint64_t *chunks;       /* lay.table_entries payload checksums */
+	struct snap_layout lay;       /* where each section lies */
+	uint64_t *chunks;             /* lay.table_entries payload checksums */
+	struct shmf_snap_fleet fleet; /* checked, with hdr.flags' FLEET; else zero */
 	char path[4096];
 };
 
@@ -132,6 +135,10 @@ int snapshot_open(struct snap_file *sf, const char *path, char *err, size_t errl
  * @return 0, SHMF_E_FORMAT, SHMF_E_VERSION or SHMF_E_TOOBIG.
  */
 int snapshot_header_check(const struct shmf_snap_header *h, const char *what, char *err, size_t errlen);
+
+/** Check fleet block @p f (its checksum and reserved bytes). @return 0 or
+ * SHMF_E_FORMAT, @p what named in @p err. */
+int snapshot_fleet_check(const struct shmf_snap_fleet *f, const char *what, char *err, size_t errlen);
 
 /** Check the checksum and fields of section headers @p sec of a checked
  * header @p h. @return 0 or SHMF_E_FORMAT. */

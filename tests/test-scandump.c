@@ -908,7 +908,7 @@ static void test_cursor(void **state)
 	assert_int_equal(sf.hdr.version, SHMF_SNAP_VERSION);
 	assert_int_equal(sf.hdr.cursor_ms, 1700000000123ull);
 	assert_int_equal(sf.hdr.cursor_seq, 42);
-	assert_int_equal(sf.hdr.flags, SHMF_SNAP_F_REPLICATED);
+	assert_int_equal(sf.hdr.flags, SHMF_SNAP_F_REPLICATED | SHMF_SNAP_F_FLEET);
 	snapshot_close(&sf);
 	assert_true(fixture_replace(&fx, "restored", path, REGISTRY_RESTORE, err, sizeof(err)) >= 0);
 	cursor_of("restored", &ms, &seq);

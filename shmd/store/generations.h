@@ -115,6 +115,8 @@ struct registry_load {
 	struct live_ring ring;                       /* the generations it will publish, newest first */
 	unsigned made;                               /* data files made so far: ring.gen[0..made) */
 	int fd[SHMF_SNAP_SECTIONS];                  /* each made file, read-write */
+	struct shmf_snap_fleet fleet;                /* the senders' sequences, with hdr.flags' FLEET: the
+							caller sets it after begin */
 };
 
 /**

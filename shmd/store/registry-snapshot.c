@@ -129,6 +129,23 @@ int registry_ring_copy(struct ring_maps *m, unsigned i, const char *name, char *
 	return 0;
 }
 
+/* The senders' sequences of replicated filter @p slot, into fleet block
+ * @p f, flagged in @p h: read after the cursor, so that they cover at
+ * least what it does (a replay of an entry the copy holds is refused; an
+ * entry after the cursor applied since is applied again only if its
+ * sequence is above, which it is not: it holds no key the copy lacks). */
+static void snap_fleet(struct registry *r, int slot, struct shmf_snap_header *h, struct shmf_snap_fleet *f)
+{
+	struct shmf_fleet_peer peers[SHMF_FLEET_PEERS];
+	registry_fleet_peers_get(r, slot, peers, &f->floor);
+	for (unsigned i = 0; i < SHMF_FLEET_PEERS; i++) {
+		f->peers[i].node = peers[i].node;
+		f->peers[i].seq = peers[i].seq;
+	}
+	f->sent_seq = registry_fleet_sent_get(r, slot);
+	h->flags |= SHMF_SNAP_F_FLEET;
+}
+
 void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *copy, const struct ring_maps *m,
 			  struct snap_source *src)
 {
@@ -162,6 +179,8 @@ void registry_snap_source(struct registry *r, int slot, const struct shmf_slot *
 	src->hdr.flags = copy->flags & SHMF_SLOT_REPLICATED ? SHMF_SNAP_F_REPLICATED : 0;
 	snapshot_header_fill(&src->hdr, &spec, &g, dh->seed, copy->created_epoch, (uint64_t)time(NULL));
 	registry_cursor_get(r, slot, &src->hdr.cursor_ms, &src->hdr.cursor_seq);
+	if (src->hdr.flags & SHMF_SNAP_F_REPLICATED)
+		snap_fleet(r, slot, &src->hdr, &src->fleet);
 	for (unsigned i = 0; i < m->n; i++) {
 		src->payload[i] = m->dm[i].blocks;
 		src->sec[i] = (struct shmf_snap_section){
@@ -554,6 +573,25 @@ static void load_replicate(struct registry *r, int slot, const struct registry_l
 		log_msg(LOG_ERR, "%s", err);
 }
 
+/* The senders' sequences of the copy @p ld loads into @p slot: its fleet
+ * block's, so that a replay of an entry older than the copy stays refused;
+ * none for a file without one (older, or not replicated): the entries
+ * after its cursor are applied again. The sequence this node sends never
+ * goes back (the peers would refuse what it sends next as replays). */
+static void load_fleet(struct registry *r, int slot, const struct registry_load *ld)
+{
+	if (!(ld->hdr.flags & SHMF_SNAP_F_FLEET)) {
+		registry_fleet_peers_reset(r, slot);
+		return;
+	}
+	struct shmf_fleet_peer peers[SHMF_FLEET_PEERS];
+	for (unsigned i = 0; i < SHMF_FLEET_PEERS; i++)
+		peers[i] = (struct shmf_fleet_peer){ .node = ld->fleet.peers[i].node, .seq = ld->fleet.peers[i].seq };
+	registry_fleet_peers_set(r, slot, peers, ld->fleet.floor);
+	if (ld->fleet.sent_seq > registry_fleet_sent_get(r, slot))
+		registry_fleet_sent_set(r, slot, ld->fleet.sent_seq);
+}
+
 int registry_load_commit(struct registry *r, struct registry_load *ld, int how, char *err, size_t errlen)
 {
 	const char *name = ld->name;
@@ -589,10 +627,9 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 	 * carries none), stored before the publication, as registry_create()
 	 * does: the replication engine, told of it by the publication, reads
 	 * it from there, and never stores over a cursor it did not read. The
-	 * senders' sequences are forgotten: a snapshot does not carry them,
-	 * and the entries after its cursor must be applied again. */
+	 * senders' sequences with it (load_fleet()). */
 	registry_cursor_set(r, slot, ld->hdr.cursor_ms, ld->hdr.cursor_seq);
-	registry_fleet_peers_reset(r, slot);
+	load_fleet(r, slot, ld);
 	registry_publish(r, slot, &ld->spec, &ld->g, &ld->ring);
 	registry_unlink_ring(r, name, &old);
 	ld->made = 0;
@@ -603,7 +640,10 @@ int registry_load_commit(struct registry *r, struct registry_load *ld, int how, 
 int registry_replace_begin(struct registry *r, const char *name, const struct snap_file *sf, int how,
 			   struct registry_load *ld, char *err, size_t errlen)
 {
-	return registry_load_begin(r, name, &sf->hdr, sf->sec, how, ld, err, errlen);
+	int rc = registry_load_begin(r, name, &sf->hdr, sf->sec, how, ld, err, errlen);
+	if (rc == 0)
+		ld->fleet = sf->fleet;
+	return rc;
 }
 
 int registry_replace_fill(struct snap_file *sf, struct registry_load *ld, char *err, size_t errlen)

@@ -169,7 +169,8 @@ static int head_chunk(struct registry *r, struct dump_view *v, struct scandump_c
 	registry_snap_source(r, v->slot, &v->copy, &v->m, &src);
 	snapshot_seal(&src);
 	unsigned n = src.nsections;
-	size_t len = sizeof(src.hdr) + n * (sizeof(src.sec[0]) + sizeof(uint64_t));
+	size_t fleet = src.hdr.flags & SHMF_SNAP_F_FLEET ? sizeof(src.fleet) : 0;
+	size_t len = sizeof(src.hdr) + n * (sizeof(src.sec[0]) + sizeof(uint64_t)) + fleet;
 	struct shmf_chunk_header *ch = chunk_new(SHMF_CHUNK_KIND_HEAD, 0, v->total, v->tag, v->seed, len);
 	if (ch == NULL)
 		return -ENOMEM;
@@ -177,6 +178,7 @@ static int head_chunk(struct registry *r, struct dump_view *v, struct scandump_c
 	memcpy(p, &src.hdr, sizeof(src.hdr));
 	memcpy(p + sizeof(src.hdr), src.sec, n * sizeof(src.sec[0]));
 	memcpy(p + sizeof(src.hdr) + n * sizeof(src.sec[0]), v->moves, n * sizeof(uint64_t));
+	memcpy(p + len - fleet, &src.fleet, fleet);
 	chunk_done(ch, out);
 	return 0;
 }
@@ -501,6 +503,7 @@ struct head {
 	struct shmf_snap_header hdr;
 	struct shmf_snap_section sec[SHMF_SNAP_SECTIONS];
 	uint64_t moves[SHMF_SNAP_SECTIONS];
+	struct shmf_snap_fleet fleet; /* with hdr.flags' FLEET; else zero */
 	struct plan plan;
 };
 
@@ -522,12 +525,17 @@ static int head_parse(const char *what, const struct shmf_chunk_header *ch, cons
 	if (rc < 0)
 		return rc;
 	unsigned n = h->nsections;
-	if (ch->length != sizeof(*h) + n * (sizeof(hd->sec[0]) + sizeof(uint64_t)))
+	size_t fleet = h->flags & SHMF_SNAP_F_FLEET ? sizeof(hd->fleet) : 0;
+	if (ch->length != sizeof(*h) + n * (sizeof(hd->sec[0]) + sizeof(uint64_t)) + fleet)
 		return errmsg(err, errlen, SHMF_E_FORMAT,
-			      "%s: a header chunk of %u sections is not %" PRIu64 " bytes long", what, n, ch->length);
+			      "%s: a header chunk of %u sections%s is not %" PRIu64 " bytes long", what, n,
+			      fleet ? " and a fleet block" : "", ch->length);
 	memcpy(hd->sec, body + sizeof(*h), n * sizeof(hd->sec[0]));
 	memcpy(hd->moves, body + sizeof(*h) + n * sizeof(hd->sec[0]), n * sizeof(uint64_t));
-	if ((rc = snapshot_sections_check(h, hd->sec, what, err, errlen)) < 0)
+	memset(&hd->fleet, 0, sizeof(hd->fleet));
+	memcpy(&hd->fleet, body + ch->length - fleet, fleet);
+	if ((rc = snapshot_sections_check(h, hd->sec, what, err, errlen)) < 0 ||
+	    (fleet && (rc = snapshot_fleet_check(&hd->fleet, what, err, errlen)) < 0))
 		return rc;
 	struct snap_layout lay;
 	if ((rc = snapshot_layout(h, &lay, NULL)) < 0)
@@ -602,6 +610,7 @@ static int load_begin(struct registry *r, uint64_t owner, const char *name, cons
 			      SCANDUMP_LOADS_MAX);
 	if ((rc = registry_load_begin(r, name, &hd.hdr, hd.sec, REGISTRY_RESTORE, &l->ld, err, errlen)) < 0)
 		return rc;
+	l->ld.fleet = hd.fleet;
 	l->used = 1;
 	l->owner = owner;
 	l->last_ms = now_ms();

@@ -67,7 +67,7 @@ import time
 
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleet import Failure, Fleet, RespError, check, figure, scaled, stream_id, wait_for  # noqa: E402
+from fleet import Failure, Fleet, Resp, RespError, check, figure, scaled, stream_id, wait_for  # noqa: E402
 
 BLOOM = {"type": "bloom", "capacity": "1000000", "fpr": "0.0001", "replicate": "yes"}
 CUCKOO = {"type": "cuckoo", "capacity": "100000", "fpr": "0.001", "replicate": "yes"}
@@ -1048,6 +1048,68 @@ def case_repair_refused(build):
         print("a peer of another shape refused (%s); a forged announcement counted" % s["last_error"][:120])
 
 
+# ---- snapshot-sequences ------------------------------------------------------
+
+
+def replay_old(f, entries):
+    """XADD each of @entries (id, fields) again, as it was, with redis-py:
+    any client with write access to Redis can."""
+    import redis  # Debian's python3-redis (scripts/install-deps.sh)
+
+    r = redis.Redis(host="127.0.0.1", port=f.redis.port)
+    for _, fl in entries:
+        r.xadd("shmf:clicks", {as_bytes(k): as_bytes(v) for k, v in fl.items()})
+    r.close()
+
+
+def case_snapshot_sequences(build):
+    """The senders' sequences travel with the cursor in a snapshot and a
+    dump: restored (shmctl restore) or loaded (BF.SCANDUMP into
+    BF.LOADCHUNK) after the stream moved on, node2 refuses replays of
+    node1's entries older than the copy (node1 sent none after it)."""
+    with Fleet(build, "snapshot-sequences") as f:
+        f.start_redis()
+        a = f.add_node({"clicks": AUTH_BLOOM})
+        b = f.add_node({"clicks": AUTH_BLOOM})
+        for x in (a, b):
+            f.wait_state(x, "clicks", "following")
+        a.worker("add", "clicks", "--prefix", "old:", "--count", 500)
+        f.wait_keys("clicks", "old:", 500, nodes=[b])
+        f.wait_caught_up("clicks")
+        old = Rogue(f, "clicks").real
+        snap = os.path.join(b.snap, "clicks-seq.snap")
+        b.shmctl("snapshot", "clicks", snap)
+        chunks, it = [], 0
+        while True:
+            it, data = b.call("BF.SCANDUMP", "clicks", it)
+            if it == 0:
+                break
+            chunks.append((it, data))
+
+        def loadchunks():
+            with Resp(path=b.sock) as c:  # a load by chunks is one connection's
+                for i, d in chunks:
+                    c.call("BF.LOADCHUNK", "clicks", i, d)
+
+        for how, load in (("shmctl restore", lambda: b.shmctl("restore", "clicks", snap)), ("BF.LOADCHUNK", loadchunks)):
+            # node2's own adds move its cursor past the copy's, and no
+            # later entry of node1's: only the copy's sequences refuse them.
+            b.worker("add", "clicks", "--prefix", how + ":", "--count", 200)
+            f.wait_keys("clicks", how + ":", 200, nodes=[a])
+            f.wait_caught_up("clicks")
+            load()
+            f.wait_caught_up("clicks")
+            s = b.status("clicks")
+            before, applied = refused(b, "clicks")["replayed"], num(s, "applied")
+            replay_old(f, old)
+            wait_for("node2 refuses the %d replays after %s" % (len(old), how),
+                     lambda: refused(b, "clicks")["replayed"] - before == len(old), 20)  # fmt: skip
+            f.wait_caught_up("clicks")
+            check(num(b.status("clicks"), "applied") == applied,
+                  "node2 applied replays of entries older than its copy after %s: %r" % (how, b.status("clicks")))  # fmt: skip
+            print("%s: %d replays of entries older than the copy refused, none applied" % (how, len(old)))
+
+
 CASES = {
     "harness": case_harness,
     "everywhere": case_everywhere,
@@ -1062,6 +1124,7 @@ CASES = {
     "hostile-streams": case_hostile_streams,
     "self-repair": case_self_repair,
     "repair-refused": case_repair_refused,
+    "snapshot-sequences": case_snapshot_sequences,
 }
 
 
