@@ -682,6 +682,47 @@ static void test_auth(void **state)
 	assert_true(fleet_node_id("", 0) != 0);
 }
 
+/* An announcement (a node's listener address and credentials, published
+ * in Redis): sealed with the fleet's key for one node; it opens with the
+ * same secret as that node's text, and is refused opened with another
+ * secret, as another node's, with any one byte flipped (nonce, ciphertext
+ * or tag), cut short, or longer than the most there may be. */
+static void test_announce(void **state)
+{
+	(void)state;
+	struct fleet_key k1, k2, other;
+	assert_int_equal(fleet_key_derive("s3cret", &k1), 0);
+	assert_int_equal(fleet_key_derive("s3cret", &k2), 0);
+	assert_int_equal(fleet_key_derive("s3creT", &other), 0);
+	static const char msg[] = "tcp=127.0.0.1:6390 user=fleet password=hunter2";
+	size_t len = sizeof(msg) - 1;
+	unsigned char sealed[FLEET_ANNOUNCE_OVER + FLEET_ANNOUNCE_MAX + 1];
+	char text[FLEET_ANNOUNCE_MAX + 1];
+	size_t n = fleet_announce_seal(&k1, "node1", msg, len, sealed);
+	assert_int_equal(n, len + FLEET_ANNOUNCE_OVER);
+	/* Not the text in clear. */
+	assert_null(memmem(sealed, n, "hunter2", 7));
+	assert_int_equal(fleet_announce_open(&k2, "node1", sealed, n, text), (int)len);
+	assert_string_equal(text, msg);
+	assert_int_equal(fleet_announce_open(&other, "node1", sealed, n, text), -1);
+	assert_int_equal(fleet_announce_open(&k1, "node2", sealed, n, text), -1);
+	assert_int_equal(fleet_announce_open(&k1, "node", sealed, n, text), -1);
+	for (size_t i = 0; i < n; i++) {
+		sealed[i] ^= 0x01;
+		assert_int_equal(fleet_announce_open(&k1, "node1", sealed, n, text), -1);
+		sealed[i] ^= 0x01;
+	}
+	assert_int_equal(fleet_announce_open(&k1, "node1", sealed, n - 1, text), -1);
+	assert_int_equal(fleet_announce_open(&k1, "node1", sealed, FLEET_ANNOUNCE_OVER - 1, text), -1);
+	assert_int_equal(fleet_announce_open(&k1, "node1", sealed, sizeof(sealed), text), -1);
+	/* Two seals of one text differ (a fresh nonce each), both open. */
+	unsigned char again[sizeof(sealed)];
+	assert_int_equal(fleet_announce_seal(&k1, "node1", msg, len, again), n);
+	assert_memory_not_equal(again, sealed, n);
+	assert_int_equal(fleet_announce_open(&k1, "node1", again, n, text), (int)len);
+	assert_int_equal(fleet_announce_open(&k1, "node1", sealed, n, text), (int)len);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -696,6 +737,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_window_checks),
 		fixture_unit_test(test_registry_window_limits, fx),
 		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_announce),
 	};
 	static const char *const names[] = {
 		"seed",
@@ -709,6 +751,7 @@ int main(int argc, char **argv)
 		"window_checks",
 		"registry_window_limits",
 		"auth",
+		"announce",
 	};
 	return fixture_run(argc, argv, tests, names);
 }
