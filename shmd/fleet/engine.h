@@ -249,8 +249,9 @@ int peers_refresh(struct replication *e, redisContext *c);
 
 /* ---- repair.c ---- */
 /* Filter @p f lacks entries: repair it from node @p from (NULL: any
- * peer), if auto_repair says so for its type. Under lock. */
-void repair_want_locked(struct replication *e, struct rfilter *f, const char *from, size_t fromlen);
+ * peer), if auto_repair says so for its type. Under lock. @return 1 if a
+ * repair is wanted, 0 if auto_repair leaves it to an operator. */
+int repair_want_locked(struct replication *e, struct rfilter *f, const char *from, size_t fromlen);
 void *repair_main(void *arg);
 
 /* ---- entry.c ---- */

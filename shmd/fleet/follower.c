@@ -15,6 +15,28 @@
 #include "shmd/base/log.h"
 #include "shmd/fleet/engine.h"
 
+/* Node @p node lost adds (its journal overflowed) that its copy alone
+ * holds, and auto_repair leaves the repair to an operator (a cuckoo
+ * filter without pull, or off): diverged, saying so and what to do.
+ * @return 1 if that is news (to log), 0 if it was diverged already. */
+static int lacks_locked(struct replication *e, struct rfilter *f, const redisReply *node)
+{
+	if (f->diverged)
+		return 0;
+	f->diverged = 1;
+	snprintf(f->why, sizeof(f->why),
+		 "node %.*s's journal overflowed: this node lacks adds that node %.*s's copy alone holds, and %s; "
+		 "repair with shmctl pull %s --from %.*s%s",
+		 (int)node->len, node->str, (int)node->len, node->str,
+		 e->cfg.auto_repair == REPL_REPAIR_OFF
+			 ? "auto_repair = off leaves the repair to an operator"
+			 : "a cuckoo filter cannot be merged (it counts copies): set [replication] auto_repair = pull "
+			   "to take the peer's copy by itself",
+		 f->name, (int)node->len, node->str,
+		 f->type == SHMF_TYPE_CUCKOO ? "" : " (or shmctl merge with a snapshot of that node's filter)");
+	return 1;
+}
+
 static void note_node_locked(struct rfilter *f, const char *node, size_t len, int foreign)
 {
 	struct node_seen *ns = NULL;
@@ -245,8 +267,10 @@ static int follow_one(struct replication *e, struct follow *fw, const redisReply
 		 * which its copy alone holds: repair from it. */
 		pthread_mutex_lock(&e->lock);
 		f->notices++;
-		repair_want_locked(e, f, ef.node->str, ef.node->len);
+		int said = !repair_want_locked(e, f, ef.node->str, ef.node->len) && lacks_locked(e, f, ef.node);
 		pthread_mutex_unlock(&e->lock);
+		if (said)
+			log_msg(LOG_ERR, "filter '%s': diverged: %s; it keeps serving and following", f->name, f->why);
 		entry_seen(e, f, &ef);
 		*done = id;
 		return FOLLOW_NEXT;

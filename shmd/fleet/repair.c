@@ -19,8 +19,10 @@
  *   cuckoo  counts cannot be merged; with auto_repair = pull the peer's
  *           copy replaces this node's (CF.SCANDUMP from the peer,
  *           CF.LOADCHUNK into this shmd over its own socket, as shmctl
- *           pull does), cursor and all. It loses the adds made here that
- *           were still in the journal. Without pull, it stays diverged.
+ *           pull does), cursor and senders' sequences and all. It loses
+ *           the adds made here that were still in the journal. Without
+ *           pull, it stays diverged (a peer's overflow notice makes it
+ *           so: follower.c), saying what to do.
  *
  * Peers come from their announcements (peers.c), which verify with the
  * fleet's key; a peer whose filter has another shape or seed (the shape
@@ -43,11 +45,11 @@
 #include "shmd/store/generations.h"
 #include "shmd/store/scandump.h"
 
-void repair_want_locked(struct replication *e, struct rfilter *f, const char *from, size_t fromlen)
+int repair_want_locked(struct replication *e, struct rfilter *f, const char *from, size_t fromlen)
 {
 	if (e->cfg.auto_repair == REPL_REPAIR_OFF ||
 	    (f->type == SHMF_TYPE_CUCKOO && e->cfg.auto_repair != REPL_REPAIR_PULL))
-		return;
+		return 0;
 	f->repair_want = 1;
 	if (from != NULL && fromlen <= FLEET_NODE_MAX)
 		snprintf(f->repair_from, sizeof(f->repair_from), "%.*s", (int)fromlen, from);
@@ -55,6 +57,7 @@ void repair_want_locked(struct replication *e, struct rfilter *f, const char *fr
 		f->repair_from[0] = '\0';
 	f->repair_next_ms = 0;
 	pthread_cond_broadcast(&e->cond);
+	return 1;
 }
 
 /* One repair from one peer. */

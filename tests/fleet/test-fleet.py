@@ -1110,6 +1110,57 @@ def case_snapshot_sequences(build):
             print("%s: %d replays of entries older than the copy refused, none applied" % (how, len(old)))
 
 
+def cuckoo_overflow(f, pull):
+    """Two nodes of a cuckoo filter (auto_repair = pull on node2 with
+    @pull, else the default); node1's journal overflows while Redis is
+    SIGSTOPped (node2 adds nothing meanwhile), then Redis resumes.
+    Returns the nodes, the keys node1 added and when Redis resumed."""
+    f.start_redis()
+    a = f.add_node({"carts": CUCKOO}, journal_entries=16, journal_rings=4)
+    b = f.add_node({"carts": CUCKOO}, **({"auto_repair": "pull"} if pull else {}))
+    for x in (a, b):
+        f.wait_state(x, "carts", "following")
+    b.worker("add", "carts", "--prefix", "before:", "--count", 100)
+    f.wait_keys("carts", "before:", 100)
+    f.redis.pause()
+    n = scaled(20000, 2000)
+    r = a.worker("add", "carts", "--prefix", "paused:", "--count", n)
+    check(r["errors"] == 0, "adds with a full journal failed: %r" % r)
+    wait_for("node1: the overflow counted", lambda: dropped(a.status("carts")) > 0, 10)
+    t0 = time.monotonic()
+    f.redis.resume()
+    return a, b, n, t0
+
+
+def case_cuckoo_pull(build):
+    """A cuckoo filter's self-repair by pull: node1's journal overflows
+    while Redis is stopped; with auto_repair = pull node2 takes node1's
+    copy and has every key (node1's, and its own added before); with the
+    default (merge) node2 stays diverged, the reason naming the node and
+    auto_repair = pull, node1's lost adds missing there."""
+    with Fleet(build, "cuckoo-pull") as f:
+        a, b, n, t0 = cuckoo_overflow(f, pull=True)
+        wait_for("node2 (auto_repair = pull) has node1's keys", lambda: b.missing("carts", "paused:", n) == 0, 30)
+        took = time.monotonic() - t0
+        s = wait_for("node2 repaired itself", lambda: repaired(b, "carts"), 30)
+        check(s.get("repair_peer") == "node1" and num(s, "repair_last_bytes") > 0,
+              "node2's pull is not reported: %r" % s)  # fmt: skip
+        for x in (a, b):
+            for p, m in (("paused:", n), ("before:", 100)):
+                check(x.missing("carts", p, m) == 0, "%s misses %s keys after the pull" % (x.name, p))
+        figure("cuckoo_pull_dropped", dropped(a.status("carts")), "on node1")
+        figure("cuckoo_pull_whole_after_resume_s", "%.2f" % took)
+        figure("cuckoo_pull_ms", s["repair_last_ms"], "ms (node2: node1's copy pulled)")
+        print("auto_repair = pull: node2 took node1's copy, every key there, %s ms" % s["repair_last_ms"])
+    with Fleet(build, "cuckoo-merge") as f:
+        a, b, n, _ = cuckoo_overflow(f, pull=False)
+        s = stream_state(b, "carts", "diverged", ["node1", "overflowed", "auto_repair = pull", "shmctl pull carts"])
+        f.wait_caught_up("carts")
+        check(num(s, "repairs") == 0, "node2 repaired a cuckoo filter without auto_repair = pull: %r" % s)
+        check(b.missing("carts", "paused:", n) > 0, "node2 has every key of node1's")
+        print("default (merge): node2 diverged: %s" % s["last_error"][:200])
+
+
 CASES = {
     "harness": case_harness,
     "everywhere": case_everywhere,
@@ -1125,6 +1176,7 @@ CASES = {
     "self-repair": case_self_repair,
     "repair-refused": case_repair_refused,
     "snapshot-sequences": case_snapshot_sequences,
+    "cuckoo-pull": case_cuckoo_pull,
 }
 
 
