@@ -72,6 +72,11 @@ const struct config_key config_keys[] = {
 	{ "replication", "announce_password", "PASSWORD", "the password they AUTH with (default: [tcp] requirepass)" },
 	{ "replication", "auto_repair", "merge|pull|off",
 	  "a filter that lacks entries repairs itself: merge (Bloom), pull (cuckoo too), off" },
+	/* Sentinel and WAIT: sentinel.c, confirm.c */
+	{ "replication", "sentinel", "HOST:PORT,...", "find the master through these sentinels (instead of redis)" },
+	{ "replication", "master", "NAME", "the name the sentinels monitor the master by" },
+	{ "replication", "sentinel_password", "PASSWORD", "the sentinels' AUTH password" },
+	{ "replication", "replicas_wait", "N", "replicas that must have an entry (WAIT) before it leaves the journal" },
 	/* [defaults]: defaults.c, keys[] */
 	{ "defaults", "auto_create", "yes|no", "the RedisBloom adds create a missing filter" },
 	{ "defaults", "flushall", "yes|no", "FLUSHALL and FLUSHDB drop every filter (no: refused)" },

@@ -426,6 +426,7 @@ enum repl_kind {
 	R_NODE,    /* a name: printable, no spaces */
 	R_COUNT,   /* an integer from min to max */
 	R_POW2,    /* a power of 2 from min to max */
+	R_HOSTS,   /* host:port,host:port,...: the sentinels */
 };
 
 static const struct repl_key {
@@ -453,10 +454,47 @@ static const struct repl_key {
 	{ "announce_password", R_TEXT, RFIELD(announce_password), 0, 0,
 	  "the password the others AUTH with on this node's listener" },
 	{ "auto_repair", R_TEXT, RFIELD(auto_repair_text), 1, 0, "merge, pull or off" },
+	/* Sentinel and WAIT: repl_complete() checks them together */
+	{ "sentinel", R_HOSTS, RFIELD(sentinel), 1, REPL_SENTINELS_MAX,
+	  "host:port of each sentinel (port 1 to 65535), separated by commas" },
+	{ "master", R_NODE, RFIELD(master), 1, 0,
+	  "the name the sentinels monitor the master by: printable, no spaces" },
+	{ "sentinel_password", R_TEXT, RFIELD(sentinel_password), 0, 0, "the sentinels' AUTH password" },
+	{ "replicas_wait", R_COUNT, RFIELD(replicas_wait), 0, REPL_REPLICAS_WAIT_MAX,
+	  "replicas that must acknowledge (WAIT) before entries leave the journal" },
 #undef RFIELD
 };
 
-/* "host:port" or "[v6]:port" into host and port, or "/path" (port 0). 0 or SHMF_E_INVAL. */
+/* "host:port" or "[v6]:port" of @p len bytes into @p host (of @p size)
+ * and @p port. 0 or SHMF_E_INVAL. */
+static int parse_hostport(const char *v, size_t len, char *host, size_t size, int *port)
+{
+	const char *colon = memrchr(v, ':', len);
+	uint64_t p;
+	char digits[8];
+	size_t dl = colon ? len - (size_t)(colon + 1 - v) : 0;
+	if (colon == NULL || colon == v || dl == 0 || dl >= sizeof(digits) || memchr(v, ' ', len) != NULL ||
+	    memchr(v, '\t', len) != NULL)
+		return SHMF_E_INVAL;
+	memcpy(digits, colon + 1, dl);
+	digits[dl] = '\0';
+	if (spec_parse_capacity(digits, &p) < 0 || p == 0 || p > 65535)
+		return SHMF_E_INVAL;
+	const char *h = v;
+	size_t hl = (size_t)(colon - v);
+	if (h[0] == '[') {
+		if (hl < 3 || h[hl - 1] != ']')
+			return SHMF_E_INVAL;
+		h++, hl -= 2;
+	}
+	if (hl >= size)
+		return SHMF_E_INVAL;
+	snprintf(host, size, "%.*s", (int)hl, h);
+	*port = (int)p;
+	return 0;
+}
+
+/* "host:port", "[v6]:port" or "/path" (port 0). 0 or SHMF_E_INVAL. */
 static int parse_address(const char *v, struct repl_config *r)
 {
 	if (v[0] == '/') {
@@ -466,23 +504,28 @@ static int parse_address(const char *v, struct repl_config *r)
 		r->port = 0;
 		return 0;
 	}
-	const char *colon = strrchr(v, ':');
-	uint64_t port;
-	if (colon == NULL || colon == v || spec_parse_capacity(colon + 1, &port) < 0 || port > 65535 ||
-	    strpbrk(v, " \t") != NULL)
-		return SHMF_E_INVAL;
-	const char *h = v;
-	size_t hl = (size_t)(colon - v);
-	if (h[0] == '[') {
-		if (hl < 3 || h[hl - 1] != ']')
+	return parse_hostport(v, strlen(v), r->host, sizeof(r->host), &r->port);
+}
+
+/* "host:port,host:port,..." (spaces after a comma allowed) into
+ * r->sentinels: 1 to @p max of them. 0 or SHMF_E_INVAL. */
+static int parse_hosts(const char *v, struct repl_config *r, uint64_t max)
+{
+	r->nsentinels = 0;
+	for (const char *p = v;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t len = strcspn(p, ",");
+		if (r->nsentinels == max)
 			return SHMF_E_INVAL;
-		h++, hl -= 2;
+		struct repl_host *h = &r->sentinels[r->nsentinels];
+		if (parse_hostport(p, len, h->host, sizeof(h->host), &h->port) < 0)
+			return SHMF_E_INVAL;
+		r->nsentinels++;
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
 	}
-	if (hl >= sizeof(r->host))
-		return SHMF_E_INVAL;
-	snprintf(r->host, sizeof(r->host), "%.*s", (int)hl, h);
-	r->port = (int)port;
-	return 0;
 }
 
 static int repl_key(struct parse_state *ps, const char *name, const char *value)
@@ -498,7 +541,11 @@ static int repl_key(struct parse_state *ps, const char *name, const char *value)
 	uint64_t n = 0;
 	int ok = 1;
 	switch (k->kind) {
-	case R_ADDRESS: ok = strlen(value) < k->size && parse_address(value, r) == 0; break;
+	case R_ADDRESS:
+		ok = strlen(value) < k->size && parse_address(value, r) == 0;
+		r->redis_given = 1;
+		break;
+	case R_HOSTS: ok = strlen(value) < k->size && parse_hosts(value, r, k->max) == 0; break;
 	case R_NODE:
 		ok = value[0] != '\0' && strlen(value) < k->size;
 		for (const char *p = value; ok && *p; p++)
@@ -679,12 +726,39 @@ static int repl_repair_complete(struct config *c, const char *origin, char *err,
 	return 0;
 }
 
+/* Sentinel's keys go together: sentinel with master, not with redis;
+ * sentinel_password only with sentinel. 0 or SHMF_E_INVAL. */
+static int repl_sentinel_complete(const struct repl_config *r, const char *origin, char *err, size_t errlen)
+{
+	if (r->nsentinels > 0 && r->redis_given)
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] redis and sentinel are both set: give redis (one Redis) or sentinel "
+			      "with master (the master found through Sentinel), not both",
+			      origin);
+	if (r->nsentinels > 0 && r->master[0] == '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] sentinel needs master = NAME (the name the sentinels monitor the "
+			      "master by)",
+			      origin);
+	if (r->nsentinels == 0 && r->master[0] != '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] master '%s' needs sentinel = HOST:PORT,... (the sentinels to ask)",
+			      origin, r->master);
+	if (r->nsentinels == 0 && r->sentinel_password[0] != '\0')
+		return errmsg(err, errlen, SHMF_E_INVAL,
+			      "%s: [replication] sentinel_password needs sentinel = HOST:PORT,... (the master's own "
+			      "password is password)",
+			      origin);
+	return 0;
+}
+
 /* What [replication] must hold once the whole text is read: a secret if
  * any filter replicates, a user only with a password, a node name (the
  * host's by default). 0 or SHMF_E_INVAL with the message in err. */
 static int repl_complete(struct config *c, const char *origin, char *err, size_t errlen)
 {
 	struct repl_config *r = &c->repl;
+	int rc;
 	for (unsigned i = 0; i < c->nfilters; i++) {
 		const struct filter_spec *f = &c->filters[i];
 		if (f->replicate && !r->enabled)
@@ -702,8 +776,9 @@ static int repl_complete(struct config *c, const char *origin, char *err, size_t
 	if (r->user[0] != '\0' && r->password[0] == '\0')
 		return errmsg(err, errlen, SHMF_E_INVAL, "%s: [replication] user '%s' needs a password", origin,
 			      r->user);
-	int rc = repl_repair_complete(c, origin, err, errlen);
-	if (rc < 0)
+	if ((rc = repl_repair_complete(c, origin, err, errlen)) < 0)
+		return rc;
+	if ((rc = repl_sentinel_complete(r, origin, err, errlen)) < 0)
 		return rc;
 	if (r->node[0] == '\0') {
 		char host[256] = "";

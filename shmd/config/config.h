@@ -144,6 +144,16 @@ struct tcp_config {
 #define REPL_RETENTION_DEFAULT 1000000u
 #define REPL_RINGS_DEFAULT     SPEC_JOURNAL_RINGS_DEFAULT
 #define REPL_ENTRIES_DEFAULT   SPEC_JOURNAL_ENTRIES_DEFAULT
+/* Sentinel: the master found through sentinels (docs/fleet.md, "Sentinel"). */
+#define REPL_SENTINELS_MAX     16
+#define REPL_SENTINEL_HOST_MAX 128
+#define REPL_MASTER_MAX        128
+#define REPL_REPLICAS_WAIT_MAX 64
+
+struct repl_host {
+	char host[REPL_SENTINEL_HOST_MAX];
+	int port;
+};
 
 /* [replication]: where the fleet's streams are and who this node is. */
 struct repl_config {
@@ -167,6 +177,14 @@ struct repl_config {
 	char announce_password[TCP_PASSWORD_MAX + 1];
 	char auto_repair_text[16]; /* as written */
 	int auto_repair;           /* REPL_REPAIR_* */
+	/* Sentinel and WAIT (sentinel.c, confirm.c) */
+	int redis_given;                                /* redis = was written (not the default) */
+	char sentinel[1024];                            /* as written; "": redis = is the Redis */
+	struct repl_host sentinels[REPL_SENTINELS_MAX]; /* parsed from sentinel */
+	unsigned nsentinels;                            /* 0: no Sentinel */
+	char master[REPL_MASTER_MAX];                   /* the name the sentinels monitor the master by */
+	char sentinel_password[TCP_PASSWORD_MAX + 1];   /* the sentinels' AUTH; "": none */
+	uint64_t replicas_wait;                         /* WAIT this many replicas before entries leave the journal */
 };
 
 /* [replication] auto_repair: what a node that lacks entries does. */
