@@ -34,6 +34,9 @@ PKGS="$PKGS libnginx-mod-http-lua lua-resty-core"
 # dh-python: debian/ builds python3-shmf with dh_python3 (Build-Depends dh-sequence-python3), in
 # the packaging test; apt-get build-dep there would fetch it too.
 PKGS="$PKGS dh-python"
+# redis-sentinel: the fleet's Sentinel tests run three real sentinels beside a master and a
+# replica (tests/fleet/test-sentinel.py).
+PKGS="$PKGS redis-sentinel"
 missing=""
 for p in $PKGS $PKGS_PYTHON; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -196,6 +196,65 @@ static void test_ids(void **state)
 	assert_true(fleet_window(1200, 600) == 2 && fleet_window(1799, 600) == 2 && fleet_window(5, 0) == 0);
 }
 
+/* [replication]'s Sentinel keys: parsed, and each bad one named at its line. */
+static void config_sentinel(void)
+{
+	struct config c;
+	char err[512];
+	/* Sentinel: the sentinels parsed, the master named, WAIT's count. */
+	const char sentinel[] = "[replication]\n"
+				"sentinel = 10.0.0.1:26379, [::1]:26380,s3.example:26381\n"
+				"master = fleet-master\n"
+				"sentinel_password = sp\n"
+				"password = mp\n"
+				"replicas_wait = 2\n";
+	if (config_parse(&c, sentinel, "t", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.repl.nsentinels, 3);
+	assert_string_equal(c.repl.sentinels[0].host, "10.0.0.1");
+	assert_int_equal(c.repl.sentinels[0].port, 26379);
+	assert_string_equal(c.repl.sentinels[1].host, "::1");
+	assert_int_equal(c.repl.sentinels[1].port, 26380);
+	assert_string_equal(c.repl.sentinels[2].host, "s3.example");
+	assert_int_equal(c.repl.sentinels[2].port, 26381);
+	assert_string_equal(c.repl.master, "fleet-master");
+	assert_string_equal(c.repl.sentinel_password, "sp");
+	assert_string_equal(c.repl.password, "mp");
+	assert_int_equal(c.repl.replicas_wait, 2);
+	assert_false(c.repl.redis_given);
+	assert_int_equal(config_parse(&c, "[replication]\nredis = h:1\n", "t", err, sizeof(err)), 0);
+	assert_int_equal(c.repl.nsentinels, 0);
+	assert_int_equal(c.repl.replicas_wait, 0);
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		/* Sentinel's keys, each at the line of its section or key */
+		{ "[replication]\nsentinel = h:26379\n", "conf:1: [replication] sentinel needs master = NAME" },
+		{ "[replication]\nmaster = m\n", "conf:1: [replication] master 'm' needs sentinel = HOST:PORT" },
+		{ "[replication]\nredis = h:1\nsentinel = h:26379\nmaster = m\n",
+		  "conf:1: [replication] redis and sentinel are both set" },
+		{ "[replication]\nsentinel_password = x\n", "conf:1: [replication] sentinel_password needs sentinel" },
+		{ "\n[replication]\nsentinel = h:26379,h\nmaster = m\n",
+		  "conf:3: [replication] sentinel 'h:26379,h': host:port of each sentinel" },
+		{ "[replication]\nsentinel = h:0\n", "conf:2: [replication] sentinel 'h:0'" },
+		{ "[replication]\nsentinel = /run/s.sock\n", "conf:2: [replication] sentinel '/run/s.sock'" },
+		{ "[replication]\nsentinel = h:1,,h:2\n", "sentinel 'h:1,,h:2'" },
+		{ "[replication]\nsentinel = a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8,a:9,a:10,a:11,a:12,a:13,a:14,a:15,a:16,a:17\n",
+		  "sentinel 'a:1,a:2," },
+		{ "[replication]\nmaster = a b\n", "conf:2: [replication] master: the name the sentinels monitor" },
+		{ "[replication]\nreplicas_wait = 65\n",
+		  "conf:2: [replication] replicas_wait '65': replicas that must" },
+		{ "[replication]\nreplicas_wait = -1\n", "replicas_wait '-1'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (config_parse(&c, bad[i].text, "conf", err, sizeof(err)) != SHMF_E_INVAL)
+			fail_msg("accepted: %s", bad[i].text);
+		if (strstr(err, bad[i].says) == NULL)
+			fail_msg("for %s: said '%s', not '%s'", bad[i].text, err, bad[i].says);
+	}
+}
+
 static void test_config(void **state)
 {
 	(void)state;
@@ -246,30 +305,7 @@ static void test_config(void **state)
 	assert_int_equal(config_parse(&c, "[replication]\nredis = [::1]:7000\n", "t", err, sizeof(err)), 0);
 	assert_string_equal(c.repl.host, "::1");
 	assert_int_equal(c.repl.port, 7000);
-	/* Sentinel: the sentinels parsed, the master named, WAIT's count. */
-	const char sentinel[] = "[replication]\n"
-				"sentinel = 10.0.0.1:26379, [::1]:26380,s3.example:26381\n"
-				"master = fleet-master\n"
-				"sentinel_password = sp\n"
-				"password = mp\n"
-				"replicas_wait = 2\n";
-	if (config_parse(&c, sentinel, "t", err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-	assert_int_equal(c.repl.nsentinels, 3);
-	assert_string_equal(c.repl.sentinels[0].host, "10.0.0.1");
-	assert_int_equal(c.repl.sentinels[0].port, 26379);
-	assert_string_equal(c.repl.sentinels[1].host, "::1");
-	assert_int_equal(c.repl.sentinels[1].port, 26380);
-	assert_string_equal(c.repl.sentinels[2].host, "s3.example");
-	assert_int_equal(c.repl.sentinels[2].port, 26381);
-	assert_string_equal(c.repl.master, "fleet-master");
-	assert_string_equal(c.repl.sentinel_password, "sp");
-	assert_string_equal(c.repl.password, "mp");
-	assert_int_equal(c.repl.replicas_wait, 2);
-	assert_false(c.repl.redis_given);
-	assert_int_equal(config_parse(&c, "[replication]\nredis = h:1\n", "t", err, sizeof(err)), 0);
-	assert_int_equal(c.repl.nsentinels, 0);
-	assert_int_equal(c.repl.replicas_wait, 0);
+	config_sentinel();
 	assert_int_equal(config_parse(&c, config_default_text, "t", err, sizeof(err)), 0);
 	assert_false(c.repl.enabled);
 	assert_int_equal(c.filters[0].replicate, 0);
@@ -298,23 +334,6 @@ static void test_config(void **state)
 		{ "[replication]\nuser = u\n", "[replication] user 'u' needs a password" },
 		{ "[replication]\nsecrets = x\n", "unknown key 'secrets' in [replication]" },
 		{ "[replication]\n[replication]\n", "[replication] given twice" },
-		/* Sentinel's keys, each at the line of its section or key */
-		{ "[replication]\nsentinel = h:26379\n", "conf:1: [replication] sentinel needs master = NAME" },
-		{ "[replication]\nmaster = m\n", "conf:1: [replication] master 'm' needs sentinel = HOST:PORT" },
-		{ "[replication]\nredis = h:1\nsentinel = h:26379\nmaster = m\n",
-		  "conf:1: [replication] redis and sentinel are both set" },
-		{ "[replication]\nsentinel_password = x\n", "conf:1: [replication] sentinel_password needs sentinel" },
-		{ "\n[replication]\nsentinel = h:26379,h\nmaster = m\n",
-		  "conf:3: [replication] sentinel 'h:26379,h': host:port of each sentinel" },
-		{ "[replication]\nsentinel = h:0\n", "conf:2: [replication] sentinel 'h:0'" },
-		{ "[replication]\nsentinel = /run/s.sock\n", "conf:2: [replication] sentinel '/run/s.sock'" },
-		{ "[replication]\nsentinel = h:1,,h:2\n", "sentinel 'h:1,,h:2'" },
-		{ "[replication]\nsentinel = a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8,a:9,a:10,a:11,a:12,a:13,a:14,a:15,a:16,a:17\n",
-		  "sentinel 'a:1,a:2," },
-		{ "[replication]\nmaster = a b\n", "conf:2: [replication] master: the name the sentinels monitor" },
-		{ "[replication]\nreplicas_wait = 65\n",
-		  "conf:2: [replication] replicas_wait '65': replicas that must" },
-		{ "[replication]\nreplicas_wait = -1\n", "replicas_wait '-1'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';

@@ -8,6 +8,10 @@
  *   redis-conn.c   the threads' Redis connections: connect, AUTH, backoff,
  *                  the connection state and its log; the engine's clocks
  *   sender.c       the sender thread: journals drained into signed XADDs
+ *   confirm.c      when a batch counts as sent (XADD taken, WAIT N met); a
+ *                  batch not confirmed sent again with its own sequence
+ *   sentinel.c     the master found through Sentinel; the watcher thread,
+ *                  which follows +switch-master
  *   follower.c     the follower thread: XREAD, apply, the cursor, XINFO
  *   entry.c        a stream entry read and judged: its fields, its tags,
  *                  its sender's sequence; what is refused, counted, logged
@@ -56,8 +60,10 @@
 #define REPAIR_RETRY_MIN_MS 500   /* a repair that found no peer, or failed: tried again after */
 #define REPAIR_RETRY_MAX_MS 30000
 #define REPAIR_TRIES        5 /* dumps begun again when the peer's filter changed during one */
+#define REPLICAS_WAIT_MS    1000 /* WAIT replicas_wait's timeout: then the batch waits in the journal */
 
-enum { T_SENDER, T_FOLLOWER };
+/* The engine's threads; the first two have a connection state (up[], error[]). */
+enum { T_SENDER, T_FOLLOWER, T_WATCHER, T_THREADS };
 extern const char *const repl_thread_name[2];
 
 struct node_seen {
@@ -136,6 +142,9 @@ struct rfilter {
 	/* repair thread */
 	uint64_t repair_next_ms; /* not before then (CLOCK_MONOTONIC) */
 	uint64_t repair_backoff_ms;
+	struct unconfirmed *pend; /* a batch sent but not confirmed: sent again first (confirm.c); NULL: none */
+	uint32_t *confirmed;      /* per ring: entries at its head confirmed, to be consumed unsent */
+	uint32_t nconfirmed;      /* rings in confirmed[] */
 	/* follower */
 	shmf_t *apply;
 	int apply_err;
@@ -158,11 +167,11 @@ struct replication {
 	struct fleet_key key; /* the MAC key, derived from cfg.secret */
 	uint64_t self_id;     /* fleet_node_id(cfg.node) */
 	struct registry *reg;
-	char addr[REPL_ADDRESS_MAX + 16]; /* for messages */
 	char retention[24];
 	int wake_fd;
-	pthread_t thread[2];
-	int started[2];
+	pthread_t thread[T_THREADS];
+	int started[T_THREADS];
+	uint64_t serial[2]; /* each thread's: bumped by every connection it makes */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled on stop and on list changes */
@@ -175,6 +184,12 @@ struct replication {
 	char logged[2][REPL_ERROR_MAX];         /* the failure logged last */
 	uint64_t error_log_ms[2];               /* when */
 	int said_down[2];                       /* a failure was logged since the last "connected" */
+	char addr[2][REPL_ADDRESS_MAX + 16];   /* the Redis each thread connected to last */
+	char found[2][REPL_ADDRESS_MAX + 160]; /* how: "redis =", or the sentinel and master name */
+	int kick_fd[2];                        /* Sentinel: the thread's socket, for kick() (sentinel.c); -1 */
+	unsigned sentinel_next;                /* the sentinel asked first: the one that answered last */
+	char wait_why[REPL_ERROR_MAX];         /* sender: why WAIT fell short; "": it did not */
+	uint64_t wait_log_ms;
 	struct peer_addr peers[REPL_NODES_MAX]; /* the others' verified announcements */
 	unsigned npeers;
 	uint64_t announce_refused; /* announcements that did not verify */
@@ -215,6 +230,46 @@ uint64_t backoff_next(uint64_t backoff);
 void conn_state(struct replication *e, int t, int up, const char *why);
 /* Connect, or wait the backoff out. The connection, or NULL (also when stopping). */
 redisContext *redis_connect(struct replication *e, int t, uint64_t *backoff);
+/* A connection to the Redis at @p host, @p port (0: a unix socket) with
+ * AUTH done, or NULL with the reason in @p why. */
+redisContext *redis_open_at(struct replication *e, const char *host, int port, char *why, size_t whylen);
+
+/* ---- sentinel.c ---- */
+/* Ask the sentinels for the master, connect to it and check its ROLE; the
+ * address and how it was found into e->addr[t], e->found[t]. The
+ * connection, or NULL with every sentinel's answer in @p why. */
+redisContext *sentinel_open(struct replication *e, int t, char *why, size_t len);
+/* Thread @p t's connection is @p c now (NULL: none): the watcher may cut it. */
+void sentinel_hold(struct replication *e, int t, const redisContext *c);
+void *watcher_main(void *arg);
+
+/* ---- confirm.c ---- */
+/* Queue an XADD of batch @p buf (@p len bytes) with sequence @p seq and
+ * the tags. 0, or -EIO with why. */
+int xadd_queue(struct replication *e, redisContext *c, const char *stream, uint64_t shape, uint64_t seq,
+	       const unsigned char *buf, size_t len, char *why, size_t wl);
+/* Queue WAIT replicas_wait REPLICAS_WAIT_MS when replicas_wait is set: 1
+ * queued, 0 not set, -EIO. */
+int wait_queue(struct replication *e, redisContext *c);
+/* Read the replies of @p pending XADDs and of the WAIT after them
+ * (@p waited). 0: taken and confirmed; -EPROTO: Redis refused the stream
+ * (why says why); -EAGAIN: taken, WAIT fell short (e->wait_why); -EIO:
+ * the connection failed, or the master is a replica now. */
+int confirm_replies(struct replication *e, redisContext *c, const char *stream, size_t pending, int waited, char *why,
+		    size_t wl);
+/* Entries at the head of ring @p ring (of the @p n drained) confirmed already: to skip. */
+size_t confirm_skip(struct rfilter *f, unsigned ring, size_t n);
+/* Ring @p ring's drained entries are consumed now. */
+void confirm_done(struct rfilter *f, unsigned ring);
+/* The batch just queued (from ring @p ring's @p n entries, after the
+ * skipped ones) was not confirmed: kept, to go again as it is. */
+void confirm_keep(struct rfilter *f, unsigned ring, size_t n, uint64_t sent, uint64_t ahead, uint64_t seq,
+		  uint64_t shape, const unsigned char *buf, size_t len, uint64_t serial);
+/* Before filter @p f's drain: its batch not confirmed, sent again on a
+ * new connection (connection @p serial), or waited for again on the same.
+ * 0: none left; -EAGAIN: WAIT still short; -EPROTO, -EIO as confirm_replies(). */
+int confirm_settle(struct replication *e, redisContext *c, uint64_t serial, struct rfilter *f, char *why, size_t wl);
+void confirm_free(struct rfilter *f);
 /* The value of field @p name in a flat array of field, value; NULL if absent. */
 const redisReply *reply_field(const redisReply *fields, const char *name);
 

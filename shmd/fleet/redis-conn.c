@@ -1,7 +1,8 @@
 /*
  * redis-conn.c - the fleet threads' Redis connections (engine.h): connect
- * and AUTH, the backoff, the connection state and what is logged of it;
- * and the engine's clocks and naps.
+ * and AUTH (to redis =, or to the master the sentinels name: sentinel.c),
+ * the backoff, the connection state and what is logged of it; and the
+ * engine's clocks and naps.
  */
 #include <string.h>
 
@@ -76,30 +77,34 @@ void conn_state(struct replication *e, int t, int up, const char *why)
 		/* Said once after each failure that was said: a connection that
 		 * comes and goes does not fill the log. */
 		if (e->said_down[t])
-			log_msg(LOG_NOTICE, "replication: %s connected to Redis at %s", repl_thread_name[t], e->addr);
+			log_msg(LOG_NOTICE, "replication: %s connected to Redis at %s (%s)", repl_thread_name[t],
+				e->addr[t], e->found[t]);
 		e->said_down[t] = 0;
 	} else {
 		if (strcmp(e->logged[t], why) != 0 || now - e->error_log_ms[t] >= LOG_EVERY_MS) {
 			e->error_log_ms[t] = now;
 			e->said_down[t] = 1;
 			snprintf(e->logged[t], sizeof(e->logged[t]), "%s", why);
+			char where[REPL_MASTER_MAX + REPL_ADDRESS_MAX + 32];
+			if (e->cfg.nsentinels > 0)
+				snprintf(where, sizeof(where), "Redis master '%s' (Sentinel)", e->cfg.master);
+			else
+				snprintf(where, sizeof(where), "Redis at %s", e->addr[t]);
 			log_msg(LOG_WARNING,
-				"replication: %s: Redis at %s: %s; disconnected, retrying (adds go on locally and "
-				"wait in the journals)",
-				repl_thread_name[t], e->addr, why);
+				"replication: %s: %s: %s; disconnected, retrying (adds go on locally and wait in the "
+				"journals)",
+				repl_thread_name[t], where, why);
 		}
 		snprintf(e->error[t], sizeof(e->error[t]), "%s", why);
 	}
 	pthread_mutex_unlock(&e->lock);
 }
 
-/* A connection with AUTH done, or NULL with the reason in @p why. */
-static redisContext *redis_open(struct replication *e, char *why, size_t whylen)
+redisContext *redis_open_at(struct replication *e, const char *host, int port, char *why, size_t whylen)
 {
 	struct timeval tv = { .tv_sec = 2 };
 	const struct repl_config *c = &e->cfg;
-	redisContext *rc = c->port ? redisConnectWithTimeout(c->host, c->port, tv)
-				   : redisConnectUnixWithTimeout(c->host, tv);
+	redisContext *rc = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
 	if (rc == NULL || rc->err) {
 		snprintf(why, whylen, "cannot connect: %s", rc ? rc->errstr : "out of memory");
 		if (rc != NULL)
@@ -109,7 +114,7 @@ static redisContext *redis_open(struct replication *e, char *why, size_t whylen)
 	/* Longer than an XREAD BLOCK, so that a stalled Redis is noticed. */
 	struct timeval op = { .tv_sec = 5 };
 	redisSetTimeout(rc, op);
-	if (c->port != 0)
+	if (port != 0)
 		redisEnableKeepAlive(rc);
 	/* AUTH when configured, else PING: the connection is up once Redis
 	 * has answered a command. */
@@ -133,9 +138,19 @@ static redisContext *redis_open(struct replication *e, char *why, size_t whylen)
 redisContext *redis_connect(struct replication *e, int t, uint64_t *backoff)
 {
 	char why[REPL_ERROR_MAX];
-	redisContext *c = redis_open(e, why, sizeof(why));
+	redisContext *c;
+	if (e->cfg.nsentinels > 0) {
+		/* Asked again at every connect: the master may have moved. */
+		sentinel_hold(e, t, NULL);
+		c = sentinel_open(e, t, why, sizeof(why));
+		if (c != NULL)
+			sentinel_hold(e, t, c);
+	} else {
+		c = redis_open_at(e, e->cfg.host, e->cfg.port, why, sizeof(why));
+	}
 	if (c != NULL) {
 		*backoff = 0;
+		e->serial[t]++; /* the thread's own */
 		conn_state(e, t, 1, "");
 		return c;
 	}

@@ -33,6 +33,7 @@ static void filter_free(struct rfilter *f)
 		shmf_journal_reader_close(f->reader);
 	if (f->apply != NULL)
 		shmf_close(f->apply);
+	confirm_free(f);
 	free(f);
 }
 
@@ -244,6 +245,10 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 	} else if (f->repairing) {
 		out->state = "repairing";
 		snprintf(out->last_error, sizeof(out->last_error), "%s", f->why);
+	} else if (e->wait_why[0] != '\0') {
+		/* The replicas are behind the master: nothing leaves the journals. */
+		out->state = "waiting-replicas";
+		snprintf(out->last_error, sizeof(out->last_error), "sender: %.480s", e->wait_why);
 	} else if (f->diverged) {
 		out->state = "diverged";
 		snprintf(out->last_error, sizeof(out->last_error), "%.280s%s%.200s", f->why,
@@ -276,6 +281,8 @@ int replication_stats(struct replication *e, int slot, struct repl_filter_stats 
 	out->peers_unverified = e->announce_refused;
 	snprintf(out->repair_peer, sizeof(out->repair_peer), "%s", f->repair_peer);
 	snprintf(out->last_refused, sizeof(out->last_refused), "%s", f->last_refused);
+	snprintf(out->redis, sizeof(out->redis), "%s", e->addr[T_SENDER]);
+	snprintf(out->redis_found, sizeof(out->redis_found), "%s", e->found[T_SENDER]);
 	out->nnodes = f->nnodes;
 	for (unsigned i = 0; i < f->nnodes; i++) {
 		snprintf(out->nodes[i].node, sizeof(out->nodes[i].node), "%s", f->nodes[i].name);
@@ -324,7 +331,13 @@ int replication_start(struct replication **out, const struct repl_config *cfg, s
 	}
 	e->reg = r;
 	e->cap = SHMF_SLOTS;
-	snprintf(e->addr, sizeof(e->addr), "%s", cfg->redis);
+	for (int t = 0; t < 2; t++) {
+		e->kick_fd[t] = -1;
+		if (cfg->nsentinels == 0) {
+			snprintf(e->addr[t], sizeof(e->addr[t]), "%s", cfg->redis);
+			snprintf(e->found[t], sizeof(e->found[t]), "redis =");
+		}
+	}
 	snprintf(e->retention, sizeof(e->retention), "%" PRIu64, cfg->retention);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_condattr_t ca;
@@ -344,13 +357,14 @@ int replication_start(struct replication **out, const struct repl_config *cfg, s
 	int n = registry_list(r, slots);
 	for (int i = 0; i < n; i++)
 		on_published(e, r, slots[i]);
-	void *(*mains[2])(void *) = { sender_main, follower_main };
-	for (int t = 0; t < 2; t++) {
+	void *(*mains[T_THREADS])(void *) = { sender_main, follower_main, watcher_main };
+	/* The watcher follows +switch-master: only with Sentinel. */
+	for (int t = 0; t < (cfg->nsentinels > 0 ? T_THREADS : T_WATCHER); t++) {
 		int rc = pthread_create(&e->thread[t], NULL, mains[t], e);
 		if (rc != 0) {
 			replication_stop(e);
 			return errmsg(err, errlen, -rc, "replication: cannot start the %s thread: %s",
-				      repl_thread_name[t], strerror(rc));
+				      t == T_WATCHER ? "sentinel watcher" : repl_thread_name[t], strerror(rc));
 		}
 		e->started[t] = 1;
 	}
@@ -360,8 +374,18 @@ int replication_start(struct replication **out, const struct repl_config *cfg, s
 		return errmsg(err, errlen, -rc, "replication: cannot start the repair thread: %s", strerror(rc));
 	}
 	e->repair_started = 1;
-	log_msg(LOG_INFO, "replication: node %s, Redis at %s, streams %s*, %zu replicated filters", cfg->node,
-		cfg->redis, cfg->stream_prefix, e->n);
+	if (cfg->nsentinels > 0)
+		log_msg(LOG_INFO,
+			"replication: node %s, Redis master '%s' found through %u sentinels (%s), streams %s*, %zu "
+			"replicated filters%s",
+			cfg->node, cfg->master, cfg->nsentinels, cfg->sentinel, cfg->stream_prefix, e->n,
+			cfg->replicas_wait ? ", entries leave the journals once replicas have them (replicas_wait)"
+					   : "");
+	else
+		log_msg(LOG_INFO, "replication: node %s, Redis at %s, streams %s*, %zu replicated filters%s", cfg->node,
+			cfg->redis, cfg->stream_prefix, e->n,
+			cfg->replicas_wait ? ", entries leave the journals once replicas have them (replicas_wait)"
+					   : "");
 	*out = e;
 	return 0;
 }
@@ -374,11 +398,14 @@ void replication_stop(struct replication *e)
 	e->stop = 1;
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < T_THREADS; t++)
 		if (e->started[t])
 			pthread_join(e->thread[t], NULL);
 	if (e->repair_started)
 		pthread_join(e->repair_thread, NULL);
+	for (int t = 0; t < 2; t++)
+		if (e->kick_fd[t] >= 0)
+			close(e->kick_fd[t]);
 	if (e->reg != NULL && e->reg->repl == e) {
 		e->reg->hooks = (struct registry_hooks){ 0 };
 		e->reg->repl = NULL;

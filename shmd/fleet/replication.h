@@ -54,7 +54,7 @@ struct repl_node_stats {
 struct repl_filter_stats {
 	char name[SHMF_NAME_MAX + 1];
 	char stream[REPL_PREFIX_MAX + SHMF_NAME_MAX + 1];
-	const char *state;      /* following, disconnected, catching-up, diverged, repairing, stream-error */
+	const char *state;      /* following, disconnected, catching-up, diverged, repairing, stream-error, waiting-replicas */
 	struct fleet_id cursor; /* the slot's */
 	int64_t lag_p50_ms;     /* over the last minute; -1: no entry applied in it */
 	int64_t lag_p99_ms;
@@ -81,6 +81,8 @@ struct repl_filter_stats {
 	char repair_peer[FLEET_NODE_MAX + 1]; /* the last repair's peer */
 	char last_error[REPL_ERROR_MAX];      /* why it is disconnected or diverged; "" if nothing */
 	char last_refused[REPL_ERROR_MAX];    /* why the last entry refused (refused_*) was; "" if none */
+	char redis[REPL_ADDRESS_MAX + 16];        /* the Redis the sender connected to last ("" before) */
+	char redis_found[REPL_ADDRESS_MAX + 160]; /* how: "redis =", or "sentinel HOST:PORT, master NAME" */
 	unsigned nnodes;
 	struct repl_node_stats nodes[REPL_NODES_MAX];
 };

@@ -17,11 +17,11 @@ struct xadd {
 	struct rfilter *f;
 	redisContext *c;
 	uint64_t shape;
-	char shape_text[17];
-	char seq_text[24];
-	unsigned char mac[FLEET_MAC_BYTES];
+	uint64_t serial; /* the connection's (confirm.c) */
+	uint64_t seq;    /* the last XADD's */
 	struct shmf_jentry kept[FLEET_BATCH_MAX];
 	unsigned char buf[FLEET_BATCH_MAX * FLEET_ENTRY_BYTES];
+	size_t len; /* the last XADD's bytes in buf */
 	char why[REPL_ERROR_MAX];
 };
 
@@ -70,31 +70,9 @@ static uint64_t next_seq(struct replication *e, struct rfilter *f)
 /* Queue one XADD of the @p m entries in x->kept. 0, or -EIO. */
 static int xadd_append(struct xadd *x, size_t m)
 {
-	struct replication *e = x->e;
-	size_t len = fleet_batch_encode(x->kept, m, x->buf);
-	uint64_t seq = next_seq(e, x->f);
-	snprintf(x->seq_text, sizeof(x->seq_text), "%" PRIu64, seq);
-	fleet_mac(&e->key, e->cfg.node, strlen(e->cfg.node), x->shape, seq, x->buf, len, x->mac);
-	const char *argv[] = { "XADD",          x->f->stream,
-			       "MAXLEN",        "~",
-			       e->retention,    "*",
-			       FLEET_F_VERSION, FLEET_STREAM_VERSION,
-			       FLEET_F_NODE,    e->cfg.node,
-			       FLEET_F_SHAPE,   x->shape_text,
-			       FLEET_F_SEQ,     x->seq_text,
-			       FLEET_F_BATCH,   (const char *)x->buf,
-			       FLEET_F_MAC,     (const char *)x->mac };
-	size_t lens[18];
-	for (int j = 0; j < 15; j++)
-		lens[j] = strlen(argv[j]);
-	lens[15] = len;
-	lens[16] = strlen(FLEET_F_MAC);
-	lens[17] = FLEET_MAC_BYTES;
-	if (redisAppendCommandArgv(x->c, 18, argv, lens) != REDIS_OK) {
-		snprintf(x->why, sizeof(x->why), "XADD %s: %s", x->f->stream, x->c->errstr);
-		return -EIO;
-	}
-	return 0;
+	x->len = fleet_batch_encode(x->kept, m, x->buf);
+	x->seq = next_seq(x->e, x->f);
+	return xadd_queue(x->e, x->c, x->f->stream, x->shape, x->seq, x->buf, x->len, x->why, sizeof(x->why));
 }
 
 void stream_refusal(const char *stream, const char *err, char *out, size_t len)
@@ -114,37 +92,17 @@ void stream_refusal(const char *stream, const char *err, char *out, size_t len)
 		snprintf(out, len, "Redis refuses stream %s: %s", stream, err);
 }
 
-/* Read the replies of @p pending XADDs. 0 if Redis took every one;
- * -EPROTO if it refused one (this stream's fault: x->why says why, the
- * connection is fine); -EIO if the connection failed. */
-static int xadd_replies(struct xadd *x, size_t pending)
-{
-	int ok = 1;
-	for (size_t i = 0; i < pending; i++) {
-		void *p = NULL;
-		if (redisGetReply(x->c, &p) != REDIS_OK || p == NULL) {
-			snprintf(x->why, sizeof(x->why), "XADD %s: %s", x->f->stream,
-				 x->c->errstr[0] ? x->c->errstr : "no reply");
-			return -EIO;
-		}
-		redisReply *r = p;
-		if (r->type == REDIS_REPLY_ERROR && ok) {
-			stream_refusal(x->f->stream, r->str, x->why, sizeof(x->why));
-			ok = 0;
-		}
-		freeReplyObject(r);
-	}
-	return ok ? 0 : -EPROTO;
-}
-
 /* Drain callback: XADD the entries (pipelined, FLEET_BATCH_MAX a stream
- * entry), except those of a window ahead of the clock (dropped, counted);
- * 0 only once Redis took every one of them. */
+ * entry), except those of a window ahead of the clock (dropped, counted)
+ * and those confirmed already (confirm.c); 0 only once Redis took every
+ * one of them and, with replicas_wait, WAIT says the replicas have them. */
 static int send_entries(void *arg, unsigned ring, const struct shmf_jentry *ent, size_t n)
 {
-	(void)ring;
 	struct xadd *x = arg;
 	struct replication *e = x->e;
+	size_t skip = confirm_skip(x->f, ring, n);
+	ent += skip;
+	n -= skip;
 	struct shmf_slot copy;
 	uint64_t secs = window_secs_of(e, x->f, &copy), now = wall_ms(), ahead = 0, ahead_window = 0;
 	size_t pending = 0, m = 0;
@@ -168,9 +126,13 @@ static int send_entries(void *arg, unsigned ring, const struct shmf_jentry *ent,
 	if (pending && x->f->live)
 		registry_fleet_sent_set(e->reg, x->f->slot, x->f->sent_seq);
 	pthread_mutex_unlock(&e->lock);
-	int rc = xadd_replies(x, pending);
+	int waited = pending ? wait_queue(e, x->c) : 0;
+	int rc = waited < 0 ? -EIO : confirm_replies(e, x->c, x->f->stream, pending, waited, x->why, sizeof(x->why));
+	if ((rc == -EAGAIN || rc == -EIO) && pending == 1)
+		confirm_keep(x->f, ring, n, n - ahead, ahead, x->seq, x->shape, x->buf, x->len, x->serial);
 	if (rc < 0)
 		return rc;
+	confirm_done(x->f, ring);
 	pthread_mutex_lock(&e->lock);
 	x->f->sent += n - ahead;
 	x->f->ahead += ahead;
@@ -266,8 +228,9 @@ static void stream_refused(struct replication *e, struct rfilter *f, const char 
 }
 
 /* One round: drain every filter's journal into @p c. @return the entries
- * sent, or -EIO (the connection is to be dropped, x->why says why). A
- * stream Redis refuses stops only its own filter. */
+ * sent, -EAGAIN (WAIT fell short: the round ends, the connection stays)
+ * or -EIO (the connection is to be dropped, x->why says why). A stream
+ * Redis refuses stops only its own filter. */
 static long send_round(struct replication *e, redisContext *c, struct round *rd, struct xadd *x, unsigned flags)
 {
 	long sent = 0;
@@ -278,12 +241,15 @@ static long send_round(struct replication *e, redisContext *c, struct round *rd,
 		x->e = e;
 		x->f = f;
 		x->c = c;
+		x->serial = e->serial[T_SENDER];
 		x->why[0] = '\0';
 		pthread_mutex_lock(&e->lock);
 		x->shape = f->shape;
 		pthread_mutex_unlock(&e->lock);
-		fleet_shape_text(x->shape, x->shape_text);
-		int n = shmf_journal_drain(f->reader, send_entries, x, flags);
+		/* A batch not confirmed goes first, as it was (confirm.c). */
+		int n = confirm_settle(e, c, x->serial, f, x->why, sizeof(x->why));
+		if (n == 0)
+			n = shmf_journal_drain(f->reader, send_entries, x, flags);
 		journal_stats(e, f);
 		if (n >= 0 && e->cfg.auto_repair != REPL_REPAIR_OFF) {
 			pthread_mutex_lock(&e->lock);
@@ -296,6 +262,8 @@ static long send_round(struct replication *e, redisContext *c, struct round *rd,
 			stream_refused(e, f, x->why);
 			continue;
 		}
+		if (n == -EAGAIN)
+			return -EAGAIN;
 		if (n < 0)
 			return -EIO;
 		if (f->send_retry_ms != 0 || f->send_error[0] != '\0')
@@ -339,6 +307,12 @@ void *sender_main(void *arg)
 			sent = -EIO;
 		}
 		round_release(e, &rd);
+		if (sent == -EAGAIN) {
+			/* WAIT fell short (it waited REPLICAS_WAIT_MS): the
+			 * connection is fine, the replicas are behind. */
+			nap(e, SEND_IDLE_NS);
+			continue;
+		}
 		if (sent < 0) {
 			/* Entries stay in the journal (at-least-once); a new
 			 * connection after the backoff sends them. */

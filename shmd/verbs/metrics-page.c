@@ -95,6 +95,7 @@ enum fig {
 	F_REPL_DISCONNECTED,
 	F_REPL_DIVERGED,
 	F_REPL_STREAM_ERROR,
+	F_REPL_WAITING_REPLICAS,
 	F_REPL_LAG_P50,
 	F_REPL_LAG_P99,
 	F_REPL_JOURNAL,
@@ -162,13 +163,14 @@ static const struct filter_row {
 	{ F_SNAPSHOT_FAILURES, "shmd_filter_snapshot_failures_total", "counter", NULL,
 	  "Periodic snapshots of the filter that failed since shmd started." },
 	{ F_REPL_FOLLOWING, "shmd_filter_replication_state", "gauge", "state=\"following\"",
-	  "1 for the replicated filter's state (following, catching-up, disconnected, diverged, stream-error), 0 for "
-	  "the others." },
+	  "1 for the replicated filter's state (following, catching-up, disconnected, diverged, stream-error, "
+	  "waiting-replicas), 0 for the others." },
 	{ F_REPL_CATCHING_UP, "shmd_filter_replication_state", "gauge", "state=\"catching-up\"", NULL },
 	{ F_REPL_DISCONNECTED, "shmd_filter_replication_state", "gauge", "state=\"disconnected\"", NULL },
 	{ F_REPL_DIVERGED, "shmd_filter_replication_state", "gauge", "state=\"diverged\"", NULL },
 	{ F_REPL_STREAM_ERROR, "shmd_filter_replication_state", "gauge", "state=\"stream-error\"", NULL },
 	{ F_REPL_REPAIRING, "shmd_filter_replication_state", "gauge", "state=\"repairing\"", NULL },
+	{ F_REPL_WAITING_REPLICAS, "shmd_filter_replication_state", "gauge", "state=\"waiting-replicas\"", NULL },
 	{ F_REPL_LAG_P50, "shmd_filter_replication_lag_p50_seconds", "gauge", NULL,
 	  "Median lag of other nodes' entries applied in the last minute (absent when none was)." },
 	{ F_REPL_LAG_P99, "shmd_filter_replication_lag_p99_seconds", "gauge", NULL,
@@ -218,6 +220,7 @@ static void repl_figs(struct registry *reg, int slot, struct filter_figs *f)
 	f->v[F_REPL_DISCONNECTED] = !strcmp(st.state, "disconnected");
 	f->v[F_REPL_DIVERGED] = !strcmp(st.state, "diverged");
 	f->v[F_REPL_STREAM_ERROR] = !strcmp(st.state, "stream-error");
+	f->v[F_REPL_WAITING_REPLICAS] = !strcmp(st.state, "waiting-replicas");
 	f->v[F_REPL_LAG_P50] = st.lag_p50_ms >= 0 ? (double)st.lag_p50_ms / 1000 : NAN;
 	f->v[F_REPL_LAG_P99] = st.lag_p99_ms >= 0 ? (double)st.lag_p99_ms / 1000 : NAN;
 	f->v[F_REPL_JOURNAL] = (double)st.journal_depth;

@@ -223,7 +223,7 @@ void cmd_shmf_restore(struct verb_call *c)
 static void reply_replication(struct reply *out, const struct repl_filter_stats *st)
 {
 	char cursor[48];
-	reply_map(out, 28 + REPL_REFUSED_KINDS); /* the field_* calls below, and nodes */
+	reply_map(out, 30 + REPL_REFUSED_KINDS); /* the field_* calls below, and nodes */
 	reply_field_str(out, "name", st->name);
 	reply_field_str(out, "stream", st->stream);
 	reply_field_str(out, "state", st->state);
@@ -256,6 +256,8 @@ static void reply_replication(struct reply *out, const struct repl_filter_stats 
 	reply_field_int(out, "peers_unverified", (long long)st->peers_unverified);
 	reply_field_str(out, "last_error", st->last_error);
 	reply_field_str(out, "last_refused", st->last_refused);
+	reply_field_str(out, "redis", st->redis);
+	reply_field_str(out, "redis_found", st->redis_found);
 	reply_bulk_str(out, "nodes");
 	reply_array(out, st->nnodes);
 	for (unsigned i = 0; i < st->nnodes; i++) {

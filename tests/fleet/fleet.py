@@ -253,9 +253,10 @@ class Redis:
     """One redis-server of the fleet: its own directory, a loopback port and
     a unix socket. appendonly for the tests that kill and restart it."""
 
-    def __init__(self, fleet, appendonly=False, password=None, port=None):
+    def __init__(self, fleet, appendonly=False, password=None, port=None, name="redis"):
         self.fleet = fleet
-        self.dir = os.path.join(fleet.root, "redis")
+        self.name = name
+        self.dir = os.path.join(fleet.root, name)
         os.makedirs(self.dir, exist_ok=True)
         self.sock = os.path.join(self.dir, "redis.sock")
         self.log = os.path.join(self.dir, "redis.log")
@@ -263,6 +264,7 @@ class Redis:
         self.password = password
         self.port = port
         self.proc = None
+        self.extra = []  # more redis-server arguments (a replica's --replicaof, ...)
 
     @property
     def address(self):
@@ -282,7 +284,8 @@ class Redis:
             ]  # fmt: skip
             if self.password:
                 args += ["--requirepass", self.password]
-            self.proc = self.fleet.spawn(args, "redis")
+            args += self.extra
+            self.proc = self.fleet.spawn(args, self.name)
             try:
                 wait_for("redis-server on %s answers PING" % self.address, self._ready, timeout)
                 return self
