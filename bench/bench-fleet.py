@@ -15,13 +15,16 @@ adding at a fixed rate through libshmf, and what that costs and gives:
   - with --fleet-mac PATH: bench-fleet-mac, the authentication alone (the
     key derived once; a batch's tags signed and verified, per batch and
     per entry);
+  - with --replicas-wait N: the Redis gets a replica (a second
+    redis-server) and the nodes replicas_wait = N, so that every figure
+    above includes WAIT's cost (run it with and without, side by side);
   - with --bench-filter PATH: bench-filter's replicated rows (the same
     adds and checks on a twin filter that journals, 1M and 100M keys; 1M
     only with --quick), printed as it prints them.
 
   bench/bench-fleet.py --shmd PATH --shmctl PATH --worker PATH
                        [--bench-filter PATH] [--fleet-mac PATH] [--rate N] [--seconds S]
-                       [--quick]
+                       [--replicas-wait N] [--quick]
 
 Timing is never asserted: --quick (small, a few seconds) only proves that
 the bench still runs (suite bench). Figures print as "FIGURE name = value".
@@ -37,7 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
-from fleet import Failure, Fleet, check, figure  # noqa: E402
+from fleet import Failure, Fleet, Redis, check, figure, wait_for  # noqa: E402
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -72,6 +75,27 @@ def sender_rate(node, burst):
     return 0.8 * burst / max(marks[0.9] - marks[0.1], 1e-6), r
 
 
+def start(f, filters, replicas_wait):
+    """The fleet: with @replicas_wait, a Redis with a replica and nodes
+    that WAIT for that many replicas."""
+    if not replicas_wait:
+        # Rings that hold one run of the add loop below (shmd drains between runs).
+        return f.start(3, filters, journal_entries=262144)
+    f.start_redis()
+    f.redis.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+    f.replica = Redis(f, name="redis-replica")
+    f.replica.extra = ["--replicaof", "127.0.0.1", str(f.redis.port)]
+    f.replica.start()
+    # In sync before any WAIT: a WAIT during the first sync times out.
+    wait_for("the replica in sync", lambda: "master_link_status:up" in f.replica.call("INFO", "replication"), 30)
+    for _ in range(3):
+        f.add_node(filters, journal_entries=262144, replicas_wait=replicas_wait)
+    for x in f.nodes:
+        f.wait_state(x, "clicks", "following")
+    print("with a replica and replicas_wait = %d" % replicas_wait)
+    return f.nodes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shmd", required=True)
@@ -81,6 +105,7 @@ def main():
     ap.add_argument("--fleet-mac", help="bench-fleet-mac: the authentication's cost alone")
     ap.add_argument("--rate", type=int, help="adds per second per node (default 20000; --quick 2000)")
     ap.add_argument("--seconds", type=float, help="length of the load (default 20; --quick 3)")
+    ap.add_argument("--replicas-wait", type=int, default=0, help="a replica, and replicas_wait = N on the nodes")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     rate = a.rate or (2000 if a.quick else 20000)
@@ -94,9 +119,10 @@ def main():
     print("fleet: 3 nodes, 1 Redis, a Bloom filter of %d keys at 1e-6 on each; %d adds/s per node for %.0f s"
           % (capacity, rate, secs))  # fmt: skip
     with Fleet(build, "bench-fleet") as f:
-        # Rings that hold one run of the add loop below (shmd drains between runs).
-        nodes = f.start(3, {"clicks": bloom, "plain": plain}, journal_entries=262144)
+        nodes = start(f, {"clicks": bloom, "plain": plain}, a.replicas_wait)
         pids = {"redis": f.redis.proc.pid}
+        if a.replicas_wait:
+            pids["redis-replica"] = f.replica.proc.pid
         pids.update({x.name: x.proc.pid for x in nodes})
         before = {k: cpu_ticks(p) for k, p in pids.items()}
         t0 = time.monotonic()

@@ -75,22 +75,25 @@ static int wait_answered(struct replication *e, long long got)
 {
 	uint64_t want = e->cfg.replicas_wait, now = mono_ms();
 	char why[REPL_ERROR_MAX] = "";
-	if (got < 0 || (uint64_t)got < want)
+	int short_ = got < 0 || (uint64_t)got < want;
+	e->wait_short_ms = !short_ ? 0 : e->wait_short_ms ? e->wait_short_ms : now;
+	if (short_ && now - e->wait_short_ms < REPLICAS_WAIT_SAY_MS)
+		return -EAGAIN; /* asked again; said only if it lasts */
+	if (short_)
 		snprintf(why, sizeof(why),
-			 "WAIT %" PRIu64 ": %lld of %" PRIu64
-			 " replicas acknowledged within %d ms; entries stay in the journals and are sent again "
-			 "until they do (replicas_wait)",
-			 want, got, want, REPLICAS_WAIT_MS);
+			 "WAIT %" PRIu64 ": %lld of %" PRIu64 " replicas acknowledged, for %" PRIu64
+			 " ms now; entries stay in the journals and are sent again until they do (replicas_wait)",
+			 want, got, want, now - e->wait_short_ms);
 	pthread_mutex_lock(&e->lock);
-	int changed = strcmp(e->wait_why, why) != 0;
+	int was = e->wait_why[0] != '\0';
 	snprintf(e->wait_why, sizeof(e->wait_why), "%s", why);
-	int say = why[0] && (changed || now - e->wait_log_ms >= LOG_EVERY_MS);
+	int say = why[0] && (!was || now - e->wait_log_ms >= LOG_EVERY_MS);
 	if (say)
 		e->wait_log_ms = now;
 	pthread_mutex_unlock(&e->lock);
 	if (say)
 		log_msg(LOG_WARNING, "replication: sender: %s", why);
-	else if (changed && !why[0])
+	else if (was && !why[0])
 		log_msg(LOG_NOTICE, "replication: sender: %" PRIu64 " replicas acknowledge again", want);
 	return why[0] ? -EAGAIN : 0;
 }
@@ -120,7 +123,7 @@ int confirm_replies(struct replication *e, redisContext *c, const char *stream, 
 		} else if (i == pending && rc == 0) {
 			rc = wait_answered(e, r->type == REDIS_REPLY_INTEGER ? r->integer : -1);
 			if (rc < 0)
-				snprintf(why, wl, "%s", e->wait_why);
+				snprintf(why, wl, "WAIT %" PRIu64 " fell short", e->cfg.replicas_wait);
 		}
 		freeReplyObject(r);
 	}

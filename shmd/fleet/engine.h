@@ -60,7 +60,12 @@
 #define REPAIR_RETRY_MIN_MS 500   /* a repair that found no peer, or failed: tried again after */
 #define REPAIR_RETRY_MAX_MS 30000
 #define REPAIR_TRIES        5 /* dumps begun again when the peer's filter changed during one */
-#define REPLICAS_WAIT_MS    1000 /* WAIT replicas_wait's timeout: then the batch waits in the journal */
+/* WAIT replicas_wait's timeout, then WAIT again: Redis 7.0 now and then
+ * answers a WAIT only at the replica's next periodic ACK (up to 1 s: 1 of
+ * 3,000 pipelined XADD + WAIT on loopback); asked again, it asks the
+ * replicas again. Said (waiting-replicas, logged) once short this long. */
+#define REPLICAS_WAIT_MS     100
+#define REPLICAS_WAIT_SAY_MS 1000
 
 /* The engine's threads; the first two have a connection state (up[], error[]). */
 enum { T_SENDER, T_FOLLOWER, T_WATCHER, T_THREADS };
@@ -190,6 +195,7 @@ struct replication {
 	unsigned sentinel_next;                /* the sentinel asked first: the one that answered last */
 	char wait_why[REPL_ERROR_MAX];         /* sender: why WAIT fell short; "": it did not */
 	uint64_t wait_log_ms;
+	uint64_t wait_short_ms; /* sender: WAIT short since (mono); 0: it is met */
 	struct peer_addr peers[REPL_NODES_MAX]; /* the others' verified announcements */
 	unsigned npeers;
 	uint64_t announce_refused; /* announcements that did not verify */

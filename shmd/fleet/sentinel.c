@@ -258,6 +258,11 @@ void *watcher_main(void *arg)
 		}
 		if (c != NULL)
 			redisFree(c);
+		pthread_mutex_lock(&e->lock);
+		stop = e->stop;
+		pthread_mutex_unlock(&e->lock);
+		if (stop)
+			break;
 		if (mono_ms() - logged_ms >= LOG_EVERY_MS || logged_ms == 0) {
 			logged_ms = mono_ms();
 			log_msg(LOG_WARNING,

@@ -128,10 +128,12 @@ class Setup:
     def __init__(self, fleet):
         self.fleet = fleet
         self.master = Redis(fleet, password=MPW, name="redis-a")
-        self.master.extra = ["--masterauth", MPW]
+        # No 5 s wait before a replica's first sync (Redis' default).
+        self.master.extra = ["--masterauth", MPW, "--repl-diskless-sync-delay", "0"]
         self.master.start()
         self.replica = Redis(fleet, password=MPW, name="redis-b")
-        self.replica.extra = ["--masterauth", MPW, "--replicaof", "127.0.0.1", str(self.master.port)]
+        self.replica.extra = ["--masterauth", MPW, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1",
+                              str(self.master.port)]  # fmt: skip
         self.replica.start()
         self.sentinels = [Sentinel(fleet, i + 1, self.master.port).start() for i in range(3)]
         wait_for("the replica in sync", lambda: self.linked(self.replica), 20)
@@ -221,7 +223,7 @@ def failover(build, replicas_wait):
         t_follow = time.monotonic() - t_kill
         # The old master comes back; the sentinels make it a replica of
         # the new one, so that WAIT 1 is met again.
-        setup.master.extra = ["--masterauth", MPW]
+        setup.master.extra = ["--masterauth", MPW, "--repl-diskless-sync-delay", "0"]
         setup.master.restart()
         wait_for("the old master a replica of the new one", lambda: setup.linked(setup.master), 40)
         results = [f.collect(p) for p in ws + [cw]]
