@@ -253,7 +253,7 @@ def failover(build, replicas_wait):
         figure("%s_bloom_keys_lost" % what, sum(lost.values()), "(per node: %s)" % lost)
         figure("%s_cuckoo_keys_lost" % what, sum(cuckoo_lost), "(node2, node3: %s)" % cuckoo_lost)
         figure("%s_cuckoo_keys_stored_twice" % what, sum(twice), "(node2, node3: %s)" % twice)
-        figure("%s_batches_resent_refused_as_replays" % what, replayed)
+        figure("%s_refused_replayed" % what, replayed, "(batches sent again, and the stream read again from 0-0 where a cursor was past the new master's end)")
         check(sum(twice) == 0, "cuckoo keys stored twice after the failover: %r (a batch sent again was applied again)" % twice)
         if replicas_wait:
             check(sum(lost.values()) == 0 and sum(cuckoo_lost) == 0, "keys lost with replicas_wait = 1: %r %r" % (lost, cuckoo_lost))
