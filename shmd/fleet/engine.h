@@ -184,18 +184,18 @@ struct replication {
 	int stop;
 	struct rfilter **list;
 	size_t n, cap;
-	int up[2];                              /* the thread's connection works */
-	char error[2][REPL_ERROR_MAX];          /* why it does not */
-	char logged[2][REPL_ERROR_MAX];         /* the failure logged last */
-	uint64_t error_log_ms[2];               /* when */
-	int said_down[2];                       /* a failure was logged since the last "connected" */
+	int up[2];                             /* the thread's connection works */
+	char error[2][REPL_ERROR_MAX];         /* why it does not */
+	char logged[2][REPL_ERROR_MAX];        /* the failure logged last */
+	uint64_t error_log_ms[2];              /* when */
+	int said_down[2];                      /* a failure was logged since the last "connected" */
 	char addr[2][REPL_ADDRESS_MAX + 16];   /* the Redis each thread connected to last */
 	char found[2][REPL_ADDRESS_MAX + 160]; /* how: "redis =", or the sentinel and master name */
 	int kick_fd[2];                        /* Sentinel: the thread's socket, for kick() (sentinel.c); -1 */
 	unsigned sentinel_next;                /* the sentinel asked first: the one that answered last */
 	char wait_why[REPL_ERROR_MAX];         /* sender: why WAIT fell short; "": it did not */
 	uint64_t wait_log_ms;
-	uint64_t wait_short_ms; /* sender: WAIT short since (mono); 0: it is met */
+	uint64_t wait_short_ms;                 /* sender: WAIT short since (mono); 0: it is met */
 	struct peer_addr peers[REPL_NODES_MAX]; /* the others' verified announcements */
 	unsigned npeers;
 	uint64_t announce_refused; /* announcements that did not verify */

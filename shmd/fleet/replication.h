@@ -54,33 +54,34 @@ struct repl_node_stats {
 struct repl_filter_stats {
 	char name[SHMF_NAME_MAX + 1];
 	char stream[REPL_PREFIX_MAX + SHMF_NAME_MAX + 1];
-	const char *state;      /* following, disconnected, catching-up, diverged, repairing, stream-error, waiting-replicas */
+	const char *state; /* following, disconnected, catching-up, diverged, repairing, stream-error, waiting-replicas
+			    */
 	struct fleet_id cursor; /* the slot's */
 	int64_t lag_p50_ms;     /* over the last minute; -1: no entry applied in it */
 	int64_t lag_p99_ms;
-	uint64_t journal_depth;               /* entries waiting in the journal */
-	uint64_t sent;                        /* journal entries XADDed */
-	uint64_t applied;                     /* other nodes' entries applied (changed or not) */
-	uint64_t dropped_journal_full;        /* adds that found their ring full (never journalled) */
-	uint64_t dropped_retired_window;      /* entries whose window is retired here */
-	uint64_t dropped_future_window;       /* journal or stream entries whose window begins past now + the skew
-						 tolerance (fleet_skew_ms()): a clock that far ahead, or forged */
-	uint64_t dropped_foreign_shape;       /* entries refused: another shape */
-	uint64_t missed;                      /* adds journalled nowhere (no free ring) */
-	uint64_t lost;                        /* entries the drain skipped (dead owner, damage) */
-	uint64_t malformed;                   /* stream entries refused: unknown version, bad fields */
-	uint64_t own;                         /* this node's stream entries skipped */
-	uint64_t refused[REPL_REFUSED_KINDS]; /* stream entries refused, by kind (enum repl_refused) */
-	uint64_t repairs;                     /* self-repairs done (docs/fleet.md, "Self-repair") */
-	uint64_t repair_last_ms;              /* the last one's time */
-	uint64_t repair_last_bytes;           /* the bytes it moved */
-	uint64_t repair_bytes;                /* moved by every one */
-	uint64_t repair_refused;              /* peers refused: another shape or seed */
-	uint64_t repair_notices;              /* other nodes said they lost adds */
-	uint64_t peers_unverified;            /* announcements that did not verify (the engine's) */
-	char repair_peer[FLEET_NODE_MAX + 1]; /* the last repair's peer */
-	char last_error[REPL_ERROR_MAX];      /* why it is disconnected or diverged; "" if nothing */
-	char last_refused[REPL_ERROR_MAX];    /* why the last entry refused (refused_*) was; "" if none */
+	uint64_t journal_depth;                   /* entries waiting in the journal */
+	uint64_t sent;                            /* journal entries XADDed */
+	uint64_t applied;                         /* other nodes' entries applied (changed or not) */
+	uint64_t dropped_journal_full;            /* adds that found their ring full (never journalled) */
+	uint64_t dropped_retired_window;          /* entries whose window is retired here */
+	uint64_t dropped_future_window;           /* journal or stream entries whose window begins past now + the skew
+						     tolerance (fleet_skew_ms()): a clock that far ahead, or forged */
+	uint64_t dropped_foreign_shape;           /* entries refused: another shape */
+	uint64_t missed;                          /* adds journalled nowhere (no free ring) */
+	uint64_t lost;                            /* entries the drain skipped (dead owner, damage) */
+	uint64_t malformed;                       /* stream entries refused: unknown version, bad fields */
+	uint64_t own;                             /* this node's stream entries skipped */
+	uint64_t refused[REPL_REFUSED_KINDS];     /* stream entries refused, by kind (enum repl_refused) */
+	uint64_t repairs;                         /* self-repairs done (docs/fleet.md, "Self-repair") */
+	uint64_t repair_last_ms;                  /* the last one's time */
+	uint64_t repair_last_bytes;               /* the bytes it moved */
+	uint64_t repair_bytes;                    /* moved by every one */
+	uint64_t repair_refused;                  /* peers refused: another shape or seed */
+	uint64_t repair_notices;                  /* other nodes said they lost adds */
+	uint64_t peers_unverified;                /* announcements that did not verify (the engine's) */
+	char repair_peer[FLEET_NODE_MAX + 1];     /* the last repair's peer */
+	char last_error[REPL_ERROR_MAX];          /* why it is disconnected or diverged; "" if nothing */
+	char last_refused[REPL_ERROR_MAX];        /* why the last entry refused (refused_*) was; "" if none */
 	char redis[REPL_ADDRESS_MAX + 16];        /* the Redis the sender connected to last ("" before) */
 	char redis_found[REPL_ADDRESS_MAX + 160]; /* how: "redis =", or "sentinel HOST:PORT, master NAME" */
 	unsigned nnodes;

@@ -182,7 +182,7 @@ static int send_notice(struct replication *e, struct xadd *x, uint64_t over)
 	if (f->live)
 		registry_fleet_sent_set(e->reg, f->slot, f->sent_seq);
 	pthread_mutex_unlock(&e->lock);
-	int rc = xadd_replies(x, 1);
+	int rc = confirm_replies(e, x->c, f->stream, 1, 0, x->why, sizeof(x->why));
 	if (rc == 0) {
 		f->notice_sent = over;
 		f->notice_ms = now;
